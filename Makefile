@@ -1,0 +1,33 @@
+# make demo / make test are all a newcomer needs; both set up .venv through `make install`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint fmt bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/python -m synapsecrawl.demo
+
+lint: install
+	$(BIN)/ruff check synapsecrawl spiders middlewares pipelines tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: install lint
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
+
+fmt: install
+	$(BIN)/ruff check --fix synapsecrawl spiders middlewares pipelines tests bench
+	$(BIN)/ruff format synapsecrawl spiders middlewares pipelines tests bench
+
+clean:
+	rm -rf $(VENV) .synapsecrawl build *.egg-info

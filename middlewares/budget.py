@@ -1,0 +1,51 @@
+"""The page limit of a crawl (SYN-LIMITS): pages fetched, robots.txt not counted.
+
+Scrapy's CLOSESPIDER_PAGECOUNT counts every response, robots.txt included,
+and lets in-flight requests overshoot; here a page is counted when robots.txt
+has let it through, once across its redirects and retries, and any request
+past the limit is dropped before it reaches the network.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import IgnoreRequest
+
+from middlewares.runtime import Runtime
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+__all__ = ["PageBudgetMiddleware"]
+
+
+class PageBudgetMiddleware:
+    def __init__(self, crawler: Crawler, runtime: Runtime) -> None:
+        self._crawler = crawler
+        self._runtime = runtime
+        self._spent = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PageBudgetMiddleware:
+        return cls(crawler, Runtime.of(crawler))
+
+    @property
+    def limit(self) -> int:
+        """Pages this crawl may fetch: the spider's (-a max_pages) or the operator's."""
+        limits = getattr(self._crawler.spider, "limits", None)
+        if limits is not None:
+            return int(limits.pages)
+        return self._crawler.settings.getint("SYNAPSE_PAGE_LIMIT")
+
+    def process_request(self, request: Request) -> None:
+        if request.meta.get("robots_txt") or request.meta.get("budget_counted"):
+            return
+        if self.limit and self._spent >= self.limit:
+            assert self._crawler.stats is not None
+            self._crawler.stats.inc_value("budget/over_limit")
+            self._runtime.summary.skip(self._runtime.site(request.url), "limit")
+            raise IgnoreRequest(f"page limit {self.limit} reached: {request.url}")
+        self._spent += 1
+        request.meta["budget_counted"] = True

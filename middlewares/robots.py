@@ -1,0 +1,131 @@
+"""robots.txt for every request: fetched once per origin, judged per profile.
+
+A thin adapter over ``synapsecrawl.robots`` (RFC 9309 matching) and
+``synapsecrawl.robotspolicy`` (what 4xx/5xx mean, how long a copy holds).
+Concurrent requests to one origin share one fetch; the fetch itself goes
+through the downloader (same User-Agent rules, same pacer slot).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http.request import NO_CALLBACK
+
+from middlewares.runtime import Runtime
+from synapsecrawl.kb.store import RobotsCopy
+from synapsecrawl.robotspolicy import RobotsOutcome, is_fresh, judge_fetch
+from synapsecrawl.urls import origin_of
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["RobotsMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+_TOO_MANY_REDIRECTS = 310  # judged as a 3xx: unavailable
+
+
+class RobotsMiddleware:
+    def __init__(self, crawler: Crawler, runtime: Runtime) -> None:
+        self._crawler = crawler
+        self._runtime = runtime
+        self._profile = runtime.profile
+        self._outcomes: dict[str, tuple[float, asyncio.Future[RobotsOutcome]]] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
+        return cls(crawler, Runtime.of(crawler))
+
+    async def process_request(self, request: Request) -> None:
+        if request.meta.get("robots_txt") or request.meta.get("dont_obey_robotstxt"):
+            return
+        outcome = await self.outcome_for(request.url)
+        if not outcome.rules.allows(request.url):
+            assert self._crawler.stats is not None
+            reason = "disallowed" if outcome.kind == "parsed" else f"robots.txt {outcome.kind}"
+            self._crawler.stats.inc_value("robots/disallowed")
+            self._runtime.summary.skip(self._runtime.site(request.url), "robots")
+            request.meta["robots_disallowed"] = True
+            raise IgnoreRequest(f"robots.txt ({reason}) forbids {request.url}")
+
+    async def outcome_for(self, url: str) -> RobotsOutcome:
+        """The robots outcome for ``url``'s origin, fetching it when no fresh copy exists."""
+        origin = origin_of(url)
+        now = time.time()
+        known = self._outcomes.get(origin)
+        if known is not None:
+            fetched_at, future = known
+            if not future.done():
+                return await future
+            outcome = future.result()
+            if is_fresh(self._profile.robots, fetched_at=fetched_at, failed=outcome.failed, now=now,
+                        crawl_started_at=self._runtime.started_at):
+                return outcome
+        future = asyncio.get_running_loop().create_future()
+        self._outcomes[origin] = (now, future)
+        try:
+            fetched_at, outcome = await self._load(origin, now)
+        except BaseException as exc:  # keep waiters from hanging, then let it rise
+            future.set_exception(exc)
+            future.exception()  # mark retrieved
+            del self._outcomes[origin]
+            raise
+        self._outcomes[origin] = (fetched_at, future)
+        future.set_result(outcome)
+        site = self._runtime.site(url)
+        self._runtime.pacer.set_crawl_delay(site, outcome.rules.crawl_delay)
+        return outcome
+
+    async def _load(self, origin: str, now: float) -> tuple[float, RobotsOutcome]:
+        store = self._runtime.store()
+        if not self._profile.robots.once_per_crawl:
+            copy = await asyncio.to_thread(store.get_robots, self._profile.name, origin)
+            if copy is not None:
+                outcome = judge_fetch(self._profile.robots, self._profile.tokens, copy.status, copy.body)
+                if is_fresh(self._profile.robots, fetched_at=copy.fetched_at, failed=outcome.failed, now=now,
+                            crawl_started_at=self._runtime.started_at):
+                    return copy.fetched_at, outcome
+        status, body = await self._fetch(origin)
+        outcome = judge_fetch(self._profile.robots, self._profile.tokens, status, body)
+        assert self._crawler.stats is not None
+        self._crawler.stats.inc_value(f"robots/{outcome.kind}")
+        if outcome.kind != "parsed":
+            verdict = "nothing fetched from it" if not outcome.rules.allows("/") else "everything allowed"
+            logger.warning("robots.txt of %s: %s (%s): %s", origin, outcome.kind, status or "no answer", verdict)
+        fetched_at = time.time()
+        await asyncio.to_thread(store.put_robots, self._profile.name, RobotsCopy(origin, status, body, fetched_at))
+        return fetched_at, outcome
+
+    async def _fetch(self, origin: str) -> tuple[int, bytes]:
+        request = Request(
+            f"{origin}/robots.txt",
+            callback=NO_CALLBACK,
+            headers={"User-Agent": self._profile.robots_user_agent},
+            meta={
+                "robots_txt": True,
+                "dont_retry": True,
+                "handle_httpstatus_all": True,
+                "redirect_ttl": self._profile.robots.max_redirects,  # RFC 9309 §2.3.1.2
+                "size_limit_bytes": self._profile.robots.max_bytes,
+            },
+            priority=1000,
+        )
+        assert self._crawler.engine is not None
+        try:
+            response = await self._crawler.engine.download_async(request)
+        except IgnoreRequest as exc:
+            if "redirect" in str(exc).lower():  # more than 5 redirects: unavailable, §2.3.1.2
+                return _TOO_MANY_REDIRECTS, b""
+            logger.info("robots.txt of %s refused: %s", origin, exc)
+            return 0, b""
+        except Exception as exc:  # refused, timed out, DNS: RFC 9309 §2.3.1.4 "unreachable"
+            logger.info("robots.txt of %s unreachable: %s", origin, exc)
+            return 0, b""
+        return response.status, response.body

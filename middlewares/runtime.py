@@ -1,0 +1,71 @@
+"""One crawl's shared core objects, built once from the crawler's settings.
+
+Every adapter reaches the profile, the pacer, the summary and the store
+through ``Runtime.of(crawler)`` so all of them agree on one view of the crawl.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from synapsecrawl.kb.store import DEFAULT_KB_URI, Store, open_store
+from synapsecrawl.pacing import SiteClock
+from synapsecrawl.config import check_config
+from synapsecrawl.profiles import Profile
+from synapsecrawl.summary import CrawlSummary
+from synapsecrawl.urls import site_of
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["Runtime"]
+
+_ATTR = "_synapsecrawl_runtime"
+
+
+@dataclass
+class Runtime:
+    """The profile, pacer, summary and store of one crawl."""
+
+    profile: Profile
+    pacer: SiteClock
+    kb_uri: str
+    summary: CrawlSummary = field(default_factory=CrawlSummary)
+    started_at: float = field(default_factory=time.time)
+    _store: Store | None = None
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> Runtime:
+        """The crawl's runtime, made on first use."""
+        runtime: Runtime | None = getattr(crawler, _ATTR, None)
+        if runtime is None:
+            # Read from what the operator set, not from the add-on's derived
+            # settings: a spider can be built before add-ons have run.
+            from middlewares.addon import operator_settings
+
+            config = check_config(operator_settings(crawler.settings), {})
+            runtime = cls(
+                profile=config.profile,
+                pacer=SiteClock(delay=config.limits.delay, crawl_delay_cap=config.profile.crawl_delay_cap),
+                kb_uri=crawler.settings.get("KB_URI") or DEFAULT_KB_URI,
+            )
+            setattr(crawler, _ATTR, runtime)
+        return runtime
+
+    def site(self, url: str) -> str:
+        """The site ``url`` counts toward."""
+        return site_of(url, self.profile.site)
+
+    def store(self) -> Store:
+        """The knowledge base, opened on first use."""
+        if self._store is None:
+            self._store = open_store(self.kb_uri)
+        return self._store
+
+    def close(self) -> None:
+        """Close the store if it was opened."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None

@@ -1,0 +1,102 @@
+"""Reading no more than a profile allows: the type gate and the size cap.
+
+ALL-SIZE: a response is read up to the cap and no further; the download stops
+there (``StopDownload(fail=False)``) and the page is processed truncated.
+SNA-HTML / YOT-HTTPS: a type the profile does not read is abandoned as soon
+as the headers show it, before the body is transferred.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest, StopDownload
+
+from middlewares.runtime import Runtime
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.http.headers import Headers
+
+__all__ = ["DecompressionGuardMiddleware", "ResponseGateMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+# A truncated gzip stream of N bytes may inflate to many times N; past this
+# ratio it is treated as a bomb and dropped by Scrapy's HttpCompressionMiddleware.
+_INFLATE_RATIO = 20
+
+
+class ResponseGateMiddleware:
+    def __init__(self, crawler: Crawler, runtime: Runtime) -> None:
+        self._crawler = crawler
+        self._runtime = runtime
+        self._profile = runtime.profile
+        self._received: dict[int, int] = {}
+        crawler.signals.connect(self._headers_received, signal=signals.headers_received)
+        crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ResponseGateMiddleware:
+        return cls(crawler, Runtime.of(crawler))
+
+    def cap_for(self, request: Request) -> int:
+        """The bytes this request may read."""
+        return int(request.meta.get("size_limit_bytes") or self._profile.size_bytes)
+
+    def _headers_received(self, headers: Headers, body_length: int, request: Request, **_: Any) -> None:
+        if request.meta.get("robots_txt") or request.meta.get("dont_gate_type"):
+            return
+        raw = headers.get(b"Content-Type") or b""
+        content_type = raw.decode("latin-1").strip()
+        # A missing Content-Type is sniffed later; a stated foreign one stops here.
+        if content_type and not self._profile.accepts_type(content_type):
+            request.meta["gate_refused_type"] = content_type.split(";", 1)[0].strip().lower()
+            raise StopDownload(fail=False)
+
+    def _bytes_received(self, data: bytes, request: Request, **_: Any) -> None:
+        key = id(request)
+        received = self._received.get(key, 0) + len(data)
+        self._received[key] = received
+        if received >= self.cap_for(request):
+            request.meta["size_truncated"] = True
+            raise StopDownload(fail=False)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        self._received.pop(id(request), None)
+        refused = request.meta.get("gate_refused_type")
+        if refused:
+            assert self._crawler.stats is not None
+            self._crawler.stats.inc_value("gate/type_refused")
+            self._runtime.summary.skip(self._runtime.site(request.url), "type")
+            raise IgnoreRequest(f"{self._profile.name} does not read {refused}: {request.url}")
+        cap = self.cap_for(request)
+        if len(response.body) > cap or request.meta.get("size_truncated"):
+            assert self._crawler.stats is not None
+            self._crawler.stats.inc_value("gate/truncated")
+            logger.info("read %s only up to %d bytes (%s's cap)", request.url, cap, self._profile.name)
+            return response.replace(body=response.body[:cap], flags=[*response.flags, "truncated"])
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        self._received.pop(id(request), None)
+
+
+class DecompressionGuardMiddleware:
+    """Bounds what Scrapy's HttpCompressionMiddleware may inflate, per request."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._profile = runtime.profile
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DecompressionGuardMiddleware:
+        return cls(Runtime.of(crawler))
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        cap = int(request.meta.get("size_limit_bytes") or self._profile.size_bytes)
+        request.meta["download_maxsize"] = max(cap * _INFLATE_RATIO, 16 * 1024 * 1024)
+        return response

@@ -1,0 +1,147 @@
+"""The ``synapsecrawl`` command: look at a knowledge base, ask robots.txt rules, manage keys.
+
+    synapsecrawl kb list   --uri KB_URI [--kb NAME] [--format jsonl|table]
+    synapsecrawl kb search QUERY --uri KB_URI [--kb NAME] [--format jsonl|table]
+    synapsecrawl robots check --robots FILE --agent TOKEN URL [URL ...]
+    synapsecrawl robots check --robots FILE --agent TOKEN --crawl-delay
+
+Errors are one line on stderr and exit status 2 (usage) or 1 (everything else).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from synapsecrawl.errors import SynapseError
+from synapsecrawl.kb.store import DEFAULT_KB_URI, PageRecord, open_store
+
+__all__ = ["main"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _page_json(page: PageRecord) -> dict[str, Any]:
+    return {
+        "url": page.url,
+        "kb": page.kb,
+        "title": page.title,
+        "text": page.text,
+        "content_type": page.content_type,
+        "status": page.status,
+        "fetched_at": page.fetched_at.isoformat(),
+        "etag": page.etag,
+        "last_modified": page.last_modified,
+        "verified_at": page.verified_at.isoformat() if page.verified_at else None,
+    }
+
+
+def _print_rows(rows: Iterable[dict[str, Any]], fmt: str, columns: Sequence[str]) -> None:
+    if fmt == "jsonl":
+        for row in rows:
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return
+    rows = list(rows)
+    widths = {c: min(60, max([len(c)] + [len(_cell(r[c])) for r in rows])) for c in columns}
+    sys.stdout.write("  ".join(c.ljust(widths[c]) for c in columns).rstrip() + "\n")
+    for row in rows:
+        sys.stdout.write("  ".join(_cell(row[c])[: widths[c]].ljust(widths[c]) for c in columns).rstrip() + "\n")
+
+
+def _cell(value: object) -> str:
+    return " ".join(str(value if value is not None else "").split())
+
+
+def _kb_list(args: argparse.Namespace) -> int:
+    store = open_store(args.uri)
+    try:
+        _print_rows((_page_json(p) for p in store.pages(args.kb)), args.format,
+                    ("kb", "url", "status", "fetched_at", "title"))
+    finally:
+        store.close()
+    return 0
+
+
+def _kb_search(args: argparse.Namespace) -> int:
+    store = open_store(args.uri)
+    try:
+        hits = store.search(args.query, args.kb, limit=args.limit)
+    finally:
+        store.close()
+    _print_rows((asdict(h) for h in hits), args.format, ("score", "url", "title", "snippet"))
+    return 0
+
+
+def _robots_check(args: argparse.Namespace) -> int:
+    from synapsecrawl.robots import parse_robots
+
+    if args.robots == "-":
+        body = sys.stdin.buffer.read()
+    else:
+        try:
+            with open(args.robots, "rb") as handle:
+                body = handle.read()
+        except OSError as exc:
+            raise SynapseError(f"--robots {args.robots}: {exc.strerror or exc}") from None
+    rules = parse_robots(body).rules_for((args.agent,))
+    if args.crawl_delay:
+        sys.stdout.write(("none" if rules.crawl_delay is None else f"{rules.crawl_delay:g}") + "\n")
+        return 0
+    if not args.urls:
+        raise SynapseError("robots check needs URLs, or --crawl-delay")
+    for url in args.urls:
+        sys.stdout.write(f"{'allowed' if rules.allows(url) else 'disallowed'} {url}\n")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="synapsecrawl", description="Look at and operate synapsecrawl.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    kb = commands.add_parser("kb", help="list or search a knowledge base").add_subparsers(dest="kb_command", required=True)
+    for name, handler in (("list", _kb_list), ("search", _kb_search)):
+        sub = kb.add_parser(name, help=f"{name} stored pages")
+        if name == "search":
+            sub.add_argument("query")
+            sub.add_argument("--limit", type=int, default=10)
+        sub.add_argument("--uri", default=DEFAULT_KB_URI, help="KB_URI (default: %(default)s)")
+        sub.add_argument("--kb", default=None, help="one knowledge base (default: all)")
+        sub.add_argument("--format", choices=("jsonl", "table"), default="table")
+        sub.set_defaults(handler=handler)
+
+    robots = commands.add_parser("robots", help="ask robots.txt rules").add_subparsers(dest="robots_command", required=True)
+    check = robots.add_parser("check", help="judge URLs or read the Crawl-delay, as the crawler does")
+    check.add_argument("--robots", required=True, help="robots.txt file ('-' for stdin)")
+    check.add_argument("--agent", required=True, help="product token, e.g. SynapseBot")
+    check.add_argument("--crawl-delay", action="store_true", help="print the Crawl-delay for the agent")
+    check.add_argument("urls", nargs="*")
+    check.set_defaults(handler=_robots_check)
+
+    try:
+        from synapsecrawl.keyscli import register
+    except ImportError:  # signing extras not installed
+        pass
+    else:
+        register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except SynapseError as exc:
+        sys.stderr.write(f"synapsecrawl: {exc}\n")
+        return 1
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""``scrapy crawl``, with settings and arguments checked before Scrapy starts.
+
+A value past a profile's cap must stop the crawl before any request with one
+line; raised from inside Scrapy it would be a long asyncio traceback. Scrapyd
+runs spiders through ``scrapy.cmdline`` too, so its jobs pass through here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from scrapy.commands.crawl import Command as ScrapyCrawl
+
+from middlewares.addon import operator_settings
+from synapsecrawl.config import check_config
+from synapsecrawl.crawlrequest import CrawlRequest
+from synapsecrawl.errors import ConfigError
+
+
+class Command(ScrapyCrawl):
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        arguments: dict[str, Any] = dict(opts.spargs or {})
+        try:
+            check_config(operator_settings(self.settings), arguments)
+            CrawlRequest.from_args(**arguments)
+        except ConfigError as exc:
+            raise SystemExit(f"synapsecrawl: {exc}") from None
+        super().run(args, opts)

@@ -1,0 +1,66 @@
+"""Checking an operator's settings and a KB user's arguments before a crawl.
+
+Called by the ``crawl`` command before Scrapy starts (so a bad value is one
+line and exit 1, not a traceback) and by the profile add-on (so every other
+way of starting a crawl gets the same answer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from synapsecrawl.errors import ConfigError
+from synapsecrawl.netguard import HostMap, parse_host_resolve
+from synapsecrawl.profiles import Limits, Profile, load_profile, resolve_limits
+
+__all__ = ["OPERATOR_LIMIT_SETTINGS", "CrawlConfig", "check_config"]
+
+OPERATOR_LIMIT_SETTINGS = ("DOWNLOAD_DELAY", "DEPTH_LIMIT", "CLOSESPIDER_PAGECOUNT")
+
+
+@dataclass(frozen=True)
+class CrawlConfig:
+    """A validated crawl configuration."""
+
+    profile: Profile
+    limits: Limits
+    timeout: float
+    host_map: HostMap
+    signing_key: str
+
+
+def check_config(operator: Mapping[str, object], arguments: Mapping[str, object]) -> CrawlConfig:
+    """Validate ``operator`` settings (only those the operator set) and spider ``arguments``.
+
+    Raises ``ConfigError`` with a one-line message naming the setting and the cap.
+    """
+    profile = load_profile(str(operator.get("BOT_PROFILE") or "synapsebot"),
+                           str(operator["BOT_DEPLOYMENT"]) if operator.get("BOT_DEPLOYMENT") else None)
+    limits = resolve_limits(
+        profile,
+        {k: operator[k] for k in OPERATOR_LIMIT_SETTINGS if operator.get(k) is not None},
+        {k: arguments[k] for k in ("depth", "max_pages") if arguments.get(k) is not None},
+    )
+    timeout = profile.timeout
+    if operator.get("DOWNLOAD_TIMEOUT") is not None:
+        try:
+            timeout = float(str(operator["DOWNLOAD_TIMEOUT"]))
+        except ValueError:
+            raise ConfigError(f"DOWNLOAD_TIMEOUT {operator['DOWNLOAD_TIMEOUT']!r} is not a number") from None
+        if not 0 < timeout <= profile.timeout:
+            raise ConfigError(f"DOWNLOAD_TIMEOUT {timeout:g} is beyond {profile.name}'s cap {profile.timeout:g} s")
+    user_agent = operator.get("USER_AGENT")
+    if user_agent and profile.token.lower() not in str(user_agent).lower():
+        raise ConfigError(f"USER_AGENT must name {profile.name}'s product token {profile.token}")
+    host_map = parse_host_resolve(str(operator.get("HOST_RESOLVE") or ""))
+    key = str(operator.get("SIGNING_KEY") or "")
+    if profile.signs and not key:
+        raise ConfigError(
+            f"{profile.name} signs every request (Web Bot Auth): set SIGNING_KEY to an Ed25519 PEM key "
+            "(make one with: synapsecrawl keys generate --out PATH)"
+        )
+    if key and not Path(key).is_file():
+        raise ConfigError(f"SIGNING_KEY {key} is not a readable file")
+    return CrawlConfig(profile=profile, limits=limits, timeout=timeout, host_map=host_map, signing_key=key)

@@ -1,0 +1,36 @@
+"""The exception tree of synapsecrawl.
+
+    SynapseError            anything synapsecrawl raises on purpose
+    ├── ConfigError         a setting or spider argument is wrong or beyond a cap
+    │   └── ProfileError    a profile file is missing or invalid
+    ├── StoreError          the knowledge base cannot be opened or written
+    └── SigningError        a key cannot be read or a signature cannot be made
+
+Parsers never raise on content (a broken robots.txt, page or feed is data);
+these are for what an operator or a user must fix. ``str(error)`` is one line
+fit to show them as it is.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConfigError", "ProfileError", "SigningError", "StoreError", "SynapseError"]
+
+
+class SynapseError(Exception):
+    """Base of every error synapsecrawl raises on purpose."""
+
+
+class ConfigError(SynapseError):
+    """A setting or argument is invalid or beyond the profile's hard cap."""
+
+
+class ProfileError(ConfigError):
+    """A profile file is missing or does not validate."""
+
+
+class StoreError(SynapseError):
+    """The knowledge base cannot be opened, migrated or written."""
+
+
+class SigningError(SynapseError):
+    """A signing key is unusable or a signature cannot be produced."""

@@ -1,0 +1,347 @@
+"""HTML responses → Page: metadata, main text, links and robots directives.
+
+The document is decoded once (BOM, HTTP charset, <meta charset>, then a guess:
+WHATWG's order, via w3lib) and parsed once with lxml. Main text comes from
+trafilatura; when it finds nothing, or the tree is too large for it to finish
+quickly, the visible text of <body> is used instead. Text is plain, one
+paragraph per block (heading, paragraph, list item, table row), paragraphs
+separated by a blank line. Elements carrying ``data-nosnippet`` (honoured on
+any element, not only span/div/section) are left out of ``snippet_text``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from copy import deepcopy
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+import lxml.html  # type: ignore[import-untyped]
+import trafilatura
+from lxml import etree
+from w3lib.encoding import html_to_unicode
+from w3lib.html import strip_html5_whitespace
+from w3lib.url import safe_url_string
+
+from synapsecrawl.directives import parse_directives
+from synapsecrawl.extract.page import Directives, Link, Page
+from synapsecrawl.extract.text import detect_encoding
+
+__all__ = ["MAX_TRAFILATURA_ELEMENTS", "parse_html"]
+
+MAX_TRAFILATURA_ELEMENTS = 40_000  # about 2.5 s of trafilatura; larger trees get the plain walk
+_MAX_FIELD_CHARS = 1_000
+_MAX_ANCHOR_CHARS = 500
+_MAX_JSONLD_CHARS = 1_000_000
+_MAX_JSONLD_NODES = 10_000
+_BREAK = "\ufdd0"  # a noncharacter: never meaningful in a page, removed from input
+_NOISE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufdd0]")
+_TABLE_RULE = re.compile(r"\|?(?:\s*:?-{3,}:?\s*\|)+\s*")
+_LANGUAGE = re.compile(r"[A-Za-z]{1,8}(?:[-_][A-Za-z0-9]{1,8})*")
+_QUIET = ("trafilatura", "htmldate", "courlan", "justext", "readability")
+
+_SKIP = frozenset({
+    "script", "style", "noscript", "template", "nav", "header", "footer", "aside", "head", "title",
+    "svg", "math", "iframe", "object", "embed", "select", "button",
+})  # fmt: skip
+_BLOCK = frozenset({
+    "address", "article", "blockquote", "br", "caption", "dd", "details", "dialog", "div", "dl", "dt",
+    "fieldset", "figcaption", "figure", "form", "h1", "h2", "h3", "h4", "h5", "h6", "hgroup", "hr",
+    "legend", "li", "main", "ol", "p", "pre", "section", "summary", "table", "tbody", "tfoot", "thead",
+    "tr", "ul",
+})  # fmt: skip
+
+
+class _Drop(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+@contextmanager
+def _silenced(prefixes: Sequence[str]) -> Iterator[None]:
+    """Mute the named libraries' loggers (filters do not inherit, so each one)."""
+    names = [n for n in list(sys.modules) if n.split(".")[0] in prefixes]
+    loggers = [logging.getLogger(n) for n in names]
+    drop = _Drop()
+    for logger in loggers:
+        logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(drop)
+
+
+def _squash(value: str | None, limit: int = _MAX_FIELD_CHARS) -> str:
+    return " ".join((value or "").split())[:limit]
+
+
+def _absolute(base: str, href: str | None, encoding: str = "utf-8") -> str:
+    """`href` made absolute, fragment dropped; "" unless http(s)."""
+    href = strip_html5_whitespace(href or "")
+    if not href:
+        return ""
+    try:
+        url = urldefrag(urljoin(base, href)).url
+        if urlsplit(url).scheme not in ("http", "https"):
+            return ""
+        return safe_url_string(url, encoding=encoding)
+    except (ValueError, LookupError):  # "http://[::1" is no URL; an odd page codec
+        return ""
+
+
+def _parse_tree(text: str) -> lxml.html.HtmlElement | None:
+    parser = lxml.html.HTMLParser(
+        encoding="utf-8",
+        huge_tree=True,
+        remove_comments=True,
+        remove_pis=True,
+        no_network=True,
+        collect_ids=False,
+    )
+    try:
+        root = lxml.html.document_fromstring(text.encode("utf-8"), parser=parser)
+    except etree.ParserError:  # "Document is empty"
+        return None
+    return root if isinstance(root, lxml.html.HtmlElement) else None
+
+
+class _Head:
+    """The <meta>, <link> and <base> facts of one document."""
+
+    def __init__(self, root: lxml.html.HtmlElement, url: str) -> None:
+        self.pairs: list[tuple[str, str]] = []
+        self.values: dict[str, str] = {}
+        for meta in root.iter("meta"):
+            content = meta.get("content")
+            if content is None:
+                continue
+            for attr in ("name", "property", "itemprop", "http-equiv"):
+                key = (meta.get(attr) or "").strip().lower()
+                if key:
+                    self.values.setdefault(key, content.strip())
+            if meta.get("name"):
+                self.pairs.append((meta.get("name", ""), content))
+        self.base = url
+        for base in root.iter("base"):
+            if base.get("href"):
+                self.base = _absolute(url, base.get("href")) or url
+                break
+
+    def first(self, *keys: str) -> str:
+        for key in keys:
+            if self.values.get(key):
+                return self.values[key]
+        return ""
+
+
+def _title(root: lxml.html.HtmlElement, head: _Head) -> str:
+    for title in root.iter("title"):
+        if next(title.iterancestors("svg"), None) is None and _squash(title.text_content()):
+            return _squash(title.text_content())
+    if head.first("og:title"):
+        return _squash(head.first("og:title"))
+    for h1 in root.iter("h1"):
+        if _squash(h1.text_content()):
+            return _squash(h1.text_content())
+    return ""
+
+
+def _language(root: lxml.html.HtmlElement, head: _Head) -> str:
+    for value in (root.get("lang"), root.get("xml:lang"), head.first("content-language")):
+        candidate = (value or "").split(",")[0].strip()
+        if _LANGUAGE.fullmatch(candidate):
+            return candidate
+    return ""
+
+
+def _canonical(root: lxml.html.HtmlElement, base: str) -> str:
+    for link in root.iter("link"):
+        if "canonical" in (link.get("rel") or "").lower().split():
+            return _absolute(base, link.get("href"))
+    return ""
+
+
+def _jsonld_published(root: lxml.html.HtmlElement) -> str:
+    for script in root.iter("script"):
+        if (script.get("type") or "").strip().lower() != "application/ld+json":
+            continue
+        source = script.text or ""
+        if len(source) > _MAX_JSONLD_CHARS:
+            continue
+        try:
+            stack: list[object] = [json.loads(source)]
+        except (ValueError, RecursionError):
+            continue
+        for _ in range(_MAX_JSONLD_NODES):
+            if not stack:
+                break
+            node = stack.pop()
+            if isinstance(node, dict):
+                if isinstance(node.get("datePublished"), str):
+                    return str(node["datePublished"])
+                stack.extend(reversed(list(node.values())))
+            elif isinstance(node, list):
+                stack.extend(reversed(node))
+    return ""
+
+
+def _published(root: lxml.html.HtmlElement, head: _Head) -> str:
+    found = head.first("article:published_time", "datepublished") or _jsonld_published(root)
+    if not found:
+        for time in root.iter("time"):
+            if (time.get("itemprop") or "").lower() == "datepublished" and time.get("datetime"):
+                found = time.get("datetime", "")
+                break
+    return _squash(found, 64)
+
+
+def _links(root: lxml.html.HtmlElement, base: str, encoding: str) -> tuple[Link, ...]:
+    seen: dict[str, Link] = {}
+    for anchor in root.iter("a", "area"):
+        url = _absolute(base, anchor.get("href"), encoding)
+        if not url or url in seen:
+            continue
+        label = anchor.get("alt") if anchor.tag == "area" else anchor.text_content()
+        rel = frozenset((anchor.get("rel") or "").lower().split())
+        seen[url] = Link(url=url, rel=rel, text=_squash(label, _MAX_ANCHOR_CHARS))
+    return tuple(seen.values())
+
+
+def _visible_text(root: lxml.html.HtmlElement) -> str:
+    """Text of <body> without scripts, navigation and chrome, one paragraph per block."""
+    body = root.find("body")
+    if body is None:
+        return ""
+    parts: list[str] = []
+    walker = etree.iterwalk(body, events=("start", "end"))
+    for event, element in walker:
+        tag = element.tag if isinstance(element.tag, str) else ""
+        if event == "start":
+            if not tag or tag in _SKIP or element.get("hidden") is not None:
+                walker.skip_subtree()
+                continue
+            if tag in ("td", "th") and element.getprevious() is not None:
+                parts.append(" | ")
+            if tag in _BLOCK:
+                parts.append(_BREAK)
+            parts.append(element.text or "")
+        else:
+            if tag in _BLOCK or tag in _SKIP:
+                parts.append(_BREAK)
+            if element is not body:
+                parts.append(element.tail or "")
+    paragraphs = (" ".join(p.split()) for p in "".join(parts).split(_BREAK))
+    return "\n\n".join(p for p in paragraphs if p)
+
+
+def _from_trafilatura(output: str) -> str:
+    paragraphs = []
+    for raw in output.splitlines():
+        if _TABLE_RULE.fullmatch(raw):
+            continue
+        line = raw.strip()
+        if line.startswith("|"):
+            line = " | ".join(cell.strip() for cell in line.strip("|").split("|"))
+        line = " ".join(line.split())
+        if line:
+            paragraphs.append(line)
+    return "\n\n".join(paragraphs)
+
+
+def _main_text(root: lxml.html.HtmlElement, url: str, problems: list[str]) -> str:
+    if sum(1 for _ in root.iter()) <= MAX_TRAFILATURA_ELEMENTS:
+        try:
+            with _silenced(_QUIET):
+                output = trafilatura.extract(
+                    root,
+                    url=url,
+                    favor_recall=True,
+                    include_tables=True,
+                    include_comments=False,
+                    output_format="txt",
+                )
+        # trafilatura is third-party code run on hostile input; page.py: never raise on content
+        except Exception as error:  # noqa: BLE001
+            problems.append(f"html: main-text extraction failed ({type(error).__name__})")
+            output = None
+        if output:
+            text = _from_trafilatura(output)
+            if text:
+                return text
+    return _visible_text(root)
+
+
+def _without_nosnippet(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
+    """A copy of the tree without data-nosnippet elements; None if there are none."""
+    if not root.xpath("//*[@data-nosnippet]"):
+        return None
+    copy = deepcopy(root)
+    for element in copy.xpath("//*[@data-nosnippet]"):
+        if element.getparent() is None:
+            element.clear()
+        else:
+            element.drop_tree()
+    return copy
+
+
+def parse_html(
+    body: bytes,
+    url: str,
+    *,
+    tokens: Sequence[str],
+    x_robots_tag: Sequence[str] = (),
+    encoding: str | None = None,
+    content_type: str = "text/html",
+) -> Page:
+    """Read an HTML response. Never raises on content: problems are listed instead.
+
+    `encoding` is the charset from the HTTP Content-Type, if any; `tokens` are
+    the bot's product token and aliases, for directives addressed to it.
+    When every part of the main text is data-nosnippet, the page is marked
+    ``nosnippet`` (an empty ``snippet_text`` would mean "same as text").
+    """
+    media_type = content_type.split(";", 1)[0].strip().lower() or "text/html"
+    header = f"{media_type}; charset={encoding}" if encoding else content_type
+    codec, decoded = html_to_unicode(header, body, auto_detect_fun=detect_encoding)
+    root = _parse_tree(_NOISE.sub("", decoded))
+    if root is None:
+        return Page(
+            url=url,
+            content_type=media_type,
+            directives=parse_directives((), x_robots_tag, tokens),
+            problems=("html: empty document",),
+        )
+    head = _Head(root, url)
+    directives = parse_directives(head.pairs, x_robots_tag, tokens)
+    problems: list[str] = []
+    text = _main_text(root, url, problems)
+    snippet_text = ""
+    trimmed = _without_nosnippet(root)
+    if trimmed is not None:
+        snippet_text = _main_text(trimmed, url, problems)
+        if snippet_text == text:
+            snippet_text = ""
+        elif not snippet_text and text:
+            directives = Directives(directives.noindex, directives.nofollow, True, 0)
+    if not text:
+        problems.append("html: no text")
+    return Page(
+        url=url,
+        content_type=media_type,
+        title=_title(root, head),
+        text=text,
+        description=_squash(head.first("description", "og:description")),
+        language=_language(root, head),
+        canonical=_canonical(root, head.base),
+        og_image=_absolute(head.base, head.first("og:image", "og:image:url", "og:image:secure_url")),
+        published=_published(root, head),
+        links=_links(root, head.base, codec),
+        directives=directives,
+        snippet_text=snippet_text,
+        problems=tuple(dict.fromkeys(problems)),
+    )

@@ -1,0 +1,46 @@
+"""Choosing the reader for a response: HTML, plain text or PDF, by type, then by sniffing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from synapsecrawl.extract.page import Page
+
+__all__ = ["media_type", "read_document"]
+
+
+def media_type(content_type: str, body: bytes) -> str:
+    """The lowercased media type, sniffed from the first bytes when none was sent."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media and media != "application/octet-stream":
+        return media
+    head = body[:512].lstrip().lower()
+    if head.startswith(b"%pdf-"):
+        return "application/pdf"
+    if head.startswith((b"<!doctype html", b"<html")) or b"<body" in head or b"<head" in head:
+        return "text/html"
+    return "text/plain"
+
+
+def read_document(
+    body: bytes,
+    url: str,
+    *,
+    content_type: str,
+    tokens: Sequence[str],
+    x_robots_tag: Sequence[str] = (),
+    encoding: str | None = None,
+) -> Page:
+    """Extract a Page from any readable response; never raises on content."""
+    media = media_type(content_type, body)
+    if media == "application/pdf":
+        from synapsecrawl.extract.pdf import parse_pdf
+
+        return parse_pdf(body, url, tokens=tokens, x_robots_tag=x_robots_tag)
+    if media == "text/plain":
+        from synapsecrawl.extract.text import parse_text
+
+        return parse_text(body, url, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding)
+    from synapsecrawl.extract.html import parse_html
+
+    return parse_html(body, url, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding, content_type=media)

@@ -1,0 +1,77 @@
+"""From an extracted Page to what the knowledge base keeps (and what is exported).
+
+The item is a plain dict so ``-O out.jsonl`` exports it as it is; the KB
+record is built from the same dict, so export and KB never disagree.
+SnagaBot's text is scrubbed of e-mail addresses and phone numbers here, once,
+before it is either exported or stored (SNA-PRIVACY).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from synapsecrawl.extract.page import Page
+from synapsecrawl.kb.store import PageRecord, utcnow
+from synapsecrawl.profiles import Profile
+
+__all__ = ["make_item", "record_from_item"]
+
+
+def make_item(
+    page: Page,
+    *,
+    kb: str,
+    profile: Profile,
+    site: str,
+    status: int,
+    etag: str = "",
+    last_modified: str = "",
+    fetched_at: datetime | None = None,
+) -> dict[str, Any]:
+    """The item a crawl yields for a page it keeps."""
+    text, snippet_text = page.text, page.snippet_text
+    if profile.scrub_personal_data:
+        from synapsecrawl.privacy import scrub
+
+        text = scrub(text)
+        snippet_text = scrub(snippet_text) if snippet_text else ""
+    return {
+        "url": page.url,
+        "kb": kb,
+        "title": page.title,
+        "text": text,
+        "content_type": page.content_type,
+        "status": status,
+        "fetched_at": (fetched_at or utcnow()).isoformat(),
+        "etag": etag,
+        "last_modified": last_modified,
+        "snippet_text": snippet_text,
+        "nosnippet": page.directives.nosnippet,
+        "max_snippet": page.directives.max_snippet,
+        "language": page.language,
+        "description": page.description,
+        "site": site,
+    }
+
+
+def record_from_item(item: Mapping[str, Any]) -> PageRecord:
+    """The KB record for an item made by ``make_item``."""
+    return PageRecord(
+        kb=str(item["kb"]),
+        url=str(item["url"]),
+        title=str(item.get("title") or ""),
+        text=str(item.get("text") or ""),
+        content_type=str(item.get("content_type") or ""),
+        status=int(item.get("status") or 200),
+        fetched_at=datetime.fromisoformat(str(item["fetched_at"])),
+        etag=str(item.get("etag") or ""),
+        last_modified=str(item.get("last_modified") or ""),
+        snippet_text=str(item.get("snippet_text") or ""),
+        nosnippet=bool(item.get("nosnippet")),
+        max_snippet=item.get("max_snippet"),
+        site=str(item.get("site") or ""),
+        language=str(item.get("language") or ""),
+        description=str(item.get("description") or ""),
+    )

@@ -1,0 +1,97 @@
+"""The knowledge base interface: what a crawl keeps, and what it remembers.
+
+``Store`` is the Protocol both back-ends implement (SQLite by default,
+PostgreSQL at scale); ``open_store(uri)`` picks one from ``KB_URI``. Times at
+this edge are UTC-aware datetimes stored as ISO 8601 text; robots.txt copies
+carry a unix timestamp so their age can be judged against a profile's limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from synapsecrawl.errors import ConfigError
+
+__all__ = ["DEFAULT_KB_URI", "PageRecord", "RobotsCopy", "SearchHit", "Store", "open_store", "utcnow"]
+
+DEFAULT_KB_URI = "sqlite:///.synapsecrawl/kb.sqlite3"
+
+
+def utcnow() -> datetime:
+    """Now, UTC-aware, to the second."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+@dataclass(frozen=True)
+class PageRecord:
+    """One stored page of one knowledge base."""
+
+    kb: str
+    url: str
+    title: str
+    text: str
+    content_type: str
+    status: int
+    fetched_at: datetime
+    etag: str = ""
+    last_modified: str = ""
+    snippet_text: str = ""  # text shown in snippets ("" = same as text)
+    nosnippet: bool = False
+    max_snippet: int | None = None
+    site: str = ""
+    language: str = ""
+    description: str = ""
+    verified_at: datetime | None = None  # last 304 that confirmed this copy
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: never a page's full text."""
+
+    url: str
+    kb: str
+    title: str
+    snippet: str
+    score: float
+
+
+@dataclass(frozen=True)
+class RobotsCopy:
+    """A robots.txt fetch outcome as stored: status 0 means unreachable."""
+
+    origin: str
+    status: int
+    body: bytes
+    fetched_at: float  # unix seconds
+
+
+class Store(Protocol):
+    """What the crawler and the CLI need from a knowledge base."""
+
+    def put_page(self, page: PageRecord) -> None: ...
+    def get_page(self, kb: str, url: str) -> PageRecord | None: ...
+    def delete_page(self, kb: str, url: str) -> bool: ...
+    def pages(self, kb: str | None = None) -> Iterator[PageRecord]: ...
+    def search(self, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit]: ...
+    def get_robots(self, profile: str, origin: str) -> RobotsCopy | None: ...
+    def put_robots(self, profile: str, copy: RobotsCopy) -> None: ...
+    def close(self) -> None: ...
+
+
+def open_store(uri: str) -> Store:
+    """Open the knowledge base at ``uri`` (``sqlite:///PATH`` or ``postgresql://...``).
+
+    ``sqlite:///kb.db`` is relative to the working directory and
+    ``sqlite:////var/kb.db`` absolute, as in SQLAlchemy.
+    """
+    if uri.startswith("sqlite:///"):
+        from synapsecrawl.kb.sqlite import SQLiteStore
+
+        return SQLiteStore(Path(uri.removeprefix("sqlite:///")))
+    if uri.startswith(("postgresql://", "postgres://")):
+        raise ConfigError("KB_URI postgresql://... is not supported by this version yet; use sqlite:///PATH")
+    raise ConfigError(f"KB_URI {uri!r} must start with sqlite:/// or postgresql://")

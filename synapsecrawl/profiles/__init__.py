@@ -1,0 +1,12 @@
+"""The five bot profiles, as data (see profile.py)."""
+
+from synapsecrawl.profiles.profile import (
+    PROFILE_NAMES,
+    Limits,
+    Profile,
+    RobotsPolicy,
+    load_profile,
+    resolve_limits,
+)
+
+__all__ = ["PROFILE_NAMES", "Limits", "Profile", "RobotsPolicy", "load_profile", "resolve_limits"]

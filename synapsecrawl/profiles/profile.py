@@ -1,0 +1,273 @@
+"""Bot profiles: every promise of a bot page that is a number or a choice, as data.
+
+A profile is a TOML file beside this module. ``load_profile(name, deployment)``
+reads and validates one; ``resolve_limits`` turns an operator's settings and a
+KB user's spider arguments into the limits one crawl runs under. The rule
+(CONTRACT.md): settings may raise a limit up to the deployment's hard cap;
+spider arguments may only lower it. Anything else is a ``ConfigError`` whose
+message is one line naming the setting and the cap.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+from synapsecrawl.errors import ConfigError, ProfileError
+
+__all__ = [
+    "PROFILE_NAMES",
+    "Limits",
+    "Profile",
+    "RobotsPolicy",
+    "load_profile",
+    "resolve_limits",
+]
+
+PROFILE_NAMES = ("synapsebot", "snagabot", "serenereader", "omniscientebot", "yottabot")
+
+RobotsVerdict = Literal["allow", "disallow"]
+
+
+@dataclass(frozen=True)
+class RobotsPolicy:
+    """What a robots.txt fetch outcome means, and how long a copy is good for."""
+
+    on_4xx: RobotsVerdict
+    on_404_410: RobotsVerdict
+    on_5xx: RobotsVerdict
+    on_unreachable: RobotsVerdict
+    once_per_crawl: bool
+    max_age: float  # seconds a stored copy may be reused across crawls; 0 = never
+    max_redirects: int
+    max_bytes: int
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A limit's default and its hard cap (a ceiling, or a floor for delays)."""
+
+    default: float
+    cap: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One bot's identity and behaviour, as its public page states it."""
+
+    name: str
+    deployment: str
+    token: str
+    aliases: tuple[str, ...]
+    user_agent: str
+    robots_user_agent: str
+    from_header: str
+    site: Literal["host", "registrable_domain"]
+    concurrency: int
+    crawl_delay_cap: float
+    timeout: float
+    schemes: frozenset[str]
+    content_types: tuple[str, ...]
+    size_bytes: int
+    ondemand_size_bytes: int
+    slow_factor: float
+    follow_rel_nofollow: bool
+    scrub_personal_data: bool
+    snippets_only: bool
+    ondemand_min_refetch: float
+    reread_days: float
+    signs: bool
+    signature_agent: str
+    robots: RobotsPolicy
+    redirect_max: int
+    redirect_scope: Literal["host", "site", "any"]
+    delay: Bound  # cap is the floor: the operator may go down to it, never below
+    depth: Bound
+    pages: Bound
+    retry_after_max: float
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        """The product token, then the legacy aliases (YOT-TOKEN)."""
+        return (self.token, *self.aliases)
+
+    def accepts_type(self, content_type: str) -> bool:
+        """Whether a response of this media type may be read at all."""
+        media = content_type.split(";", 1)[0].strip().lower()
+        for allowed in self.content_types:
+            if allowed.endswith("/*"):
+                if media.startswith(allowed[:-1]):
+                    return True
+            elif media == allowed:
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits one crawl runs under, after settings and arguments."""
+
+    delay: float
+    depth: int
+    pages: int
+
+
+def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ProfileError(f"profile section [{key}] must be a table")
+    return value
+
+
+def _bound(name: str, table: dict[str, Any], key: str) -> Bound:
+    entry = table.get(key)
+    if not isinstance(entry, dict) or "default" not in entry:
+        raise ProfileError(f"profile {name}: deployment needs {key} = {{ default = ..., cap|floor = ... }}")
+    cap = entry.get("cap", entry.get("floor"))
+    if cap is None:
+        raise ProfileError(f"profile {name}: {key} needs a cap or floor")
+    return Bound(float(entry["default"]), float(cap))
+
+
+@cache
+def _read(name: str) -> dict[str, Any]:
+    if name not in PROFILE_NAMES:
+        raise ProfileError(f"BOT_PROFILE {name!r} is not one of: {', '.join(PROFILE_NAMES)}")
+    # importlib.resources, because Scrapyd may run us from a zipped egg
+    text = resources.files("synapsecrawl.profiles").joinpath(f"{name}.toml").read_text("utf-8")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"profile {name}: {exc}") from None
+
+
+def _verdict(name: str, value: object) -> RobotsVerdict:
+    if value not in ("allow", "disallow"):
+        raise ProfileError(f"profile {name}: robots outcomes are 'allow' or 'disallow', not {value!r}")
+    return "allow" if value == "allow" else "disallow"
+
+
+@cache
+def load_profile(name: str, deployment: str | None = None) -> Profile:
+    """Read and validate profile ``name`` for ``deployment`` (its default if None)."""
+    data = _read(name)
+    deployments = _section(data, "deployments")
+    chosen = deployment or str(data.get("default_deployment", ""))
+    if chosen not in deployments:
+        raise ConfigError(
+            f"BOT_DEPLOYMENT {chosen!r} is not one of {name}'s: {', '.join(sorted(deployments))}"
+        )
+    dep = deployments[chosen]
+    robots = _section(data, "robots")
+    redirects = _section(data, "redirects")
+    backoff = _section(data, "backoff")
+    cache_mode = robots.get("cache", "crawl")
+    user_agent = str(dep.get("user_agent", data["user_agent"]))
+    try:
+        profile = Profile(
+            name=name,
+            deployment=chosen,
+            token=str(data["token"]),
+            aliases=tuple(str(a) for a in data.get("aliases", [])),
+            user_agent=user_agent,
+            robots_user_agent=str(dep.get("robots_user_agent", data.get("robots_user_agent", user_agent))),
+            from_header=str(data.get("from", "")),
+            site="registrable_domain" if data.get("site") == "registrable_domain" else "host",
+            concurrency=int(data.get("concurrency", 1)),
+            crawl_delay_cap=float(data["crawl_delay_cap"]),
+            timeout=float(data["timeout"]),
+            schemes=frozenset(data.get("schemes", ["http", "https"])),
+            content_types=tuple(data["content_types"]),
+            size_bytes=int(data["size_bytes"]),
+            ondemand_size_bytes=int(data.get("ondemand_size_bytes", data["size_bytes"])),
+            slow_factor=float(data.get("slow_factor", 0.0)),
+            follow_rel_nofollow=bool(data.get("follow_rel_nofollow", True)),
+            scrub_personal_data=bool(data.get("scrub_personal_data", False)),
+            snippets_only=bool(data.get("snippets_only", False)),
+            ondemand_min_refetch=float(data.get("ondemand_min_refetch", 0)),
+            reread_days=float(data.get("reread_days", 7)),
+            signs=bool(data.get("signs", False)),
+            signature_agent=str(data.get("signature_agent", "")),
+            robots=RobotsPolicy(
+                on_4xx=_verdict(name, robots.get("on_4xx", "allow")),
+                on_404_410=_verdict(name, robots.get("on_404_410", robots.get("on_4xx", "allow"))),
+                on_5xx=_verdict(name, robots.get("on_5xx", "disallow")),
+                on_unreachable=_verdict(name, robots.get("on_unreachable", "disallow")),
+                once_per_crawl=cache_mode == "crawl",
+                max_age=float(robots.get("max_age", 0)),
+                max_redirects=int(robots.get("max_redirects", 5)),
+                max_bytes=int(robots.get("max_bytes", 524288)),
+            ),
+            redirect_max=int(redirects.get("max", 5)),
+            redirect_scope=redirects.get("scope", "any"),
+            delay=_bound(name, dep, "delay"),
+            depth=_bound(name, dep, "depth"),
+            pages=_bound(name, dep, "pages"),
+            retry_after_max=float(backoff.get("retry_after_max", 86400)),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProfileError(f"profile {name}: missing or invalid {exc}") from None
+    if profile.concurrency < 1 or profile.delay.cap <= 0 or profile.robots.max_bytes < 500 * 1024:
+        raise ProfileError(f"profile {name}: concurrency >= 1, delay floor > 0, robots max_bytes >= 500 KiB")
+    return profile
+
+
+def _number(setting: str, raw: object, *, integer: bool) -> float:
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        raise ConfigError(f"{setting} {raw!r} is not a number") from None
+    if not math.isfinite(value) or value < 0 or (integer and value != int(value)):
+        kind = "a whole number" if integer else "a number"
+        raise ConfigError(f"{setting} {raw!r} must be {kind} >= 0")
+    return value
+
+
+def resolve_limits(
+    profile: Profile,
+    settings: dict[str, object],
+    arguments: dict[str, object],
+) -> Limits:
+    """Combine the profile, operator ``settings`` (raise up to caps) and spider
+    ``arguments`` (lower only) into one crawl's limits.
+
+    ``settings`` holds only what the operator set (``DOWNLOAD_DELAY``,
+    ``DEPTH_LIMIT``, ``CLOSESPIDER_PAGECOUNT``); ``arguments`` holds ``depth``
+    and ``max_pages`` as a KB user typed them. Raises ``ConfigError``.
+    """
+    who = f"{profile.name} ({profile.deployment})"
+    delay = profile.delay.default
+    if settings.get("DOWNLOAD_DELAY") is not None:
+        delay = _number("DOWNLOAD_DELAY", settings["DOWNLOAD_DELAY"], integer=False)
+        if delay < profile.delay.cap:
+            raise ConfigError(
+                f"DOWNLOAD_DELAY {delay:g} is below {who}'s floor {profile.delay.cap:g} s"
+            )
+    depth = profile.depth.default
+    if settings.get("DEPTH_LIMIT") is not None:
+        depth = _number("DEPTH_LIMIT", settings["DEPTH_LIMIT"], integer=True)
+        if depth > profile.depth.cap or depth == 0 < profile.depth.cap:
+            raise ConfigError(f"DEPTH_LIMIT {depth:g} is beyond {who}'s cap {profile.depth.cap:g}")
+    pages = profile.pages.default
+    if settings.get("CLOSESPIDER_PAGECOUNT") is not None:
+        pages = _number("CLOSESPIDER_PAGECOUNT", settings["CLOSESPIDER_PAGECOUNT"], integer=True)
+        if pages > profile.pages.cap or pages == 0:
+            raise ConfigError(
+                f"CLOSESPIDER_PAGECOUNT {pages:g} is beyond {who}'s cap {profile.pages.cap:g}"
+            )
+    # spider arguments only lower; a higher value is refused, not silently clamped
+    if arguments.get("depth") is not None:
+        asked = _number("depth", arguments["depth"], integer=True)
+        if asked > depth:
+            raise ConfigError(f"-a depth={asked:g} cannot raise the depth limit {depth:g}")
+        depth = asked
+    if arguments.get("max_pages") is not None:
+        asked = _number("max_pages", arguments["max_pages"], integer=True)
+        if asked > pages or asked == 0:
+            raise ConfigError(f"-a max_pages={asked:g} must be between 1 and the page limit {pages:g}")
+        pages = asked
+    return Limits(delay=delay, depth=int(depth), pages=int(pages))

@@ -1,0 +1,58 @@
+"""Scrapy settings of synapsecrawl: constants only; the profile add-on derives the rest."""
+
+BOT_NAME = "synapsecrawl"
+SPIDER_MODULES = ["spiders"]
+NEWSPIDER_MODULE = "spiders"
+COMMANDS_MODULE = "synapsecrawl.commands"
+
+BOT_PROFILE = "synapsebot"
+KB_URI = ""  # empty: sqlite:///.synapsecrawl/kb.sqlite3 in the working directory
+HOST_RESOLVE = ""
+ALLOW_PRIVATE_ADDRESSES = False
+SIGNING_KEY = ""
+SIGNATURE_AGENT = ""
+
+ADDONS = {"middlewares.addon.ProfileAddon": 0}
+
+# Safety: no remote control, no telnet console, no cookies, no AutoThrottle
+# (it rewrites per-site delays back to the global floor).
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
+COOKIES_ENABLED = False
+AUTOTHROTTLE_ENABLED = False
+ROBOTSTXT_OBEY = False  # replaced by middlewares.robots (RFC 9309, per-profile outcomes)
+METAREFRESH_ENABLED = False
+HTTPCACHE_ENABLED = False
+# 429 and 503 are the backoff's to judge; an immediate retry ignores Retry-After.
+RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
+RETRY_TIMES = 2
+
+# Sites wait on their own downloader slot, never on each other: enough global
+# concurrency that a paced site cannot hold the slots another site could use.
+CONCURRENT_REQUESTS = 256
+DOWNLOADER = "middlewares.pacing.PacedDownloader"
+TWISTED_DNS_RESOLVER = "middlewares.resolver.GuardedResolver"
+
+DOWNLOADER_MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "middlewares.netguard.NetGuardMiddleware": 50,  # refuse schemes and addresses before anything else
+    "middlewares.robots.RobotsMiddleware": 100,  # replaces Scrapy's (None): judge first
+    "middlewares.budget.PageBudgetMiddleware": 120,  # a page counts once robots.txt lets it through
+    "middlewares.sizelimit.ResponseGateMiddleware": 560,  # under compression (590): sees decoded bytes
+    "middlewares.sizelimit.DecompressionGuardMiddleware": 595,  # just over compression: bounds its output
+}
+SPIDER_MIDDLEWARES: dict[str, int] = {}
+ITEM_PIPELINES = {
+    "pipelines.index.IndexPipeline": 300,
+}
+EXTENSIONS = {
+    "middlewares.summary.SummaryExtension": 500,
+}
+
+LOG_LEVEL = "INFO"
+FEED_EXPORT_ENCODING = "utf-8"
+
+# Breadth-first: the pages a limited crawl keeps are the ones nearest the start.
+DEPTH_PRIORITY = 1
+SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
+SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"

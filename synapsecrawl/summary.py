@@ -1,0 +1,60 @@
+"""The crawl summary: what was fetched, stored and skipped, and why, per site."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+__all__ = ["SKIP_REASONS", "CrawlSummary"]
+
+SKIP_REASONS = (
+    "robots", "noindex", "scope", "type", "size", "limit", "scheme",
+    "address", "paused", "error", "never", "duplicate",
+)  # fmt: skip
+
+
+@dataclass
+class CrawlSummary:
+    """Counters kept during one crawl; ``lines()`` renders them for the log."""
+
+    fetched: Counter[str] = field(default_factory=Counter)
+    stored: Counter[str] = field(default_factory=Counter)
+    skipped: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+
+    def fetch(self, site: str) -> None:
+        """A page (not robots.txt) came back from ``site``."""
+        self.fetched[site] += 1
+
+    def store(self, site: str) -> None:
+        """A page of ``site`` went into the knowledge base."""
+        self.stored[site] += 1
+
+    def skip(self, site: str, reason: str) -> None:
+        """A URL of ``site`` was left out for ``reason`` (one of SKIP_REASONS)."""
+        self.skipped[site][reason] += 1
+
+    def stats(self) -> dict[str, int]:
+        """Flat counters for Scrapy's stats, as paths."""
+        out = {"summary/fetched": sum(self.fetched.values()), "summary/stored": sum(self.stored.values())}
+        for counts in self.skipped.values():
+            for reason, n in counts.items():
+                out[f"summary/skipped/{reason}"] = out.get(f"summary/skipped/{reason}", 0) + n
+        return out
+
+    def lines(self) -> list[str]:
+        """One line for the crawl, then one per site, sites in name order."""
+        totals = self.stats()
+        skipped = ", ".join(
+            f"{k.rsplit('/', 1)[1]} {v}" for k, v in sorted(totals.items()) if k.startswith("summary/skipped/")
+        )
+        out = [
+            f"crawl summary: fetched {totals['summary/fetched']}, stored {totals['summary/stored']}, "
+            f"skipped {sum(v for k, v in totals.items() if 'skipped' in k)}" + (f" ({skipped})" if skipped else "")
+        ]
+        for site in sorted(set(self.fetched) | set(self.stored) | set(self.skipped)):
+            reasons = ", ".join(f"{r} {n}" for r, n in sorted(self.skipped[site].items()))
+            out.append(
+                f"  {site}: fetched {self.fetched[site]}, stored {self.stored[site]}"
+                + (f", skipped {reasons}" if reasons else "")
+            )
+        return out

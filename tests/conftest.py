@@ -1,0 +1,133 @@
+"""Shared fixtures: the multi-host test server and a way to run the real crawler."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from tests.site.server import TestServer
+
+ROOT = Path(__file__).resolve().parent.parent
+_counter = itertools.count()
+
+
+def _self_signed(path: Path) -> Path:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "synapsecrawl test")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(days=1))
+        .not_valid_after(now + dt.timedelta(days=30))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("*.test")]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                          serialization.NoEncryption())
+        + cert.public_bytes(serialization.Encoding.PEM)
+    )
+    return path
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[TestServer]:
+    """The HTTP test server, shared by the session; each test uses its own hosts."""
+    srv = TestServer().start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestServer]:
+    """The HTTPS test server (self-signed; Scrapy does not verify by default)."""
+    srv = TestServer(certfile=_self_signed(tmp_path_factory.mktemp("tls") / "cert.pem")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def host(request: pytest.FixtureRequest) -> str:
+    """A virtual host name no other test uses."""
+    name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40]
+    return f"{name}-{next(_counter)}.test"
+
+
+@dataclass
+class CrawlRun:
+    """A finished ``scrapy crawl`` and where its KB lives."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    kb_uri: str
+    items_path: Path
+
+    def items(self) -> list[dict[str, object]]:
+        """The exported items (``-O``)."""
+        if not self.items_path.exists():
+            return []
+        return [json.loads(line) for line in self.items_path.read_text().splitlines() if line.strip()]
+
+    def kb(self, kb: str | None = None) -> list[dict[str, object]]:
+        """``synapsecrawl kb list --format jsonl``, parsed."""
+        out = synapsecrawl("kb", "list", "--uri", self.kb_uri, "--format", "jsonl", *(["--kb", kb] if kb else []))
+        assert out.returncode == 0, out.stderr
+        return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def _bin(name: str) -> str:
+    local = Path(sys.executable).parent / name
+    return str(local) if local.exists() else shutil.which(name) or name
+
+
+def synapsecrawl(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the ``synapsecrawl`` command."""
+    return subprocess.run([_bin("synapsecrawl"), *args], capture_output=True, text=True, timeout=120,
+                          input=stdin.decode() if stdin is not None else None, check=False)
+
+
+@pytest.fixture
+def crawl(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Run ``scrapy crawl SPIDER`` as a user would, against the test hosts."""
+
+    def run(spider: str, *, args: dict[str, str] | None = None, settings: dict[str, str] | None = None,
+            kb_uri: str | None = None, timeout: float = 240) -> CrawlRun:
+        uri = kb_uri or f"sqlite:///{tmp_path / 'kb.sqlite3'}"
+        items = tmp_path / f"items-{next(_counter)}.jsonl"
+        merged = {
+            "HOST_RESOLVE": "*.test=127.0.0.1",
+            "ALLOW_PRIVATE_ADDRESSES": "True",
+            "KB_URI": uri,
+            "LOG_LEVEL": "INFO",
+            **(settings or {}),
+        }
+        cmd = [_bin("scrapy"), "crawl", spider, "-O", f"{items}:jsonlines"]
+        for key, value in (args or {}).items():
+            cmd += ["-a", f"{key}={value}"]
+        for key, value in merged.items():
+            cmd += ["-s", f"{key}={value}"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+        return CrawlRun(proc.returncode, proc.stdout, proc.stderr, uri, items)
+
+    return run

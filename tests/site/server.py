@@ -1,0 +1,180 @@
+"""The test web server: many virtual hosts on 127.0.0.1, and a log of every request.
+
+Routing is by ``Host``; each host has its own routes, so each test owns its
+hosts. The log keeps, per request, when it arrived and finished
+(``time.monotonic()``), the host, path and headers, and how many requests to
+the same host were in flight: tests assert on it (order, headers, gaps,
+concurrency), never on wall time. Fault routes follow Scrapy's mock server.
+"""
+
+from __future__ import annotations
+
+import gzip
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+__all__ = ["Hit", "Reply", "TestServer"]
+
+
+@dataclass
+class Reply:
+    """What a route answers."""
+
+    body: bytes | str = b""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "text/html; charset=utf-8"})
+    delay: float = 0.0  # seconds before answering
+    drop: bool = False  # close the connection without answering
+    gzip: bool = False
+    chunk_delay: float = 0.0  # stream the body slowly (for size caps), seconds per 16 KiB
+
+
+Route = Reply | Callable[[BaseHTTPRequestHandler], Reply]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One request as the server saw it."""
+
+    host: str
+    path: str
+    method: str
+    headers: dict[str, str]
+    start: float
+    end: float
+    concurrent: int  # requests to this host in flight when it arrived, itself included
+    bytes_sent: int
+
+    def header(self, name: str) -> str | None:
+        """A request header, case-insensitively."""
+        for key, value in self.headers.items():
+            if key.lower() == name.lower():
+                return value
+        return None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib's name
+        pass
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_HEAD(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        owner = self.server.owner
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
+        path = self.path if self.path.startswith("/") else urlsplit(self.path).path
+        start = time.monotonic()
+        with owner.lock:
+            owner.in_flight[host] = owner.in_flight.get(host, 0) + 1
+            concurrent = owner.in_flight[host]
+        sent = 0
+        try:
+            reply = owner.reply_for(host, path, self)
+            if reply.delay:
+                time.sleep(reply.delay)
+            if reply.drop:
+                self.close_connection = True
+                return
+            body = reply.body.encode() if isinstance(reply.body, str) else reply.body
+            if reply.gzip:
+                body = gzip.compress(body)
+            self.send_response(reply.status)
+            for key, value in reply.headers.items():
+                self.send_header(key, value)
+            if reply.gzip:
+                self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command == "HEAD":
+                return
+            step = 16 * 1024
+            for offset in range(0, len(body), step):
+                self.wfile.write(body[offset : offset + step])
+                sent += len(body[offset : offset + step])
+                if reply.chunk_delay:
+                    self.wfile.flush()
+                    time.sleep(reply.chunk_delay)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            self.close_connection = True
+        finally:
+            end = time.monotonic()
+            with owner.lock:
+                owner.in_flight[host] -= 1
+                owner.hits.append(
+                    Hit(host, path, self.command, dict(self.headers.items()), start, end, concurrent, sent)
+                )
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: TestServer
+
+
+class TestServer:
+    """A threaded HTTP(S) server on 127.0.0.1 with per-host routes and a request log."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, certfile: Path | None = None) -> None:
+        self.routes: dict[str, dict[str, Route]] = {}
+        self.hits: list[Hit] = []
+        self.in_flight: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.owner = self
+        self.scheme = "http"
+        if certfile is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(certfile)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            self.scheme = "https"
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def start(self) -> TestServer:
+        """Serve in a daemon thread."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+    def url(self, host: str, path: str = "/") -> str:
+        """The URL of ``path`` on virtual host ``host``."""
+        return f"{self.scheme}://{host}:{self.port}{path}"
+
+    def add(self, host: str, routes: dict[str, Route]) -> None:
+        """Serve ``routes`` (path with query -> Reply) on ``host``; unknown paths are 404."""
+        self.routes.setdefault(host.lower(), {}).update(routes)
+
+    def reply_for(self, host: str, path: str, handler: BaseHTTPRequestHandler) -> Reply:
+        routes = self.routes.get(host, {})
+        route = routes.get(path) or routes.get(path.split("?", 1)[0]) or routes.get("*")
+        if route is None:
+            return Reply("not found", status=404, headers={"Content-Type": "text/plain"})
+        return route(handler) if callable(route) else route
+
+    def log(self, host: str | None = None) -> list[Hit]:
+        """Requests seen, in arrival order, of one host or all."""
+        with self.lock:
+            hits = sorted(self.hits, key=lambda h: h.start)
+        return [h for h in hits if host is None or h.host == host.lower()]
