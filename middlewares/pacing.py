@@ -12,15 +12,18 @@ middleware sleeping on a global slot.
 from __future__ import annotations
 
 from time import monotonic
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.core.downloader import Downloader, Slot
 
 from middlewares.runtime import Runtime
+from synapsecrawl.pacing import reached_server_by
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
 
 __all__ = ["PacedDownloader"]
 
@@ -35,6 +38,17 @@ class PacedDownloader(Downloader):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self._runtime = Runtime.of(crawler)
+        # sent before the slot looks at its queue again, so the next start sees it
+        crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
+
+    def _response_downloaded(self, response: Response, request: Request, **_: Any) -> None:
+        key = request.meta.get(self.DOWNLOAD_SLOT, "")
+        slot, latency = self.slots.get(key), request.meta.get("download_latency")
+        if slot is None or latency is None:
+            return
+        now = monotonic()
+        arrived = reached_server_by(now - latency, now, self._runtime.pacer.spacing(key))
+        slot.lastseen = max(slot.lastseen, arrived)
 
     def get_slot_key(self, request: Request) -> str:
         return self._runtime.site(request.url)

@@ -125,7 +125,7 @@ class RobotsMiddleware:
                 return _TOO_MANY_REDIRECTS, b""
             logger.info("robots.txt of %s refused: %s", origin, exc)
             return 0, b""
-        except Exception as exc:  # refused, timed out, DNS: RFC 9309 §2.3.1.4 "unreachable"
+        except Exception as exc:  # noqa: BLE001 - refused, timed out, DNS: RFC 9309 §2.3.1.4 "unreachable"
             logger.info("robots.txt of %s unreachable: %s", origin, exc)
             return 0, b""
         return response.status, response.body

@@ -10,9 +10,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from synapsecrawl.config import check_config
 from synapsecrawl.kb.store import DEFAULT_KB_URI, Store, open_store
 from synapsecrawl.pacing import SiteClock
-from synapsecrawl.config import check_config
 from synapsecrawl.profiles import Profile
 from synapsecrawl.summary import CrawlSummary
 from synapsecrawl.urls import site_of

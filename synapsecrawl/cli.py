@@ -19,6 +19,7 @@ from typing import Any
 
 from synapsecrawl.errors import SynapseError
 from synapsecrawl.kb.store import DEFAULT_KB_URI, PageRecord, open_store
+from synapsecrawl.keyscli import register as register_keys
 
 __all__ = ["main"]
 
@@ -102,7 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="synapsecrawl", description="Look at and operate synapsecrawl.")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    kb = commands.add_parser("kb", help="list or search a knowledge base").add_subparsers(dest="kb_command", required=True)
+    kb_parser = commands.add_parser("kb", help="list or search a knowledge base")
+    kb = kb_parser.add_subparsers(dest="kb_command", required=True)
     for name, handler in (("list", _kb_list), ("search", _kb_search)):
         sub = kb.add_parser(name, help=f"{name} stored pages")
         if name == "search":
@@ -113,7 +115,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--format", choices=("jsonl", "table"), default="table")
         sub.set_defaults(handler=handler)
 
-    robots = commands.add_parser("robots", help="ask robots.txt rules").add_subparsers(dest="robots_command", required=True)
+    robots_parser = commands.add_parser("robots", help="ask robots.txt rules")
+    robots = robots_parser.add_subparsers(dest="robots_command", required=True)
     check = robots.add_parser("check", help="judge URLs or read the Crawl-delay, as the crawler does")
     check.add_argument("--robots", required=True, help="robots.txt file ('-' for stdin)")
     check.add_argument("--agent", required=True, help="product token, e.g. SynapseBot")
@@ -121,12 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("urls", nargs="*")
     check.set_defaults(handler=_robots_check)
 
-    try:
-        from synapsecrawl.keyscli import register
-    except ImportError:  # signing extras not installed
-        pass
-    else:
-        register(commands)
+    register_keys(commands)
     return parser
 
 

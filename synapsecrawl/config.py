@@ -11,13 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from synapsecrawl.errors import ConfigError
+from synapsecrawl.errors import ConfigError, SigningError
 from synapsecrawl.netguard import HostMap, parse_host_resolve
 from synapsecrawl.profiles import Limits, Profile, load_profile, resolve_limits
+from synapsecrawl.signing import load_private_key, signature_agent_url
 
-__all__ = ["OPERATOR_LIMIT_SETTINGS", "CrawlConfig", "check_config"]
+__all__ = ["OPERATOR_LIMIT_SETTINGS", "SIGNING_EXPIRES_MAX", "CrawlConfig", "check_config"]
 
 OPERATOR_LIMIT_SETTINGS = ("DOWNLOAD_DELAY", "DEPTH_LIMIT", "CLOSESPIDER_PAGECOUNT")
+SIGNING_EXPIRES_MAX = 3600  # a signature is replayable for as long as it is valid
 
 
 @dataclass(frozen=True)
@@ -63,4 +65,32 @@ def check_config(operator: Mapping[str, object], arguments: Mapping[str, object]
         )
     if key and not Path(key).is_file():
         raise ConfigError(f"SIGNING_KEY {key} is not a readable file")
+    if key:
+        _check_signing(operator, profile, key)
     return CrawlConfig(profile=profile, limits=limits, timeout=timeout, host_map=host_map, signing_key=key)
+
+
+def _check_signing(operator: Mapping[str, object], profile: Profile, key: str) -> None:
+    """Refuse Web Bot Auth settings the signing middleware could not use."""
+    try:
+        load_private_key(key)
+    except SigningError as error:
+        raise ConfigError(f"SIGNING_KEY: {error}") from None
+    agent = str(operator.get("SIGNATURE_AGENT") or profile.signature_agent)
+    if not agent:
+        raise ConfigError(f"SIGNATURE_AGENT must be set for {profile.name} to sign: the https URL of your key directory")
+    form = str(operator.get("SIGNATURE_AGENT_FORM") or "origin")
+    if form not in ("origin", "directory"):
+        raise ConfigError(f"SIGNATURE_AGENT_FORM {form!r} is neither 'origin' nor 'directory'")
+    try:
+        signature_agent_url(agent, form)
+    except SigningError:
+        raise ConfigError(f"SIGNATURE_AGENT {agent!r} is not an https URL") from None
+    expires = operator.get("SIGNING_EXPIRES")
+    if expires is not None:
+        try:
+            seconds = int(str(expires))
+        except ValueError:
+            raise ConfigError(f"SIGNING_EXPIRES {expires!r} is not a whole number of seconds") from None
+        if not 0 < seconds <= SIGNING_EXPIRES_MAX:
+            raise ConfigError(f"SIGNING_EXPIRES {seconds} is outside 1 to {SIGNING_EXPIRES_MAX} s")

@@ -11,10 +11,11 @@ time. Time is passed in (seconds from ``time.monotonic()``), never read here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["PacingState", "SiteClock", "spacing_for"]
+__all__ = ["PacingState", "SiteClock", "reached_server_by", "spacing_for"]
 
 
 def spacing_for(delay: float, crawl_delay: float | None, cap: float) -> float:
@@ -23,9 +24,21 @@ def spacing_for(delay: float, crawl_delay: float | None, cap: float) -> float:
     Crawl-delay replaces the default spacing when longer, up to ``cap``; a
     shorter one never speeds us up.
     """
-    if crawl_delay is None or crawl_delay != crawl_delay or crawl_delay <= 0:
+    if crawl_delay is None or math.isnan(crawl_delay) or crawl_delay <= 0:
         return delay
     return max(delay, min(crawl_delay, cap))
+
+
+def reached_server_by(dispatched: float, answered: float, spacing: float) -> float:
+    """When, at the latest, a request counts as having reached the server.
+
+    The site owner's log shows arrivals, not our starts: a request that had to
+    open a connection (a TLS handshake, a slow network) arrives late, and the
+    next one on the warm connection arrives early, closer than the spacing.
+    Counting the next gap from the answer closes that hole; the cap keeps a
+    slow server from stretching every gap by its whole response time.
+    """
+    return min(answered, dispatched + min(0.25 * spacing, 1.0))
 
 
 class PacingState(Protocol):

@@ -33,8 +33,8 @@ PHONE = "[phone]"
 
 _IMAGE_SUFFIX = re.compile(r"(?i)\.(?:png|jpe?g|gif|svg|webp|avif|ico|bmp)$")
 _EMAIL = re.compile(r"(?<![\w.%+-])[\w.%+-]{1,64}@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,24}\b(?!@|:\S|\.[^\W\d_])")
-_AT = r"(?:\s*[\[({<]\s*(?:at|AT|At|@)\s*[\])}>]\s*|\s+AT\s+|@)"
-_DOT = r"(?:\s*[\[({<]\s*(?:dot|DOT|Dot|\.)\s*[\])}>]\s*|\s+DOT\s+|\.)"
+_AT = r"(?:\s*[\[({<]\s*(?i:at|@|małpa)\s*[\])}>]\s*|\s+AT\s+|@)"
+_DOT = r"(?:\s*[\[({<]\s*(?i:dot|\.|kropka|punkt|point|punto|ponto)\s*[\])}>]\s*|\s+DOT\s+|\.)"
 _HIDDEN_EMAIL = re.compile(
     rf"(?<![\w.+-])[\w.+-]{{1,64}}{_AT}[\w-]+(?:{_DOT}[\w-]+)*{_DOT}[^\W\d_]{{2,24}}\b(?!@|:\S|\.[^\W\d_])"
 )
@@ -43,7 +43,7 @@ _S = r"[ \u00a0\u2009\u202f]"
 _SEP = rf"(?:{_S}?[-\u2010-\u2013./]{_S}?|{_S})"
 _PAREN = r"\(\d{1,5}\)"
 _PHONE = re.compile(
-    rf"(?<![\w#@&=/+\-.,])(?<!\w[-.,])"
+    rf"(?<![\w#@&=/+\-.,\]])(?<!\w[-.,])"
     rf"(?:\(\+\d{{1,4}}\){_S}?|\+{_S}?)?(?:{_PAREN}{_S}?)?\d+(?:{_SEP}\d+|{_SEP}?{_PAREN}{_S}?\d+)*"
     r"(?![\w@]|[.,/\-]\w)"
 )
@@ -92,9 +92,9 @@ def _is_national(number: str, groups: list[str]) -> bool:
 def _is_phone(number: str, before: str) -> bool:
     groups = re.findall(r"\d+", number)
     count = sum(len(g) for g in groups)
-    keyword = bool(_PHONE_WORD.search(before))
     if not 6 <= count <= 15 or _DATE.fullmatch(number) or _IP.fullmatch(number):
         return False
+    keyword = bool(_PHONE_WORD.search(before))
     if not keyword and _ID_WORD.search(before):
         return False
     if number.startswith(("+", "(+")) or (number.startswith("00") and len(groups) > 1):
@@ -110,7 +110,7 @@ def _scrub_phones(text: str) -> str:
     for match in _PHONE.finditer(text):
         number = match.group()
         start = match.start()
-        if _is_phone(number, text[max(0, start - 40) : start]):
+        if len(number) >= 6 and _is_phone(number, text[max(0, start - 40) : start]):
             out.append(text[last:start])
             out.append(PHONE)
             last = start + len(number)

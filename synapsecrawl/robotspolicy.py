@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from synapsecrawl.profiles import RobotsPolicy
 from synapsecrawl.robots import ALLOW_ALL, DISALLOW_ALL, RobotsRules, parse_robots
 
-__all__ = ["FAILURE_RETRY_SECONDS", "RobotsOutcome", "judge_fetch", "is_fresh"]
+__all__ = ["FAILURE_RETRY_SECONDS", "RobotsOutcome", "is_fresh", "judge_fetch"]
 
 # An unreachable robots.txt is asked again after this long (SNA-ROBOTS "until
 # it can be read", YOT-ROBOTS "tries again later", OMN-ROBOTS "until it answers").
@@ -43,7 +43,7 @@ def judge_fetch(policy: RobotsPolicy, tokens: Sequence[str], status: int | None,
     (§2.3.1.2).
     """
     if not status:
-        verdict, kind = policy.on_unreachable, "unreachable"
+        return RobotsOutcome(_rules(policy.on_unreachable), "unreachable", 0)
     elif 200 <= status < 300:
         return RobotsOutcome(parse_robots(body, policy.max_bytes).rules_for(tokens), "parsed", status)
     elif status in (404, 410):
@@ -52,7 +52,11 @@ def judge_fetch(policy: RobotsPolicy, tokens: Sequence[str], status: int | None,
         verdict, kind = policy.on_4xx, "unavailable"
     else:
         verdict, kind = policy.on_5xx, "unreachable"
-    return RobotsOutcome(ALLOW_ALL if verdict == "allow" else DISALLOW_ALL, kind, status)
+    return RobotsOutcome(_rules(verdict), kind, status)
+
+
+def _rules(verdict: str) -> RobotsRules:
+    return ALLOW_ALL if verdict == "allow" else DISALLOW_ALL
 
 
 def is_fresh(policy: RobotsPolicy, *, fetched_at: float, failed: bool, now: float, crawl_started_at: float) -> bool:

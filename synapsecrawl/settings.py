@@ -11,6 +11,9 @@ HOST_RESOLVE = ""
 ALLOW_PRIVATE_ADDRESSES = False
 SIGNING_KEY = ""
 SIGNATURE_AGENT = ""
+SIGNATURE_AGENT_FORM = "origin"  # or "directory" (webbotauth httpsig-protocol-01: the key set URL)
+SIGNING_EXPIRES = 300  # seconds a request signature stays valid (at most 3600)
+SIGNING_NONCE_ENABLED = True
 
 ADDONS = {"middlewares.addon.ProfileAddon": 0}
 
@@ -40,6 +43,7 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.budget.PageBudgetMiddleware": 120,  # a page counts once robots.txt lets it through
     "middlewares.sizelimit.ResponseGateMiddleware": 560,  # under compression (590): sees decoded bytes
     "middlewares.sizelimit.DecompressionGuardMiddleware": 595,  # just over compression: bounds its output
+    "middlewares.signing.SigningMiddleware": 950,  # last: sign what goes on the wire (after 900, HttpCache)
 }
 SPIDER_MIDDLEWARES: dict[str, int] = {}
 ITEM_PIPELINES = {

@@ -49,6 +49,7 @@ __all__ = [
     "sign_directory_response",
     "sign_request",
     "signature_agent_header",
+    "signature_agent_url",
     "verify_request",
 ]
 
@@ -58,6 +59,7 @@ DIRECTORY_MEDIA_TYPE = "application/http-message-signatures-directory+json"
 _TAG = "web-bot-auth"
 _DIRECTORY_TAG = "http-message-signatures-directory"
 _ALG = "ed25519"
+_AGENT_FORMS = ("origin", "directory")  # Signature-Agent: -00 drafts, then httpsig-protocol-01
 # RFC 7638 §3.2 required members, in lexicographic order; OKP from RFC 8037 §2
 _THUMBPRINT_MEMBERS = {"OKP": ("crv", "kty", "x"), "EC": ("crv", "kty", "x", "y"), "RSA": ("e", "kty", "n")}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -173,6 +175,24 @@ def signature_agent_header(agent_url: str, label: str = "sig1") -> str:
         return http_sf.ser({label: agent_url})
     except (TypeError, ValueError) as error:
         raise SigningError(f"cannot send Signature-Agent {agent_url!r} as {label!r}: {error}") from None
+
+
+def signature_agent_url(agent_url: str, form: str = "origin") -> str:
+    """The URL to send in `Signature-Agent` for an agent configured as `agent_url`.
+
+    ``origin`` (the -00 drafts): the agent's origin, whose directory is at
+    `DIRECTORY_PATH`. ``directory`` (draft-ietf-webbotauth-httpsig-protocol-01): the
+    key set URL itself, so an origin gets `DIRECTORY_PATH` appended. A URL with a
+    path is sent as given under either form.
+    """
+    if form not in _AGENT_FORMS:
+        raise SigningError(f"Signature-Agent form must be one of {', '.join(_AGENT_FORMS)}, not {form!r}")
+    parts = urlsplit(agent_url)
+    if parts.scheme != "https" or not parts.hostname:
+        raise SigningError(f"Signature-Agent must be an https URL, not {agent_url!r}")
+    if form == "directory" and parts.path in ("", "/") and not parts.query and not parts.fragment:
+        return f"https://{parts.netloc}{DIRECTORY_PATH}"
+    return agent_url
 
 
 def _authority(url: str) -> str:
@@ -460,7 +480,7 @@ def _covered_components(items: Sequence[object], fields: Mapping[str, str]) -> l
         if required not in names and (required in fields or required.startswith("@")):
             raise _Rejected(f"component missing: {required}")
     for name, params in components:
-        if name == "signature-agent" and "key" in params:
+        if name == "signature-agent" and "key" in params and name in fields:  # absent: "header missing"
             try:
                 agent = _parse_dictionary(fields.get(name, "")).get(str(params["key"]))
             except (ValueError, UnicodeError):

@@ -131,3 +131,25 @@ def crawl(tmp_path: Path):  # type: ignore[no-untyped-def]
         return CrawlRun(proc.returncode, proc.stdout, proc.stderr, uri, items)
 
     return run
+
+
+@pytest.fixture
+def signing_key(tmp_path: Path) -> Path:
+    """A fresh Ed25519 key (PEM, PKCS#8) for the signing profiles."""
+    from synapsecrawl.signing import generate_private_key_pem
+
+    path = tmp_path / "signing-key.pem"
+    path.write_bytes(generate_private_key_pem())
+    path.chmod(0o600)
+    return path
+
+
+def write_urls(path: Path, urls: list[str]) -> str:
+    """Write a urls_file (one URL a line) and return its path."""
+    path.write_text("\n".join(urls) + "\n")
+    return str(path)
+
+
+def gaps(hits: list) -> list[float]:  # type: ignore[type-arg]
+    """Seconds between consecutive request arrivals."""
+    return [b.start - a.start for a, b in itertools.pairwise(hits)]

@@ -19,12 +19,13 @@ from synapsecrawl.errors import ConfigError
 
 
 class Command(ScrapyCrawl):
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        # Before Scrapy builds its process (and logs its banner): a refusal is one line.
+        super().process_options(args, opts)
         assert self.settings is not None
-        arguments: dict[str, Any] = dict(opts.spargs or {})
+        arguments: dict[str, Any] = dict(getattr(opts, "spargs", None) or {})
         try:
             check_config(operator_settings(self.settings), arguments)
             CrawlRequest.from_args(**arguments)
         except ConfigError as exc:
             raise SystemExit(f"synapsecrawl: {exc}") from None
-        super().run(args, opts)

@@ -42,6 +42,13 @@ _BREAK = "\ufdd0"  # a noncharacter: never meaningful in a page, removed from in
 _NOISE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufdd0]")
 _TABLE_RULE = re.compile(r"\|?(?:\s*:?-{3,}:?\s*\|)+\s*")
 _LANGUAGE = re.compile(r"[A-Za-z]{1,8}(?:[-_][A-Za-z0-9]{1,8})*")
+# site chrome trafilatura's recall mode would otherwise keep on short pages
+_PRUNE = [
+    "//nav",
+    "//*[@hidden]",
+    "//header[not(ancestor::article or ancestor::main)]",
+    "//footer[not(ancestor::article or ancestor::main)]",
+]
 _QUIET = ("trafilatura", "htmldate", "courlan", "justext", "readability")
 
 _SKIP = frozenset({
@@ -264,6 +271,7 @@ def _main_text(root: lxml.html.HtmlElement, url: str, problems: list[str]) -> st
                     include_tables=True,
                     include_comments=False,
                     output_format="txt",
+                    prune_xpath=_PRUNE,
                 )
         # trafilatura is third-party code run on hostile input; page.py: never raise on content
         except Exception as error:  # noqa: BLE001

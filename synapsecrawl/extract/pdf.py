@@ -3,8 +3,8 @@
 PDFs arrive broken, truncated by the size cap, encrypted or scanned; each of
 those is a Page with empty text and one problem phrase ("pdf: encrypted",
 "pdf: unreadable (<reason>)", "pdf: no text"), never an exception. Work is
-bounded by MAX_PAGES and MAX_CHARS. Paragraphs are guessed from line ends:
-a line closing a sentence ends its paragraph, as does the end of a page.
+bounded by MAX_PAGES and MAX_CHARS. Paragraphs are guessed from the lines
+pypdf returns (see _paragraphs); a page always ends one.
 pypdf reports the repairs it makes through logging; those are muted here.
 """
 
@@ -59,21 +59,28 @@ def _quiet_pypdf() -> Iterator[None]:
 
 
 def _paragraphs(page_text: str) -> str:
-    """One page's lines joined into paragraphs separated by blank lines."""
+    """One page's lines joined into paragraphs separated by blank lines.
+
+    A paragraph ends at a blank line, at a line closing a sentence, and at a
+    short line (under 60 % of the page's longest) followed by a capital: a heading.
+    A word hyphenated across lines is joined ("con-" + "tinue").
+    """
+    lines = [" ".join(raw.split()) for raw in page_text.splitlines()]
+    short = 0.6 * max((len(line) for line in lines), default=0)
     paragraphs: list[str] = []
     current = ""
-    for raw in page_text.splitlines():
-        line = " ".join(raw.split())
+    for index, line in enumerate(lines):
+        following = lines[index + 1] if index + 1 < len(lines) else ""
         if not line:
             if current:
                 paragraphs.append(current)
             current = ""
             continue
-        if _HYPHENATED.search(current):
-            current += line
+        if _HYPHENATED.search(current) and line[:1].islower():
+            current = current[:-1] + line
         else:
             current = f"{current} {line}" if current else line
-        if _SENTENCE_END.search(line):
+        if _SENTENCE_END.search(line) or (len(line) < short and following[:1].isupper()):
             paragraphs.append(current)
             current = ""
     if current:
@@ -86,8 +93,10 @@ def _reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {detail}" if detail else type(error).__name__
 
 
-def _read(reader: PdfReader, problems: list[str]) -> str:
+def _read(reader: PdfReader, problems: list[str]) -> tuple[str, str]:
+    """The text of the first pages (within the caps) and its first line."""
     parts: list[str] = []
+    first_line = ""
     size = 0
     skipped = 0
     pages = len(reader.pages)
@@ -101,6 +110,8 @@ def _read(reader: PdfReader, problems: list[str]) -> str:
             skipped += 1
             continue
         text = clean_text(_paragraphs(extracted))
+        if text and not first_line:
+            first_line = clean_text(extracted.strip().split("\n", 1)[0])[:_MAX_TITLE_CHARS].rstrip()
         if text:
             parts.append(text)
             size += len(text) + 2
@@ -109,7 +120,7 @@ def _read(reader: PdfReader, problems: list[str]) -> str:
             break
     if skipped:
         problems.append(f"pdf: {skipped} unreadable page(s)")
-    return "\n\n".join(parts)[:MAX_CHARS]
+    return "\n\n".join(parts)[:MAX_CHARS], first_line
 
 
 def _title(reader: PdfReader) -> str:
@@ -121,11 +132,6 @@ def _title(reader: PdfReader) -> str:
     if not isinstance(title, str) or _PLACEHOLDER_TITLE.match(title.strip()):
         return ""
     return " ".join(title.split())[:_MAX_TITLE_CHARS]
-
-
-def _first_line(text: str) -> str:
-    line = text.split("\n\n", 1)[0]
-    return line[:_MAX_TITLE_CHARS].rstrip()
 
 
 def _open(body: bytes, problems: list[str]) -> PdfReader | None:
@@ -148,13 +154,13 @@ def parse_pdf(body: bytes, url: str, *, tokens: Sequence[str], x_robots_tag: Seq
     only) is read; any other is left unread.
     """
     problems: list[str] = []
-    title = text = ""
+    title = text = first_line = ""
     read = False
     with _quiet_pypdf():
         try:
             reader = _open(body, problems)
             if reader is not None:
-                text = _read(reader, problems)
+                text, first_line = _read(reader, problems)
                 title = _title(reader)
                 read = True
         # pypdf raises many types on damaged files; page.py: never raise on content
@@ -166,7 +172,7 @@ def parse_pdf(body: bytes, url: str, *, tokens: Sequence[str], x_robots_tag: Seq
     return Page(
         url=url,
         content_type="application/pdf",
-        title=title or _first_line(text),
+        title=title or first_line,
         text=text,
         directives=parse_directives((), x_robots_tag, tokens),
         problems=tuple(problems),

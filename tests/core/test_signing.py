@@ -598,6 +598,6 @@ def test_public_surface() -> None:
     assert set(signing.__all__) == {
         "SigningKey", "load_private_key", "generate_private_key_pem", "jwk_thumbprint", "public_jwk",
         "key_directory", "sign_request", "verify_request", "VerifyResult", "signature_agent_header",
-        "DIRECTORY_MEDIA_TYPE", "DIRECTORY_PATH", "sign_directory_response",
+        "DIRECTORY_MEDIA_TYPE", "DIRECTORY_PATH", "sign_directory_response", "signature_agent_url",
     }  # fmt: skip
     assert all(hasattr(signing, name) for name in signing.__all__)

@@ -63,7 +63,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib's name
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
     def do_GET(self) -> None:

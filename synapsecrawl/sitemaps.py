@@ -1,0 +1,245 @@
+"""Sitemaps: the bytes of a sitemap, sitemap index or text sitemap into entries.
+
+Follows the sitemaps.org protocol: an XML ``<urlset>`` of ``<url><loc>`` (and
+``<lastmod>``, a W3C datetime), an XML ``<sitemapindex>`` of ``<sitemap><loc>``,
+or a UTF-8 text file of one URL a line; any of them gzipped. The protocol
+caps a sitemap at 50,000 URLs and 50 MB uncompressed, and so does the parser:
+past either cap it reads what fits and says so.
+
+Nothing here raises on content. XML is read with entity expansion, DTD
+loading and network access off and libxml2's size limits on (no
+``huge_tree``), so a billion-laughs or external-entity document is inert;
+a broken document yields the entries before the break and a problem phrase.
+Which entries a crawl fetches (host, robots.txt, page limit) is the caller's.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Literal
+from urllib.parse import urlsplit
+
+from lxml import etree
+
+__all__ = [
+    "MAX_ENTRIES",
+    "MAX_SITEMAP_BYTES",
+    "Sitemap",
+    "SitemapEntry",
+    "decompress",
+    "order_entries",
+    "parse_lastmod",
+    "parse_sitemap",
+]
+
+MAX_ENTRIES = 50_000  # sitemaps.org: "no more than 50,000 URLs"
+MAX_SITEMAP_BYTES = 50 * 1024 * 1024  # sitemaps.org: "no larger than 50MB (52,428,800 bytes)"
+_MAX_URL_CHARS = 2048  # sitemaps.org: <loc> "must be less than 2,048 characters"
+
+_ITEM = {"urlset": "url", "sitemapindex": "sitemap"}
+_SPACE = re.compile(r"\s")
+_LEADING = re.compile(rb"(?:\xef\xbb\xbf)?\s*")
+_LASTMOD = re.compile(
+    r"(\d{4})(?:-(\d{2})(?:-(\d{2})"
+    r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?\s*(Z|z|[+-]\d{2}:?\d{2})?)?)?)?"
+)
+
+
+@dataclass(frozen=True)
+class SitemapEntry:
+    """One ``<loc>`` (or text line), with its ``<lastmod>`` when valid."""
+
+    url: str
+    lastmod: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Sitemap:
+    """What a sitemap lists: pages (``urlset``, ``text``) or sitemaps (``index``)."""
+
+    kind: Literal["urlset", "index", "text", "none"]
+    entries: tuple[SitemapEntry, ...] = ()
+    invalid: int = 0  # entries without a usable absolute http(s) URL
+    problems: tuple[str, ...] = ()  # short phrases: what could not be read
+
+
+def decompress(body: bytes, max_bytes: int = MAX_SITEMAP_BYTES) -> tuple[bytes, str | None]:
+    """``body`` gunzipped when it is gzip (by its magic bytes), at most ``max_bytes``.
+
+    Returns the bytes and a problem phrase (None when all was read): a bomb
+    stops at the cap, a corrupt stream keeps what inflated before the damage.
+    """
+    if not body.startswith(b"\x1f\x8b"):
+        if len(body) > max_bytes:
+            return body[:max_bytes], f"larger than {max_bytes} bytes: read the first {max_bytes}"
+        return body, None
+    out = bytearray()
+    data = body
+    try:
+        while data:
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            while data and not inflater.eof:
+                out += inflater.decompress(data, max_bytes + 1 - len(out))
+                if len(out) > max_bytes:
+                    return bytes(out[:max_bytes]), (
+                        f"larger than {max_bytes} bytes once decompressed: read the first {max_bytes}"
+                    )
+                data = inflater.unconsumed_tail
+            data = inflater.unused_data.lstrip(b"\x00")  # a next gzip member, or padding
+            if data and not data.startswith(b"\x1f\x8b"):
+                break  # trailing garbage after the last member: ignored, as gzip(1) does
+    except zlib.error as exc:
+        return bytes(out), f"gzip data corrupt ({exc}): read what inflated before it"
+    return bytes(out), None
+
+
+def parse_lastmod(value: str) -> datetime | None:
+    """A W3C datetime (YYYY, YYYY-MM, YYYY-MM-DD, with time and zone) as UTC; None when invalid.
+
+    A time without a zone is taken as UTC.
+    """
+    match = _LASTMOD.fullmatch(value.strip())
+    if match is None:
+        return None
+    year, month, day, hour, minute, second, zone = match.groups()
+    tz = UTC
+    if zone and zone not in ("Z", "z"):
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
+    try:
+        stamp = datetime(int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0),
+                         int(second or 0), tzinfo=tz)
+        return stamp.astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None
+
+
+def order_entries(entries: Iterable[SitemapEntry]) -> list[SitemapEntry]:
+    """Newest ``lastmod`` first, then the entries without one; ties keep document order."""
+    floor = datetime.min.replace(tzinfo=UTC)
+    return sorted(entries, key=lambda e: (e.lastmod is None, -(((e.lastmod or floor) - floor).total_seconds())))
+
+
+def _usable(url: str) -> str | None:
+    url = url.strip()
+    if not url or len(url) >= _MAX_URL_CHARS or _SPACE.search(url):
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None
+    return url
+
+
+def _localname(element: etree._Element) -> str:
+    tag = element.tag
+    if not isinstance(tag, str):
+        return ""  # comments, processing instructions, entities
+    return tag.rsplit("}", 1)[-1].lower()
+
+
+def _child_text(element: etree._Element, name: str) -> str:
+    for child in element:
+        if _localname(child) == name:
+            if len(child):  # an unexpanded entity or markup inside: not a plain value
+                return ""
+            return (child.text or "").strip()
+    return ""
+
+
+def _parse_xml(data: bytes, max_entries: int) -> Sitemap:
+    kinds: dict[str, Literal["urlset", "index"]] = {"urlset": "urlset", "sitemapindex": "index"}
+    entries: list[SitemapEntry] = []
+    problems: list[str] = []
+    invalid = 0
+    root = ""
+    events = etree.iterparse(
+        io.BytesIO(data), events=("end",), tag=("{*}url", "{*}sitemap"), resolve_entities=False,
+        no_network=True, load_dtd=False, huge_tree=False, recover=True, remove_comments=True, remove_pis=True,
+    )  # fmt: skip
+    try:
+        for _, element in events:
+            parent = element.getparent()
+            if parent is None:
+                continue
+            if not root:
+                root = _localname(events.root)
+                if root not in kinds:
+                    break
+            if parent.getparent() is not None or element.tag.rsplit("}", 1)[-1] != _ITEM[root]:
+                continue
+            if len(entries) >= max_entries:
+                problems.append(f"more than {max_entries} entries: read the first {max_entries}")
+                break
+            url = _usable(_child_text(element, "loc"))
+            if url is None:
+                invalid += 1
+            else:
+                entries.append(SitemapEntry(url, parse_lastmod(_child_text(element, "lastmod"))))
+            element.clear()  # keep memory flat on 50,000 entries
+            while element.getprevious() is not None:
+                del parent[0]
+    except etree.LxmlError as exc:
+        problems.append(f"malformed XML ({_first_line(exc)}): read {len(entries)} entries before it")
+    else:
+        errors = [e for e in events.error_log if e.level >= etree.ErrorLevels.ERROR]
+        if errors:
+            problems.append(f"malformed XML ({errors[0].message[:200]}): read {len(entries)} entries")
+    if not root:
+        try:
+            root = _localname(events.root)
+        except (AttributeError, TypeError):  # no element was read at all
+            root = ""
+    if root not in kinds:
+        return Sitemap("none", problems=(f"not a sitemap (root element <{root or '?'}>)", *problems))
+    return Sitemap(kinds[root], tuple(entries), invalid, tuple(problems))
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+
+
+def _parse_text(data: bytes, max_entries: int) -> Sitemap:
+    entries: list[SitemapEntry] = []
+    problems: list[str] = []
+    invalid = 0
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        if len(entries) >= max_entries:
+            problems.append(f"more than {max_entries} entries: read the first {max_entries}")
+            break
+        url = _usable(line)
+        if url is None:
+            invalid += 1
+        else:
+            entries.append(SitemapEntry(url))
+    if invalid and not entries:
+        problems.append("not a sitemap (no line is a URL)")
+        return Sitemap("none", invalid=invalid, problems=tuple(problems))
+    return Sitemap("text", tuple(entries), invalid, tuple(problems))
+
+
+def parse_sitemap(body: bytes, *, max_bytes: int = MAX_SITEMAP_BYTES, max_entries: int = MAX_ENTRIES) -> Sitemap:
+    """Read a sitemap, sitemap index or text sitemap, gzipped or not; never raises on content."""
+    data, problem = decompress(body, max_bytes)
+    leading = _LEADING.match(data)
+    start = leading.end() if leading else 0
+    head = data[start : start + 4]
+    if not head:
+        sitemap = Sitemap("none", problems=("empty",))
+    elif head.startswith((b"<", b"\xff\xfe", b"\xfe\xff")):  # UTF-16 XML starts with its BOM
+        sitemap = _parse_xml(data, max_entries)
+    else:
+        sitemap = _parse_text(data, max_entries)
+    if problem is None:
+        return sitemap
+    return Sitemap(sitemap.kind, sitemap.entries, sitemap.invalid, (problem, *sitemap.problems))

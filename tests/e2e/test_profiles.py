@@ -1,0 +1,99 @@
+"""Each profile's identity, robots.txt outcomes and pacing, as a site owner's log shows them.
+
+One crawl per profile across five hosts whose robots.txt answers differently:
+rules with a Crawl-delay, 404, 403, 500, and no answer at all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import gaps, write_urls
+from tests.site.server import Reply, TestServer
+
+UA = {
+    "synapsebot": "Mozilla/5.0 (compatible; SynapseBot/1.0; +https://synapseorch.com/bot/)",
+    "snagabot": "Mozilla/5.0 (compatible; SnagaBot/0.1.0; +https://snaga.ai/bot)",
+    "serenereader": "SereneReader/1.0 (+https://serenereader.com/bot)",
+    "omniscientebot": "OmniscienteBot/0.1 (+https://omnisciente.dev/bot; crawler@omnisciente.dev)",
+    "yottabot": "Mozilla/5.0 (compatible; YottaBot-SearchBot/1.0; +https://yotta.bot/searchbot)",
+}
+YOTTA_ROBOTS_UA = "Mozilla/5.0 (compatible; YottaBot-SearchBot/1.0; robots.txt; +https://yotta.bot/searchbot)"
+TOKEN = {"synapsebot": "SynapseBot", "snagabot": "snagabot", "serenereader": "SereneReader",
+         "omniscientebot": "OmniscienteBot", "yottabot": "yottabot-searchbot"}
+
+# Which hosts' pages each profile fetches, by how robots.txt answered.
+FETCHES = {
+    #                 rules  404   403    500    no answer
+    "synapsebot":     (True, True, True,  False, False),  # SYN-ROBOTS-4XX, SYN-ROBOTS-5XX
+    "snagabot":       (True, True, True,  False, False),  # SNA-ROBOTS
+    "serenereader":   (True, True, True,  True,  True),   # SER-ROBOTS-5XX
+    "omniscientebot": (True, True, True,  False, False),  # OMN-ROBOTS
+    "yottabot":       (True, True, False, False, False),  # YOT-ROBOTS: only 404/410 allow
+}  # fmt: skip
+SPACING = {"synapsebot": 1.0, "snagabot": 1.0, "serenereader": 1.0, "omniscientebot": 5.0, "yottabot": 1.0}
+
+
+def html(title: str) -> Reply:
+    return Reply(f"<html><head><title>{title}</title></head><body><p>{title} body text.</p></body></html>")
+
+
+@pytest.mark.parametrize("profile", list(FETCHES))
+def test_profile_identity_robots_outcomes_and_spacing(
+    profile: str, server: TestServer, tls_server: TestServer, host: str, crawl, signing_key: Path, tmp_path: Path
+) -> None:
+    """ALL-UA, OMN-UA, YOT-UA, ALL-RFC9309, ALL-CD, SYN-RATE, SNA-RATE, OMN-SITE, YOT-RATE and
+    each profile's robots.txt outcome promise (SYN-ROBOTS-4XX/5XX, SNA-ROBOTS, SER-ROBOTS-5XX,
+    OMN-ROBOTS, YOT-ROBOTS): every request carries the exact User-Agent (Yotta's robots.txt
+    variant on robots.txt, Omnisciente's From header), robots.txt is asked first and once per
+    host, a disallowed page is never requested, pages are fetched exactly where the profile's
+    robots.txt outcome allows, and no two requests to a host start closer than the spacing
+    (or the Crawl-delay of the profile's own group, when longer)."""
+    srv = tls_server if profile == "yottabot" else server  # YOT-HTTPS
+    base = host.removesuffix(".test")
+    hosts = [f"{kind}.{base}.test" for kind in ("rules", "r404", "r403", "r500", "rdrop")]
+    rules = (
+        f"User-agent: {TOKEN[profile]}\nDisallow: /private/\nCrawl-delay: 1.5\n\n"
+        "User-agent: *\nDisallow: /\n"
+    )
+    robots = [
+        Reply(rules, headers={"Content-Type": "text/plain"}),
+        Reply("gone", status=404, headers={"Content-Type": "text/plain"}),
+        Reply("no", status=403, headers={"Content-Type": "text/plain"}),
+        Reply("oops", status=500, headers={"Content-Type": "text/plain"}),
+        Reply(drop=True),
+    ]
+    urls = []
+    for name, reply in zip(hosts, robots, strict=True):
+        srv.add(name, {"/robots.txt": reply, "/a.html": html(f"A of {name}"), "/b.html": html(f"B of {name}"),
+                       "/private/x.html": html("private")})
+        urls += [srv.url(name, "/a.html"), srv.url(name, "/b.html")]
+    urls.append(srv.url(hosts[0], "/private/x.html"))
+    settings = {"BOT_PROFILE": profile}
+    if profile in ("serenereader", "omniscientebot"):
+        settings["SIGNING_KEY"] = str(signing_key)
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)}, settings=settings)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    stored = {p["url"] for p in run.kb()}
+    for name, fetches in zip(hosts, FETCHES[profile], strict=True):
+        hits = srv.log(name)
+        assert hits, f"{name}: robots.txt was never asked"
+        assert hits[0].path == "/robots.txt"
+        assert [h.path for h in hits].count("/robots.txt") == 1
+        pages = [h.path for h in hits if h.path != "/robots.txt"]
+        assert sorted(pages) == (["/a.html", "/b.html"] if fetches else []), (name, pages)
+        assert (srv.url(name, "/a.html") in stored) == fetches
+        for hit in hits:
+            expected = YOTTA_ROBOTS_UA if profile == "yottabot" and hit.path == "/robots.txt" else UA[profile]
+            assert hit.header("User-Agent") == expected
+            if profile == "omniscientebot":
+                assert hit.header("From") == "crawler@omnisciente.dev"
+            else:
+                assert hit.header("From") is None
+            assert hit.header("Cookie") is None
+        spacing = max(SPACING[profile], 1.5 if name == hosts[0] else 0)
+        assert all(gap >= spacing for gap in gaps(hits)), (name, gaps(hits))
+    assert "/private/x.html" not in [h.path for h in srv.log(hosts[0])]
