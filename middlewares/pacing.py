@@ -21,6 +21,8 @@ from middlewares.runtime import Runtime
 from synapsecrawl.pacing import reached_server_by
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -55,6 +57,31 @@ class PacedDownloader(Downloader):
 
     def _get_slot(self, request: Request, spider: Spider | None = None) -> tuple[str, Slot]:
         key, slot = super()._get_slot(request)
+        self._pace(key, slot)
+        return key, slot
+
+    def refresh(self, site: str) -> None:
+        """Apply the pacer's spacing and pause to ``site``'s live slot, if it has one.
+
+        A pause or a longer spacing set while requests already wait in the slot
+        reaches them too: the slot's timer checks ``lastseen`` and ``delay`` again.
+        """
+        slot = self.slots.get(site)
+        if slot is not None:
+            self._pace(site, slot)
+
+    def drop_queued(self, site: str, error: Callable[[Request], Exception]) -> int:
+        """Fail the requests waiting in ``site``'s slot (none of them sent yet) with ``error(request)``."""
+        slot = self.slots.get(site)
+        if slot is None:
+            return 0
+        queued = list(slot.queue)
+        slot.queue.clear()
+        for request, deferred in queued:
+            deferred.errback(error(request))
+        return len(queued)
+
+    def _pace(self, key: str, slot: Slot) -> None:
         pacer = self._runtime.pacer
         spacing = pacer.spacing(key)
         slot.delay = spacing + min(spacing * _MARGIN_RATIO, 0.05) + _MARGIN_SECONDS
@@ -63,4 +90,3 @@ class PacedDownloader(Downloader):
         paused_until = pacer.paused_until(key)
         if paused_until > monotonic():
             slot.lastseen = max(slot.lastseen, paused_until - slot.delay)
-        return key, slot

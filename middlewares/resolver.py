@@ -7,12 +7,14 @@ after resolution and on every redirect hop (netguard decides).
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy.resolver import CachingThreadedResolver
 from twisted.internet import defer
 from twisted.internet.error import DNSLookupError
 
+from middlewares.runtime import Runtime
 from synapsecrawl.netguard import HostMap, forbidden_reason, parse_host_resolve
 
 if TYPE_CHECKING:
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AddressRefused", "GuardedResolver"]
 
+logger = logging.getLogger(__name__)
+
 
 class AddressRefused(DNSLookupError):
     """The name resolved to an address a crawl may not connect to."""
@@ -33,10 +37,11 @@ class GuardedResolver(CachingThreadedResolver):
     """Static map, then system DNS; refuses private addresses unless allowed."""
 
     def __init__(self, reactor: ReactorBase, cache_size: int, timeout: float,
-                 host_map: HostMap, allow_private: bool) -> None:
+                 host_map: HostMap, allow_private: bool, refused: dict[str, str] | None = None) -> None:
         super().__init__(reactor, cache_size, timeout)
         self.host_map = host_map
         self.allow_private = allow_private
+        self.refused = refused if refused is not None else {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, reactor: ReactorBase) -> GuardedResolver:
@@ -47,6 +52,7 @@ class GuardedResolver(CachingThreadedResolver):
             settings.getfloat("DNS_TIMEOUT"),
             parse_host_resolve(settings.get("HOST_RESOLVE") or ""),
             settings.getbool("ALLOW_PRIVATE_ADDRESSES"),
+            Runtime.of(crawler).refused_hosts,
         )
 
     def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> Deferred[str]:
@@ -57,5 +63,9 @@ class GuardedResolver(CachingThreadedResolver):
     def _guard(self, address: Any, name: str) -> Any:
         reason = None if self.allow_private else forbidden_reason(str(address))
         if reason:
-            raise AddressRefused(f"{name} resolves to {address}, a {reason} (set ALLOW_PRIVATE_ADDRESSES to allow)")
+            message = f"{name} resolves to {address}, a {reason} (set ALLOW_PRIVATE_ADDRESSES to allow)"
+            if name.lower() not in self.refused:  # Twisted drops this message on its way up: say it here, once
+                self.refused[name.lower()] = message
+                logger.warning("refused %s", message)
+            raise AddressRefused(message)
         return address

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
+from scrapy.utils.httpobj import urlparse_cached
 
 from middlewares.runtime import Runtime
 from synapsecrawl.kb.store import RobotsCopy
@@ -49,9 +50,15 @@ class RobotsMiddleware:
         outcome = await self.outcome_for(request.url)
         if not outcome.rules.allows(request.url):
             assert self._crawler.stats is not None
+            site = self._runtime.site(request.url)
+            refused = self._runtime.refused_hosts.get(urlparse_cached(request).hostname or "")
+            if refused:  # robots.txt was unreachable because the address guard refused the host
+                self._crawler.stats.inc_value("netguard/address")
+                self._runtime.summary.skip(site, "address")
+                raise IgnoreRequest(f"refused {request.url}: {refused}")
             reason = "disallowed" if outcome.kind == "parsed" else f"robots.txt {outcome.kind}"
             self._crawler.stats.inc_value("robots/disallowed")
-            self._runtime.summary.skip(self._runtime.site(request.url), "robots")
+            self._runtime.summary.skip(site, "robots")
             request.meta["robots_disallowed"] = True
             raise IgnoreRequest(f"robots.txt ({reason}) forbids {request.url}")
 

@@ -34,6 +34,7 @@ class Runtime:
     kb_uri: str
     summary: CrawlSummary = field(default_factory=CrawlSummary)
     started_at: float = field(default_factory=time.time)
+    refused_hosts: dict[str, str] = field(default_factory=dict)  # host -> why the resolver refused it
     _store: Store | None = None
 
     @classmethod

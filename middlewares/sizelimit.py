@@ -98,5 +98,6 @@ class DecompressionGuardMiddleware:
 
     def process_response(self, request: Request, response: Response) -> Response:
         cap = int(request.meta.get("size_limit_bytes") or self._profile.size_bytes)
-        request.meta["download_maxsize"] = max(cap * _INFLATE_RATIO, 16 * 1024 * 1024)
+        inflated = request.meta.get("decompressed_limit_bytes")  # a sitemap's own cap (sitemaps.org: 50 MB)
+        request.meta["download_maxsize"] = int(inflated or max(cap * _INFLATE_RATIO, 16 * 1024 * 1024))
         return response

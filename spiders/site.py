@@ -1,52 +1,57 @@
 """``scrapy crawl site -a url=START [-a depth=N] [-a max_pages=N]``: a site from its start address.
 
 Breadth-first (settings: DEPTH_PRIORITY and FIFO queues), so a limited crawl
-keeps the pages nearest the start. Links leave scope (SYN-SCOPE), depth
-(SYN-LIMITS) and ``nofollow`` (ALL-NOINDEX, SNA-NOFOLLOW) decide what is followed.
+keeps the pages nearest the start. Scope (SYN-SCOPE, ``synapsecrawl.scope``),
+depth (SYN-LIMITS) and ``nofollow`` (ALL-NOINDEX, SNA-NOFOLLOW) decide which
+links are followed; redirects keep to the same ``scopes``
+(``middlewares.redirects``). Documents linked in scope are requested like
+pages; the type gate abandons what the profile does not read (SNA-HTML).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from functools import cached_property
 from typing import Any
 
 import scrapy
 from scrapy.http import Response
 
 from spiders.base import SynapseSpider
-from synapsecrawl.scope import SiteScope
+from synapsecrawl.scope import SiteScope, in_any
 from synapsecrawl.urls import canonical
 
 __all__ = ["SiteSpider"]
+
+logger = logging.getLogger(__name__)
 
 
 class SiteSpider(SynapseSpider):
     name = "site"
 
-    def scopes(self) -> list[SiteScope]:
+    @cached_property
+    def scopes(self) -> tuple[SiteScope, ...]:
         """One scope per start URL."""
-        return [SiteScope.from_start(url) for url in self.crawl.urls]
+        return tuple(SiteScope.from_start(url) for url in self.crawl.urls)
+
+    @cached_property
+    def _left_out(self) -> set[str]:
+        return set()  # out-of-scope URLs already counted, so each counts once per crawl
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
-        site = self.runtime.site(response.url)
-        scopes = self.scopes()
-        if not any(scope.contains(response.url) for scope in scopes):
-            self.runtime.summary.skip(site, "scope")  # redirected out of scope
+        if not in_any(self.scopes, response.url):  # only if a redirect check was switched off
+            self.runtime.summary.skip(self.runtime.site(response.url), "scope")
             return
         page = self.read(response)
         yield from self.keep(response, page)
         depth = int(response.meta.get("depth", 0))
         if page.directives.nofollow or depth >= self.limits.depth:
             return
-        seen: set[str] = set()
-        for link in page.links:
-            if link.nofollow and not self.runtime.profile.follow_rel_nofollow:
-                continue
-            url = canonical(link.url)
-            if url in seen:
-                continue
-            seen.add(url)
-            if not any(scope.contains(url) for scope in scopes):
+        skip_rel = not self.runtime.profile.follow_rel_nofollow
+        for url in dict.fromkeys(canonical(link.url) for link in page.links if not (skip_rel and link.nofollow)):
+            if in_any(self.scopes, url):
+                yield scrapy.Request(url, callback=self.parse)
+            elif url not in self._left_out:
+                self._left_out.add(url)
                 self.runtime.summary.skip(self.runtime.site(url), "scope")
-                continue
-            yield scrapy.Request(url, callback=self.parse)

@@ -78,7 +78,7 @@ def _check_signing(operator: Mapping[str, object], profile: Profile, key: str) -
         raise ConfigError(f"SIGNING_KEY: {error}") from None
     agent = str(operator.get("SIGNATURE_AGENT") or profile.signature_agent)
     if not agent:
-        raise ConfigError(f"SIGNATURE_AGENT must be set for {profile.name} to sign: the https URL of your key directory")
+        raise ConfigError(f"SIGNATURE_AGENT must be set for {profile.name} to sign: your agent's https URL")
     form = str(operator.get("SIGNATURE_AGENT_FORM") or "origin")
     if form not in ("origin", "directory"):
         raise ConfigError(f"SIGNATURE_AGENT_FORM {form!r} is neither 'origin' nor 'directory'")

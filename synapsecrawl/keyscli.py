@@ -58,8 +58,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     directory = sub.add_parser("directory", help=f"print the JWKS to serve at {DIRECTORY_PATH}")
     directory.add_argument("--key", action="append", required=True, help="a private key file (repeatable)")
     directory.add_argument("--authority", help="HOST[:PORT] serving the directory: also print signed headers")
-    directory.add_argument("--expires", type=int, default=86400,
-                           help="seconds the directory signature stays valid (default: %(default)s)")
+    directory.add_argument(
+        "--expires", type=int, default=86400, help="seconds the directory signature stays valid (default: %(default)s)"
+    )
     directory.set_defaults(handler=_directory)
 
     verify = commands.add_parser("verify", help="check a captured request's Web Bot Auth signature")
@@ -67,10 +68,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     verify.add_argument("--request", help="a raw HTTP request head (request line, then header lines)")
     verify.add_argument("--url", help="the full URL requested (overrides the request line and Host)")
     verify.add_argument("--method", help="the request method (default: the request line's, else GET)")
-    verify.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
-                        help="a request header (repeatable; added to --request's)")
-    verify.add_argument("--scheme", choices=("https", "http"), default="https",
-                        help="scheme of a --request without --url (default: %(default)s)")
+    verify.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="a request header (repeatable; added to --request's)",
+    )
+    verify.add_argument(
+        "--scheme",
+        choices=("https", "http"),
+        default="https",
+        help="scheme of a --request without --url (default: %(default)s)",
+    )
     verify.add_argument("--now", help="check as of this time: unix seconds or ISO 8601 (default: now)")
     verify.add_argument("--max-skew", type=int, default=0, help="seconds of clock skew allowed (default: 0)")
     verify.set_defaults(handler=_verify)
@@ -114,7 +124,10 @@ def _directory(args: argparse.Namespace) -> int:
     if args.expires <= 0:
         raise SynapseError(f"--expires must be a positive number of seconds, not {args.expires}")
     signed = sign_directory_response(
-        keys, authority=args.authority, body=body.encode("utf-8"), created=int(time.time()),
+        keys,
+        authority=args.authority,
+        body=body.encode("utf-8"),
+        created=int(time.time()),
         expires_in=args.expires,
     )
     headers = {"Content-Type": DIRECTORY_MEDIA_TYPE, **signed}
@@ -161,7 +174,7 @@ def _add_header(headers: dict[str, str], line: str, source: str) -> None:
 
 
 def _request_of(args: argparse.Namespace) -> tuple[str, str, dict[str, str]]:
-    method, target, headers = "GET", "", {}
+    method, target, headers = "GET", "", dict[str, str]()
     if args.request:
         method, target, headers = parse_request_head(_read_text(args.request, "--request"))
     for line in args.header:
@@ -190,15 +203,18 @@ def _read_text(path: str, option: str) -> str:
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> NoReturn:
+    def redirect_request(  # noqa: PLR0917 - urllib's signature
+        self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> NoReturn:
         raise SynapseError(f"--directory {req.full_url} redirects to {newurl}; a key directory is served as is")
 
 
 def _fetch_directory(url: str) -> bytes:
     opener = urllib.request.build_opener(_NoRedirects)
-    request = urllib.request.Request(url, headers={"Accept": f"{DIRECTORY_MEDIA_TYPE}, application/json"})
+    accept = {"Accept": f"{DIRECTORY_MEDIA_TYPE}, application/json"}
+    request = urllib.request.Request(url, headers=accept)  # noqa: S310 - the caller checked http(s)
     try:
-        with opener.open(request, timeout=_FETCH_TIMEOUT) as response:  # noqa: S310 - http(s) only, checked
+        with opener.open(request, timeout=_FETCH_TIMEOUT) as response:
             data: bytes = response.read(_DIRECTORY_MAX_BYTES + 1)
     except urllib.error.HTTPError as error:
         raise SynapseError(f"--directory {url}: HTTP {error.code}") from None
@@ -225,7 +241,7 @@ def _load_directory(source: str) -> Mapping[str, object]:
     except (ValueError, UnicodeError):
         raise SynapseError(f"--directory {source}: not JSON") from None
     if not isinstance(directory, dict) or not isinstance(directory.get("keys"), list):
-        raise SynapseError(f"--directory {source}: not a JWKS (no \"keys\" list)")
+        raise SynapseError(f'--directory {source}: not a JWKS (no "keys" list)')
     return directory
 
 
@@ -235,7 +251,7 @@ def _unix_time(value: str | None) -> int:
     if value.lstrip("-").isdigit():
         return int(value)
     try:
-        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        moment = dt.datetime.fromisoformat(value)
     except ValueError:
         raise SynapseError(f"--now {value!r}: not unix seconds or an ISO 8601 time") from None
     if moment.tzinfo is None:
@@ -247,7 +263,11 @@ def _verify(args: argparse.Namespace) -> int:
     method, url, headers = _request_of(args)
     directory = _load_directory(args.directory)
     result = verify_request(
-        method=method, url=url, headers=headers, directory=directory, now=_unix_time(args.now),
+        method=method,
+        url=url,
+        headers=headers,
+        directory=directory,
+        now=_unix_time(args.now),
         max_skew=args.max_skew,
     )
     if result.ok:

@@ -60,10 +60,11 @@ class SiteClock:
     _spacing: dict[str, float] = field(default_factory=dict)
     _paused: dict[str, float] = field(default_factory=dict)
     _next_start: dict[str, float] = field(default_factory=dict)
+    _slow: dict[str, float] = field(default_factory=dict)
 
     def spacing(self, site: str) -> float:
         """Seconds between starts for ``site``."""
-        return self._spacing.get(site, self.delay)
+        return max(self._spacing.get(site, self.delay), self._slow.get(site, 0.0))
 
     def set_crawl_delay(self, site: str, crawl_delay: float | None) -> float:
         """Record the site's Crawl-delay; return the spacing that now applies."""
@@ -72,8 +73,12 @@ class SiteClock:
         return spacing
 
     def set_spacing(self, site: str, spacing: float) -> None:
-        """Lengthen the site's spacing (slow server); never below the base delay."""
-        self._spacing[site] = max(spacing, self.delay)
+        """Lengthen the site's spacing to ``spacing`` while it answers slowly (SNA-SLOW).
+
+        Kept apart from the Crawl-delay spacing, which it never shortens; a
+        later, smaller value (the server sped up) lets the spacing come back.
+        """
+        self._slow[site] = spacing
 
     def pause(self, site: str, until: float) -> None:
         """Hold ``site`` until ``until``; a longer pause already set stands."""

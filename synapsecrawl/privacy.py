@@ -94,7 +94,7 @@ def _is_phone(number: str, before: str) -> bool:
     count = sum(len(g) for g in groups)
     if not 6 <= count <= 15 or _DATE.fullmatch(number) or _IP.fullmatch(number):
         return False
-    keyword = bool(_PHONE_WORD.search(before))
+    keyword = bool(_PHONE_WORD.search(before.replace(PHONE, "0")))  # as before scrubbing
     if not keyword and _ID_WORD.search(before):
         return False
     if number.startswith(("+", "(+")) or (number.startswith("00") and len(groups) > 1):

@@ -29,6 +29,7 @@ HTTPCACHE_ENABLED = False
 # 429 and 503 are the backoff's to judge; an immediate retry ignores Retry-After.
 RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
 RETRY_TIMES = 2
+BACKOFF_MAX_WAIT = 0  # seconds a crawl may wait on one paused site; 0 = the profile's [backoff] max_wait
 
 # Sites wait on their own downloader slot, never on each other: enough global
 # concurrency that a paced site cannot hold the slots another site could use.
@@ -39,10 +40,16 @@ TWISTED_DNS_RESOLVER = "middlewares.resolver.GuardedResolver"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "middlewares.netguard.NetGuardMiddleware": 50,  # refuse schemes and addresses before anything else
+    "middlewares.backoff.BackoffGateMiddleware": 90,  # before robots.txt: a paused site is not touched at all
     "middlewares.robots.RobotsMiddleware": 100,  # replaces Scrapy's (None): judge first
     "middlewares.budget.PageBudgetMiddleware": 120,  # a page counts once robots.txt lets it through
     "middlewares.sizelimit.ResponseGateMiddleware": 560,  # under compression (590): sees decoded bytes
     "middlewares.sizelimit.DecompressionGuardMiddleware": 595,  # just over compression: bounds its output
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "middlewares.redirects.ScopedRedirectMiddleware": 600,  # replaces Scrapy's (None), same place: judges each hop
+    # Above redirects (600): sees a 3xx's Retry-After; above ResponseGate (560) and Retry (550): sees
+    # every 429/503 (even of a refused type) first, and owns SereneReader's timeouts and 5xx.
+    "middlewares.backoff.BackoffMiddleware": 650,
     "middlewares.signing.SigningMiddleware": 950,  # last: sign what goes on the wire (after 900, HttpCache)
 }
 SPIDER_MIDDLEWARES: dict[str, int] = {}

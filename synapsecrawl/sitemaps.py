@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Literal
-from urllib.parse import urlsplit
 
 from lxml import etree
 
@@ -42,7 +41,9 @@ MAX_SITEMAP_BYTES = 50 * 1024 * 1024  # sitemaps.org: "no larger than 50MB (52,4
 _MAX_URL_CHARS = 2048  # sitemaps.org: <loc> "must be less than 2,048 characters"
 
 _ITEM = {"urlset": "url", "sitemapindex": "sitemap"}
-_SPACE = re.compile(r"\s")
+_URL = re.compile(  # an absolute http(s) URL with a host and no whitespace
+    r"https?://(?:[^/?#@\s]*@)?(?:\[[0-9a-f:.]+\]|[^/?#@:\[\]\s]+)(?::\d*)?(?:[/?#]\S*)?", re.IGNORECASE
+)
 _LEADING = re.compile(rb"(?:\xef\xbb\xbf)?\s*")
 _LASTMOD = re.compile(
     r"(\d{4})(?:-(\d{2})(?:-(\d{2})"
@@ -86,7 +87,8 @@ def decompress(body: bytes, max_bytes: int = MAX_SITEMAP_BYTES) -> tuple[bytes, 
             while data and not inflater.eof:
                 out += inflater.decompress(data, max_bytes + 1 - len(out))
                 if len(out) > max_bytes:
-                    return bytes(out[:max_bytes]), (
+                    del out[max_bytes:]
+                    return bytes(out), (
                         f"larger than {max_bytes} bytes once decompressed: read the first {max_bytes}"
                     )
                 data = inflater.unconsumed_tail
@@ -122,37 +124,28 @@ def parse_lastmod(value: str) -> datetime | None:
 
 def order_entries(entries: Iterable[SitemapEntry]) -> list[SitemapEntry]:
     """Newest ``lastmod`` first, then the entries without one; ties keep document order."""
-    floor = datetime.min.replace(tzinfo=UTC)
-    return sorted(entries, key=lambda e: (e.lastmod is None, -(((e.lastmod or floor) - floor).total_seconds())))
+    return sorted(entries, key=lambda e: (e.lastmod is None, -e.lastmod.timestamp() if e.lastmod else 0.0))
 
 
 def _usable(url: str) -> str | None:
     url = url.strip()
-    if not url or len(url) >= _MAX_URL_CHARS or _SPACE.search(url):
-        return None
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+    if len(url) >= _MAX_URL_CHARS or not _URL.fullmatch(url):
         return None
     return url
 
 
-def _localname(element: etree._Element) -> str:
-    tag = element.tag
+def _localname(element: etree._Element | None) -> str:
+    tag = element.tag if element is not None else None
     if not isinstance(tag, str):
         return ""  # comments, processing instructions, entities
     return tag.rsplit("}", 1)[-1].lower()
 
 
 def _child_text(element: etree._Element, name: str) -> str:
-    for child in element:
-        if _localname(child) == name:
-            if len(child):  # an unexpanded entity or markup inside: not a plain value
-                return ""
-            return (child.text or "").strip()
-    return ""
+    child = element.find(name)
+    if child is None or len(child):  # absent, or an unexpanded entity or markup inside
+        return ""
+    return (child.text or "").strip()
 
 
 def _parse_xml(data: bytes, max_entries: int) -> Sitemap:
@@ -171,7 +164,7 @@ def _parse_xml(data: bytes, max_entries: int) -> Sitemap:
             if parent is None:
                 continue
             if not root:
-                root = _localname(events.root)
+                root = _localname(element.getroottree().getroot())
                 if root not in kinds:
                     break
             if parent.getparent() is not None or element.tag.rsplit("}", 1)[-1] != _ITEM[root]:
@@ -179,25 +172,22 @@ def _parse_xml(data: bytes, max_entries: int) -> Sitemap:
             if len(entries) >= max_entries:
                 problems.append(f"more than {max_entries} entries: read the first {max_entries}")
                 break
-            url = _usable(_child_text(element, "loc"))
+            url = _usable(_child_text(element, "{*}loc"))
             if url is None:
                 invalid += 1
             else:
-                entries.append(SitemapEntry(url, parse_lastmod(_child_text(element, "lastmod"))))
+                entries.append(SitemapEntry(url, parse_lastmod(_child_text(element, "{*}lastmod"))))
             element.clear()  # keep memory flat on 50,000 entries
             while element.getprevious() is not None:
                 del parent[0]
     except etree.LxmlError as exc:
-        problems.append(f"malformed XML ({_first_line(exc)}): read {len(entries)} entries before it")
+        problems.append(f"malformed XML ({_first_line(exc)}): kept {len(entries)} entries read before it")
     else:
         errors = [e for e in events.error_log if e.level >= etree.ErrorLevels.ERROR]
         if errors:
-            problems.append(f"malformed XML ({errors[0].message[:200]}): read {len(entries)} entries")
-    if not root:
-        try:
-            root = _localname(events.root)
-        except (AttributeError, TypeError):  # no element was read at all
-            root = ""
+            problems.append(f"malformed XML ({errors[0].message[:200]}): kept {len(entries)} entries read")
+    if not root and events.root is not None:  # set once the whole document was read
+        root = _localname(events.root)
     if root not in kinds:
         return Sitemap("none", problems=(f"not a sitemap (root element <{root or '?'}>)", *problems))
     return Sitemap(kinds[root], tuple(entries), invalid, tuple(problems))

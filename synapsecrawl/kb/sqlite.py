@@ -16,7 +16,7 @@ from typing import Any
 
 from synapsecrawl.errors import StoreError
 from synapsecrawl.kb.search import make_snippet, query_terms
-from synapsecrawl.kb.store import PageRecord, RobotsCopy, SearchHit
+from synapsecrawl.kb.store import PageRecord, RobotsCopy, SearchHit, SiteState, UrlHold
 
 __all__ = ["SQLiteStore"]
 
@@ -61,6 +61,31 @@ CREATE TABLE IF NOT EXISTS robots_cache (
     body BLOB NOT NULL,
     fetched_at REAL NOT NULL,
     PRIMARY KEY (profile, origin)
+);
+"""
+
+# Backoff state (synapsecrawl.backoff): site pauses and streaks, URL holds. Unix seconds.
+_BACKOFF_SCHEMA = """
+CREATE TABLE IF NOT EXISTS backoff_sites (
+    profile TEXT NOT NULL,
+    site TEXT NOT NULL,
+    paused_until REAL NOT NULL DEFAULT 0,
+    pause_reason TEXT NOT NULL DEFAULT '',
+    slow_streak INTEGER NOT NULL DEFAULT 0,
+    forbidden_streak INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (profile, site)
+);
+CREATE TABLE IF NOT EXISTS backoff_urls (
+    profile TEXT NOT NULL,
+    url TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    until REAL NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    site TEXT NOT NULL DEFAULT '',
+    kb TEXT NOT NULL DEFAULT '',
+    failures INTEGER NOT NULL DEFAULT 0,
+    recorded_at REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (profile, url)
 );
 """
 
@@ -113,6 +138,7 @@ class SQLiteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            self._db.executescript(_BACKOFF_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open knowledge base {path}: {exc}") from None
         self._lock = threading.Lock()
@@ -202,6 +228,55 @@ class SQLiteStore:
             "VALUES (?, ?, ?, ?, ?)",
             (profile, copy.origin, copy.status, copy.body, copy.fetched_at),
         )
+
+    def get_site_state(self, profile: str, site: str) -> SiteState | None:
+        """What ``profile`` remembers of ``site``, or None."""
+        row = self._run(
+            "SELECT site, paused_until, pause_reason, slow_streak, forbidden_streak FROM backoff_sites "
+            "WHERE profile=? AND site=?",
+            (profile, site),
+        ).fetchone()
+        return SiteState(row[0], row[1], row[2], row[3], row[4]) if row else None
+
+    def put_site_state(self, profile: str, state: SiteState) -> None:
+        """Keep a site's pause and streaks."""
+        self._run(
+            "INSERT OR REPLACE INTO backoff_sites (profile, site, paused_until, pause_reason, slow_streak, "
+            "forbidden_streak) VALUES (?, ?, ?, ?, ?, ?)",
+            (profile, state.site, state.paused_until, state.pause_reason, state.slow_streak,
+             state.forbidden_streak),
+        )
+
+    def get_url_hold(self, profile: str, url: str) -> UrlHold | None:
+        """The hold on ``url`` under ``profile``, or None."""
+        row = self._run(
+            "SELECT url, kind, until, reason, site, kb, failures, recorded_at FROM backoff_urls "
+            "WHERE profile=? AND url=?",
+            (profile, url),
+        ).fetchone()
+        return UrlHold(*row) if row else None
+
+    def put_url_hold(self, profile: str, hold: UrlHold) -> None:
+        """Hold a URL (replacing an earlier hold on it)."""
+        self._run(
+            "INSERT OR REPLACE INTO backoff_urls (profile, url, kind, until, reason, site, kb, failures, "
+            "recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (profile, hold.url, hold.kind, hold.until, hold.reason, hold.site, hold.kb, hold.failures,
+             hold.recorded_at),
+        )
+
+    def delete_url_hold(self, profile: str, url: str) -> bool:
+        """Release a URL; True when it was held."""
+        return self._run("DELETE FROM backoff_urls WHERE profile=? AND url=?", (profile, url)).rowcount > 0
+
+    def url_holds(self, profile: str, kind: str | None = None) -> list[UrlHold]:
+        """The held URLs of ``profile`` (of one kind, or all), earliest ``until`` first."""
+        sql = "SELECT url, kind, until, reason, site, kb, failures, recorded_at FROM backoff_urls WHERE profile=?"
+        params: tuple[Any, ...] = (profile,)
+        if kind is not None:
+            sql += " AND kind=?"
+            params += (kind,)
+        return [UrlHold(*row) for row in self._run(sql + " ORDER BY until, url", params).fetchall()]
 
     def close(self) -> None:
         """Close the connection."""

@@ -12,11 +12,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from synapsecrawl.errors import ConfigError
 
-__all__ = ["DEFAULT_KB_URI", "PageRecord", "RobotsCopy", "SearchHit", "Store", "open_store", "utcnow"]
+__all__ = [
+    "DEFAULT_KB_URI",
+    "PageRecord",
+    "RobotsCopy",
+    "SearchHit",
+    "SiteState",
+    "Store",
+    "UrlHold",
+    "open_store",
+    "utcnow",
+]
 
 DEFAULT_KB_URI = "sqlite:///.synapsecrawl/kb.sqlite3"
 
@@ -69,6 +79,31 @@ class RobotsCopy:
     fetched_at: float  # unix seconds
 
 
+@dataclass(frozen=True)
+class SiteState:
+    """What a profile remembers of a site across crawls (synapsecrawl.backoff)."""
+
+    site: str
+    paused_until: float = 0.0  # unix seconds; not touched before then
+    pause_reason: str = ""
+    slow_streak: int = 0  # pauses in a row, for doubling
+    forbidden_streak: int = 0  # 403 answers in a row
+
+
+@dataclass(frozen=True)
+class UrlHold:
+    """A URL not to fetch before ``until``: a remembered failure, or a deferred retry."""
+
+    url: str
+    kind: Literal["gone", "deferred"]  # gone: e.g. a 404 remembered; deferred: fetch it after ``until``
+    until: float  # unix seconds
+    reason: str
+    site: str = ""
+    kb: str = ""
+    failures: int = 0
+    recorded_at: float = 0.0  # unix seconds
+
+
 class Store(Protocol):
     """What the crawler and the CLI need from a knowledge base."""
 
@@ -79,6 +114,13 @@ class Store(Protocol):
     def search(self, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit]: ...
     def get_robots(self, profile: str, origin: str) -> RobotsCopy | None: ...
     def put_robots(self, profile: str, copy: RobotsCopy) -> None: ...
+    # Backoff state that outlives a crawl (synapsecrawl.backoff), per profile.
+    def get_site_state(self, profile: str, site: str) -> SiteState | None: ...
+    def put_site_state(self, profile: str, state: SiteState) -> None: ...
+    def get_url_hold(self, profile: str, url: str) -> UrlHold | None: ...
+    def put_url_hold(self, profile: str, hold: UrlHold) -> None: ...
+    def delete_url_hold(self, profile: str, url: str) -> bool: ...
+    def url_holds(self, profile: str, kind: str | None = None) -> list[UrlHold]: ...
     def close(self) -> None: ...
 
 

@@ -2,6 +2,7 @@
 
 from synapsecrawl.profiles.profile import (
     PROFILE_NAMES,
+    BackoffPolicy,
     Limits,
     Profile,
     RobotsPolicy,
@@ -9,4 +10,4 @@ from synapsecrawl.profiles.profile import (
     resolve_limits,
 )
 
-__all__ = ["PROFILE_NAMES", "Limits", "Profile", "RobotsPolicy", "load_profile", "resolve_limits"]
+__all__ = ["PROFILE_NAMES", "BackoffPolicy", "Limits", "Profile", "RobotsPolicy", "load_profile", "resolve_limits"]

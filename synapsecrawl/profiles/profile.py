@@ -21,6 +21,7 @@ from synapsecrawl.errors import ConfigError, ProfileError
 
 __all__ = [
     "PROFILE_NAMES",
+    "BackoffPolicy",
     "Limits",
     "Profile",
     "RobotsPolicy",
@@ -45,6 +46,36 @@ class RobotsPolicy:
     max_age: float  # seconds a stored copy may be reused across crawls; 0 = never
     max_redirects: int
     max_bytes: int
+
+
+@dataclass(frozen=True)
+class BackoffPolicy:
+    """How a bot answers a server that asks it to slow down, or fails (synapsecrawl.backoff).
+
+    Seconds throughout. The defaults are the careful operator's reading where a
+    bot page states nothing; each profile's ``[backoff]`` table overrides them.
+    """
+
+    slow_statuses: frozenset[int] = frozenset({429, 503})
+    retry_after_min: float = 0.0  # a stated Retry-After is clamped to [min, max]
+    retry_after_max: float = 86400.0
+    absent_first: float = 60.0  # the pause when no Retry-After is stated (0: none) ...
+    absent_factor: float = 2.0  # ... times this for each pause in a row ...
+    absent_max: float = 3600.0  # ... up to this
+    jitter: float = 0.0  # ± fraction applied to that pause
+    any_retry_after: bool = False  # a Retry-After on any response pauses the site
+    max_wait: float = 600.0  # the longest a crawl waits on a site or URL; longer goes to the next crawl
+    retries: int = 3  # times one URL is retried in a crawl after 429/503 (or a temporary error)
+    retry_delays: tuple[float, ...] = ()  # a URL's own wait before each retry (); () = the site's pause only
+    temporary_errors: bool = False  # timeouts and 5xx are ours to retry (else Scrapy's RetryMiddleware's)
+    temporary_hold: float = 3600.0  # after the last retry of a temporary error, the URL waits this long
+    slow_hold: float = 0.0  # after the last retry of a 429/503 without Retry-After (0: the site's pause)
+    gone_memory: float = 0.0  # 404/410 remembered this long (0: not at all)
+    forbidden_streak: int = 0  # this many 403 in a row pause the site (0: never)
+    forbidden_pause: float = 86400.0
+    feed_first: float = 900.0  # a failed feed refresh delays the next one, doubling up to feed_max
+    feed_factor: float = 2.0
+    feed_max: float = 86400.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +120,7 @@ class Profile:
     depth: Bound
     pages: Bound
     retry_after_max: float
+    backoff: BackoffPolicy = BackoffPolicy()
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -131,6 +163,51 @@ def _bound(name: str, table: dict[str, Any], key: str) -> Bound:
     if cap is None:
         raise ProfileError(f"profile {name}: {key} needs a cap or floor")
     return Bound(float(entry["default"]), float(cap))
+
+
+def _backoff(name: str, table: dict[str, Any]) -> BackoffPolicy:
+    base = BackoffPolicy()
+    absent = table.get("absent", {})
+    forbidden = table.get("forbidden", {})
+    feed = table.get("feed", {})
+    if not all(isinstance(t, dict) for t in (absent, forbidden, feed)):
+        raise ProfileError(f"profile {name}: [backoff] absent, forbidden and feed are tables")
+    policy = BackoffPolicy(
+        slow_statuses=frozenset(int(s) for s in table.get("slow_statuses", base.slow_statuses)),
+        retry_after_min=float(table.get("retry_after_min", base.retry_after_min)),
+        retry_after_max=float(table.get("retry_after_max", base.retry_after_max)),
+        absent_first=float(absent.get("first", base.absent_first)),
+        absent_factor=float(absent.get("factor", base.absent_factor)),
+        absent_max=float(absent.get("max", base.absent_max)),
+        jitter=float(absent.get("jitter", base.jitter)),
+        any_retry_after=bool(table.get("any_retry_after", base.any_retry_after)),
+        max_wait=float(table.get("max_wait", base.max_wait)),
+        retries=int(table.get("retries", base.retries)),
+        retry_delays=tuple(float(d) for d in table.get("retry_delays", base.retry_delays)),
+        temporary_errors=bool(table.get("temporary_errors", base.temporary_errors)),
+        temporary_hold=float(table.get("temporary_hold", base.temporary_hold)),
+        slow_hold=float(table.get("slow_hold", base.slow_hold)),
+        gone_memory=float(table.get("gone_memory", base.gone_memory)),
+        forbidden_streak=int(forbidden.get("streak", base.forbidden_streak)),
+        forbidden_pause=float(forbidden.get("pause", base.forbidden_pause)),
+        feed_first=float(feed.get("first", base.feed_first)),
+        feed_factor=float(feed.get("factor", base.feed_factor)),
+        feed_max=float(feed.get("max", base.feed_max)),
+    )
+    numbers = (policy.retry_after_min, policy.retry_after_max, policy.absent_first, policy.absent_max,
+               policy.max_wait, policy.temporary_hold, policy.slow_hold, policy.gone_memory,
+               policy.forbidden_pause, policy.feed_first, policy.feed_max, *policy.retry_delays)
+    if (
+        not all(math.isfinite(n) and n >= 0 for n in numbers)
+        or policy.retry_after_min > policy.retry_after_max
+        or policy.absent_factor < 1
+        or policy.feed_factor < 1
+        or not 0 <= policy.jitter < 1
+        or policy.retries < 0
+        or policy.forbidden_streak < 0
+    ):
+        raise ProfileError(f"profile {name}: [backoff] needs seconds >= 0, min <= max, factors >= 1, 0 <= jitter < 1")
+    return policy
 
 
 @cache
@@ -208,6 +285,7 @@ def load_profile(name: str, deployment: str | None = None) -> Profile:
             depth=_bound(name, dep, "depth"),
             pages=_bound(name, dep, "pages"),
             retry_after_max=float(backoff.get("retry_after_max", 86400)),
+            backoff=_backoff(name, backoff),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileError(f"profile {name}: missing or invalid {exc}") from None

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import trafilatura
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synapsecrawl.extract import html as html_module
 from synapsecrawl.extract.html import MAX_TRAFILATURA_ELEMENTS, parse_html
 from synapsecrawl.extract.page import Directives, Link, Page
 from synapsecrawl.extract.text import parse_text
@@ -130,7 +130,7 @@ def test_tiny_pages_keep_their_text(body: str, expected: str) -> None:
 def test_visible_text_fallback_skips_chrome(monkeypatch: pytest.MonkeyPatch) -> None:
     """SYN-DOCS: when trafilatura finds nothing, <body> text is used without
     script, style, nav, header, footer, noscript, template or hidden parts."""
-    monkeypatch.setattr(html_module.trafilatura, "extract", lambda *a, **k: None)
+    monkeypatch.setattr(trafilatura, "extract", lambda *a, **k: None)
     body = (
         "<header>H</header><nav>N</nav><div>One<br>Two</div><script>S</script><style>s</style>"
         "<noscript>NS</noscript><template>T</template><p hidden>HID</p><table><tr><td>a</td><td>b</td></tr></table>"
@@ -145,7 +145,7 @@ def test_extractor_failure_becomes_a_problem(monkeypatch: pytest.MonkeyPatch) ->
     def explode(*args: object, **kwargs: object) -> str:
         raise RecursionError("too deep")
 
-    monkeypatch.setattr(html_module.trafilatura, "extract", explode)
+    monkeypatch.setattr(trafilatura, "extract", explode)
     page = _page(_doc(body="<p>Still here</p>"))
     assert page.text == "Still here"
     assert page.problems == ("html: main-text extraction failed (RecursionError)",)
@@ -168,7 +168,7 @@ def test_huge_table_page_extracts() -> None:
 def test_large_trees_skip_trafilatura(monkeypatch: pytest.MonkeyPatch) -> None:
     """SYN-DOCS: past MAX_TRAFILATURA_ELEMENTS the plain walk is used, so time stays bounded."""
     called: list[bool] = []
-    monkeypatch.setattr(html_module.trafilatura, "extract", lambda *a, **k: called.append(True))
+    monkeypatch.setattr(trafilatura, "extract", lambda *a, **k: called.append(True))
     items = "<span>x</span>" * MAX_TRAFILATURA_ELEMENTS
     assert _page(_doc(body=f"<p>{items}</p>")).text.startswith("xxx")
     assert called == []

@@ -116,8 +116,9 @@ def test_directory_lists_each_key_once_with_its_thumbprint(
     in the order given, holding only public members."""
     second = tmp_path / "next.pem"
     run(capsys, "keys", "generate", "--out", str(second))
-    code, out, _ = run(capsys, "keys", "directory", "--key", str(key_path), "--key", str(second),
-                       "--key", str(key_path))
+    code, out, _ = run(
+        capsys, "keys", "directory", "--key", str(key_path), "--key", str(second), "--key", str(key_path)
+    )
     assert code == 0
     jwks = json.loads(out)
     kids = [load_private_key(key_path).keyid, load_private_key(second).keyid]
@@ -168,30 +169,42 @@ def test_directory_with_authority_prints_the_signed_response(
     assert headers["Content-Digest"] == f"sha-256=:{base64.b64encode(hashlib.sha256(body).digest()).decode()}:"
     assert 'tag="http-message-signatures-directory"' in headers["Signature-Input"]
     server.add("127.0.0.1", {DIRECTORY_PATH: Reply(body, headers=headers)})
-    with urllib.request.urlopen(f"http://{authority}{DIRECTORY_PATH}", timeout=10) as response:  # noqa: S310
+    with urllib.request.urlopen(f"http://{authority}{DIRECTORY_PATH}", timeout=10) as response:
         served_headers, served_body = dict(response.headers.items()), response.read()
     public = {load_private_key(key_path).keyid: load_private_key(key_path).private_key.public_key()}
-    verifier = HTTPMessageVerifier(signature_algorithm=algorithms.ED25519,
-                                   key_resolver=MappingKeyResolver(public_keys=public, private_keys={}))
+    verifier = HTTPMessageVerifier(
+        signature_algorithm=algorithms.ED25519, key_resolver=MappingKeyResolver(public_keys=public, private_keys={})
+    )
     request = _Request("GET", f"https://{authority}{DIRECTORY_PATH}", {})
-    [result] = verifier.verify(_Response(200, served_headers, request),
-                               expect_tag="http-message-signatures-directory", body=served_body)
+    [result] = verifier.verify(
+        _Response(200, served_headers, request), expect_tag="http-message-signatures-directory", body=served_body
+    )
     assert result.parameters["expires"] - result.parameters["created"] == 86400
     with pytest.raises(InvalidSignature):
-        verifier.verify(_Response(200, served_headers, _Request("GET", "https://elsewhere.example/", {})),
-                        expect_tag="http-message-signatures-directory", body=served_body)
+        verifier.verify(
+            _Response(200, served_headers, _Request("GET", "https://elsewhere.example/", {})),
+            expect_tag="http-message-signatures-directory",
+            body=served_body,
+        )
 
 
 # --- verify ---------------------------------------------------------------------------------------
 
 
-def test_verify_a_signed_request(
-    key_path: Path, directory_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_verify_a_signed_request(key_path: Path, directory_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """SER-SIGN, OMN-SIGN: a site owner's check of a request we signed says `verified` and the keyid."""
     key = load_private_key(key_path)
-    code, out, err = run(capsys, "verify", "--directory", str(directory_path), "--url", URL,
-                         *header_args(signed_headers(key)), "--now", str(CREATED + 10))
+    code, out, err = run(
+        capsys,
+        "verify",
+        "--directory",
+        str(directory_path),
+        "--url",
+        URL,
+        *header_args(signed_headers(key)),
+        "--now",
+        str(CREATED + 10),
+    )
     assert (code, out, err) == (0, f"verified keyid={key.keyid}\n", "")
 
 
@@ -240,8 +253,17 @@ def test_verify_with_the_wrong_key_names_the_unknown_keyid(
     other_directory = tmp_path / "other.json"
     other_directory.write_text(run(capsys, "keys", "directory", "--key", str(other))[1])
     key = load_private_key(key_path)
-    code, out, _ = run(capsys, "verify", "--directory", str(other_directory), "--url", URL,
-                       *header_args(signed_headers(key)), "--now", str(CREATED))
+    code, out, _ = run(
+        capsys,
+        "verify",
+        "--directory",
+        str(other_directory),
+        "--url",
+        URL,
+        *header_args(signed_headers(key)),
+        "--now",
+        str(CREATED),
+    )
     assert (code, out) == (1, f"not verified: unknown key {key.keyid}\n")
 
 
@@ -253,8 +275,10 @@ def test_verify_reads_a_raw_request_head(
     key = load_private_key(key_path)
     signed = signed_headers(key, "http://shop.test:8080/a.html?x=1")
     argv = ["verify", "--directory", str(directory_path), "--now", str(CREATED), "--scheme", "http"]
-    for host, expected in (("shop.test:8080", (0, f"verified keyid={key.keyid}\n")),
-                           ("shop.test:8081", (1, "not verified: bad signature\n"))):
+    for host, expected in (
+        ("shop.test:8080", (0, f"verified keyid={key.keyid}\n")),
+        ("shop.test:8081", (1, "not verified: bad signature\n")),
+    ):
         lines = ["GET /a.html?x=1 HTTP/1.1", f"Host: {host}", *(f"{n}: {v}" for n, v in signed.items())]
         head = tmp_path / "request.txt"
         head.write_text("\r\n".join(lines) + "\r\n\r\n")
@@ -318,8 +342,10 @@ def test_verify_fetches_a_directory_url_without_following_redirects(
     assert run(capsys, *argv, "--directory", f"{base}/keys/good.json")[:2] == (0, f"verified keyid={key.keyid}\n")
     code, _, err = run(capsys, *argv, "--directory", f"{base}/keys/moved.json")
     assert code == 1
-    assert err == (f"synapsecrawl: --directory {base}/keys/moved.json redirects to {base}/keys/good.json; "
-                   "a key directory is served as is\n")
+    assert err == (
+        f"synapsecrawl: --directory {base}/keys/moved.json redirects to {base}/keys/good.json; "
+        "a key directory is served as is\n"
+    )
     code, _, err = run(capsys, *argv, "--directory", f"{base}/keys/gone.json")
     assert (code, err) == (1, f"synapsecrawl: --directory {base}/keys/gone.json: HTTP 404\n")
     paths = [hit.path for hit in server.log("127.0.0.1")[before:]]

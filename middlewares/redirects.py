@@ -1,0 +1,81 @@
+"""Redirects that keep to the crawl's scope and the profile's rule.
+
+Replaces Scrapy's RedirectMiddleware (same order, 600) with a subclass: the
+hop is built as Scrapy builds it, then judged by
+``synapsecrawl.scope.redirect_refusal`` against the URL that began the chain
+and the spider's ``scopes`` (SYN-SCOPE; YOT-REDIRECT: same site, at most
+``REDIRECT_MAX_TIMES`` in a row, which the profile add-on sets). A followed
+redirect goes back through every other middleware (robots.txt, scheme and
+address guards, pacing), and counts once toward the page limit.
+
+robots.txt fetches follow their redirects wherever they lead, up to the
+profile's limit (RFC 9309 §2.3.1.2), although they ask for every status.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Self
+
+from scrapy import Request
+from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
+from scrapy.exceptions import IgnoreRequest
+
+from middlewares.runtime import Runtime
+from synapsecrawl.scope import redirect_refusal
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+__all__ = ["ScopedRedirectMiddleware"]
+
+logger = logging.getLogger(__name__)
+
+
+class ScopedRedirectMiddleware(RedirectMiddleware):
+    _runtime: Runtime
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        middleware = super().from_crawler(crawler)
+        middleware._runtime = Runtime.of(crawler)
+        return middleware
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:  # type: ignore[override]
+        robots_txt = bool(request.meta.get("robots_txt"))
+        if robots_txt and request.meta.get("handle_httpstatus_all") and not request.meta.get("dont_redirect"):
+            request.meta["handle_httpstatus_all"] = False  # only while Scrapy decides: follow robots.txt hops
+            try:
+                result = self._follow(request, response)
+            finally:
+                request.meta["handle_httpstatus_all"] = True
+            if isinstance(result, Request):
+                result.meta["handle_httpstatus_all"] = True
+            return result
+        result = self._follow(request, response)
+        if not isinstance(result, Request) or robots_txt:
+            return result
+        chain_start = (result.meta.get("redirect_urls") or [request.url])[0]
+        scopes = tuple(getattr(self.crawler.spider, "scopes", ()) or ())
+        reason = redirect_refusal(self._runtime.profile.redirect_scope, chain_start, result.url, scopes)
+        if reason is None:
+            return result
+        self._skip(request, "scope", f"redirect from {request.url} to {result.url} not followed: {reason}")
+        raise IgnoreRequest(f"redirect to {result.url} not followed: {reason}")
+
+    def _follow(self, request: Request, response: Response) -> Request | Response:
+        try:
+            return super().process_response(request, response)
+        except IgnoreRequest:  # "max redirections reached"
+            self._skip(request, "error", f"gave up on {request.url} after {self.max_redirect_times} redirects "
+                                         f"in a row ({self._runtime.profile.name}'s limit)")
+            raise
+
+    def _skip(self, request: Request, reason: str, message: str) -> None:
+        """Count a redirect not followed, and log it in one line."""
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value(f"redirect/refused/{reason}")
+        if not request.meta.get("robots_txt"):
+            self._runtime.summary.skip(self._runtime.site(request.url), reason)
+        logger.info("%s", message)

@@ -1,0 +1,135 @@
+"""``scrapy crawl sitemap -a url=URL [-a kb=NAME]``: the pages a sitemap lists.
+
+URL is a sitemap, a sitemap index or a robots.txt with ``Sitemap:`` lines,
+XML or text, gzipped or not (``synapsecrawl.sitemaps`` reads them). Sitemaps
+and pages keep to the host of the URL given (SYN-SCOPE; Scrapy's
+SitemapSpider follows any host); each sitemap is fetched like a page
+(robots.txt, pacing, User-Agent, the page limit) and its entries are
+requested newest ``lastmod`` first, then in document order. A sitemap that
+cannot be read is one log line; the others are read on.
+
+A robots.txt given as URL is read through ``middlewares.robots``, so it is
+fetched once per crawl like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from functools import cached_property
+from typing import Any
+from urllib.parse import urlsplit
+
+import scrapy
+from scrapy.http import Response
+from scrapy.http.request import NO_CALLBACK
+from scrapy.spidermiddlewares.httperror import HttpError
+from twisted.python.failure import Failure
+
+from middlewares.robots import RobotsMiddleware
+from spiders.base import SynapseSpider
+from synapsecrawl.robots import parse_robots
+from synapsecrawl.scope import SiteScope, in_any
+from synapsecrawl.sitemaps import MAX_SITEMAP_BYTES, SitemapEntry, order_entries, parse_sitemap
+from synapsecrawl.urls import canonical, origin_of
+
+__all__ = ["SitemapSpider"]
+
+logger = logging.getLogger(__name__)
+
+MAX_NESTING = 3  # robots.txt -> index -> sitemap, and one more for an index listed in an index
+
+
+class SitemapSpider(SynapseSpider):
+    name = "sitemap"
+
+    @cached_property
+    def scopes(self) -> tuple[SiteScope, ...]:
+        """The host of each URL given: sitemaps, their pages and redirects keep to it."""
+        return tuple(SiteScope.whole_host(url) for url in self.crawl.urls)
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.crawl.urls:
+            if urlsplit(url).path == "/robots.txt":
+                for listed in await self._listed_in_robots(url):
+                    yield self._sitemap_request(listed, nesting=1)
+            else:
+                yield self._sitemap_request(url, nesting=0)
+
+    async def _listed_in_robots(self, url: str) -> list[str]:
+        """The ``Sitemap:`` URLs of robots.txt at ``url``, read as the robots middleware read it."""
+        robots = self.crawler.get_downloader_middleware(RobotsMiddleware)
+        origin = origin_of(url)
+        if robots is not None:
+            outcome = await robots.outcome_for(url)
+            copy = await asyncio.to_thread(self.runtime.store().get_robots, self.runtime.profile.name, origin)
+            status, body = outcome.status, copy.body if copy is not None else b""
+        else:  # the robots middleware switched off: fetch it here
+            assert self.crawler.engine is not None
+            request = scrapy.Request(url, callback=NO_CALLBACK, meta={"robots_txt": True, "dont_retry": True})
+            response = await self.crawler.engine.download_async(request)
+            status, body = response.status, response.body
+        if not 200 <= status < 300:
+            logger.warning("sitemap %s: robots.txt answered %s, so no Sitemap: lines to read", url, status or "nothing")
+            return []
+        listed = list(parse_robots(body).sitemaps)
+        if not listed:
+            logger.warning("sitemap %s: robots.txt has no Sitemap: lines", url)
+        return self._on_host(url, [SitemapEntry(u) for u in listed], "sitemaps")
+
+    def _sitemap_request(self, url: str, *, nesting: int) -> scrapy.Request:
+        return scrapy.Request(
+            url,
+            callback=self.parse_sitemap,
+            errback=self.sitemap_failed,
+            meta={
+                "sitemap_nesting": nesting,
+                "depth_reset": True,  # sitemap nesting is not link depth
+                "dont_gate_type": True,  # XML, text or gzip: read here, not by the page type gate
+                "size_limit_bytes": MAX_SITEMAP_BYTES,
+                "decompressed_limit_bytes": MAX_SITEMAP_BYTES,
+            },
+        )
+
+    def _on_host(self, sitemap_url: str, entries: list[SitemapEntry], what: str) -> list[str]:
+        """The canonical URLs of ``entries`` on the crawl's host; the others are counted and logged."""
+        kept, away = [], 0
+        for entry in order_entries(entries):
+            url = canonical(entry.url)
+            if in_any(self.scopes, url):
+                kept.append(url)
+            else:
+                away += 1
+                self.runtime.summary.skip(self.runtime.site(url), "scope")
+        if away:
+            logger.warning("sitemap %s: %d %s on other hosts not fetched", sitemap_url, away, what)
+        return kept
+
+    async def parse_sitemap(self, response: Response, **kwargs: Any) -> AsyncIterator[scrapy.Request]:
+        sitemap = await asyncio.to_thread(parse_sitemap, response.body)  # 50,000 entries: a second or two
+        truncated = "truncated" in response.flags
+        problems = [*(["cut at the size cap"] if truncated else []), *sitemap.problems]
+        if sitemap.invalid:
+            problems.append(f"{sitemap.invalid} entries without a usable URL")
+        if problems:
+            logger.warning("sitemap %s: %s", response.url, "; ".join(problems))
+        nesting = int(response.meta.get("sitemap_nesting", 0))
+        if sitemap.kind == "index":
+            if nesting >= MAX_NESTING:
+                logger.warning("sitemap %s: index nested too deep (%d levels): not read", response.url, nesting)
+                return
+            for url in self._on_host(response.url, list(sitemap.entries), "sitemaps"):
+                yield self._sitemap_request(url, nesting=nesting + 1)
+            return
+        for url in self._on_host(response.url, list(sitemap.entries), "pages"):
+            yield scrapy.Request(url, callback=self.parse, meta={"depth_reset": True})
+
+    def sitemap_failed(self, failure: Failure) -> None:
+        request = getattr(failure, "request", None)
+        url = request.url if request is not None else "?"
+        if failure.check(HttpError):
+            reason = f"it answered {failure.value.response.status}"
+        else:
+            reason = failure.getErrorMessage()
+        logger.warning("sitemap %s not read: %s", url, reason)

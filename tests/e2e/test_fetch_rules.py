@@ -1,0 +1,103 @@
+"""Fetch rules a site owner can see: size caps, timeouts, the address guard, robots.txt caching."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import gaps, write_urls
+from tests.site.server import Reply, TestServer
+
+NO_ROBOTS = Reply("", status=404)
+
+
+def test_size_cap_stops_the_download_and_keeps_the_truncated_page(server: TestServer, host: str, crawl) -> None:
+    """ALL-SIZE, SNA-SIZE: SnagaBot reads at most 2 MB of a page: the download stops near the cap
+    (the server never sends the whole 6 MB) and the page is kept, truncated, not dropped."""
+    paragraph = "<p>" + "word " * 200 + "</p>\n"
+    body = "<html><head><title>Huge</title></head><body>" + paragraph * 6000 + "</body></html>"
+    assert len(body) > 6_000_000
+    server.add(host, {"/robots.txt": NO_ROBOTS, "/huge.html": Reply(body, chunk_delay=0.0005)})
+    run = crawl("page", args={"url": server.url(host, "/huge.html")}, settings={"BOT_PROFILE": "snagabot"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    [hit] = [h for h in server.log(host) if h.path == "/huge.html"]
+    assert hit.bytes_sent < 4_000_000, hit.bytes_sent
+    [page] = run.kb()
+    assert page["title"] == "Huge"
+    assert 1_000_000 < len(str(page["text"])) < 2_100_000
+
+
+def test_request_gives_up_after_the_timeout(server: TestServer, host: str, crawl, tmp_path: Path) -> None:
+    """ALL-TIMEOUT: an operator may lower the profile's timeout; a page slower than it is given
+    up (not stored) and the crawl goes on to the next page."""
+    server.add(host, {
+        "/robots.txt": NO_ROBOTS,
+        "/slow.html": Reply("<title>slow</title>", delay=4),
+        "/fast.html": Reply("<title>fast</title><p>fast page</p>"),
+    })  # fmt: skip
+    urls = write_urls(tmp_path / "u.txt", [server.url(host, "/slow.html"), server.url(host, "/fast.html")])
+    run = crawl("page", args={"urls_file": urls}, settings={"DOWNLOAD_TIMEOUT": "1", "RETRY_TIMES": "0"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert [p["title"] for p in run.kb()] == ["fast"]
+    assert "took longer than 1.0 seconds" in run.stderr
+
+
+def test_private_addresses_are_refused_after_resolution(server: TestServer, host: str, crawl) -> None:
+    """Address guard (CONTRACT ALLOW_PRIVATE_ADDRESSES): by default a name that resolves to
+    loopback is refused before any connection, with one clear log line; robots.txt too."""
+    server.add(host, {"/robots.txt": NO_ROBOTS, "/a.html": Reply("<title>a</title>")})
+    run = crawl("page", args={"url": server.url(host, "/a.html")}, settings={"ALLOW_PRIVATE_ADDRESSES": "False"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert server.log(host) == []
+    assert run.kb() == []
+    assert f"{host} resolves to 127.0.0.1, a loopback address" in run.stderr
+
+
+def test_literal_private_address_is_refused(server: TestServer, crawl) -> None:
+    """Address guard: a URL naming 127.0.0.1 itself is refused without a connection."""
+    before = len(server.log())
+    run = crawl("page", args={"url": f"http://127.0.0.1:{server.port}/a.html"},
+                settings={"ALLOW_PRIVATE_ADDRESSES": "False"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert len(server.log()) == before
+    assert "127.0.0.1 is a loopback address" in run.stderr
+
+
+def test_robots_txt_is_reused_across_crawls_only_where_the_profile_allows(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SYN-ROBOTS-ONCE (once per crawl, so a change applies from the next crawl) against
+    SNA-ROBOTS (re-read every day): two crawls into one KB read robots.txt twice under
+    SynapseBot and once under SnagaBot, whose stored copy is less than a day old."""
+    syn, sna = f"syn.{host}", f"sna.{host}"
+    for name in (syn, sna):
+        server.add(name, {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+                          "/a.html": Reply("<title>a</title>")})
+    kb_uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
+    for _ in range(2):
+        assert crawl("page", args={"url": server.url(syn, "/a.html")}, kb_uri=kb_uri).returncode == 0
+        run = crawl("page", args={"url": server.url(sna, "/a.html")}, kb_uri=kb_uri, settings={"BOT_PROFILE": "snagabot"})
+        assert run.returncode == 0
+    assert [h.path for h in server.log(syn)].count("/robots.txt") == 2
+    assert [h.path for h in server.log(sna)].count("/robots.txt") == 1
+
+
+def test_omniscientebot_paces_a_whole_registrable_domain(
+    server: TestServer, host: str, crawl, signing_key: Path, tmp_path: Path
+) -> None:
+    """OMN-SITE: all hostnames of one registrable domain are one site: requests to a.SITE and
+    b.SITE together start at least 5 s apart, at most two are in flight at once, and robots.txt
+    is read per host."""
+    site = host.removesuffix(".test") + ".test"
+    hosts = [f"a.{site}", f"b.{site}"]
+    for name in hosts:
+        server.add(name, {"/robots.txt": NO_ROBOTS, "*": Reply("<title>slow page</title>", delay=5.5)})
+    urls = [server.url(name, f"/p{i}.html") for i in range(2) for name in hosts]
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)},
+                settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    hits = sorted(server.log(hosts[0]) + server.log(hosts[1]), key=lambda h: h.start)
+    assert len(hits) == 6
+    assert all(g >= 5.0 for g in gaps(hits)), gaps(hits)
+    overlap = max(sum(1 for o in hits if o.start <= h.start < o.end) for h in hits)
+    assert overlap == 2  # two in flight at once, never three
+    assert len(run.kb()) == 4

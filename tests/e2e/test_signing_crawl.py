@@ -1,0 +1,220 @@
+"""Web Bot Auth as a site owner sees it: every request a signing crawl sends verifies.
+
+Keys come from ``synapsecrawl keys generate`` and the directory from ``synapsecrawl keys
+directory``; each request is checked as the test server received it, with our verifier,
+with the http-message-signatures library's and with ``synapsecrawl verify``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import http_sf
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from http_message_signatures import HTTPMessageVerifier, MappingKeyResolver, algorithms
+
+from synapsecrawl.signing import verify_request
+from tests.conftest import synapsecrawl, write_urls
+from tests.site.server import Hit, Reply, TestServer
+
+COMPONENTS = ("@authority", '"signature-agent";key="sig1"', "@method", "@path")
+
+
+def html(title: str) -> Reply:
+    return Reply(f"<html><head><title>{title}</title></head><body><p>{title} body text.</p></body></html>")
+
+
+def keygen(path: Path) -> Path:
+    out = synapsecrawl("keys", "generate", "--out", str(path))
+    assert out.returncode == 0, out.stderr
+    return path
+
+
+def publish(key: Path) -> Path:
+    """The directory a site owner would fetch, written where `synapsecrawl verify` can read it."""
+    out = synapsecrawl("keys", "directory", "--key", str(key))
+    assert out.returncode == 0, out.stderr
+    path = key.with_suffix(".directory.json")
+    path.write_text(out.stdout)
+    return path
+
+
+@dataclass
+class _Request:
+    method: str
+    url: str
+    headers: dict[str, str]
+
+
+def library_verifier(directory: dict[str, list[dict[str, str]]]) -> HTTPMessageVerifier:
+    public = {
+        jwk["kid"]: Ed25519PublicKey.from_public_bytes(base64.urlsafe_b64decode(jwk["x"] + "=="))
+        for jwk in directory["keys"]
+    }
+    return HTTPMessageVerifier(
+        signature_algorithm=algorithms.ED25519, key_resolver=MappingKeyResolver(public_keys=public, private_keys={})
+    )
+
+
+def signature_params(hit: Hit) -> dict[str, object]:
+    parsed = http_sf.parse((hit.header("Signature-Input") or "").encode(), tltype="dictionary")
+    assert isinstance(parsed, dict)
+    assert list(parsed) == ["sig1"], parsed  # one signature: re-signing replaced, never appended
+    return dict(parsed["sig1"][1])
+
+
+def assert_every_request_verifies(srv: TestServer, host: str, directory_file: Path, agent: str) -> list[Hit]:
+    directory = json.loads(directory_file.read_text())
+    [kid] = [jwk["kid"] for jwk in directory["keys"]]
+    hits = srv.log(host)
+    now = int(time.time())
+    for hit in hits:
+        url = srv.url(host, hit.path)
+        assert hit.header("Signature-Agent") == agent, hit.path
+        params = signature_params(hit)
+        assert (params["keyid"], params["tag"], params["alg"]) == (kid, "web-bot-auth", "ed25519")
+        result = verify_request(method=hit.method, url=url, headers=hit.headers, directory=directory, now=now)
+        assert (result.ok, result.reason, result.keyid) == (True, "verified", kid), hit.path
+        [checked] = library_verifier(directory).verify(
+            _Request(hit.method, url, hit.headers), expect_tag="web-bot-auth", require_components=COMPONENTS
+        )
+        assert checked.parameters["keyid"] == kid
+    nonces = [signature_params(hit)["nonce"] for hit in hits]
+    assert len(set(nonces)) == len(nonces)
+    return hits
+
+
+def verify_cli(directory_file: Path, url: str, hit: Hit, *extra: str) -> tuple[int, str]:
+    headers = [arg for name, value in hit.headers.items() for arg in ("--header", f"{name}: {value}")]
+    out = synapsecrawl("verify", "--directory", str(directory_file), "--url", url, *headers, *extra)
+    assert out.stderr == ""
+    return out.returncode, out.stdout
+
+
+def test_serenereader_signs_every_request_robots_redirects_and_retries_included(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SER-SIGN, CARD-MW: under SereneReader every request the site receives (robots.txt, a
+    redirect and its target, a retried 500) carries Signature-Agent, Signature-Input and
+    Signature, one signature each with a fresh nonce, and verifies against the directory from
+    `synapsecrawl keys directory` with our verifier, http-message-signatures' and `synapsecrawl
+    verify`; the same requests expired, at another authority or under another key do not."""
+    key = keygen(tmp_path / "serene.pem")
+    directory_file = publish(key)
+    server.add(host, {
+        "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+        "/a.html": Reply("", status=301, headers={"Location": server.url(host, "/b.html")}),
+        "/b.html": html("Bee"),
+        "/flaky.html": Reply("<p>oops</p>", status=500),
+    })  # fmt: skip
+    urls = write_urls(tmp_path / "urls.txt", [server.url(host, "/a.html"), server.url(host, "/flaky.html")])
+    run = crawl(
+        "page",
+        args={"urls_file": urls},
+        settings={"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(key), "RETRY_TIMES": "1"},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    hits = assert_every_request_verifies(server, host, directory_file, 'sig1="https://serenereader.com"')
+    assert sorted(h.path for h in hits) == ["/a.html", "/b.html", "/flaky.html", "/flaky.html", "/robots.txt"]
+    assert [p["url"] for p in run.kb()] == [server.url(host, "/b.html")]
+
+    kid = json.loads(directory_file.read_text())["keys"][0]["kid"]
+    redirected = next(h for h in hits if h.path == "/b.html")
+    robots = next(h for h in hits if h.path == "/robots.txt")
+    assert verify_cli(directory_file, server.url(host, "/b.html"), redirected) == (0, f"verified keyid={kid}\n")
+    assert verify_cli(directory_file, server.url(host, "/robots.txt"), robots) == (0, f"verified keyid={kid}\n")
+
+    expires = signature_params(redirected)["expires"]
+    assert verify_cli(directory_file, server.url(host, "/b.html"), redirected, "--now", str(expires + 1)) == (
+        1,
+        "not verified: expired\n",
+    )
+    elsewhere = server.url(host, "/b.html").replace(host, f"other-{host}")
+    assert verify_cli(directory_file, elsewhere, redirected) == (1, "not verified: bad signature\n")
+    wrong = publish(keygen(tmp_path / "someone-else.pem"))
+    assert verify_cli(wrong, server.url(host, "/b.html"), redirected) == (1, f"not verified: unknown key {kid}\n")
+
+
+def test_omniscientebot_signs_with_its_published_signature_agent(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """OMN-SIGN, OMN-UA: under OmniscienteBot robots.txt and the page carry exactly
+    `Signature-Agent: sig1="https://omnisciente.dev"` and a web-bot-auth signature that verifies,
+    also when a site owner pastes the raw request head into `synapsecrawl verify`."""
+    key = keygen(tmp_path / "omni.pem")
+    directory_file = publish(key)
+    server.add(host, {
+        "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+        "/a.html": html("Alpha"),
+    })  # fmt: skip
+    run = crawl(
+        "page",
+        args={"url": server.url(host, "/a.html")},
+        settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key)},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    hits = assert_every_request_verifies(server, host, directory_file, 'sig1="https://omnisciente.dev"')
+    assert [h.path for h in hits] == ["/robots.txt", "/a.html"]
+    assert all(h.header("From") == "crawler@omnisciente.dev" for h in hits)
+
+    page = hits[1]
+    head = tmp_path / "request.txt"
+    head.write_text(
+        "\r\n".join([f"GET {page.path} HTTP/1.1", *(f"{n}: {v}" for n, v in page.headers.items())]) + "\r\n\r\n"
+    )
+    out = synapsecrawl("verify", "--directory", str(directory_file), "--request", str(head), "--scheme", "http")
+    kid = json.loads(directory_file.read_text())["keys"][0]["kid"]
+    assert (out.returncode, out.stdout, out.stderr) == (0, f"verified keyid={kid}\n", "")
+
+
+@pytest.mark.parametrize("profile", ["serenereader", "omniscientebot"])
+def test_signing_profile_without_a_key_refuses_to_start(profile: str, server: TestServer, host: str, crawl) -> None:
+    """SER-SIGN, OMN-SIGN: a signing profile started without SIGNING_KEY exits non-zero with a
+    one-line error saying how to make a key, and sends no request at all."""
+    server.add(host, {"/robots.txt": Reply("User-agent: *\nAllow: /\n"), "/a.html": html("Alpha")})
+    run = crawl("page", args={"url": server.url(host, "/a.html")}, settings={"BOT_PROFILE": profile})
+    assert run.returncode != 0
+    assert run.stderr.strip() == (
+        f"synapsecrawl: {profile} signs every request (Web Bot Auth): set SIGNING_KEY to an Ed25519 PEM key "
+        "(make one with: synapsecrawl keys generate --out PATH)"
+    )
+    assert server.log(host) == []
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_synapsebot_signs_only_with_an_operator_key(
+    signed: bool, server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SER-SIGN (any profile may sign): SynapseBot sends no signature headers by default; with an
+    operator's SIGNING_KEY and SIGNATURE_AGENT (here in the key-set-URL form) every request,
+    robots.txt included, is signed and verifies."""
+    server.add(
+        host,
+        {
+            "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+            "/a.html": html("Alpha"),
+        },
+    )
+    settings = {"BOT_PROFILE": "synapsebot", "DOWNLOAD_DELAY": "0.1"}
+    if signed:
+        key = keygen(tmp_path / "operator.pem")
+        settings |= {
+            "SIGNING_KEY": str(key),
+            "SIGNATURE_AGENT": "https://bots.example.org",
+            "SIGNATURE_AGENT_FORM": "directory",
+        }
+    run = crawl("page", args={"url": server.url(host, "/a.html")}, settings=settings)
+    assert run.returncode == 0, run.stderr[-3000:]
+    hits = server.log(host)
+    assert [h.path for h in hits] == ["/robots.txt", "/a.html"]
+    if not signed:
+        for hit in hits:
+            assert {n.lower() for n in hit.headers} & {"signature", "signature-input", "signature-agent"} == set()
+        return
+    agent = 'sig1="https://bots.example.org/.well-known/http-message-signatures-directory"'
+    assert_every_request_verifies(server, host, publish(key), agent)
