@@ -30,11 +30,11 @@ def forbidden_reason(address: str) -> str | None:
     if ip in _METADATA:
         return "cloud metadata address"
     for reason, flag in (
+        ("unspecified address", ip.is_unspecified),
         ("loopback address", ip.is_loopback),
         ("link-local address", ip.is_link_local),
         ("private address", ip.is_private),
         ("multicast address", ip.is_multicast),
-        ("unspecified address", ip.is_unspecified),
         ("reserved address", ip.is_reserved),
     ):
         if flag:

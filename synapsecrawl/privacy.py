@@ -110,7 +110,7 @@ def _scrub_phones(text: str) -> str:
     for match in _PHONE.finditer(text):
         number = match.group()
         start = match.start()
-        if len(number) >= 6 and _is_phone(number, text[max(0, start - 40) : start]):
+        if len(number) >= 6 and _is_phone(number, text[max(0, start - 32) : start]):
             out.append(text[last:start])
             out.append(PHONE)
             last = start + len(number)

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import urljoin
 
 import lxml.html  # type: ignore[import-untyped]
 import trafilatura
@@ -41,6 +41,7 @@ _MAX_JSONLD_NODES = 10_000
 _BREAK = "\ufdd0"  # a noncharacter: never meaningful in a page, removed from input
 _NOISE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufdd0]")
 _TABLE_RULE = re.compile(r"\|?(?:\s*:?-{3,}:?\s*\|)+\s*")
+_URI_CHARS = re.compile(r"[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=%]+")  # RFC 3986 §2: nothing to escape
 _LANGUAGE = re.compile(r"[A-Za-z]{1,8}(?:[-_][A-Za-z0-9]{1,8})*")
 # site chrome trafilatura's recall mode would otherwise keep on short pages
 _PRUNE = [
@@ -93,10 +94,10 @@ def _absolute(base: str, href: str | None, encoding: str = "utf-8") -> str:
     if not href:
         return ""
     try:
-        url = urldefrag(urljoin(base, href)).url
-        if urlsplit(url).scheme not in ("http", "https"):
+        url = urljoin(base, href).split("#", 1)[0]
+        if not url[:8].lower().startswith(("http://", "https://")):
             return ""
-        return safe_url_string(url, encoding=encoding)
+        return url if _URI_CHARS.fullmatch(url) else safe_url_string(url, encoding=encoding)
     except (ValueError, LookupError):  # "http://[::1" is no URL; an odd page codec
         return ""
 

@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS pages (
     UNIQUE (kb, url)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS pages_fts USING fts5(
-    title, text, content='pages', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+    title, text, content='pages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER IF NOT EXISTS pages_ai AFTER INSERT ON pages BEGIN
     INSERT INTO pages_fts(rowid, title, text) VALUES (new.id, new.title, new.text);

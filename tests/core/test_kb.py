@@ -1,0 +1,146 @@
+"""The SQLite knowledge base, robots.txt outcomes and the crawl summary."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from synapsecrawl.errors import ConfigError, StoreError
+from synapsecrawl.kb.search import make_snippet
+from synapsecrawl.kb.store import PageRecord, RobotsCopy, open_store
+from synapsecrawl.profiles import load_profile
+from synapsecrawl.robotspolicy import FAILURE_RETRY_SECONDS, is_fresh, judge_fetch
+from synapsecrawl.summary import CrawlSummary
+
+WHEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def record(url: str, text: str, **kw: object) -> PageRecord:
+    return PageRecord(kb=str(kw.pop("kb", "docs")), url=url, title=str(kw.pop("title", url)), text=text,
+                      content_type="text/html", status=200, fetched_at=WHEN, **kw)  # type: ignore[arg-type]
+
+
+def test_pages_round_trip_replace_and_delete(tmp_path: Path) -> None:
+    """SYN-MODES: a page is keyed by (kb, url); a second fetch replaces it; KBs stay apart."""
+    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
+    store.put_page(record("http://a.test/1", "first text", etag='"v1"'))
+    store.put_page(record("http://a.test/1", "second text", etag='"v2"'))
+    store.put_page(record("http://a.test/1", "other kb", kb="other"))
+    page = store.get_page("docs", "http://a.test/1")
+    assert page is not None and page.text == "second text" and page.etag == '"v2"' and page.fetched_at == WHEN
+    assert [p.kb for p in store.pages()] == ["docs", "other"]
+    assert [h.url for h in store.search("second")] == ["http://a.test/1"]
+    assert store.delete_page("docs", "http://a.test/1") and not store.delete_page("docs", "http://a.test/1")
+    assert store.search("second") == [] and store.get_page("docs", "http://a.test/1") is None
+    store.close()
+
+
+def test_search_ranks_title_matches_and_never_returns_full_text(tmp_path: Path) -> None:
+    """YOT-RESULTS, SNA-PRIVACY: results best first (BM25, title weighted), a snippet only."""
+    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
+    body = "Kettles boil water. " * 100
+    store.put_page(record("http://a.test/kettle", body, title="Kettle guide"))
+    store.put_page(record("http://a.test/tea", "Tea needs water that a kettle boiled.", title="Tea"))
+    store.put_page(record("http://a.test/cars", "Cars have engines.", title="Cars"))
+    hits = store.search("kettle")
+    assert [h.url for h in hits] == ["http://a.test/kettle", "http://a.test/tea"]
+    assert hits[0].score >= hits[1].score
+    assert all(len(h.snippet) <= 240 for h in hits)
+    assert store.search('kettle" OR 1=1 --') != [] and store.search("") == []
+    store.close()
+
+
+def test_snippet_rules() -> None:
+    """SNA-SNIPPET: nosnippet shows nothing; max-snippet:N at most N characters; the passage
+    with the query terms is chosen."""
+    text = "Intro paragraph.\n\nThe answer: kettles boil water quickly.\n\nOutro."
+    assert make_snippet(text, "kettles", nosnippet=True, max_snippet=None) == ""
+    assert make_snippet(text, "kettles", nosnippet=False, max_snippet=0) == ""
+    assert "kettles" in make_snippet(text, "kettles", nosnippet=False, max_snippet=None)
+    assert len(make_snippet(text * 50, "kettles", nosnippet=False, max_snippet=15)) <= 15
+
+
+@given(st.text(), st.text(), st.integers(min_value=-1, max_value=500))
+def test_snippets_never_exceed_the_limit(text: str, query: str, limit: int) -> None:
+    """SNA-SNIPPET: whatever the text, a snippet respects max-snippet (and never raises)."""
+    snippet = make_snippet(text, query, nosnippet=False, max_snippet=limit)
+    assert len(snippet) <= (240 if limit < 0 else limit)
+
+
+def test_robots_copies_are_kept_per_profile(tmp_path: Path) -> None:
+    """SNA-ROBOTS, OMN-ROBOTS: a robots.txt copy outlives the crawl, per profile and origin."""
+    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
+    store.put_robots("snagabot", RobotsCopy("http://a.test", 200, b"User-agent: *\nDisallow: /", 1000.0))
+    assert store.get_robots("snagabot", "http://a.test") == RobotsCopy("http://a.test", 200,
+                                                                       b"User-agent: *\nDisallow: /", 1000.0)
+    assert store.get_robots("yottabot", "http://a.test") is None
+    store.close()
+
+
+def test_store_errors_are_one_line(tmp_path: Path) -> None:
+    """A KB that cannot be opened, or a URI of no known kind, is a one-line error."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(StoreError, match="cannot open knowledge base"):
+        open_store(f"sqlite:///{blocker / 'kb.db'}")
+    with pytest.raises(ConfigError, match="must start with sqlite:/// or postgresql://"):
+        open_store("mysql://x")
+
+
+@pytest.mark.parametrize(
+    ("profile", "status", "allowed", "kind"),
+    [
+        ("synapsebot", 404, True, "unavailable"),
+        ("synapsebot", 403, True, "unavailable"),
+        ("synapsebot", 503, False, "unreachable"),
+        ("synapsebot", None, False, "unreachable"),
+        ("serenereader", 500, True, "unreachable"),
+        ("yottabot", 410, True, "unavailable"),
+        ("yottabot", 401, False, "unavailable"),
+        ("yottabot", 310, False, "unavailable"),  # more redirects than followed
+        ("omniscientebot", 429, True, "unavailable"),
+    ],
+)
+def test_robots_fetch_outcomes(profile: str, status: int | None, allowed: bool, kind: str) -> None:
+    """SYN-ROBOTS-4XX/5XX, SER-ROBOTS-5XX, YOT-ROBOTS, OMN-ROBOTS: a failed robots.txt fetch
+    means what each page says."""
+    p = load_profile(profile)
+    outcome = judge_fetch(p.robots, p.tokens, status, b"")
+    assert outcome.rules.allows("http://a.test/page") is allowed and outcome.kind == kind
+
+
+def test_robots_2xx_is_parsed_for_the_profiles_tokens() -> None:
+    """YOT-TOKEN: the legacy name's group applies."""
+    p = load_profile("yottabot")
+    outcome = judge_fetch(p.robots, p.tokens, 200, b"User-agent: YottaSearch\nDisallow: /old/\n")
+    assert not outcome.rules.allows("/old/x") and outcome.rules.allows("/new/x")
+
+
+def test_robots_freshness() -> None:
+    """SYN-ROBOTS-ONCE: once per crawl; SNA-ROBOTS: a day; an unreachable copy is asked again sooner."""
+    syn, sna = load_profile("synapsebot").robots, load_profile("snagabot").robots
+    assert is_fresh(syn, fetched_at=100.0, failed=False, now=10_000.0, crawl_started_at=50.0)
+    assert not is_fresh(syn, fetched_at=40.0, failed=False, now=60.0, crawl_started_at=50.0)
+    assert is_fresh(sna, fetched_at=0.0, failed=False, now=86_399.0, crawl_started_at=80_000.0)
+    assert not is_fresh(sna, fetched_at=0.0, failed=False, now=86_400.0, crawl_started_at=80_000.0)
+    assert not is_fresh(sna, fetched_at=0.0, failed=True, now=FAILURE_RETRY_SECONDS, crawl_started_at=0.0)
+
+
+def test_summary_counts_per_site_and_reason() -> None:
+    """Crawl summary: fetched, stored, skipped by reason, per site."""
+    summary = CrawlSummary()
+    summary.fetch("a.test")
+    summary.store("a.test")
+    summary.skip("a.test", "noindex")
+    summary.skip("b.test", "robots")
+    summary.skip("b.test", "robots")
+    assert summary.lines() == [
+        "crawl summary: fetched 1, stored 1, skipped 3 (noindex 1, robots 2)",
+        "  a.test: fetched 1, stored 1, skipped noindex 1",
+        "  b.test: fetched 0, stored 0, skipped robots 2",
+    ]
+    assert summary.stats()["summary/skipped/robots"] == 2
