@@ -49,8 +49,10 @@ _PHONE = re.compile(
 )
 _PHONE_WORD = re.compile(
     r"(?i)(?:\b(?:tel|tél|t[eé]l[eé]phone|tel[eé]fono|telefon\w*|phone|fon|fax|call|mobile?|mob|cell|handy|"
-    r"whatsapp|sms|tlf|tfn|hotline|helpline|infolinia|ring|reach|dial|zadzwoń|dzwoń|appel\w*|llam\w*|"
-    r"chiam\w*|anrufen|ruf|kom)\b|[☎📞])[^\d\n]{0,12}$"
+    r"whatsapp|sms|tlf|tfn|hotline|helpline|infolinia|dial|zadzwoń|dzwoń|appel\w*|llam\w*|chiam\w*|anrufen|"
+    r"ruf|kom)\b|[☎📞])"
+    r"(?:[\s.:;,/()#*\u2013\u2014-]*(?:us|me|at|on|to|no|nr|number|numer|nummer|nº|n°)\b){0,3}"
+    r"[\s.:;,/()#*\u2013\u2014-]*$"
 )
 _ID_WORD = re.compile(
     r"(?i)\b(?:isbn(?:-1[03])?|issn|ean|order|invoice|inv|ref|reference|id|sku|account|acct|iban|tracking|"
@@ -100,7 +102,7 @@ def _is_phone(number: str, before: str) -> bool:
     if number.startswith(("+", "(+")) or (number.startswith("00") and len(groups) > 1):
         return count >= 8
     if keyword:
-        return count >= 7 or not _THOUSANDS.fullmatch(number)
+        return not _THOUSANDS.fullmatch(number) or (count >= 9 and len(groups[0]) == 3)
     return _is_national(number, groups)
 
 

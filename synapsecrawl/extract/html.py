@@ -33,7 +33,7 @@ from synapsecrawl.extract.text import detect_encoding
 
 __all__ = ["MAX_TRAFILATURA_ELEMENTS", "parse_html"]
 
-MAX_TRAFILATURA_ELEMENTS = 40_000  # about 2.5 s of trafilatura; larger trees get the plain walk
+MAX_TRAFILATURA_ELEMENTS = 30_000  # trafilatura needs 2-3 s here; larger trees get the plain walk
 _MAX_FIELD_CHARS = 1_000
 _MAX_ANCHOR_CHARS = 500
 _MAX_JSONLD_CHARS = 1_000_000

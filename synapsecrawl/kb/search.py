@@ -24,6 +24,11 @@ def _passages(text: str) -> list[str]:
     return [p for p in parts if p] or ([text.strip()] if text.strip() else [])
 
 
+def _matches(word: str, terms: set[str]) -> bool:
+    # The index stems (porter); a shared stem-length prefix is close enough to pick a passage.
+    return word in terms or any(len(t) >= 4 and word[:5] == t[:5] for t in terms)
+
+
 def make_snippet(text: str, query: str, *, nosnippet: bool, max_snippet: int | None) -> str:
     """The passage of ``text`` that best answers ``query``, trimmed to the limit."""
     if nosnippet or max_snippet == 0:
@@ -36,12 +41,11 @@ def make_snippet(text: str, query: str, *, nosnippet: bool, max_snippet: int | N
         return ""
 
     def score(passage: str) -> int:
-        words = [w.lower() for w in _WORD.findall(passage)]
-        return sum(1 for w in words if w in terms)
+        return sum(1 for w in _WORD.findall(passage.lower()) if _matches(w, terms))
 
     best = max(passages, key=score)
     words = best.lower()
-    first = min((words.find(t) for t in terms if t in words), default=0)
+    first = min((words.find(t[:5]) for t in terms if t[:5] and t[:5] in words), default=0)
     start = max(0, first - limit // 3)
     if start:
         space = best.find(" ", start)

@@ -208,7 +208,7 @@ class SQLiteStore:
                     nosnippet=bool(row["nosnippet"]),
                     max_snippet=row["max_snippet"],
                 ),
-                score=round(-float(row["rank"]), 4),
+                score=float(f"{-float(row['rank']):.6g}"),
             )
             for row in rows
         ]

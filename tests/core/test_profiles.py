@@ -159,7 +159,7 @@ def test_config_checks_identity_and_signing(tmp_path) -> None:  # type: ignore[n
     assert check_config({"USER_AGENT": "SynapseBot/1.0 (+ops)"}, {}).profile.name == "synapsebot"
     with pytest.raises(ConfigError, match="serenereader signs every request"):
         check_config({"BOT_PROFILE": "serenereader"}, {})
-    with pytest.raises(ConfigError, match="SIGNING_KEY .* is not a readable file"):
+    with pytest.raises(ConfigError, match=r"SIGNING_KEY .* is not a readable file"):
         check_config({"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(tmp_path / "none.pem")}, {})
     with pytest.raises(ConfigError, match="DOWNLOAD_TIMEOUT 16 is beyond omniscientebot's cap 15 s"):
         key = tmp_path / "k.pem"
