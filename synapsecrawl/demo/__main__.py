@@ -20,7 +20,7 @@ KB = Path(".synapsecrawl/demo.sqlite3")
 
 
 class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib's name
+    def log_message(self, format: str, *args: object) -> None:
         sys.stderr.write(f"  site log: {args[0]} {args[1]}\n")
 
 
@@ -57,7 +57,7 @@ def main() -> int:
         return 1
     print("\n== What the crawl did (from its log):")
     for line in crawl.stderr.splitlines():
-        if "crawl summary" in line or line.startswith("2") and ("noindex" in line or "robots" in line.lower()):
+        if "crawl summary" in line or (line.startswith("2") and ("noindex" in line or "robots" in line.lower())):
             print("  ", line.split("] ", 1)[-1])
         elif line.startswith("  ") and ": fetched" in line:
             print("  ", line.strip())

@@ -1,0 +1,50 @@
+"""The profile add-on and components built from a crawler, without a reactor."""
+
+from __future__ import annotations
+
+import pytest
+from scrapy.utils.test import get_crawler
+
+from middlewares.runtime import Runtime
+from synapsecrawl import settings as project_settings
+
+
+def crawler_for(**overrides: object):  # type: ignore[no-untyped-def]
+    values = {k: v for k, v in vars(project_settings).items() if k.isupper()}
+    values.update(overrides)
+    crawler = get_crawler(settings_dict=values)
+    crawler._apply_settings()
+    return crawler
+
+
+@pytest.mark.parametrize(
+    ("profile", "delay", "concurrency", "timeout"),
+    [("synapsebot", 1.0, 1, 60.0), ("snagabot", 1.0, 1, 30.0), ("yottabot", 1.0, 1, 30.0)],
+)
+def test_addon_derives_scrapy_settings_from_the_profile(
+    profile: str, delay: float, concurrency: int, timeout: float
+) -> None:
+    """ALL-UA, SYN-RATE, ALL-TIMEOUT, ALL-NOJS: the add-on sets the exact User-Agent, the pacing,
+    no jitter, the timeout; cookies, AutoThrottle, telnet and remote control stay off."""
+    crawler = crawler_for(BOT_PROFILE=profile)
+    settings = crawler.settings
+    runtime = Runtime.of(crawler)
+    assert settings["USER_AGENT"] == runtime.profile.user_agent
+    assert settings.getfloat("DOWNLOAD_DELAY") == delay and settings.getfloat("DOWNLOAD_DELAY_JITTER") == 0
+    assert settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") == concurrency
+    assert settings.getfloat("DOWNLOAD_TIMEOUT") == timeout
+    for off in ("COOKIES_ENABLED", "AUTOTHROTTLE_ENABLED", "TELNETCONSOLE_ENABLED", "REMOTE_CONTROL_ENABLED",
+                "ROBOTSTXT_OBEY"):
+        assert not settings.getbool(off), off
+
+
+def test_addon_keeps_operator_values_within_caps() -> None:
+    """SYN-LIMITS: a self-hosted operator's DEPTH_LIMIT and DOWNLOAD_DELAY stand."""
+    settings = crawler_for(DEPTH_LIMIT=5, DOWNLOAD_DELAY=0.1).settings
+    assert settings.getint("DEPTH_LIMIT") == 5 and settings.getfloat("DOWNLOAD_DELAY") == 0.1
+
+
+def test_omniscientebot_sends_from(signing_key) -> None:  # type: ignore[no-untyped-def]
+    """OMN-UA: the From header goes with every request through DEFAULT_REQUEST_HEADERS."""
+    crawler = crawler_for(BOT_PROFILE="omniscientebot", SIGNING_KEY=str(signing_key))
+    assert crawler.settings.getdict("DEFAULT_REQUEST_HEADERS")["From"] == "crawler@omnisciente.dev"
