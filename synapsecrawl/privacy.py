@@ -1,25 +1,30 @@
 """Removing e-mail addresses and phone numbers from text before it is stored.
 
-Each address becomes ``[email]`` and each phone number ``[phone]``, so a
-reader of a snippet sees that something was there. E-mail addresses are
-found plain and in the usual disguises ("name [at] example [dot] com",
-"name(at)example.com", "name AT example DOT com"); lowercase "name at
-example dot com" is left alone, as it reads like prose.
+Each address becomes ``[email]`` and each phone number ``[phone]``: a reader
+of a snippet sees that something was there, and scrubbing twice changes
+nothing more. Addresses are found plain and in the usual disguises ("name
+[at] example [dot] com", "name(at)example.com", "name AT example DOT com",
+"name@example[.]com", Polish "[małpa]"/"[kropka]"); lowercase "name at
+example dot com" reads like prose and is left alone. "logo@2x.png" and
+"git@host:repo" are no addresses.
 
 Phone numbers are digit runs with phone punctuation (spaces, - . / and a
-parenthesised area code or "(0)"), judged by shape and by what precedes them:
+parenthesised area code, "(0)" or "(+48)"), judged by shape and by what
+stands just before them:
 
-- with a ``+`` or ``00`` prefix: 8 to 15 digits (E.164 allows 15);
-- after a word such as "tel", "phone", "fax", "call", "mobile": 6 to 15 digits;
-- otherwise 9 to 12 digits, starting with a trunk "0" or a parenthesised area
-  code, or in hyphen/dot groups ending in 4 digits (North American style).
+- with a ``+`` or ``00`` country prefix: 8 to 15 digits (E.164 allows 15);
+- right after a phone word ("tel.", "phone:", "fax", "call us at", "Telefon",
+  "tlf.", "dzwoń", ...): 6 to 15 digits;
+- otherwise 9 to 12 digits, starting with a trunk "0" or "(area code)", or in
+  North American 3-3-4 groups.
 
-Kept as they are: dates, times, years, version numbers, IP addresses, prices,
-thousands-grouped numbers ("1 299 000"), ISBNs (check digit valid or after
-"ISBN"), numbers after words naming an identifier ("order", "invoice", "ISBN",
-"SKU", ...), digits glued to letters ("INV-2024-000123") and plain integers
-not starting with 0. A thousands-shaped mobile number ("601 234 567") is
-therefore caught only after a phone word or with its country code.
+Kept: dates, times, year ranges, version numbers, IP addresses, prices and
+thousands-grouped numbers ("1 299 000"), ISBNs (a single check digit last, or
+a valid plain ISBN), numbers after identifier words ("order", "invoice",
+"ISBN", "SKU", "NIP", ...), digits glued to letters ("INV-2024-000123") and
+plain integers not starting with 0 ("1234567890123" in code). So a mobile
+number written like a thousands figure ("601 234 567") or "98765 43210" is
+caught only with a phone word or its country code.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from tests.conftest import gaps, write_urls
@@ -101,3 +102,23 @@ def test_omniscientebot_paces_a_whole_registrable_domain(
     overlap = max(sum(1 for o in hits if o.start <= h.start < o.end) for h in hits)
     assert overlap == 2  # two in flight at once, never three
     assert len(run.kb()) == 4
+
+
+def test_robots_txt_redirects_are_followed_up_to_five(server: TestServer, host: str, crawl, tmp_path: Path) -> None:
+    """ALL-RFC9309, OMN-ROBOTS: up to five redirects are followed for robots.txt (§2.3.1.2); a
+    sixth means robots.txt is unavailable, which SynapseBot reads as allow-all (SYN-ROBOTS-4XX)."""
+    five, six = f"five.{host}", f"six.{host}"
+    for name, hops in ((five, 5), (six, 6)):  # hops = redirects between /robots.txt and /final
+        chain = ["/robots.txt"] + [f"/r{i}" for i in range(1, hops)] + ["/final"]
+        routes: dict[str, Reply] = {a: Reply(status=301, headers={"Location": b}) for a, b in itertools.pairwise(chain)}
+        routes["/final"] = Reply("User-agent: *\nDisallow: /\n", headers={"Content-Type": "text/plain"})
+        routes["/a.html"] = Reply("<title>a</title>")
+        server.add(name, routes)
+    urls = write_urls(tmp_path / "u.txt", [server.url(five, "/a.html"), server.url(six, "/a.html")])
+    run = crawl("page", args={"urls_file": urls})
+    assert run.returncode == 0, run.stderr[-3000:]
+    five_paths = [h.path for h in server.log(five)]
+    assert five_paths[-1] == "/final" and "/a.html" not in five_paths  # the rules were read: Disallow: /
+    six_paths = [h.path for h in server.log(six)]
+    assert "/final" not in six_paths and six_paths[-1] == "/a.html"  # gave up after five: allow all
+    assert six_paths == ["/robots.txt", "/r1", "/r2", "/r3", "/r4", "/r5", "/a.html"]
