@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from copy import deepcopy
 from urllib.parse import urljoin
 
-import lxml.html  # type: ignore[import-untyped]
+import lxml.html  # type: ignore[import-untyped,unused-ignore]
 import trafilatura
 from lxml import etree
 from w3lib.encoding import html_to_unicode
