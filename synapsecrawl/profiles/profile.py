@@ -22,6 +22,7 @@ from synapsecrawl.errors import ConfigError, ProfileError
 __all__ = [
     "PROFILE_NAMES",
     "BackoffPolicy",
+    "Bound",
     "Limits",
     "Profile",
     "RobotsPolicy",
