@@ -104,7 +104,12 @@ class _Book:
         if book is None:
             runtime = Runtime.of(crawler)
             policy_wait = runtime.profile.backoff.max_wait
-            asked = crawler.settings.getfloat("BACKOFF_MAX_WAIT", 0.0)
+            try:
+                asked = crawler.settings.getfloat("BACKOFF_MAX_WAIT", 0.0)
+            except ValueError:  # fail toward politeness: wait as long as the profile says
+                logger.warning("BACKOFF_MAX_WAIT %r is not a number: using %s's %s", crawler.settings.get(
+                    "BACKOFF_MAX_WAIT"), runtime.profile.name, policy_wait)
+                asked = 0.0
             if asked > policy_wait:
                 logger.warning("BACKOFF_MAX_WAIT %s is above %s's %s: using %s",
                                asked, runtime.profile.name, policy_wait, policy_wait)
@@ -292,7 +297,7 @@ class BackoffMiddleware:
             await self._book.save_site(judged.site)
         if request.meta.get("robots_txt"):
             return response
-        return await self._settle(request, judged.decision, judged.site) or response
+        return await self._settle(request, judged.decision, judged.site, answered=True) or response
 
     async def process_exception(self, request: Request, exception: Exception) -> Request | None:
         site = self._runtime.site(request.url)
@@ -316,42 +321,50 @@ class BackoffMiddleware:
             decision = replace(decision, reason=type(exception).__name__)
         return await self._settle(request, decision, site)
 
-    async def _settle(self, request: Request, decision: Decision, site: str) -> Request | None:
-        """The URL's part of a decision: a retry (returned or scheduled), a hold, or a release."""
-        now = time.time()
+    async def _settle(
+        self, request: Request, decision: Decision, site: str, *, answered: bool = False
+    ) -> Request | None:
+        """The URL's part of a decision: a retry (returned or scheduled), a hold, or a release.
+
+        A deferred answer goes no further (it is no page); a failed fetch's exception does.
+        """
         if decision.retry_in is not None and not request.meta.get("dont_retry"):
-            retries = int(request.meta.get("backoff_retries", 0)) + 1
-            meta = {k: v for k, v in request.meta.items() if k not in _STALE_META}
-            meta["backoff_retries"] = retries
-            retry = request.replace(meta=meta, dont_filter=True)
-            await self._book.hold(retry, site, kind="deferred", until=now + decision.retry_in, reason=decision.reason)
-            self._book.stat(f"backoff/retry/{decision.reason}")
-            logger.info("backoff: retrying %s in %s (%s; retry %d of %d)", request.url, _secs(decision.retry_in),
-                        decision.reason, retries, self._policy.retries)
-            if decision.retry_in <= decision.site_wait:
-                return retry  # the paused slot holds it
-            loop = asyncio.get_running_loop()
-            self._later[retry] = loop.call_later(decision.retry_in, self._reinject, retry)
-            raise IgnoreRequest(f"{request.url}: retried in {_secs(decision.retry_in)}")
-        if decision.hold > 0:
-            request.meta["dont_retry"] = True  # ours to retry, and we are done for this crawl
-            await self._book.hold(request, site, kind=decision.hold_kind, until=now + decision.hold,
-                                  reason=decision.reason)
-            if decision.hold_kind == "gone":
-                self._book.stat(f"backoff/remembered/{decision.reason}")
-                logger.info("backoff: %s answered %s: not fetched again before %s", request.url, decision.reason,
-                            _when(now + decision.hold))
-                return None
-            self._book.stat("backoff/deferred")
-            if decision.gave_up:
-                self._book.stat("backoff/gave_up")
-            self._runtime.summary.skip(site, "error" if decision.gave_up else "paused")
-            logger.info("backoff: %s for %s (%s): deferred until %s",
-                        "giving up this crawl" if decision.gave_up else "no retry in this crawl", request.url,
-                        decision.reason, _when(now + decision.hold))
+            return await self._retry(request, decision, site, decision.retry_in)
+        if decision.hold <= 0:
+            await self._book.release(request)
             return None
-        await self._book.release(request)
+        until = time.time() + decision.hold
+        request.meta["dont_retry"] = True  # ours to retry, and we are done with it for this crawl
+        await self._book.hold(request, site, kind=decision.hold_kind, until=until, reason=decision.reason)
+        if decision.hold_kind == "gone":
+            self._book.stat(f"backoff/remembered/{decision.reason}")
+            logger.info("backoff: %s answered %s: not fetched again before %s", request.url, decision.reason,
+                        _when(until))
+            return None
+        self._book.stat("backoff/deferred")
+        if decision.gave_up:
+            self._book.stat("backoff/gave_up")
+        self._runtime.summary.skip(site, "error" if decision.gave_up else "paused")
+        what = "giving up this crawl" if decision.gave_up else "no retry in this crawl"
+        logger.info("backoff: %s for %s (%s): deferred until %s", what, request.url, decision.reason, _when(until))
+        if answered:
+            raise IgnoreRequest(f"{request.url} answered {decision.reason}: deferred until {_when(until)}")
         return None
+
+    async def _retry(self, request: Request, decision: Decision, site: str, delay: float) -> Request:
+        retries = int(request.meta.get("backoff_retries", 0)) + 1
+        meta = {k: v for k, v in request.meta.items() if k not in _STALE_META}
+        meta["backoff_retries"] = retries
+        retry = request.replace(meta=meta, dont_filter=True)
+        # written first, so a crawl that stops before the retry still has the URL
+        await self._book.hold(retry, site, kind="deferred", until=time.time() + delay, reason=decision.reason)
+        self._book.stat(f"backoff/retry/{decision.reason}")
+        logger.info("backoff: retrying %s in %s (%s; retry %d of %d)", request.url, _secs(delay), decision.reason,
+                    retries, self._policy.retries)
+        if delay <= decision.site_wait:
+            return retry  # the paused slot holds it
+        self._later[retry] = asyncio.get_running_loop().call_later(delay, self._reinject, retry)
+        raise IgnoreRequest(f"{request.url}: retried in {_secs(delay)}")
 
     def _reinject(self, request: Request) -> None:
         if self._later.pop(request, None) is None:

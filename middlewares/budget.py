@@ -39,6 +39,11 @@ class PageBudgetMiddleware:
             return int(limits.pages)
         return self._crawler.settings.getint("SYNAPSE_PAGE_LIMIT")
 
+    @property
+    def remaining(self) -> int | None:
+        """Pages this crawl may still fetch; None when it has no limit."""
+        return max(0, self.limit - self._spent) if self.limit else None
+
     def process_request(self, request: Request) -> None:
         if request.meta.get("robots_txt") or request.meta.get("budget_counted"):
             return

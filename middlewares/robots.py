@@ -20,6 +20,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from middlewares.runtime import Runtime
 from synapsecrawl.kb.store import RobotsCopy
+from synapsecrawl.removals import remove_disallowed
 from synapsecrawl.robotspolicy import RobotsOutcome, is_fresh, judge_fetch
 from synapsecrawl.urls import origin_of
 
@@ -60,6 +61,7 @@ class RobotsMiddleware:
             self._crawler.stats.inc_value("robots/disallowed")
             self._runtime.summary.skip(site, "robots")
             request.meta["robots_disallowed"] = True
+            request.meta["robots_outcome"] = outcome.kind  # only "parsed" rules remove a stored page
             raise IgnoreRequest(f"robots.txt ({reason}) forbids {request.url}")
 
     async def outcome_for(self, url: str) -> RobotsOutcome:
@@ -101,6 +103,8 @@ class RobotsMiddleware:
                     return copy.fetched_at, outcome
         status, body = await self._fetch(origin)
         outcome = judge_fetch(self._profile.robots, self._profile.tokens, status, body)
+        if outcome.kind == "parsed":  # YOT-ROBOTS, SYN-REMOVE: stored pages it disallows leave the KB at once
+            await asyncio.to_thread(remove_disallowed, store, origin, outcome.rules)
         assert self._crawler.stats is not None
         self._crawler.stats.inc_value(f"robots/{outcome.kind}")
         if outcome.kind != "parsed":

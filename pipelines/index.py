@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 
 from middlewares.runtime import Runtime
-from synapsecrawl.indexing import record_from_item
+from synapsecrawl.indexing import labels_from_item, record_from_item
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -26,9 +26,13 @@ class IndexPipeline:
         return cls(crawler, Runtime.of(crawler))
 
     async def process_item(self, item: Any) -> Any:
-        record = record_from_item(ItemAdapter(item).asdict())
+        fields = ItemAdapter(item).asdict()
+        record = record_from_item(fields)
         store = self._runtime.store()
         await asyncio.to_thread(store.put_page, record)
+        labels = labels_from_item(fields)  # OmniscienteBot's labels and TDM policy (middlewares.labels)
+        if labels is not None:
+            await asyncio.to_thread(store.put_labels, labels)
         assert self._crawler.stats is not None
         self._crawler.stats.inc_value("kb/stored")
         self._runtime.summary.store(record.site)

@@ -3,15 +3,25 @@
 Spiders turn their ``-a`` strings into one ``CrawlRequest`` and the limits
 that apply, read each response with ``synapsecrawl.extract``, and yield an
 item for a page the KB keeps. Scope (which links a mode follows) is theirs.
+
+Every crawl is also a re-read of its source (SYN-REREAD): once the crawl
+falls idle, the stored pages of the source it has not reached are requested
+too (without following their links, whose depth is unknown), so a page no
+longer linked is still checked; a page now marked noindex leaves the KB
+(SYN-REMOVE, YOT-DIRECTIVES). When the crawl closes, the source is recorded
+with the time its next re-read is due. Validators and the other removals are
+``middlewares.reread``'s.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import scrapy
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from w3lib.encoding import http_content_type_encoding
@@ -24,6 +34,9 @@ from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.read import read_document
 from synapsecrawl.indexing import make_item
 from synapsecrawl.profiles import Limits
+from synapsecrawl.reread import record_crawl, reread_interval, source_id
+from synapsecrawl.scope import in_any
+from synapsecrawl.urls import canonical
 
 __all__ = ["SynapseSpider"]
 
@@ -43,7 +56,14 @@ class SynapseSpider(scrapy.Spider):
         spider.crawl = CrawlRequest.from_args(**kwargs)
         spider.limits = check_config(operator_settings(crawler.settings), kwargs).limits
         spider.runtime = Runtime.of(crawler)
+        spider._requested = set()
+        spider._revisited = False
+        crawler.signals.connect(spider._note_scheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(spider._revisit_stored, signal=signals.spider_idle)
         return spider
+
+    _requested: set[str]
+    _revisited: bool
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **{k: v for k, v in kwargs.items() if k not in {"url", "depth"}})
@@ -75,6 +95,9 @@ class SynapseSpider(scrapy.Spider):
             self.crawler.stats.inc_value("directives/noindex")
             self.runtime.summary.skip(site, "noindex")
             logger.info("not indexed (noindex): %s", response.url)
+            if self.runtime.store().delete_page(self.crawl.kb, response.url):
+                self.crawler.stats.inc_value("reread/removed/noindex")
+                logger.info("removed from the knowledge base (now noindex): %s", response.url)
             return
         yield make_item(
             page,
@@ -88,3 +111,48 @@ class SynapseSpider(scrapy.Spider):
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         yield from self.keep(response, self.read(response))
+
+    def owns(self, url: str) -> bool:
+        """Whether a stored page at ``url`` belongs to this crawl's source: in its scope, or one of its URLs."""
+        scopes = getattr(self, "scopes", None)
+        if scopes is not None:
+            return in_any(scopes, url)
+        return url in self.crawl.urls
+
+    def _note_scheduled(self, request: scrapy.Request, **_: Any) -> None:
+        self._requested.add(canonical(request.url))
+
+    def _revisit_stored(self, **_: Any) -> None:
+        """At the first idle with nothing left of the crawl's own, request the source's unreached stored pages."""
+        if self._revisited or getattr(self, "backlog", None):  # the sitemap spider releases its backlog first
+            return
+        self._revisited = True
+        stored = [url for _, url in self.runtime.store().page_urls(self.crawl.kb) if self.owns(url)]
+        unreached = [url for url in stored if canonical(url) not in self._requested]
+        if not unreached:
+            return
+        logger.info("re-reading %d stored pages of this source not reached by this crawl", len(unreached))
+        assert self.crawler.engine is not None and self.crawler.stats is not None
+        self.crawler.stats.set_value("reread/revisited", len(unreached))
+        for url in unreached:
+            # No links followed from here: the depth this page was found at is not known.
+            self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, meta={"depth": self.limits.depth}))
+
+    def closed(self, reason: str) -> None:
+        """Record the source this crawl read and when it is due again (SYN-REREAD)."""
+        profile = self.runtime.profile
+        interval = reread_interval(self.crawler.settings.get("REREAD_DAYS"), profile.reread_days)
+        store = self.runtime.store()
+        ident = source_id(self.name, self.crawl.urls, self.crawl.kb, profile.name, profile.deployment)
+        source = record_crawl(
+            store.get_source(ident), mode=self.name, urls=self.crawl.urls, kb=self.crawl.kb, profile=profile.name,
+            deployment=profile.deployment, depth=self.crawl.depth, max_pages=self.crawl.max_pages,
+            interval=interval, reason=reason, now=time.time(),
+        )
+        store.put_source(source)
+        stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
+        removed = sum(v for k, v in stats.items() if k.startswith("reread/removed/"))
+        if stats.get("reread/unchanged") or removed:
+            logger.info("re-read: %d pages unchanged (304), %d removed", stats.get("reread/unchanged", 0), removed)
+        logger.info("source %s (%s %s, kb %s): next re-read due %s", source.id, self.name, self.crawl.urls[0],
+                    self.crawl.kb, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(source.next_due)))

@@ -8,6 +8,11 @@ SitemapSpider follows any host); each sitemap is fetched like a page
 requested newest ``lastmod`` first, then in document order. A sitemap that
 cannot be read is one log line; the others are read on.
 
+Entries wait in a backlog and are released no faster than the page limit
+can take them (``PageBudgetMiddleware.remaining``), topped up when the crawl
+falls idle: 50,000 entries under a limit of 500 cost 500 requests, not
+50,000 refusals. What is left when the limit is spent counts as skipped.
+
 A robots.txt given as URL is read through ``middlewares.robots``, so it is
 fetched once per crawl like any other.
 """
@@ -16,17 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
 from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
 import scrapy
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from scrapy.http.request import NO_CALLBACK
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
+from middlewares.budget import PageBudgetMiddleware
 from middlewares.robots import RobotsMiddleware
 from spiders.base import SynapseSpider
 from synapsecrawl.robots import parse_robots
@@ -43,6 +53,16 @@ MAX_NESTING = 3  # robots.txt -> index -> sitemap, and one more for an index lis
 
 class SitemapSpider(SynapseSpider):
     name = "sitemap"
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SitemapSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        assert isinstance(spider, SitemapSpider)
+        spider.backlog = deque()
+        crawler.signals.connect(spider.release_on_idle, signal=signals.spider_idle)
+        return spider
+
+    backlog: deque[str]
 
     @cached_property
     def scopes(self) -> tuple[SiteScope, ...]:
@@ -122,8 +142,32 @@ class SitemapSpider(SynapseSpider):
             for url in self._on_host(response.url, list(sitemap.entries), "sitemaps"):
                 yield self._sitemap_request(url, nesting=nesting + 1)
             return
-        for url in self._on_host(response.url, list(sitemap.entries), "pages"):
-            yield scrapy.Request(url, callback=self.parse, meta={"depth_reset": True})
+        self.backlog.extend(self._on_host(response.url, list(sitemap.entries), "pages"))
+        for request in self._release():
+            yield request
+
+    def _release(self) -> Iterator[scrapy.Request]:
+        """Page requests from the backlog, as many as the page limit can still take."""
+        budget = self.crawler.get_downloader_middleware(PageBudgetMiddleware)
+        remaining = budget.remaining if budget is not None else None
+        count = len(self.backlog) if remaining is None else min(remaining, len(self.backlog))
+        for _ in range(count):
+            yield scrapy.Request(self.backlog.popleft(), callback=self.parse, meta={"depth_reset": True})
+
+    def release_on_idle(self) -> None:
+        """Top up from the backlog when all else is done; count what the limit leaves out."""
+        assert self.crawler.engine is not None
+        released = 0
+        for request in self._release():
+            self.crawler.engine.crawl(request)
+            released += 1
+        if released:
+            raise DontCloseSpider
+        for url in self.backlog:
+            self.runtime.summary.skip(self.runtime.site(url), "limit")
+        if self.backlog:
+            logger.info("page limit reached: %d sitemap entries not fetched", len(self.backlog))
+        self.backlog.clear()
 
     def sitemap_failed(self, failure: Failure) -> None:
         request = getattr(failure, "request", None)

@@ -4,6 +4,7 @@
     synapsecrawl kb search QUERY --uri KB_URI [--kb NAME] [--format jsonl|table]
     synapsecrawl robots check --robots FILE --agent TOKEN URL [URL ...]
     synapsecrawl robots check --robots FILE --agent TOKEN --crawl-delay
+    synapsecrawl recrawl [--uri KB_URI] [--scrapyd URL] [--project NAME]   (synapsecrawl.recrawl)
 
 Errors are one line on stderr and exit status 2 (usage) or 1 (everything else).
 """
@@ -20,6 +21,7 @@ from typing import Any
 from synapsecrawl.errors import SynapseError
 from synapsecrawl.kb.store import DEFAULT_KB_URI, PageRecord, open_store
 from synapsecrawl.keyscli import register as register_keys
+from synapsecrawl.recrawl import register as register_recrawl
 
 __all__ = ["main"]
 
@@ -125,6 +127,7 @@ def _parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=_robots_check)
 
     register_keys(commands)
+    register_recrawl(commands)
     return parser
 
 

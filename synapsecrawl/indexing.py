@@ -8,15 +8,16 @@ before it is either exported or stored (SNA-PRIVACY).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from synapsecrawl.extract.page import Page
-from synapsecrawl.kb.store import PageRecord, utcnow
+from synapsecrawl.kb.store import LabelRecord, PageRecord, utcnow
 from synapsecrawl.profiles import Profile
+from synapsecrawl.tdmrep import TdmDeclaration
 
-__all__ = ["make_item", "record_from_item"]
+__all__ = ["label_fields", "labels_from_item", "make_item", "record_from_item"]
 
 
 def make_item(
@@ -74,4 +75,32 @@ def record_from_item(item: Mapping[str, Any]) -> PageRecord:
         site=str(item.get("site") or ""),
         language=str(item.get("language") or ""),
         description=str(item.get("description") or ""),
+    )
+
+
+def label_fields(kind: str, links: Iterable[tuple[str, str]], tdm: TdmDeclaration) -> dict[str, Any]:
+    """The item fields of OmniscienteBot's labels (OMN-LABELS) and TDM policy (OMN-FETCH): no text."""
+    return {
+        "page_kind": kind,
+        "link_contexts": [{"url": url, "context": context} for url, context in links],
+        "tdm_reservation": tdm.reservation,
+        "tdm_policy": tdm.policy,
+        "tdm_source": tdm.source,
+    }
+
+
+def labels_from_item(item: Mapping[str, Any]) -> LabelRecord | None:
+    """The KB labels of an item carrying ``label_fields``; None for an unlabelled item."""
+    if not item.get("page_kind"):
+        return None
+    links = tuple((str(link["url"]), str(link["context"])) for link in item.get("link_contexts") or ())
+    reservation = item.get("tdm_reservation")
+    return LabelRecord(
+        kb=str(item["kb"]),
+        url=str(item["url"]),
+        kind=str(item["page_kind"]),
+        links=links,
+        tdm_reservation=int(reservation) if reservation in (0, 1) else None,
+        tdm_policy=str(item.get("tdm_policy") or ""),
+        tdm_source=str(item.get("tdm_source") or ""),
     )

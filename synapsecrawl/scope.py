@@ -32,9 +32,16 @@ def _scheme_port(url: str) -> tuple[str, int | None] | None:
     try:
         parts = urlsplit(url)
         port = parts.port
-    except ValueError:
+    except ValueError:  # "http://[::1", "http://h:99999"
         return None
     return parts.scheme.lower(), port or _DEFAULT_PORTS.get(parts.scheme.lower())
+
+
+def _path(url: str) -> str:
+    try:
+        return urlsplit(url).path or "/"
+    except ValueError:
+        return "/"
 
 
 @dataclass(frozen=True)
@@ -49,7 +56,7 @@ class SiteScope:
     @classmethod
     def from_start(cls, url: str) -> SiteScope:
         """The scope of a site crawl starting at ``url``: its host, under its path."""
-        path = urlsplit(url).path or "/"
+        path = _path(url)
         scheme, port = _scheme_port(url) or ("", None)
         return cls(scheme, host_of(url), port, path[: path.rfind("/") + 1])
 
@@ -67,7 +74,7 @@ class SiteScope:
         upgrade = self.scheme == "http" and self.port == 80 and origin == ("https", 443)
         if origin != (self.scheme, self.port) and not upgrade:
             return False
-        return (urlsplit(url).path or "/").startswith(self.prefix)
+        return _path(url).startswith(self.prefix)
 
 
 def in_any(scopes: Sequence[SiteScope], url: str) -> bool:

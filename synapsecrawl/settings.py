@@ -29,6 +29,8 @@ HTTPCACHE_ENABLED = False
 # 429 and 503 are the backoff's to judge; an immediate retry ignores Retry-After.
 RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
 RETRY_TIMES = 2
+REREAD_DAYS = 0  # days between re-reads of a source; 0 = the profile's (synapsebot: 7)
+REMOVAL_LIST = ""  # a file of domains and URL prefixes deleted from the KB and never fetched
 BACKOFF_MAX_WAIT = 0  # seconds a crawl may wait on one paused site; 0 = the profile's [backoff] max_wait
 
 # Sites wait on their own downloader slot, never on each other: enough global
@@ -40,10 +42,15 @@ TWISTED_DNS_RESOLVER = "middlewares.resolver.GuardedResolver"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "middlewares.netguard.NetGuardMiddleware": 50,  # refuse schemes and addresses before anything else
+    "middlewares.reread.RemovalListMiddleware": 60,  # before backoff and robots.txt: a listed site is never touched
     "middlewares.backoff.BackoffGateMiddleware": 90,  # before robots.txt: a paused site is not touched at all
     "middlewares.robots.RobotsMiddleware": 100,  # replaces Scrapy's (None): judge first
     "middlewares.budget.PageBudgetMiddleware": 120,  # a page counts once robots.txt lets it through
+    "middlewares.tdmrep.TdmRepMiddleware": 130,  # OMN-FETCH: a site we really fetch from gets tdmrep.json read first
     "middlewares.sizelimit.ResponseGateMiddleware": 560,  # under compression (590): sees decoded bytes
+    # Between the type gate (560) and compression (590): sees the final answer after redirects (600) before the
+    # gate could drop it, so a 404 of any type removes; adds validators after robots.txt let a request through.
+    "middlewares.reread.RereadMiddleware": 570,
     "middlewares.sizelimit.DecompressionGuardMiddleware": 595,  # just over compression: bounds its output
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "middlewares.redirects.ScopedRedirectMiddleware": 600,  # replaces Scrapy's (None), same place: judges each hop
@@ -52,7 +59,9 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.backoff.BackoffMiddleware": 650,
     "middlewares.signing.SigningMiddleware": 950,  # last: sign what goes on the wire (after 900, HttpCache)
 }
-SPIDER_MIDDLEWARES: dict[str, int] = {}
+SPIDER_MIDDLEWARES = {
+    "middlewares.labels.LabelsMiddleware": 950,  # OMN-LABELS: nearest the spider, labels items as they leave it
+}
 ITEM_PIPELINES = {
     "pipelines.index.IndexPipeline": 300,
 }

@@ -40,6 +40,7 @@ MAX_ENTRIES = 50_000  # sitemaps.org: "no more than 50,000 URLs"
 MAX_SITEMAP_BYTES = 50 * 1024 * 1024  # sitemaps.org: "no larger than 50MB (52,428,800 bytes)"
 _MAX_URL_CHARS = 2048  # sitemaps.org: <loc> "must be less than 2,048 characters"
 
+_KINDS: dict[str, Literal["urlset", "index"]] = {"urlset": "urlset", "sitemapindex": "index"}
 _ITEM = {"urlset": "url", "sitemapindex": "sitemap"}
 _URL = re.compile(  # an absolute http(s) URL with a host and no whitespace
     r"https?://(?:[^/?#@\s]*@)?(?:\[[0-9a-f:.]+\]|[^/?#@:\[\]\s]+)(?::\d*)?(?:[/?#]\S*)?", re.IGNORECASE
@@ -148,8 +149,12 @@ def _child_text(element: etree._Element, name: str) -> str:
     return (child.text or "").strip()
 
 
+def _entry(element: etree._Element) -> SitemapEntry | None:
+    url = _usable(_child_text(element, "{*}loc"))
+    return None if url is None else SitemapEntry(url, parse_lastmod(_child_text(element, "{*}lastmod")))
+
+
 def _parse_xml(data: bytes, max_entries: int) -> Sitemap:
-    kinds: dict[str, Literal["urlset", "index"]] = {"urlset": "urlset", "sitemapindex": "index"}
     entries: list[SitemapEntry] = []
     problems: list[str] = []
     invalid = 0
@@ -161,22 +166,21 @@ def _parse_xml(data: bytes, max_entries: int) -> Sitemap:
     try:
         for _, element in events:
             parent = element.getparent()
-            if parent is None:
-                continue
-            if not root:
-                root = _localname(element.getroottree().getroot())
-                if root not in kinds:
-                    break
-            if parent.getparent() is not None or element.tag.rsplit("}", 1)[-1] != _ITEM[root]:
+            if parent is None or parent.getparent() is not None:
+                continue  # the root itself, or an element nested deeper than an entry
+            root = root or _localname(parent)
+            if root not in _KINDS:
+                break
+            if _localname(element) != _ITEM[root]:
                 continue
             if len(entries) >= max_entries:
                 problems.append(f"more than {max_entries} entries: read the first {max_entries}")
                 break
-            url = _usable(_child_text(element, "{*}loc"))
-            if url is None:
+            entry = _entry(element)
+            if entry is None:
                 invalid += 1
             else:
-                entries.append(SitemapEntry(url, parse_lastmod(_child_text(element, "{*}lastmod"))))
+                entries.append(entry)
             element.clear()  # keep memory flat on 50,000 entries
             while element.getprevious() is not None:
                 del parent[0]
@@ -186,11 +190,10 @@ def _parse_xml(data: bytes, max_entries: int) -> Sitemap:
         errors = [e for e in events.error_log if e.level >= etree.ErrorLevels.ERROR]
         if errors:
             problems.append(f"malformed XML ({errors[0].message[:200]}): kept {len(entries)} entries read")
-    if not root and events.root is not None:  # set once the whole document was read
-        root = _localname(events.root)
-    if root not in kinds:
+    root = root or _localname(events.root)  # events.root is set once the whole document was read
+    if root not in _KINDS:
         return Sitemap("none", problems=(f"not a sitemap (root element <{root or '?'}>)", *problems))
-    return Sitemap(kinds[root], tuple(entries), invalid, tuple(problems))
+    return Sitemap(_KINDS[root], tuple(entries), invalid, tuple(problems))
 
 
 def _first_line(exc: Exception) -> str:
@@ -201,7 +204,7 @@ def _parse_text(data: bytes, max_entries: int) -> Sitemap:
     entries: list[SitemapEntry] = []
     problems: list[str] = []
     invalid = 0
-    for line in data.decode("utf-8", errors="replace").splitlines():
+    for line in data.decode("utf-8-sig", errors="replace").splitlines():
         if not line.strip():
             continue
         if len(entries) >= max_entries:

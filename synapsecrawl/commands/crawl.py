@@ -16,6 +16,7 @@ from middlewares.addon import operator_settings
 from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.reread import check_operations
 
 
 class Command(ScrapyCrawl):
@@ -27,5 +28,6 @@ class Command(ScrapyCrawl):
         try:
             check_config(operator_settings(self.settings), arguments)
             CrawlRequest.from_args(**arguments)
+            check_operations(self.settings)
         except ConfigError as exc:
             raise SystemExit(f"synapsecrawl: {exc}") from None

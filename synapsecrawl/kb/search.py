@@ -1,17 +1,70 @@
-"""Snippets for search results: the best passage, within the page's own limits.
+"""Search worth citing: pages cut into passages, and the passages a result shows.
 
-``nosnippet`` means no text at all (SNA-SNIPPET); ``max-snippet:N`` at most N
-characters; text under ``data-nosnippet`` never reaches ``snippet_text``.
+A page's text is cut into passages of about a paragraph (``split_passages``):
+short paragraphs and headings join the paragraph after them, long ones are cut
+at sentence ends. Each passage is indexed on its own, so a result names the
+passage that answers (its ``passage`` ordinal) and a text fragment link to it
+(``anchor``: ``URL#:~:text=start,end``, WICG Text Fragments).
+
+What a result shows follows the page's own rules (SNA-SNIPPET):
+``nosnippet`` means no text at all (no passages, an anchor without text);
+``max-snippet:N`` bounds the whole ``snippet`` string at N characters,
+highlight marks, ellipses and separators included, so ``len(snippet) <= N``
+always holds; text under ``data-nosnippet`` is never in a passage (passages
+are cut from ``snippet_text``). Without a limit a snippet is at most
+``DEFAULT_SNIPPET_CHARS`` long: search serves snippets, never a page's text.
+
+Query words are shown between ``«`` and ``»`` (``MARK_OPEN``, ``MARK_CLOSE``):
+plain text, and rare in technical writing, where ``**`` (globs, ``**kwargs``)
+is common. The marks are not page text. The index finds the words (FTS5, Porter stems) and marks them with
+``HIT_OPEN``/``HIT_CLOSE``, two control characters that never occur in stored
+passages; this module turns them into what a reader sees.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import quote
 
-__all__ = ["DEFAULT_SNIPPET_CHARS", "make_snippet", "query_terms"]
+__all__ = [
+    "DEFAULT_SNIPPET_CHARS",
+    "HIT_CLOSE",
+    "HIT_OPEN",
+    "MARK_CLOSE",
+    "MARK_OPEN",
+    "SEPARATOR",
+    "ShownPassage",
+    "compose_snippet",
+    "make_snippet",
+    "query_terms",
+    "search_terms",
+    "split_passages",
+    "text_fragment",
+]
 
 DEFAULT_SNIPPET_CHARS = 240
+MARK_OPEN, MARK_CLOSE = "«", "»"
+SEPARATOR = " … "
+ELLIPSIS = "…"
+HIT_OPEN = "\x02"
+HIT_CLOSE = "\x03"
+MAX_PASSAGES_SHOWN = 2
+PASSAGE_MIN_CHARS = 160  # a shorter passage takes in the next paragraph
+PASSAGE_MAX_CHARS = 900  # a longer paragraph is cut at sentence ends
+_SECOND_PASSAGE_MIN_CHARS = 60  # room worth showing a second passage in
+_FRAGMENT_WORDS = 4
+
 _WORD = re.compile(r"\w+", re.UNICODE)
+# English function words: matched everywhere, they rank nothing and highlight noise.
+_STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from how i in is it its my of on or so that the this to was what "
+    "when where which who why with you your".split()
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?…。])\s+")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+_HEADING_END = (".", ":", ";", ",", "!", "?", "…")
 
 
 def query_terms(query: str) -> list[str]:
@@ -19,40 +72,259 @@ def query_terms(query: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(query)]
 
 
-def _passages(text: str) -> list[str]:
-    parts = [p.strip() for p in re.split(r"\n\s*\n", text)]
-    return [p for p in parts if p] or ([text.strip()] if text.strip() else [])
+def search_terms(query: str) -> list[str]:
+    """The words of a query worth matching: without function words, unless there is nothing else."""
+    terms = list(dict.fromkeys(query_terms(query)))
+    return [t for t in terms if t not in _STOPWORDS] or terms
+
+
+# -- cutting a page into passages --------------------------------------------
+
+
+def _sentences(paragraph: str, limit: int) -> list[str]:
+    """``paragraph`` cut at sentence ends (or, failing that, spaces) into pieces of at most ``limit``."""
+    pieces: list[str] = []
+    current = ""
+    for whole in _SENTENCE_END.split(paragraph):
+        sentence = whole
+        while len(sentence) > limit:
+            cut = sentence.rfind(" ", 0, limit)
+            cut = cut if cut > limit // 2 else limit
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(sentence[:cut].rstrip())
+            sentence = sentence[cut:].lstrip()
+        if current and len(current) + 1 + len(sentence) > limit:
+            pieces.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}" if current else sentence
+    if current:
+        pieces.append(current)
+    return [p for p in pieces if p]
+
+
+def _is_heading(paragraph: str) -> bool:
+    return len(paragraph) <= 80 and not paragraph.endswith(_HEADING_END) and len(paragraph.split()) <= 10
+
+
+def split_passages(text: str, title: str = "") -> list[str]:
+    """The passages of a page's text, in order; paragraphs inside one are joined by a newline.
+
+    Paragraphs are the blank-line separated blocks extraction writes. A
+    passage shorter than ``PASSAGE_MIN_CHARS`` takes in the next paragraph
+    (so a heading stays with what it heads), and none grows past
+    ``PASSAGE_MAX_CHARS``. A first heading the page ``title`` contains is
+    left out: a result shows the title already.
+    """
+    paragraphs = [" ".join(_CONTROL.sub(" ", p).split()) for p in re.split(r"\n\s*\n", text)]
+    if paragraphs and _is_heading(paragraphs[0]) and paragraphs[0].casefold() in " ".join(title.split()).casefold():
+        paragraphs = paragraphs[1:]  # the <h1>, and the <title> says it too ("Page — Site")
+    pieces = [piece for p in paragraphs if p for piece in _sentences(p, PASSAGE_MAX_CHARS)]
+    passages: list[str] = []
+    current: list[str] = []
+    size = 0
+    for piece in pieces:
+        full = size >= PASSAGE_MIN_CHARS or (_is_heading(piece) and size >= PASSAGE_MIN_CHARS // 2)
+        if current and (full or size + 1 + len(piece) > PASSAGE_MAX_CHARS):
+            passages.append("\n".join(current))
+            current, size = [], 0
+        current.append(piece)
+        size += len(piece) + (1 if size else 0)
+    if current:
+        passages.append("\n".join(current))
+    return passages
+
+
+# -- what a result shows ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShownPassage:
+    """One passage as a result shows it: ordinal in the page, text with « » marks, link to it."""
+
+    passage: int
+    text: str
+    anchor: str
+
+
+@dataclass(frozen=True)
+class _Marked:
+    """A passage's plain text and where the query words are in it."""
+
+    plain: str  # paragraphs separated by "\n"
+    hits: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def parse(cls, marked: str) -> _Marked:
+        plain: list[str] = []
+        hits: list[tuple[int, int]] = []
+        length = 0
+        start: int | None = None
+        for part in re.split(f"([{HIT_OPEN}{HIT_CLOSE}])", marked):
+            if part == HIT_OPEN:
+                start = length
+            elif part == HIT_CLOSE:
+                if start is not None and length > start:
+                    hits.append((start, length))
+                start = None
+            else:
+                plain.append(part)
+                length += len(part)
+        return cls("".join(plain), tuple(hits))
+
+    def render(self, a: int, b: int, *, marks: bool = True) -> str:
+        """Text ``[a, b)`` for display: one line, marks around whole hits, ellipses at cuts."""
+        out: list[str] = [ELLIPSIS] if a > 0 else []
+        pos = a
+        for start, end in self.hits if marks else ():
+            if start >= a and end <= b:
+                out += [self.plain[pos:start], MARK_OPEN, self.plain[start:end], MARK_CLOSE]
+                pos = end
+        out.append(self.plain[pos:b])
+        if b < len(self.plain):
+            out.append(ELLIPSIS)
+        return "".join(out).replace("\n", " ")
+
+
+def _window_start(marked: _Marked, limit: int) -> int:
+    """Where a window of about ``limit`` characters should start: a little before the first hit."""
+    if not marked.hits or len(marked.plain) <= limit:
+        return 0
+    first = marked.hits[0][0]
+    lead = min(limit // 4, 60)
+    if first <= lead:
+        return 0
+    start = first - lead
+    while start < first and not marked.plain[start - 1].isspace():
+        start += 1  # to the start of a word
+    return start
+
+
+def _window(marked: _Marked, limit: int) -> tuple[str, int, int]:
+    """The longest display of ``marked`` within ``limit`` characters, cut at spaces; and its span."""
+    plain = marked.plain
+    if limit <= 0 or not plain:
+        return "", 0, 0
+    a = _window_start(marked, limit)
+    whole = marked.render(a, len(plain))
+    if len(whole) <= limit:
+        return whole, a, len(plain)
+    ends = [i for i in range(a + 1, len(plain)) if plain[i].isspace() and not plain[i - 1].isspace()]
+    lo, hi, best = 0, len(ends) - 1, -1
+    while lo <= hi:  # render length grows with the end, so the best end is found by bisection
+        mid = (lo + hi) // 2
+        if len(marked.render(a, ends[mid])) <= limit:
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    if best >= 0:
+        return marked.render(a, ends[best]), a, ends[best]
+    piece = plain[a : a + limit].replace("\n", " ")  # not one whole word fits: plain characters
+    return piece, a, a + len(piece)
+
+
+def _fragment_words(text: str, *, last: bool) -> str:
+    words = text.split()
+    chosen = words[-_FRAGMENT_WORDS:] if last else words[:_FRAGMENT_WORDS]
+    return " ".join(chosen)
+
+
+def _encode_fragment_part(text: str) -> str:
+    return quote(text, safe="").replace("-", "%2D")  # "-" and "," are syntax in a text directive
+
+
+def text_fragment(url: str, shown: str) -> str:
+    """A link to ``url`` that scrolls to and highlights ``shown`` (paragraphs split on "\\n").
+
+    ``#:~:text=start,end`` (WICG Text Fragments): the first words of the
+    first paragraph shown to the last words of the last one. Text a site did
+    not write (``[email]``, ``[phone]`` left by scrubbing) cannot be found on
+    the page, so such a passage gets a plain link.
+    """
+    lines = [line for line in shown.split("\n") if line.split()]
+    if not lines:
+        return url
+    start = _fragment_words(lines[0], last=False)
+    end = _fragment_words(lines[-1], last=True)
+    if len(lines) == 1 and len(lines[0].split()) <= 2 * _FRAGMENT_WORDS:
+        start, end = lines[0].strip(), ""
+    if "[email]" in start + end or "[phone]" in start + end:
+        return url
+    directive = _encode_fragment_part(start) + ("," + _encode_fragment_part(end) if end else "")
+    return f"{url}{':~:' if '#' in url else '#:~:'}text={directive}"
+
+
+def snippet_limit(*, nosnippet: bool, max_snippet: int | None, budget: int = DEFAULT_SNIPPET_CHARS) -> int:
+    """Characters a result may show: 0 under nosnippet, else the smaller of max-snippet and the budget."""
+    if nosnippet or max_snippet == 0:
+        return 0
+    if max_snippet is None or max_snippet < 0:
+        return budget
+    return min(max_snippet, budget)
+
+
+def compose_snippet(
+    url: str,
+    passages: Sequence[tuple[int, str]],
+    *,
+    nosnippet: bool,
+    max_snippet: int | None,
+    budget: int = DEFAULT_SNIPPET_CHARS,
+) -> tuple[str, tuple[ShownPassage, ...]]:
+    """The snippet and shown passages of one result.
+
+    ``passages`` are (ordinal, text) best first, the query words marked with
+    ``HIT_OPEN``/``HIT_CLOSE``. At most ``MAX_PASSAGES_SHOWN`` are shown, joined
+    by ``SEPARATOR``; the whole snippet, marks included, fits the limit.
+    """
+    remaining = snippet_limit(nosnippet=nosnippet, max_snippet=max_snippet, budget=budget)
+    shown: list[ShownPassage] = []
+    for ordinal, text in passages[:MAX_PASSAGES_SHOWN]:
+        if shown:
+            remaining -= len(SEPARATOR)
+            if remaining < _SECOND_PASSAGE_MIN_CHARS:
+                break
+        marked = _Marked.parse(text)
+        display, a, b = _window(marked, remaining + (len(ELLIPSIS) if shown else 0))
+        if shown and display.startswith(ELLIPSIS):
+            display = display[len(ELLIPSIS) :]  # the separator already says text was left out
+        if not display.strip() or len(display) > remaining:
+            break
+        shown.append(ShownPassage(ordinal, display, text_fragment(url, marked.plain[a:b])))
+        remaining -= len(display)
+    return SEPARATOR.join(p.text for p in shown), tuple(shown)
+
+
+# -- a snippet without the index ------------------------------------------------
 
 
 def _matches(word: str, terms: set[str]) -> bool:
-    # The index stems (porter); a shared stem-length prefix is close enough to pick a passage.
+    # The index stems (Porter); without it a shared five-letter prefix is close enough.
     return word in terms or any(len(t) >= 4 and word[:5] == t[:5] for t in terms)
 
 
+def _mark_words(passage: str, terms: set[str]) -> tuple[str, int]:
+    count = 0
+
+    def mark(match: re.Match[str]) -> str:
+        nonlocal count
+        if not _matches(match.group().lower(), terms):
+            return match.group()
+        count += 1
+        return f"{HIT_OPEN}{match.group()}{HIT_CLOSE}"
+
+    return _WORD.sub(mark, passage), count
+
+
 def make_snippet(text: str, query: str, *, nosnippet: bool, max_snippet: int | None) -> str:
-    """The passage of ``text`` that best answers ``query``, trimmed to the limit."""
-    if nosnippet or max_snippet == 0:
-        return ""
-    limit = DEFAULT_SNIPPET_CHARS if max_snippet is None or max_snippet < 0 else max_snippet
-    limit = min(limit, DEFAULT_SNIPPET_CHARS)
-    terms = set(query_terms(query))
-    passages = _passages(text)
-    if not passages:
-        return ""
-
-    def score(passage: str) -> int:
-        return sum(1 for w in _WORD.findall(passage.lower()) if _matches(w, terms))
-
-    best = max(passages, key=score)
-    words = best.lower()
-    first = min((words.find(t[:5]) for t in terms if t[:5] and t[:5] in words), default=0)
-    start = max(0, first - limit // 3)
-    if start:
-        space = best.find(" ", start)
-        start = space + 1 if 0 <= space < first else start
-    piece = " ".join(best[start:].split())
-    if len(piece) <= limit:
-        return piece
-    cut = piece[:limit]
-    space = cut.rfind(" ")
-    return cut[:space] if space > limit // 2 else cut
+    """The snippet of ``text`` for ``query``, found without the index (same rules and marks)."""
+    terms = set(search_terms(query))
+    scored = []
+    for ordinal, passage in enumerate(split_passages(text)):
+        marked, count = _mark_words(passage, terms)
+        scored.append((-count, ordinal, marked))
+    scored.sort()
+    snippet, _ = compose_snippet("", [(o, m) for _, o, m in scored], nosnippet=nosnippet, max_snippet=max_snippet)
+    return snippet

@@ -10,13 +10,14 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from synapsecrawl.errors import StoreError
-from synapsecrawl.kb.search import make_snippet, query_terms
-from synapsecrawl.kb.store import PageRecord, RobotsCopy, SearchHit, SiteState, UrlHold
+from synapsecrawl.kb import content
+from synapsecrawl.kb.store import LabelRecord, PageRecord, RobotsCopy, SearchHit, SiteState, Source, UrlHold
 
 __all__ = ["SQLiteStore"]
 
@@ -89,6 +90,28 @@ CREATE TABLE IF NOT EXISTS backoff_urls (
 );
 """
 
+# Sources a KB user added, re-read on a schedule (synapsecrawl.reread). URLs one a line; unix seconds.
+_SOURCES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sources (
+    id TEXT PRIMARY KEY,
+    mode TEXT NOT NULL,
+    urls TEXT NOT NULL,
+    kb TEXT NOT NULL,
+    profile TEXT NOT NULL,
+    deployment TEXT NOT NULL,
+    depth TEXT NOT NULL DEFAULT '',
+    max_pages TEXT NOT NULL DEFAULT '',
+    interval REAL NOT NULL,
+    added_at REAL NOT NULL DEFAULT 0,
+    last_crawl REAL NOT NULL DEFAULT 0,
+    next_due REAL NOT NULL DEFAULT 0,
+    outcome TEXT NOT NULL DEFAULT ''
+);
+"""
+_SOURCE_COLUMNS = (
+    "id, mode, urls, kb, profile, deployment, depth, max_pages, interval, added_at, last_crawl, next_due, outcome"
+)
+
 _PAGE_COLUMNS = (
     "kb, url, title, text, snippet_text, content_type, status, fetched_at, verified_at, etag,"
     " last_modified, nosnippet, max_snippet, site, language, description"
@@ -121,9 +144,10 @@ def _record(row: sqlite3.Row) -> PageRecord:
     )
 
 
-def _fts_query(query: str) -> str:
-    # Each word quoted, so user text never reaches FTS5's query syntax.
-    return " OR ".join(f'"{term}"' for term in query_terms(query))
+def _source(row: sqlite3.Row) -> Source:
+    return Source(row["id"], row["mode"], tuple(u for u in row["urls"].split("\n") if u), row["kb"],
+                  row["profile"], row["deployment"], row["depth"], row["max_pages"], row["interval"],
+                  row["added_at"], row["last_crawl"], row["next_due"], row["outcome"])
 
 
 class SQLiteStore:
@@ -139,6 +163,13 @@ class SQLiteStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
             self._db.executescript(_BACKOFF_SCHEMA)
+            self._db.executescript(_SOURCES_SCHEMA)
+            cut = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='passages'").fetchone()
+            self._db.executescript(content.SCHEMA)  # passages and labels (kb.content)
+            if not cut:
+                self._db.execute("BEGIN IMMEDIATE")
+                content.backfill_passages(self._db)
+                self._db.execute("COMMIT")
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open knowledge base {path}: {exc}") from None
         self._lock = threading.Lock()
@@ -160,11 +191,28 @@ class SQLiteStore:
         )  # fmt: skip
         placeholders = ", ".join("?" * len(values))
         updates = ", ".join(f"{c.strip()}=excluded.{c.strip()}" for c in _PAGE_COLUMNS.split(",")[2:])
-        self._run(
+        upsert = (
             f"INSERT INTO pages ({_PAGE_COLUMNS}) VALUES ({placeholders}) "  # noqa: S608 (fixed names)
-            f"ON CONFLICT (kb, url) DO UPDATE SET {updates}",
-            values,
+            f"ON CONFLICT (kb, url) DO UPDATE SET {updates}"
         )
+        with self._transaction() as db:  # the page and its passages together (kb.content)
+            db.execute(upsert, values)
+            content.write_passages(db, page.kb, page.url, page.snippet_text or page.text, page.title)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection, locked, inside one write transaction; a failure rolls it back."""
+        try:
+            with self._lock:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"knowledge base {self.path}: {exc}") from None
 
     def get_page(self, kb: str, url: str) -> PageRecord | None:
         """The stored page, or None."""
@@ -184,34 +232,25 @@ class SQLiteStore:
         return (_record(row) for row in rows)
 
     def search(self, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit]:
-        """BM25-ranked pages for ``query``, best first, each with a snippet."""
-        match = _fts_query(query)
-        if not match:
-            return []
-        sql = (
-            "SELECT pages.*, bm25(pages_fts, 5.0, 1.0) AS rank FROM pages_fts "
-            "JOIN pages ON pages.id = pages_fts.rowid WHERE pages_fts MATCH ?"
-        )
-        params: tuple[Any, ...] = (match,)
-        if kb is not None:
-            sql += " AND pages.kb = ?"
-            params += (kb,)
-        rows = self._run(sql + " ORDER BY rank LIMIT ?", (*params, limit)).fetchall()
-        return [
-            SearchHit(
-                url=row["url"],
-                kb=row["kb"],
-                title=row["title"],
-                snippet=make_snippet(
-                    row["snippet_text"] or row["text"],
-                    query,
-                    nosnippet=bool(row["nosnippet"]),
-                    max_snippet=row["max_snippet"],
-                ),
-                score=float(f"{-float(row['rank']):.6g}"),
-            )
-            for row in rows
-        ]
+        """Pages for ``query``, best first, each with its best passages (kb.content)."""
+        try:
+            with self._lock:
+                return content.search(self._db, query, kb, limit)
+        except sqlite3.Error as exc:
+            raise StoreError(f"knowledge base {self.path}: {exc}") from None
+
+    def put_labels(self, labels: LabelRecord) -> None:
+        """Replace a page's labels (OMN-LABELS) and TDM policy (OMN-FETCH)."""
+        with self._transaction() as db:
+            content.put_labels(db, labels)
+
+    def get_labels(self, kb: str, url: str) -> LabelRecord | None:
+        """A page's labels, or None."""
+        try:
+            with self._lock:
+                return content.get_labels(self._db, kb, url)
+        except sqlite3.Error as exc:
+            raise StoreError(f"knowledge base {self.path}: {exc}") from None
 
     def get_robots(self, profile: str, origin: str) -> RobotsCopy | None:
         """The stored robots.txt outcome for ``origin`` under ``profile``."""
@@ -277,6 +316,43 @@ class SQLiteStore:
             sql += " AND kind=?"
             params += (kind,)
         return [UrlHold(*row) for row in self._run(sql + " ORDER BY until, url", params).fetchall()]
+
+    def page_urls(self, kb: str | None = None, prefix: str = "") -> list[tuple[str, str]]:
+        """(kb, url) of the stored pages, of one KB or all, whose URL starts with ``prefix``."""
+        sql = "SELECT kb, url FROM pages WHERE substr(url, 1, ?) = ?"
+        params: tuple[Any, ...] = (len(prefix), prefix)
+        if kb is not None:
+            sql += " AND kb=?"
+            params += (kb,)
+        return [(row[0], row[1]) for row in self._run(sql + " ORDER BY kb, url", params).fetchall()]
+
+    def put_source(self, source: Source) -> None:
+        """Record a source (replacing the one with its id)."""
+        self._run(
+            f"INSERT OR REPLACE INTO sources ({_SOURCE_COLUMNS}) "  # noqa: S608 (fixed names)
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (source.id, source.mode, "\n".join(source.urls), source.kb, source.profile, source.deployment,
+             source.depth, source.max_pages, source.interval, source.added_at, source.last_crawl,
+             source.next_due, source.outcome),
+        )
+
+    def get_source(self, source_id: str) -> Source | None:
+        """The source with ``source_id``, or None."""
+        row = self._run(f"SELECT {_SOURCE_COLUMNS} FROM sources WHERE id=?", (source_id,)).fetchone()  # noqa: S608
+        return _source(row) if row else None
+
+    def sources(self, kb: str | None = None) -> list[Source]:
+        """The sources of one KB or all, earliest due first."""
+        sql = f"SELECT {_SOURCE_COLUMNS} FROM sources"  # noqa: S608 (fixed names)
+        params: tuple[Any, ...] = ()
+        if kb is not None:
+            sql += " WHERE kb=?"
+            params = (kb,)
+        return [_source(row) for row in self._run(sql + " ORDER BY next_due, id", params).fetchall()]
+
+    def delete_source(self, source_id: str) -> bool:
+        """Forget a source (its pages stay); True when there was one."""
+        return self._run("DELETE FROM sources WHERE id=?", (source_id,)).rowcount > 0
 
     def close(self) -> None:
         """Close the connection."""

@@ -15,13 +15,16 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.kb.search import ShownPassage
 
 __all__ = [
     "DEFAULT_KB_URI",
+    "LabelRecord",
     "PageRecord",
     "RobotsCopy",
     "SearchHit",
     "SiteState",
+    "Source",
     "Store",
     "UrlHold",
     "open_store",
@@ -67,6 +70,22 @@ class SearchHit:
     title: str
     snippet: str
     score: float
+    passage: int | None = None  # ordinal of the passage that answers (kb.search)
+    anchor: str = ""  # link to that passage: URL#:~:text=... (or the URL under nosnippet)
+    passages: tuple[ShownPassage, ...] = ()  # the passages shown in ``snippet``, best first
+
+
+@dataclass(frozen=True)
+class LabelRecord:
+    """OmniscienteBot's labels of one page, never its text (OMN-LABELS), and its TDM policy (OMN-FETCH)."""
+
+    kb: str
+    url: str
+    kind: str  # synapsecrawl.labels.PAGE_KINDS
+    links: tuple[tuple[str, str], ...] = ()  # (target URL, context) in page order
+    tdm_reservation: int | None = None  # 1 reserved, 0 not reserved, None unset (W3C TDMRep)
+    tdm_policy: str = ""
+    tdm_source: str = ""  # "file", "header", "meta" or "" (synapsecrawl.tdmrep)
 
 
 @dataclass(frozen=True)
@@ -104,6 +123,25 @@ class UrlHold:
     recorded_at: float = 0.0  # unix seconds
 
 
+@dataclass(frozen=True)
+class Source:
+    """What a KB user added, re-read on a schedule (SYN-REREAD; synapsecrawl.reread)."""
+
+    id: str
+    mode: str  # the spider: page, site, sitemap, feed
+    urls: tuple[str, ...]
+    kb: str
+    profile: str
+    deployment: str
+    depth: str = ""  # as the KB user gave it ("" = the profile's)
+    max_pages: str = ""
+    interval: float = 7 * 86400.0  # seconds between re-reads
+    added_at: float = 0.0  # unix seconds
+    last_crawl: float = 0.0  # when its last crawl ended (0 = never)
+    next_due: float = 0.0
+    outcome: str = ""  # how the last crawl ended, or that one was scheduled
+
+
 class Store(Protocol):
     """What the crawler and the CLI need from a knowledge base."""
 
@@ -112,6 +150,8 @@ class Store(Protocol):
     def delete_page(self, kb: str, url: str) -> bool: ...
     def pages(self, kb: str | None = None) -> Iterator[PageRecord]: ...
     def search(self, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit]: ...
+    def put_labels(self, labels: LabelRecord) -> None: ...
+    def get_labels(self, kb: str, url: str) -> LabelRecord | None: ...
     def get_robots(self, profile: str, origin: str) -> RobotsCopy | None: ...
     def put_robots(self, profile: str, copy: RobotsCopy) -> None: ...
     # Backoff state that outlives a crawl (synapsecrawl.backoff), per profile.
@@ -121,6 +161,12 @@ class Store(Protocol):
     def put_url_hold(self, profile: str, hold: UrlHold) -> None: ...
     def delete_url_hold(self, profile: str, url: str) -> bool: ...
     def url_holds(self, profile: str, kind: str | None = None) -> list[UrlHold]: ...
+    # Re-reads and removals (synapsecrawl.reread, synapsecrawl.removals).
+    def page_urls(self, kb: str | None = None, prefix: str = "") -> list[tuple[str, str]]: ...
+    def put_source(self, source: Source) -> None: ...
+    def get_source(self, source_id: str) -> Source | None: ...
+    def sources(self, kb: str | None = None) -> list[Source]: ...
+    def delete_source(self, source_id: str) -> bool: ...
     def close(self) -> None: ...
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from email.utils import formatdate
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -18,6 +19,8 @@ from synapsecrawl.backoff import (
     parse_retry_after,
     slow_spacing,
 )
+from synapsecrawl.kb.sqlite import SQLiteStore
+from synapsecrawl.kb.store import SiteState, UrlHold
 from synapsecrawl.pacing import SiteClock
 from synapsecrawl.profiles import BackoffPolicy, load_profile
 
@@ -425,3 +428,39 @@ def test_profile_curves_match_the_bot_pages() -> None:
     assert (SYNAPSE.max_wait, SYNAPSE.jitter) == (600, 0.25)
     assert all(p.slow_statuses == {429, 503} for p in (SYNAPSE, SNAGA, SERENE, OMNI, YOTTA))
     assert BackoffPolicy().retries == 3
+
+
+# What outlives a crawl: the store
+
+
+def test_store_keeps_site_pauses_streaks_and_url_holds(tmp_path: Path) -> None:
+    """OMN-PAUSE, SER-ERRORS, SNA-429: a site's pause and streaks, and a URL's hold (a 404 remembered,
+    a deferred retry), are kept per profile and read back by the next crawl from the same file."""
+    path = tmp_path / "kb.sqlite3"
+    store = SQLiteStore(path)
+    store.put_site_state("omniscientebot", SiteState("example.com", NOW + DAY, "403 answers in a row", 0, 0))
+    store.put_site_state("omniscientebot", SiteState("example.org", 0.0, "", 2, 1))
+    store.put_url_hold("serenereader", UrlHold("https://a.test/x", "gone", NOW + 30 * DAY, "404", "a.test", "news"))
+    store.put_url_hold("serenereader", UrlHold("https://a.test/y", "deferred", NOW + HOUR, "500", "a.test"))
+    store.put_url_hold("serenereader", UrlHold("https://a.test/y", "deferred", NOW + 2 * HOUR, "500", "a.test",
+                                               failures=3))
+    store.close()
+
+    store = SQLiteStore(path)
+    try:
+        assert store.get_site_state("omniscientebot", "example.com") == SiteState(
+            "example.com", NOW + DAY, "403 answers in a row", 0, 0
+        )
+        assert store.get_site_state("omniscientebot", "example.org") == SiteState("example.org", 0.0, "", 2, 1)
+        assert store.get_site_state("snagabot", "example.com") is None  # each profile keeps its own
+        assert [h.url for h in store.url_holds("serenereader")] == ["https://a.test/y", "https://a.test/x"]
+        assert [h.url for h in store.url_holds("serenereader", "gone")] == ["https://a.test/x"]
+        held = store.get_url_hold("serenereader", "https://a.test/y")
+        assert held is not None
+        assert (held.until, held.failures) == (NOW + 2 * HOUR, 3)  # replaced, not duplicated
+        assert store.delete_url_hold("serenereader", "https://a.test/y")
+        assert not store.delete_url_hold("serenereader", "https://a.test/y")
+        assert store.get_url_hold("serenereader", "https://a.test/y") is None
+        assert store.url_holds("yottabot") == []
+    finally:
+        store.close()

@@ -99,7 +99,8 @@ def test_snagabot_leaves_a_host_asking_more_than_an_hour_and_so_does_the_next_cr
     store (not lost). The pause outlives the crawl: the next crawl with the same KB does not touch the
     host, says so in the log, and counts its pages as skipped ("paused"); other hosts are crawled."""
     other = f"other.{host}"
-    server.add(host, {"/a.html": status(503, {"Retry-After": "7200"}), "/b.html": html("B"), "/c.html": html("C")})
+    # the pages are asked in no set order: each answers so, and the first one asked decides
+    server.add(host, {p: status(503, {"Retry-After": "7200"}) for p in ("/a.html", "/b.html", "/c.html")})
     server.add(other, {"/x.html": html("X")})
     urls = [server.url(host, p) for p in ("/a.html", "/b.html", "/c.html")] + [server.url(other, "/x.html")]
     urls_file = write_urls(tmp_path / "urls.txt", urls)
@@ -108,7 +109,9 @@ def test_snagabot_leaves_a_host_asking_more_than_an_hour_and_so_does_the_next_cr
     started = time.time()
     first = crawl("page", args={"urls_file": urls_file}, settings=settings, timeout=60)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert [h.path for h in server.log(host)] == ["/robots.txt", "/a.html"]
+    asked = [h.path for h in server.log(host)]
+    assert asked[0] == "/robots.txt"
+    assert len(asked) == 2
     assert [p["url"] for p in first.kb()] == [server.url(other, "/x.html")]
     assert f"backoff: leaving {host} to a later crawl" in first.stderr
     assert "'backoff/left/503': 1" in first.stderr
@@ -122,7 +125,7 @@ def test_snagabot_leaves_a_host_asking_more_than_an_hour_and_so_does_the_next_cr
 
     second = crawl("page", args={"urls_file": urls_file}, settings=settings, timeout=60)
     assert second.returncode == 0, second.stderr[-3000:]
-    assert [h.path for h in server.log(host)] == ["/robots.txt", "/a.html"]  # nothing new
+    assert [h.path for h in server.log(host)] == asked  # nothing new
     assert [h.path for h in server.log(other)].count("/x.html") == 2
     assert f"backoff: {host} is paused until" in second.stderr
     assert "by an earlier crawl" in second.stderr
@@ -171,18 +174,21 @@ def test_snagabot_spaces_a_slow_server_ten_times_its_response_time(
 def test_omniscientebot_pauses_every_host_of_the_registrable_domain(
     server: TestServer, host: str, crawl, signing_key: Path, tmp_path: Path
 ) -> None:
-    """OMN-PAUSE, OMN-SITE: a 503 with Retry-After: 7 on a.<site> pauses b.<site> too: no request to
-    either host starts within 7 s of it, longer than the 5 s spacing; the page is then retried."""
+    """OMN-PAUSE, OMN-SITE: a 503 with Retry-After: 7 on one host of a site (a.<site>, b.<site>)
+    pauses the other too: no request to either host starts within 7 s of it, longer than the 5 s
+    spacing; the refused page is then retried and both pages are stored."""
     a, b = f"a.{host}", f"b.{host}"
-    server.add(a, {"/p.html": first_then(status(503, {"Retry-After": "7"}), html("A"))})
-    server.add(b, {"/p.html": html("B")})
+    # whichever page is asked first (their order is not set) answers 503; the other host comes after
+    route = first_then(status(503, {"Retry-After": "7"}), html("Page"))
+    server.add(a, {"/p.html": route})
+    server.add(b, {"/p.html": route})
     urls = [server.url(a, "/p.html"), server.url(b, "/p.html")]
     run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
                 settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)})
     assert run.returncode == 0, run.stderr[-3000:]
 
     hits = sorted(server.log(a) + server.log(b), key=lambda h: h.start)
-    refused = next(h for h in hits if h.host == a and h.path == "/p.html")
+    refused = next(h for h in hits if h.path == "/p.html")
     later = [h for h in hits if h.start > refused.start]
     assert {h.host for h in later} == {a, b}  # both hosts were asked again, and
     assert all(h.start - refused.start >= 7.0 for h in later), [h.start - refused.start for h in later]
@@ -196,21 +202,22 @@ def test_omniscientebot_three_403_in_a_row_pause_the_site_for_a_day(
 ) -> None:
     """OMN-PAUSE: three 403 answers in a row pause the site for 24 hours: its fourth page is not asked
     but deferred, and the next crawl with the same KB does not touch the site at all."""
-    server.add(host, {**{f"/p{i}.html": status(403) for i in range(3)}, "/p3.html": html("P3")})
+    server.add(host, {f"/p{i}.html": status(403) for i in range(4)})
     urls = [server.url(host, f"/p{i}.html") for i in range(4)]
     urls_file = write_urls(tmp_path / "urls.txt", urls)
     settings = {"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)}
     started = time.time()
     first = crawl("page", args={"urls_file": urls_file}, settings=settings)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert [h.path for h in pages(server.log(host))] == ["/p0.html", "/p1.html", "/p2.html"]
+    asked = [server.url(host, h.path) for h in pages(server.log(host))]
+    assert len(asked) == 3
     assert "403 answers in a row" in first.stderr
     with store_of(first) as store:
         state = store.get_site_state("omniscientebot", host)
         deferred = [h.url for h in store.url_holds("omniscientebot", "deferred")]
     assert state is not None
     assert 86390 <= state.paused_until - started <= 86400 + (time.time() - started)
-    assert deferred == [urls[3]]
+    assert deferred == sorted(set(urls) - set(asked))
 
     seen = len(server.log(host))
     second = crawl("page", args={"urls_file": urls_file}, settings=settings)
@@ -224,13 +231,13 @@ def test_yottabot_raises_a_short_retry_after_to_one_minute(
 ) -> None:
     """YOT-429: a Retry-After of 1 s is taken as the one-minute floor. With a crawl that may wait
     only 10 s (BACKOFF_MAX_WAIT), the site is left and the page deferred a minute in the store."""
-    tls_server.add(host, {"/a.html": status(429, {"Retry-After": "1"}), "/b.html": html("B")})
+    tls_server.add(host, {p: status(429, {"Retry-After": "1"}) for p in ("/a.html", "/b.html")})
     urls = [tls_server.url(host, "/a.html"), tls_server.url(host, "/b.html")]
     started = time.time()
     run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
                 settings={"BOT_PROFILE": "yottabot", "BACKOFF_MAX_WAIT": "10"}, timeout=60)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert [h.path for h in pages(tls_server.log(host))] == ["/a.html"]
+    assert len(pages(tls_server.log(host))) == 1
     assert "Retry-After 1.0 s taken as 60 s" in run.stderr
     with store_of(run) as store:
         holds = {h.url: h for h in store.url_holds("yottabot", "deferred")}

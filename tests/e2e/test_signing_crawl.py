@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from http_message_signatures import HTTPMessageVerifier, MappingKeyResolver, algorithms
 
 from synapsecrawl.signing import verify_request
-from tests.conftest import synapsecrawl, write_urls
+from tests.conftest import synapsecrawl
 from tests.site.server import Hit, Reply, TestServer
 
 COMPONENTS = ("@authority", '"signature-agent";key="sig1"', "@method", "@path")
@@ -96,12 +96,13 @@ def verify_cli(directory_file: Path, url: str, hit: Hit, *extra: str) -> tuple[i
     return out.returncode, out.stdout
 
 
-def test_serenereader_signs_every_request_robots_redirects_and_retries_included(
+def test_serenereader_signs_every_request_robots_and_redirects_included(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
     """SER-SIGN, CARD-MW: under SereneReader every request the site receives (robots.txt, a
-    redirect and its target, a retried 500) carries Signature-Agent, Signature-Input and
-    Signature, one signature each with a fresh nonce, and verifies against the directory from
+    redirect and its target, which arrives carrying the first hop's headers) carries
+    Signature-Agent, Signature-Input and Signature, exactly one signature each with a fresh
+    nonce, and verifies against the directory from
     `synapsecrawl keys directory` with our verifier, http-message-signatures' and `synapsecrawl
     verify`; the same requests expired, at another authority or under another key do not."""
     key = keygen(tmp_path / "serene.pem")
@@ -110,17 +111,15 @@ def test_serenereader_signs_every_request_robots_redirects_and_retries_included(
         "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
         "/a.html": Reply("", status=301, headers={"Location": server.url(host, "/b.html")}),
         "/b.html": html("Bee"),
-        "/flaky.html": Reply("<p>oops</p>", status=500),
     })  # fmt: skip
-    urls = write_urls(tmp_path / "urls.txt", [server.url(host, "/a.html"), server.url(host, "/flaky.html")])
     run = crawl(
         "page",
-        args={"urls_file": urls},
-        settings={"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(key), "RETRY_TIMES": "1"},
+        args={"url": server.url(host, "/a.html")},
+        settings={"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(key)},
     )
     assert run.returncode == 0, run.stderr[-3000:]
     hits = assert_every_request_verifies(server, host, directory_file, 'sig1="https://serenereader.com"')
-    assert sorted(h.path for h in hits) == ["/a.html", "/b.html", "/flaky.html", "/flaky.html", "/robots.txt"]
+    assert [h.path for h in hits] == ["/robots.txt", "/a.html", "/b.html"]
     assert [p["url"] for p in run.kb()] == [server.url(host, "/b.html")]
 
     kid = json.loads(directory_file.read_text())["keys"][0]["kid"]
@@ -143,9 +142,9 @@ def test_serenereader_signs_every_request_robots_redirects_and_retries_included(
 def test_omniscientebot_signs_with_its_published_signature_agent(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
-    """OMN-SIGN, OMN-UA: under OmniscienteBot robots.txt and the page carry exactly
-    `Signature-Agent: sig1="https://omnisciente.dev"` and a web-bot-auth signature that verifies,
-    also when a site owner pastes the raw request head into `synapsecrawl verify`."""
+    """OMN-SIGN, OMN-UA: under OmniscienteBot every request (robots.txt, tdmrep.json, the page)
+    carries exactly `Signature-Agent: sig1="https://omnisciente.dev"` and a web-bot-auth signature
+    that verifies, also when a site owner pastes the raw request head into `synapsecrawl verify`."""
     key = keygen(tmp_path / "omni.pem")
     directory_file = publish(key)
     server.add(host, {
@@ -159,10 +158,11 @@ def test_omniscientebot_signs_with_its_published_signature_agent(
     )
     assert run.returncode == 0, run.stderr[-3000:]
     hits = assert_every_request_verifies(server, host, directory_file, 'sig1="https://omnisciente.dev"')
-    assert [h.path for h in hits] == ["/robots.txt", "/a.html"]
+    assert hits[0].path == "/robots.txt"
+    assert "/a.html" in [h.path for h in hits]  # and /.well-known/tdmrep.json (OMN-FETCH), signed alike
     assert all(h.header("From") == "crawler@omnisciente.dev" for h in hits)
 
-    page = hits[1]
+    page = next(h for h in hits if h.path == "/a.html")
     head = tmp_path / "request.txt"
     head.write_text(
         "\r\n".join([f"GET {page.path} HTTP/1.1", *(f"{n}: {v}" for n, v in page.headers.items())]) + "\r\n\r\n"

@@ -15,13 +15,13 @@ FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted floor: ten requests a
 TEXT = {"Content-Type": "text/plain"}
 
 
-def html(title: str, links: list[str] = (), *, head: str = "", rels: dict[str, str] | None = None,  # type: ignore[assignment]
+def html(title: str, links: list[str] | None = None, *, head: str = "", rels: dict[str, str] | None = None,
          headers: dict[str, str] | None = None) -> Reply:
     """A page titled ``title`` linking to ``links``; ``rels`` gives some links a rel attribute."""
+    rels = rels or {}
     anchors = "".join(
-        f'<li><a href="{href}"{f" rel={chr(34)}{(rels or {})[href]}{chr(34)}" if href in (rels or {}) else ""}>'
-        f"{href}</a></li>"
-        for href in links
+        f'<li><a href="{href}"' + (f' rel="{rels[href]}"' if href in rels else "") + f">{href}</a></li>"
+        for href in links or []
     )
     return Reply(
         f"<html><head><title>{title}</title>{head}</head><body><main><h1>{title}</h1>"
@@ -36,8 +36,7 @@ def minimal_pdf(text: str, padding: int = 0) -> bytes:
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >>"
-        b" /Contents 5 0 R >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         b"<< /Length %d >>\nstream\n%b\nendstream" % (len(stream), stream),
     ]

@@ -1,0 +1,156 @@
+"""What the benchmarks share: running a crawler process, and judging the server's log.
+
+A crawl runs as users run it (``scrapy crawl`` in a subprocess); its CPU time
+and peak RSS come from ``os.wait4`` on that process alone. The log is judged
+as a site owner would: per host, the gaps between request arrivals against the
+host's spacing, and requests in flight at once against the concurrency limit.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+
+from bench.sim import Hit
+
+__all__ = ["ROOT", "Figures", "Run", "judge", "machine", "run_process", "scrapy_bin"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def scrapy_bin() -> str:
+    local = Path(sys.executable).parent / "scrapy"
+    return str(local) if local.exists() else "scrapy"
+
+
+@dataclass
+class Run:
+    """One crawler process, measured from outside."""
+
+    returncode: int
+    started: float  # monotonic, just before the process was started
+    wall: float  # seconds the process lived
+    cpu: float  # user + system seconds of the process
+    max_rss_mb: float
+    log: str
+
+    def stat(self, name: str) -> int:
+        """A counter from Scrapy's final stats dump (0 when absent)."""
+        found = re.search(rf"'{re.escape(name)}': (\d+)", self.log)
+        return int(found.group(1)) if found else 0
+
+
+def run_process(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 900) -> Run:
+    """Run ``cmd`` to its end (killed after ``timeout`` seconds); stdout and stderr go to one log."""
+    with tempfile.TemporaryFile("w+") as out:
+        started = time.monotonic()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, **(env or {})})
+        deadline = started + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.send_signal(signal.SIGKILL)
+            time.sleep(0.02)
+        wall = time.monotonic() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        log = out.read()
+    return Run(proc.returncode, started, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, log)
+
+
+@dataclass
+class Figures:
+    """How one crawl looked from the server."""
+
+    requests: int
+    pages_ok: int  # 200 answers other than robots.txt
+    robots: int
+    first: float  # first arrival (monotonic)
+    last: float  # last arrival
+    makespan: float  # last arrival - first arrival
+    ideal: float  # the politeness bound: max over hosts of (requests - 1) * spacing
+    gap_violations: int  # consecutive arrivals to one host closer than its spacing
+    concurrency_violations: int  # arrivals while the host already had `limit` requests in flight
+    min_gap_ratio: float  # the smallest gap / spacing seen on any host
+    mean_gap_ratio: float  # mean gap / spacing over all hosts
+    examples: list[str]  # the first few violations, as the log shows them
+
+    @property
+    def efficiency(self) -> float:
+        return self.ideal / self.makespan if self.makespan > 0 else 0.0
+
+
+def judge(hits: list[Hit], spacing: dict[str, float], limit: int = 1) -> Figures:
+    """Judge the log: ``spacing`` maps each host to the seconds its arrivals must be apart."""
+    by_host: dict[str, list[Hit]] = defaultdict(list)
+    for hit in hits:
+        by_host[hit.host].append(hit)
+    ideal, gap_bad, min_ratio, ratios, examples = 0.0, 0, float("inf"), [], []
+    for host, host_hits in by_host.items():
+        host_hits.sort(key=lambda h: h.start)
+        space = spacing[host]
+        ideal = max(ideal, (len(host_hits) - 1) * space)
+        for a, b in pairwise(host_hits):
+            ratio = (b.start - a.start) / space
+            ratios.append(ratio)
+            min_ratio = min(min_ratio, ratio)
+            if ratio < 1.0:
+                gap_bad += 1
+                if len(examples) < 10:
+                    examples.append(f"{host}: {a.path} then {b.path} {b.start - a.start:.4f} s apart "
+                                    f"(spacing {space:g}); first answered after {a.end - a.start:.4f} s")
+    first = min((h.start for h in hits), default=0.0)
+    last = max((h.start for h in hits), default=0.0)
+    return Figures(
+        requests=len(hits),
+        pages_ok=sum(1 for h in hits if h.status == 200 and h.path != "/robots.txt"),
+        robots=sum(1 for h in hits if h.path == "/robots.txt"),
+        first=first,
+        last=last,
+        makespan=last - first,
+        ideal=ideal,
+        gap_violations=gap_bad,
+        concurrency_violations=sum(1 for h in hits if h.concurrent > limit),
+        min_gap_ratio=min_ratio if ratios else 0.0,
+        mean_gap_ratio=sum(ratios) / len(ratios) if ratios else 0.0,
+        examples=examples + [f"{h.host}: {h.path} arrived with {h.concurrent} in flight"
+                             for h in hits if h.concurrent > limit][:10],
+    )
+
+
+def machine() -> dict[str, str]:
+    """The machine the figures come from."""
+    import scrapy
+
+    mem_kb = 0
+    with Path("/proc/meminfo").open() as meminfo:
+        for line in meminfo:
+            if line.startswith("MemTotal:"):
+                mem_kb = int(line.split()[1])
+    cpu = "unknown"
+    with Path("/proc/cpuinfo").open() as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpus": str(os.cpu_count()),
+        "cpu": cpu,
+        "ram": f"{mem_kb / 1024 / 1024:.1f} GiB",
+        "python": platform.python_version(),
+        "scrapy": scrapy.__version__,
+        "os": platform.platform(),
+    }

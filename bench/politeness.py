@@ -1,0 +1,179 @@
+"""Politeness efficiency: H hosts x P pages at Crawl-delay d, ours against the ideal and against stock Scrapy.
+
+    python -m bench.politeness --hosts 20 --pages 25 --delay 0.2
+    python -m bench.politeness --hosts 200 --pages 10 --delay 1.0
+    python -m bench.politeness --hosts 2000 --pages 5 --delay 10
+    python -m bench.politeness --hosts 60 --pages 10 --delays 1,2,3 --slow 5 --failing 5
+
+Every host's robots.txt states its Crawl-delay; ``scrapy crawl page`` fetches
+the URL list (robots.txt first, then the pages, each gap at least the
+Crawl-delay). The ideal makespan is the politeness bound, max over hosts of
+(requests - 1) x spacing: P x d when robots.txt counts toward the pace. The
+makespan is the time from the first to the last request arrival at the server;
+efficiency = ideal / makespan. The same list then goes through a plain Scrapy
+spider with the closest stock settings (DOWNLOAD_DELAY = the largest
+Crawl-delay, CONCURRENT_REQUESTS_PER_DOMAIN = 1, ROBOTSTXT_OBEY = True).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from bench.common import ROOT, Figures, Run, judge, machine, run_process, scrapy_bin
+from bench.sim import Hit, SimWeb, make_hosts
+
+__all__ = ["main", "run_politeness"]
+
+_SYNAPSEBOT_PAGE_CAP = 500  # synapsebot self-hosted: pages cap; DOWNLOAD_DELAY floor 0.1
+_TIMELINE_HOSTS = 6
+
+
+def _profile_for(total_pages: int, min_delay: float) -> tuple[str, float]:
+    """The profile whose caps allow this crawl, and the DOWNLOAD_DELAY to pass (its floor)."""
+    if total_pages <= _SYNAPSEBOT_PAGE_CAP and min_delay >= 0.1:
+        return "synapsebot", 0.1
+    if min_delay >= 1.0:
+        return "snagabot", 1.0  # floor 1 s, up to 100,000 pages
+    raise SystemExit("bench: more than 500 pages needs Crawl-delays of at least 1 s (snagabot's floor)")
+
+
+def _ours(urls_file: Path, tmp: Path, profile: str, floor: float, extra: list[str], timeout: float) -> Run:
+    cmd = [scrapy_bin(), "crawl", "page", "-a", f"urls_file={urls_file}"]
+    settings = {
+        "HOST_RESOLVE": "*.test=127.0.0.1",
+        "ALLOW_PRIVATE_ADDRESSES": "True",
+        "KB_URI": f"sqlite:///{tmp / 'kb.sqlite3'}",
+        "BOT_PROFILE": profile,
+        "DOWNLOAD_DELAY": f"{floor:g}",
+        "LOG_LEVEL": "INFO",
+    }
+    for key, value in settings.items():
+        cmd += ["-s", f"{key}={value}"]
+    for item in extra:
+        cmd += ["-s", item]
+    return run_process(cmd, cwd=ROOT, timeout=timeout)
+
+
+def _stock(urls_file: Path, tmp: Path, delay: float, timeout: float) -> Run:
+    cmd = [scrapy_bin(), "runspider", str(ROOT / "bench" / "stock.py"), "-a", f"urls_file={urls_file}"]
+    settings = {
+        "DOWNLOAD_DELAY": f"{delay:g}",
+        "CONCURRENT_REQUESTS_PER_DOMAIN": "1",
+        "ROBOTSTXT_OBEY": "True",
+        "TWISTED_DNS_RESOLVER": "bench.stock.LoopbackResolver",
+        "TELNETCONSOLE_ENABLED": "False",
+        "LOG_LEVEL": "INFO",
+    }
+    for key, value in settings.items():
+        cmd += ["-s", f"{key}={value}"]
+    # outside the project: no scrapy.cfg, so none of synapsecrawl's settings apply
+    return run_process(cmd, cwd=tmp, env={"PYTHONPATH": str(ROOT)}, timeout=timeout)
+
+
+def _timeline(hits: list[Hit], hosts: list[str], origin: float) -> dict[str, list[float]]:
+    return {host: [round(h.start - origin, 4) for h in hits if h.host == host] for host in hosts}
+
+
+def _summary(label: str, figures: Figures, run: Run, expected_pages: int) -> dict[str, Any]:
+    return {
+        "crawler": label,
+        **asdict(figures),
+        "efficiency": figures.efficiency,
+        "expected_pages": expected_pages,
+        "wall": run.wall,
+        "cpu": run.cpu,
+        "max_rss_mb": run.max_rss_mb,
+        "returncode": run.returncode,
+        "startup": figures.first - run.started if figures.requests else 0.0,
+    }
+
+
+def run_politeness(hosts: int, pages: int, delays: list[float], *, slow: int = 0, failing: int = 0,
+                   stock: bool = True, extra: list[str] | None = None, shuffle: bool = False,
+                   timeout: float = 900, stock_timeout: float = 0) -> dict[str, Any]:
+    """Run the benchmark; return its figures (and the timelines of a few hosts)."""
+    specs = make_hosts(hosts, pages, delays, slow=slow, failing=failing)
+    spacing = {h.name: float(h.crawl_delay or 0.0) for h in specs}
+    profile, floor = _profile_for(hosts * pages, min(delays))
+    result: dict[str, Any] = {
+        "hosts": hosts, "pages": pages, "delays": delays, "slow": slow, "failing": failing, "profile": profile,
+        "extra": extra or [], "machine": machine(), "runs": [], "timelines": {},
+    }
+    shown = [h.name for h in specs[:_TIMELINE_HOSTS]]
+    with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-") as tmpdir:
+        tmp = Path(tmpdir)
+        urls = web.page_urls()
+        if shuffle:
+            random.Random(8).shuffle(urls)
+        urls_file = tmp / "urls.txt"
+        urls_file.write_text("\n".join(urls) + "\n")
+        crawls = [("synapsecrawl", lambda: _ours(urls_file, tmp, profile, floor, extra or [], timeout))]
+        if stock:
+            ideal = (pages + (1 + 2 * pages) * bool(failing)) * max(delays)
+            limit = stock_timeout or max(120.0, 4 * ideal)
+            crawls.append(("stock scrapy", lambda: _stock(urls_file, tmp, max(delays), limit)))
+        for label, crawl in crawls:
+            web.reset()
+            run = crawl()
+            hits = web.log()
+            figures = judge(hits, spacing)
+            if run.returncode != 0:
+                print(run.log[-3000:])
+            result["runs"].append({**_summary(label, figures, run, hosts * pages), "load": os.getloadavg()[0]})
+            result["timelines"][label] = _timeline(hits, shown, figures.first)
+    return result
+
+
+def print_result(result: dict[str, Any]) -> None:
+    delays = ",".join(f"{d:g}" for d in result["delays"])
+    faults = "".join(f", {result[k]} {k}" for k in ("slow", "failing") if result[k])
+    print(f"{result['hosts']} hosts x {result['pages']} pages, Crawl-delay {delays} s{faults} ({result['profile']})")
+    print(f"{'crawler':<14} {'ideal s':>8} {'makespan':>9} {'effic.':>7} {'gap viol':>8} {'conc viol':>9} "
+          f"{'min gap':>8} {'pages':>11} {'wall s':>7} {'CPU s':>6} {'RSS MB':>7} {'load':>5}")
+    for run in result["runs"]:
+        print(f"{run['crawler']:<14} {run['ideal']:8.2f} {run['makespan']:9.2f} {run['efficiency']:7.3f} "
+              f"{run['gap_violations']:8d} {run['concurrency_violations']:9d} {run['min_gap_ratio']:8.3f} "
+              f"{run['pages_ok']:>5}/{run['expected_pages']:<5} {run['wall']:7.1f} {run['cpu']:6.1f} "
+              f"{run['max_rss_mb']:7.0f} {run['load']:5.1f}")
+    for run in result["runs"]:
+        for example in run["examples"][:5]:
+            print(f"  {run['crawler']} violation: {example}")
+    if len(result["runs"]) == 2 and result["runs"][0]["makespan"] > 0:
+        ratio = result["runs"][1]["makespan"] / result["runs"][0]["makespan"]
+        print(f"stock makespan / ours: {ratio:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hosts", type=int, default=20)
+    parser.add_argument("--pages", type=int, default=25)
+    parser.add_argument("--delay", type=float, default=0.2, help="every host's Crawl-delay, seconds")
+    parser.add_argument("--delays", default="", help="mixed Crawl-delays, comma-separated, cycled over hosts")
+    parser.add_argument("--slow", type=int, default=0, help="hosts answering pages after 0.5 s")
+    parser.add_argument("--failing", type=int, default=0, help="hosts answering 500 to every page")
+    parser.add_argument("--no-stock", action="store_true", help="skip the stock Scrapy baseline")
+    parser.add_argument("--shuffle", action="store_true", help="shuffle the URL list (default: host by host)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="an extra Scrapy setting for our crawl (to compare designs)")
+    parser.add_argument("--stock-timeout", type=float, default=0,
+                        help="stop the stock crawl after this many seconds (default: 4 x the ideal, at least 120)")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args()
+    delays = [float(d) for d in args.delays.split(",")] if args.delays else [args.delay]
+    result = run_politeness(args.hosts, args.pages, delays, slow=args.slow, failing=args.failing,
+                            stock=not args.no_stock, extra=args.set, shuffle=args.shuffle,
+                            stock_timeout=args.stock_timeout)
+    print_result(result)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""Re-reads in the crawl: conditional requests from the KB's validators, removals, the removal list.
+
+``RereadMiddleware`` is a thin adapter over ``synapsecrawl.reread``. For a page
+the crawl's KB already holds it sends the stored validators (the KB keeps
+them, not Scrapy's HTTP cache), then judges the final answer, after redirects
+and before the type gate could drop it: a 304 marks the copy verified and
+ends the request (``Unchanged``); 404 and 410 delete the copy; a 2xx goes on
+to the spider, whose item replaces it. A request robots.txt refuses by rules
+it could read deletes the copy without a fetch; an unreadable robots.txt
+never does (SYN-REMOVE).
+
+``RemovalListMiddleware`` deletes the pages on the operator's ``REMOVAL_LIST``
+when the crawl opens and refuses every request to them, robots.txt included
+(YOT-REMOVAL, SNA-NEVER).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+
+from middlewares.runtime import Runtime
+from synapsecrawl.kb.store import utcnow
+from synapsecrawl.removals import RemovalList, read_removal_list
+from synapsecrawl.reread import conditional_headers, effect_of
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+__all__ = ["RemovalListMiddleware", "RereadMiddleware", "Unchanged"]
+
+logger = logging.getLogger(__name__)
+
+_VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
+
+
+class Unchanged(IgnoreRequest):
+    """The server answered 304: the stored copy is current, and marked verified."""
+
+
+class RereadMiddleware:
+    def __init__(self, crawler: Crawler, runtime: Runtime) -> None:
+        self._crawler = crawler
+        self._runtime = runtime
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RereadMiddleware:
+        return cls(crawler, Runtime.of(crawler))
+
+    def _kb(self) -> str | None:
+        return getattr(getattr(self._crawler.spider, "crawl", None), "kb", None)
+
+    def _stat(self, key: str) -> None:
+        assert self._crawler.stats is not None
+        self._crawler.stats.inc_value(key)
+
+    async def process_request(self, request: Request) -> None:
+        if request.meta.get("robots_txt") or request.meta.get("dont_reread"):
+            return
+        if request.meta.get("reread_url", request.url) != request.url:  # a redirect hop copies the headers
+            for name in _VALIDATORS:
+                request.headers.pop(name, None)
+            del request.meta["reread_url"]
+        kb = self._kb()
+        if kb is None or "reread_url" in request.meta or any(name in request.headers for name in _VALIDATORS):
+            return  # not a KB crawl, already done for this URL, or the spider sends its own validators
+        stored = await asyncio.to_thread(self._runtime.store().get_page, kb, request.url)
+        if stored is None:
+            return
+        request.meta["reread_url"] = request.url
+        for name, value in conditional_headers(stored.etag, stored.last_modified).items():
+            request.headers[name] = value
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        url, kb = request.meta.get("reread_url"), self._kb()
+        if url != request.url or kb is None:
+            return response
+        effect = effect_of(response.status)
+        if effect == "unchanged":
+            await asyncio.to_thread(self._verify, kb, url, response)
+            self._stat("reread/unchanged")
+            self._runtime.summary.fetch(self._runtime.site(url))  # ending here, it never reaches response_received
+            raise Unchanged(f"unchanged since stored (304): {url}")
+        if effect == "remove" and await asyncio.to_thread(self._runtime.store().delete_page, kb, url):
+            self._stat(f"reread/removed/{response.status}")
+            logger.info("removed from the knowledge base (it answered %s): %s", response.status, url)
+        return response
+
+    def _verify(self, kb: str, url: str, response: Response) -> None:
+        store = self._runtime.store()
+        stored = store.get_page(kb, url)
+        if stored is None:
+            return
+        # RFC 9111 §4.3.4: a 304's validators freshen the stored ones.
+        etag = (response.headers.get(b"ETag") or b"").decode("latin-1") or stored.etag
+        modified = (response.headers.get(b"Last-Modified") or b"").decode("latin-1") or stored.last_modified
+        store.put_page(replace(stored, verified_at=utcnow(), etag=etag, last_modified=modified))
+
+    async def process_exception(self, request: Request, exception: Exception) -> None:
+        if not (isinstance(exception, IgnoreRequest) and request.meta.get("robots_disallowed")):
+            return
+        if request.meta.get("robots_outcome") != "parsed":
+            return  # robots.txt unreadable: not a reason to remove anything
+        kb = self._kb()
+        if kb is not None and await asyncio.to_thread(self._runtime.store().delete_page, kb, request.url):
+            self._stat("reread/removed/robots")
+            logger.info("removed from the knowledge base (robots.txt now disallows it): %s", request.url)
+
+
+class RemovalListMiddleware:
+    def __init__(self, crawler: Crawler, runtime: Runtime, removals: RemovalList, path: str) -> None:
+        self._crawler = crawler
+        self._runtime = runtime
+        self._removals = removals
+        self._path = path
+        crawler.signals.connect(self._remove_listed, signal=signals.spider_opened)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RemovalListMiddleware:
+        path = crawler.settings.get("REMOVAL_LIST") or ""
+        if not path:
+            raise NotConfigured("no REMOVAL_LIST set")
+        removals = read_removal_list(path)
+        if removals.invalid:
+            logger.warning("REMOVAL_LIST %s: %d lines are neither a domain nor an http(s) URL prefix: skipped",
+                           path, removals.invalid)
+        return cls(crawler, Runtime.of(crawler), removals, str(path))
+
+    def _remove_listed(self, **_: Any) -> None:
+        store = self._runtime.store()
+        listed = [(kb, url) for kb, url in store.page_urls() if self._removals.matches(url)]
+        for kb, url in listed:
+            store.delete_page(kb, url)
+        if listed:
+            assert self._crawler.stats is not None
+            self._crawler.stats.inc_value("removals/deleted", len(listed))
+            logger.info("REMOVAL_LIST %s: %d stored pages deleted", self._path, len(listed))
+
+    def process_request(self, request: Request) -> None:
+        if self._removals.matches(request.url):
+            assert self._crawler.stats is not None
+            self._crawler.stats.inc_value("removals/refused")
+            if not request.meta.get("robots_txt"):
+                self._runtime.summary.skip(self._runtime.site(request.url), "never")
+            raise IgnoreRequest(f"on the removal list, never fetched: {request.url}")

@@ -1,0 +1,169 @@
+"""The re-read core: validators sent, what an answer does to a stored copy, the removal list, robots removals."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from synapsecrawl.errors import ConfigError
+from synapsecrawl.kb.sqlite import SQLiteStore
+from synapsecrawl.kb.store import PageRecord
+from synapsecrawl.removals import RemovalList, disallowed_urls, read_removal_list, remove_disallowed
+from synapsecrawl.reread import DAY, check_operations, conditional_headers, effect_of, reread_interval
+from synapsecrawl.robots import parse_robots
+
+
+@pytest.mark.parametrize(
+    ("etag", "last_modified", "expected"),
+    [
+        ('"v1"', "Wed, 21 Oct 2015 07:28:00 GMT", {"If-None-Match": '"v1"'}),
+        ('W/"weak"', "", {"If-None-Match": 'W/"weak"'}),
+        ("", "Wed, 21 Oct 2015 07:28:00 GMT", {"If-Modified-Since": "Wed, 21 Oct 2015 07:28:00 GMT"}),
+        ("", "", {}),
+        ("  ", " ", {}),
+    ],
+)
+def test_conditional_headers_prefer_the_etag(etag: str, last_modified: str, expected: dict[str, str]) -> None:
+    """SYN-REREAD, YOT-COND, SER-COND: If-None-Match with the stored ETag, else If-Modified-Since with the stored
+    Last-Modified as the server sent it; never both, and nothing without a validator."""
+    assert conditional_headers(etag, last_modified) == expected
+
+
+@pytest.mark.parametrize(
+    ("status", "effect"),
+    [(304, "unchanged"), (200, "replace"), (203, "replace"), (404, "remove"), (410, "remove"),
+     (500, "keep"), (503, "keep"), (429, "keep"), (403, "keep"), (401, "keep"), (301, "keep")],
+)
+def test_what_an_answer_does_to_a_stored_copy(status: int, effect: str) -> None:
+    """SYN-REMOVE: 404 and 410 remove a page; a 304 keeps it unchanged; a 2xx replaces it; any other
+    failure (5xx, 429, 403, ...) keeps it."""
+    assert effect_of(status) == effect
+
+
+@pytest.mark.parametrize(
+    ("setting", "seconds"),
+    [(None, 7 * DAY), ("", 7 * DAY), (0, 7 * DAY), ("0", 7 * DAY), ("3", 3 * DAY), (0.5, DAY / 2), ("1.5", 1.5 * DAY)],
+)
+def test_reread_interval_is_the_profiles_unless_the_operator_sets_one(setting: object, seconds: float) -> None:
+    """SYN-REREAD: every 7 days by default (the profile's reread_days); REREAD_DAYS changes it."""
+    assert reread_interval(setting, 7) == seconds
+
+
+@pytest.mark.parametrize("setting", ["-1", "soon", "nan", "inf", -2])
+def test_a_bad_reread_interval_is_one_line(setting: object) -> None:
+    """SYN-REREAD: REREAD_DAYS that is not a number of days above 0 is refused with a one-line error."""
+    with pytest.raises(ConfigError, match=r"^REREAD_DAYS .+ (is not|must be)") as caught:
+        reread_interval(setting, 7)
+    assert "\n" not in str(caught.value)
+
+
+def test_check_operations_reads_the_removal_list(tmp_path: Path) -> None:
+    """YOT-REMOVAL: an unreadable REMOVAL_LIST stops a crawl before it starts; a readable one passes."""
+    listed = tmp_path / "removals.txt"
+    listed.write_text("example.com\n")
+    check_operations({"REREAD_DAYS": "2", "REMOVAL_LIST": str(listed)})
+    with pytest.raises(ConfigError, match=r"^REMOVAL_LIST .*missing\.txt: No such file or directory$"):
+        check_operations({"REMOVAL_LIST": str(tmp_path / "missing.txt")})
+
+
+REMOVALS = """
+# removal requests, one a line
+Example.COM
+*.wildcard.test
+https://docs.site.test/private/
+http://Ports.test:8080/a    # an explicit port
+https://default-port.test:443/b
+not a url
+ftp://files.test/
+"""
+
+
+@pytest.mark.parametrize(
+    ("url", "listed"),
+    [
+        ("https://example.com/", True),
+        ("http://example.com/anything?q=1", True),
+        ("https://www.example.com/x", True),  # subdomains of a listed domain
+        ("https://notexample.com/x", False),
+        ("https://example.com.evil.test/x", False),
+        ("https://a.wildcard.test/", True),
+        ("https://wildcard.test/", True),
+        ("https://docs.site.test/private/page.html", True),
+        ("http://docs.site.test/private/page.html", True),  # the scheme does not matter
+        ("https://docs.site.test/public/page.html", False),
+        ("https://DOCS.site.test/private/x", True),
+        ("http://ports.test:8080/abc", True),  # a prefix: /a covers /abc
+        ("http://ports.test/a", False),  # another port
+        ("https://default-port.test/b/c", True),
+        ("https://files.test/", False),
+        ("mailto:someone@example.com", False),
+        ("not a url", False),
+    ],
+)
+def test_removal_list_matches_domains_and_url_prefixes(url: str, listed: bool) -> None:
+    """YOT-REMOVAL, SNA-NEVER: a domain entry covers the host and its subdomains; a URL prefix covers URLs
+    starting with it, whatever the scheme, the host's case or a default port written out."""
+    assert RemovalList.parse(REMOVALS).matches(url) is listed
+
+
+def test_removal_list_counts_what_it_skipped() -> None:
+    """YOT-REMOVAL: lines that are neither a domain nor an http(s) URL are counted and skipped."""
+    parsed = RemovalList.parse(REMOVALS)
+    assert parsed.invalid == 2
+    assert parsed.domains == frozenset({"example.com", "wildcard.test"})
+    assert bool(parsed) and not RemovalList.parse("# nothing\n\n")
+
+
+@given(st.text())
+def test_removal_list_never_raises(text: str) -> None:
+    """YOT-REMOVAL: reading any text as a removal list never raises, and matching never raises."""
+    parsed = RemovalList.parse(text)
+    parsed.matches("https://example.com/x")
+    assert parsed.invalid >= 0
+
+
+@given(st.text())
+def test_removal_list_parse_is_idempotent_on_its_own_entries(text: str) -> None:
+    """YOT-REMOVAL: the entries read from a list read back to the same entries."""
+    parsed = RemovalList.parse(text)
+    again = RemovalList.parse("\n".join([*parsed.domains, *(f"https://{p}" for p in parsed.prefixes)]))
+    assert again.domains == parsed.domains and again.prefixes == parsed.prefixes
+
+
+def test_read_removal_list_reads_a_file(tmp_path: Path) -> None:
+    """YOT-REMOVAL: the list is read from the file REMOVAL_LIST names."""
+    path = tmp_path / "r.txt"
+    path.write_text("blocked.test\n")
+    assert read_removal_list(path).matches("https://blocked.test/")
+
+
+def test_disallowed_urls_are_those_the_rules_refuse() -> None:
+    """YOT-ROBOTS, SYN-REMOVE: the stored URLs a robots.txt now disallows, in order, and only those."""
+    rules = parse_robots(b"User-agent: *\nDisallow: /blog/\nAllow: /blog/keep\n").rules_for(("SynapseBot",))
+    urls = ["https://h.test/", "https://h.test/blog/a", "https://h.test/blog/keep.html", "https://h.test/blog/b?x"]
+    assert disallowed_urls(rules, urls) == ["https://h.test/blog/a", "https://h.test/blog/b?x"]
+
+
+def _page(kb: str, url: str) -> PageRecord:
+    return PageRecord(kb=kb, url=url, title="t", text="words", content_type="text/html", status=200,
+                      fetched_at=datetime(2026, 1, 1, tzinfo=UTC))
+
+
+def test_remove_disallowed_deletes_that_origins_pages_in_every_kb(tmp_path: Path) -> None:
+    """YOT-ROBOTS: reading a robots.txt that disallows stored pages removes them at once from every KB,
+    and leaves pages of other origins (another port, another scheme) alone."""
+    store = SQLiteStore(tmp_path / "kb.sqlite3")
+    urls = ["https://h.test/blog/a", "https://h.test/docs/b", "https://h.test:8443/blog/c", "http://h.test/blog/d",
+            "https://h.testing/blog/e"]
+    for kb in ("one", "two"):
+        for url in urls:
+            store.put_page(_page(kb, url))
+    rules = parse_robots(b"User-agent: *\nDisallow: /blog/\n").rules_for(("YottaBot-SearchBot",))
+    removed = remove_disallowed(store, "https://h.test", rules)
+    assert removed == [("one", "https://h.test/blog/a"), ("two", "https://h.test/blog/a")]
+    assert len(store.page_urls()) == 8
+    store.close()

@@ -1,0 +1,264 @@
+"""Search worth citing: passages, snippets within the page's limits, ranking, and labels in the KB."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from synapsecrawl.extract.html import parse_html
+from synapsecrawl.kb import search
+from synapsecrawl.kb.search import (
+    DEFAULT_SNIPPET_CHARS,
+    HIT_CLOSE,
+    HIT_OPEN,
+    MARK_CLOSE,
+    MARK_OPEN,
+    PASSAGE_MAX_CHARS,
+    compose_snippet,
+    make_snippet,
+    search_terms,
+    split_passages,
+    text_fragment,
+)
+from synapsecrawl.kb.store import LabelRecord, PageRecord, open_store
+
+DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"
+WHEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+O, C = HIT_OPEN, HIT_CLOSE
+
+
+def record(url: str, text: str, **kw: object) -> PageRecord:
+    return PageRecord(kb=str(kw.pop("kb", "docs")), url=url, title=str(kw.pop("title", "")), text=text,
+                      content_type="text/html", status=200, fetched_at=WHEN, **kw)  # type: ignore[arg-type]
+
+
+def plain(snippet: str) -> str:
+    return snippet.replace(MARK_OPEN, "").replace(MARK_CLOSE, "")
+
+
+def test_exported_members() -> None:
+    """The public surface of kb.search is its __all__."""
+    assert all(hasattr(search, name) for name in search.__all__)
+
+
+# -- passages -----------------------------------------------------------------------
+
+
+def test_headings_stay_with_what_they_head() -> None:
+    """SYN-MODES (citable): a heading starts a passage once the one before has substance, and
+    is never a passage alone; the page's own title heading is left out of passage 0."""
+    body = "A paragraph that introduces the page and says what it is about, at some length, in one go."
+    text = "\n\n".join(["Restoring files", body, "Single files", "Use --include with the path.", "Mounting",
+                        "Mount shows snapshots as directories."])
+    passages = split_passages(text, title="Restoring files — Tidepool docs")
+    assert passages == [body, "Single files\nUse --include with the path.\nMounting\nMount shows snapshots as directories."]
+    assert split_passages(text)[0].startswith("Restoring files\n")
+
+
+def test_long_paragraphs_are_cut_at_sentence_ends() -> None:
+    """No passage exceeds PASSAGE_MAX_CHARS; a long paragraph is cut between sentences, so no
+    sentence is split while it fits."""
+    sentence = "Tidepool stores deduplicated snapshots in a repository. "
+    passages = split_passages(sentence * 60)
+    assert len(passages) > 1
+    assert all(len(p) <= PASSAGE_MAX_CHARS for p in passages)
+    assert all(p.endswith("repository.") for p in passages)
+    assert " ".join(passages).split() == (sentence * 60).split()
+
+
+@given(st.text(), st.text())
+def test_passages_keep_every_word_and_never_raise(text: str, title: str) -> None:
+    """split_passages never raises and never loses or invents a word (the title heading aside)."""
+    passages = split_passages(text, title)
+    assert all(0 < len(p) <= PASSAGE_MAX_CHARS for p in passages)
+    kept = "".join("".join(passages).split())
+    assert "".join(re.sub("[\x00-\x08\x0b-\x1f\x7f]", " ", text).split()).endswith(kept)
+
+
+# -- snippets -----------------------------------------------------------------------
+
+
+def test_query_words_are_marked_and_the_snippet_fits() -> None:
+    """YOT-RESULTS: a result shows short passages with the query words between « » marks; the
+    whole snippet, marks included, stays within the default budget."""
+    text = f"To {O}restore{C} a single {O}file{C}, add --include with its path. " + "More words here. " * 40
+    snippet, shown = compose_snippet("http://a.test/r", [(3, text)], nosnippet=False, max_snippet=None)
+    assert snippet.startswith("To «restore» a single «file», add --include")
+    assert len(snippet) <= DEFAULT_SNIPPET_CHARS and snippet.endswith("…")
+    assert [p.passage for p in shown] == [3]
+
+
+def test_snippet_window_starts_near_the_first_hit() -> None:
+    """A hit deep in a long passage is shown with a little context before it, cut at a word."""
+    text = "Filler words before the answer. " * 20 + f"The {O}lock{C} is stale: run tidepool unlock."
+    snippet, _ = compose_snippet("u", [(0, text)], nosnippet=False, max_snippet=None)
+    assert snippet.startswith("…") and "«lock»" in snippet and "run tidepool unlock." in snippet
+
+
+def test_second_passage_is_shown_when_there_is_room() -> None:
+    """Up to two passages, joined by " … ", best first; the second's own leading ellipsis is dropped."""
+    first, second = f"Short {O}answer{C}.", "x " * 30 + f"Another {O}answer{C} here."
+    snippet, shown = compose_snippet("u", [(5, first), (1, second)], nosnippet=False, max_snippet=None)
+    assert [p.passage for p in shown] == [5, 1]
+    assert snippet.startswith("Short «answer». … ") and "… …" not in snippet
+
+
+@pytest.mark.parametrize("limit", [0, 1, 5, 10, 20, 33, 100])
+def test_max_snippet_bounds_the_whole_snippet_marks_included(limit: int) -> None:
+    """SNA-SNIPPET: max-snippet:N means len(snippet) <= N, marks, ellipses and separators counted;
+    max-snippet:0 shows nothing."""
+    passages = [(0, f"{O}Photosynthesis{C} turns light into chemical energy. " * 8), (1, f"More {O}light{C}.")]
+    snippet, shown = compose_snippet("u", passages, nosnippet=False, max_snippet=limit)
+    assert len(snippet) <= limit
+    assert (snippet == "") == (limit == 0) and (shown == ()) == (limit == 0)
+
+
+def test_nosnippet_shows_no_text_at_all() -> None:
+    """SNA-SNIPPET: under nosnippet a result has no snippet, no passages and no text fragment."""
+    assert compose_snippet("u", [(0, f"{O}secret{C} text")], nosnippet=True, max_snippet=500) == ("", ())
+
+
+def test_text_fragment_links_to_the_passage_shown() -> None:
+    """A citation points at the paragraph: #:~:text=start,end from the shown words, with "-", ","
+    and "&" escaped as the Text Fragments syntax needs; scrubbed text gets a plain link."""
+    anchor = text_fragment("http://a.test/p", "Restoring a single file\nUse --include-path, then wait & see.")
+    assert anchor == "http://a.test/p#:~:text=Restoring%20a%20single%20file,then%20wait%20%26%20see."
+    start, end = anchor.split("#:~:text=")[1].split(",")
+    assert unquote(start) == "Restoring a single file" and "-" not in start + end
+    assert text_fragment("http://a.test/p", "Mail [email] for help") == "http://a.test/p"
+    assert text_fragment("http://a.test/p#top", "short words") == "http://a.test/p#top:~:text=short%20words"
+
+
+def test_function_words_are_not_searched_unless_alone() -> None:
+    """Query words like "how", "a", "the" match everywhere: they are dropped unless nothing else is left."""
+    assert search_terms("How do I restore a file?") == ["restore", "file"]
+    assert search_terms("the who") == ["the", "who"]
+
+
+def test_make_snippet_without_the_index() -> None:
+    """make_snippet applies the same rules and marks to raw text."""
+    text = "Intro paragraph.\n\nThe answer: kettles boil water quickly.\n\nOutro."
+    assert "«kettles»" in make_snippet(text, "kettles", nosnippet=False, max_snippet=None)
+    assert make_snippet(text, "kettles", nosnippet=True, max_snippet=None) == ""
+
+
+@given(st.text(), st.text(), st.one_of(st.none(), st.integers(min_value=-1, max_value=400)))
+def test_snippets_never_exceed_their_limit(text: str, query: str, limit: int | None) -> None:
+    """SNA-SNIPPET, SNA-PRIVACY: whatever the text and query, a snippet is at most max-snippet
+    (or the default budget) characters long, and never raises."""
+    snippet = make_snippet(text, query, nosnippet=False, max_snippet=limit)
+    bound = DEFAULT_SNIPPET_CHARS if limit is None or limit < 0 else min(limit, DEFAULT_SNIPPET_CHARS)
+    assert len(snippet) <= bound
+
+
+# -- the SQLite knowledge base ------------------------------------------------------
+
+
+def docsite_store(tmp_path: Path):  # type: ignore[no-untyped-def]
+    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
+    for path in sorted(DOCSITE.glob("*.html")):
+        url = f"http://docs.test/{path.name}"
+        page = parse_html(path.read_bytes(), url, tokens=("SynapseBot",))
+        store.put_page(record(url, page.text, title=page.title, snippet_text=page.snippet_text))
+    return store
+
+
+@pytest.mark.parametrize(
+    ("query", "page", "answer"),
+    [
+        ("how do I restore a single file from a snapshot", "restore.html", "--include"),
+        ("lock held by another process", "troubleshooting.html", "tidepool unlock --repo PATH"),
+        ("limit upload bandwidth", "network.html", "--limit-upload"),
+        ("which encryption algorithm is used", "encryption.html", "AES-256-GCM"),
+        ("keep weekly snapshots", "retention.html", "--keep-weekly 4"),
+        ("S3 credentials environment variables", "s3.html", "AWS_ACCESS_KEY_ID"),
+        ("exclude node_modules", "excluding.html", "node_modules"),
+        ("change passphrase", "encryption.html", "tidepool key change"),
+    ],
+)
+def test_the_page_and_passage_that_answer_come_first(tmp_path: Path, query: str, page: str, answer: str) -> None:
+    """SYN-MODES, YOT-RESULTS: on a 16-page documentation site whose index, FAQ and changelog
+    mention everything in passing, the page that answers ranks first, the passage it names holds
+    the answer, its snippet shows that passage with the query words marked, and its anchor links
+    to the passage's text on the page."""
+    store = docsite_store(tmp_path)
+    hits = store.search(query, "docs")
+    best = hits[0]
+    assert best.url == f"http://docs.test/{page}", [h.url for h in hits]
+    assert best.score > hits[1].score
+    stored = store.get_page("docs", best.url)
+    assert stored is not None and best.passage is not None
+    assert answer in split_passages(stored.text, stored.title)[best.passage]
+    assert "«" in best.snippet and best.snippet.startswith(best.passages[0].text)
+    assert plain(best.passages[0].text).strip("…").replace(" ", "") in split_passages(stored.text, stored.title)[
+        best.passage].replace("\n", "").replace(" ", "")
+    start = unquote(best.anchor.removeprefix(f"{best.url}#:~:text=").split(",")[0])
+    assert start in stored.text
+    store.close()
+
+
+def test_passages_follow_the_page_and_respect_data_nosnippet(tmp_path: Path) -> None:
+    """SNA-SNIPPET: passages are cut from snippet_text, so data-nosnippet text is findable but never
+    shown; a re-write replaces the passages, a delete removes them (and the page's labels)."""
+    db = tmp_path / "kb.db"
+    store = open_store(f"sqlite:///{db}")
+    store.put_page(record("http://a.test/1", "Public kettle facts.\n\nSecret kettle recipe.",
+                          snippet_text="Public kettle facts."))
+    store.put_labels(LabelRecord("docs", "http://a.test/1", "other", (("http://b.test/", "citation"),)))
+    hits = store.search("secret recipe")
+    assert [h.url for h in hits] == ["http://a.test/1"] and "Secret" not in hits[0].snippet
+    store.put_page(record("http://a.test/1", "Fresh teapot text."))
+    assert store.search("kettle") == [] and "teapot" in store.search("teapot")[0].snippet
+    assert store.delete_page("docs", "http://a.test/1")
+    assert store.get_labels("docs", "http://a.test/1") is None
+    store.close()
+    with sqlite3.connect(db) as raw:
+        assert raw.execute("SELECT count(*) FROM passages").fetchone() == (0,)
+
+
+def test_nosnippet_and_max_snippet_pages_in_search(tmp_path: Path) -> None:
+    """SNA-SNIPPET: a nosnippet page is found but shows no text and no fragment; a max-snippet:20
+    page shows at most 20 characters; neither shows its full text."""
+    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
+    long_text = "Photosynthesis turns light into chemical energy. " * 20
+    store.put_page(record("http://a.test/hidden", long_text, nosnippet=True))
+    store.put_page(record("http://a.test/short", long_text, max_snippet=20))
+    hits = {h.url: h for h in store.search("photosynthesis")}
+    hidden, short = hits["http://a.test/hidden"], hits["http://a.test/short"]
+    assert (hidden.snippet, hidden.passages, hidden.anchor, hidden.passage) == ("", (), "http://a.test/hidden", None)
+    assert 0 < len(short.snippet) <= 20
+    store.close()
+
+
+def test_a_kb_written_before_passages_is_cut_on_open(tmp_path: Path) -> None:
+    """A knowledge base from before passages existed gets them when first opened, so search keeps working."""
+    db = tmp_path / "kb.db"
+    store = open_store(f"sqlite:///{db}")
+    store.put_page(record("http://a.test/1", "Old kettle page."))
+    store.close()
+    with sqlite3.connect(db) as raw:
+        raw.executescript("DROP TRIGGER pages_content_ad; DROP TABLE passages_fts; DROP TABLE passages;")
+    store = open_store(f"sqlite:///{db}")
+    assert [h.url for h in store.search("kettle")] == ["http://a.test/1"]
+    store.close()
+
+
+def test_labels_round_trip(tmp_path: Path) -> None:
+    """OMN-LABELS, OMN-FETCH: a page's kind, its links' contexts (in order) and its TDM policy are
+    kept per page and replaced on the next write."""
+    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
+    store.put_page(record("http://a.test/1", "text"))
+    labels = LabelRecord("docs", "http://a.test/1", "news_article",
+                         (("http://b.test/", "citation"), ("http://a.test/", "navigation")), 1, "http://p/", "file")
+    store.put_labels(labels)
+    assert store.get_labels("docs", "http://a.test/1") == labels
+    store.put_labels(LabelRecord("docs", "http://a.test/1", "other"))
+    assert store.get_labels("docs", "http://a.test/1") == LabelRecord("docs", "http://a.test/1", "other")
+    store.close()
