@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# e2e tests mostly sleep through politeness delays, so more workers than cores pays off
+TEST_WORKERS ?= 6
 
 .PHONY: install demo test lint fmt bench clean
 
@@ -23,7 +25,7 @@ lint: install
 	$(BIN)/lint-imports
 
 test: install lint
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 fmt: install
 	$(BIN)/ruff check --fix synapsecrawl spiders middlewares pipelines tests bench

@@ -54,7 +54,6 @@ class ProfileAddon:
         settings.set("DOWNLOAD_DELAY_JITTER", 0.0, priority=prio)  # jitter could halve a Crawl-delay
         settings.set("CONCURRENT_REQUESTS_PER_DOMAIN", profile.concurrency, priority=prio)
         settings.set("DEPTH_LIMIT", limits.depth, priority=prio)
-        settings.set("SYNAPSE_PAGE_LIMIT", limits.pages, priority=prio)
         settings.set("DOWNLOAD_TIMEOUT", config.timeout, priority=prio)
         settings.set("REDIRECT_MAX_TIMES", profile.redirect_max, priority=prio)
         # Our ResponseGateMiddleware truncates at the profile's cap; Scrapy's own

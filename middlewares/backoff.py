@@ -46,6 +46,13 @@ logger = logging.getLogger(__name__)
 _ATTR = "_synapsecrawl_backoff"
 # Per-download notes that must not follow a request into its retry.
 _STALE_META = frozenset({"gate_refused_type", "size_truncated", "download_latency", "backoff_judged"})
+# Side fetches (robots.txt, tdmrep.json, ...) heed a site's pauses, but their answers are no page's
+# outcome: not retried, held or counted in a 403 streak. A new kind of side fetch sets "backoff_side_fetch".
+_SIDE_FETCH = ("robots_txt", "tdmrep_fetch", "backoff_side_fetch")
+
+
+def _is_side_fetch(request: Request) -> bool:
+    return any(request.meta.get(key) for key in _SIDE_FETCH)
 
 
 class SiteLeft(IgnoreRequest):
@@ -192,7 +199,7 @@ class BackoffGateMiddleware:
         site = self._runtime.site(request.url)
         await self._book.load(site)
         self._book.refuse_if_left(request, site)
-        if request.meta.get("robots_txt") or request.meta.get("backoff_retries"):
+        if _is_side_fetch(request) or request.meta.get("backoff_retries"):
             return
         store = self._runtime.store()
         hold = await asyncio.to_thread(store.get_url_hold, self._runtime.profile.name, request.url)
@@ -218,7 +225,6 @@ class BackoffMiddleware:
         self._policy = book.runtime.profile.backoff
         self._transient = transient
         self._later: dict[Request, asyncio.TimerHandle] = {}
-        self._slow: dict[str, float] = {}
         crawler.signals.connect(self._judge, signal=signals.response_downloaded)
         crawler.signals.connect(self._idle, signal=signals.spider_idle)
         crawler.signals.connect(self._closed, signal=signals.spider_closed)
@@ -241,8 +247,8 @@ class BackoffMiddleware:
         site = self._runtime.site(request.url)
         self._pace_slow(site, request.meta.get("download_latency"))
         retry_after = response.headers.get(b"Retry-After")
-        if request.meta.get("robots_txt") and retry_after is None and response.status not in self._policy.slow_statuses:
-            return  # robots.txt answers say how to crawl, not how a page fared
+        if _is_side_fetch(request) and retry_after is None and response.status not in self._policy.slow_statuses:
+            return
         history = self._book.histories.get(site, SiteHistory())
         decision = decide(self._policy, history, status=response.status, retry_after=retry_after,
                           retries=int(request.meta.get("backoff_retries", 0)), now=time.time(),
@@ -257,6 +263,8 @@ class BackoffMiddleware:
         profile = self._runtime.profile
         if not profile.slow_factor:
             return
+        # The whole download_latency counts, our own loop's lag included: taking an estimate of that lag
+        # off could make a gap shorter than ten times what the site owner measured (fail toward politeness).
         spacing = slow_spacing(profile.slow_factor, latency, profile.crawl_delay_cap)
         before = self._runtime.pacer.spacing(site)
         self._runtime.pacer.set_spacing(site, spacing)
@@ -295,14 +303,14 @@ class BackoffMiddleware:
             return response
         if judged.changed:
             await self._book.save_site(judged.site)
-        if request.meta.get("robots_txt"):
+        if _is_side_fetch(request):
             return response
         return await self._settle(request, judged.decision, judged.site, answered=True) or response
 
     async def process_exception(self, request: Request, exception: Exception) -> Request | None:
         site = self._runtime.site(request.url)
         if isinstance(exception, SiteLeft):
-            if not request.meta.get("robots_txt"):
+            if not _is_side_fetch(request):
                 await self._book.hold(request, site, kind="deferred", until=exception.until, reason=exception.reason)
                 self._book.stat("backoff/deferred")
                 self._runtime.summary.skip(site, "paused")
@@ -311,7 +319,7 @@ class BackoffMiddleware:
             isinstance(exception, IgnoreRequest)
             or not isinstance(exception, self._transient)
             or request.meta.get("dont_backoff")
-            or request.meta.get("robots_txt")
+            or _is_side_fetch(request)
         ):
             return None
         decision = decide(self._policy, self._book.histories.get(site, SiteHistory()), status=None,

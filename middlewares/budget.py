@@ -37,7 +37,7 @@ class PageBudgetMiddleware:
         limits = getattr(self._crawler.spider, "limits", None)
         if limits is not None:
             return int(limits.pages)
-        return self._crawler.settings.getint("SYNAPSE_PAGE_LIMIT")
+        return self._runtime.limits.pages
 
     @property
     def remaining(self) -> int | None:

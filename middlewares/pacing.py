@@ -7,27 +7,43 @@ jitter, and pauses. Every request is keyed by its site, and its slot is
 brought up to date with the pacer just before it queues. A pause moves the
 slot's last start forward, so the slot's own timer holds the site without a
 middleware sleeping on a global slot.
+
+``PacedPriorityQueue`` (the scheduler's priority queue) hands a request to the
+engine only when its site is due and has nothing in flight, so requests wait
+for their site's turn in the frontier, not in the downloader; and a request
+that does wait in its slot (the first page after robots.txt) is not counted
+against ``CONCURRENT_REQUESTS``, which then bounds work in progress only.
+Without both, every waiting request holds one of the global slots, and a crawl
+of many sites runs at CONCURRENT_REQUESTS / spacing requests a second however
+many sites are due (measured in docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+from collections import deque
+from contextlib import suppress
+from pathlib import Path
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.core.downloader import Downloader, Slot
+from scrapy.pqueues import DownloaderAwarePriorityQueue, _path_safe
+from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from middlewares.runtime import Runtime
-from synapsecrawl.pacing import reached_server_by
+from synapsecrawl.pacing import LagMeter, SiteTurns, reached_server_by
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.pqueues import QueueProtocol
+    from twisted.internet.defer import Deferred
 
-__all__ = ["PacedDownloader"]
+__all__ = ["PacedDownloader", "PacedPriorityQueue"]
 
 # The server sees arrivals, not our starts: a fresh connection's set-up can
 # delay one request's arrival but not the next one's, so each gap carries a
@@ -36,12 +52,116 @@ _MARGIN_RATIO = 0.01
 _MARGIN_SECONDS = 0.005
 
 
+# The loop-lag probe's period; a request may leave a few loop turns after its
+# dispatch (the download coroutine starts, the transport flushes).
+_TICK_SECONDS = 0.02
+_TURNS_TO_SEND = 3
+
+# A site is handed out this long before it is due: the request's way through
+# the middlewares (robots.txt check, backoff gate) then overlaps the wait, and
+# the slot's own timer still decides the start.
+_LEAD_SECONDS = 0.05
+
+
+class _SlotQueue(deque[tuple["Request", "Deferred[Response]"]]):
+    """A slot's queue that keeps the downloader's count of requests waiting in slots."""
+
+    def __init__(self, owner: PacedDownloader) -> None:
+        super().__init__()
+        self._owner = owner
+
+    def append(self, item: tuple[Request, Deferred[Response]]) -> None:
+        super().append(item)
+        self._owner.parked += 1
+
+    def popleft(self) -> tuple[Request, Deferred[Response]]:
+        item = super().popleft()
+        self._owner.parked -= 1
+        return item
+
+    def clear(self) -> None:
+        self._owner.parked -= len(self)
+        super().clear()
+
+
 class PacedDownloader(Downloader):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self._runtime = Runtime.of(crawler)
+        self.parked = 0  # requests waiting in a slot for their site's next start
+        self._in_flight: dict[str, int] = {}  # site -> its requests inside fetch() (robots.txt included)
+        self._watchers: list[Callable[[str], None]] = []
+        self._lag = LagMeter()
+        self._tick_due = 0.0
+        self._ticker: CallLaterResult | None = None
         # sent before the slot looks at its queue again, so the next start sees it
         crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(self._start_ticking, signal=signals.engine_started)
+        crawler.signals.connect(self._stop_ticking, signal=signals.engine_stopped)
+
+    def loop_lag(self) -> float:
+        """How late this process's event loop runs now or ran lately, in seconds."""
+        now = monotonic()
+        overdue = now - self._tick_due if self._ticker is not None else 0.0
+        return max(self._lag.value(now), overdue)
+
+    def server_latency(self, latency: float) -> float:
+        """A measured ``download_latency`` less what our own loop lag may have added to it (SNA-SLOW)."""
+        return max(0.0, latency - _TURNS_TO_SEND * self.loop_lag())
+
+    def _start_ticking(self) -> None:
+        self._tick_due = monotonic() + _TICK_SECONDS
+        self._ticker = call_later(_TICK_SECONDS, self._tick)
+
+    def _tick(self) -> None:
+        now = monotonic()
+        self._lag.record(now - self._tick_due, now)
+        self._tick_due = now + _TICK_SECONDS
+        self._ticker = call_later(_TICK_SECONDS, self._tick)
+
+    def _stop_ticking(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+
+    def close(self) -> None:
+        self._stop_ticking()
+        super().close()
+
+    def fetch(self, request: Request) -> Deferred[Response | Request]:  # type: ignore[override]
+        site = self.get_slot_key(request)
+        self._in_flight[site] = self._in_flight.get(site, 0) + 1
+
+        def left(result: Any) -> Any:
+            if self._in_flight[site] <= 1:
+                del self._in_flight[site]
+                for watcher in self._watchers:
+                    watcher(site)
+            else:
+                self._in_flight[site] -= 1
+            return result
+
+        deferred: Deferred[Response | Request] = super().fetch(request)
+        deferred.addBoth(left)
+        return deferred
+
+    def needs_backout(self) -> bool:
+        # requests waiting for their site's turn hold no connection and no CPU
+        return 0 < self.total_concurrency <= len(self.active) - self.parked
+
+    def watch(self, watcher: Callable[[str], None]) -> None:
+        """Call ``watcher(site)`` whenever ``site`` has no request left in the downloader."""
+        self._watchers.append(watcher)
+
+    def due(self, site: str) -> float | None:
+        """When ``site`` may start its next request (monotonic), or ``None`` while it has all it may have in flight."""
+        if self._in_flight.get(site, 0) >= self._runtime.profile.concurrency:
+            return None
+        due = self._runtime.pacer.paused_until(site)
+        slot = self.slots.get(site)
+        if slot is not None:
+            due = max(due, slot.lastseen + max(slot.delay, self._delay_for(site)))
+        return due
 
     def _response_downloaded(self, response: Response, request: Request, **_: Any) -> None:
         key = request.meta.get(self.DOWNLOAD_SLOT, "")
@@ -49,7 +169,8 @@ class PacedDownloader(Downloader):
         if slot is None or latency is None:
             return
         now = monotonic()
-        arrived = reached_server_by(now - latency, now, self._runtime.pacer.spacing(key))
+        lag = _TURNS_TO_SEND * self.loop_lag()
+        arrived = reached_server_by(now - latency, now, self._runtime.pacer.spacing(key), loop_lag=lag)
         slot.lastseen = max(slot.lastseen, arrived)
 
     def get_slot_key(self, request: Request) -> str:
@@ -57,6 +178,8 @@ class PacedDownloader(Downloader):
 
     def _get_slot(self, request: Request, spider: Spider | None = None) -> tuple[str, Slot]:
         key, slot = super()._get_slot(request)
+        if not isinstance(slot.queue, _SlotQueue):
+            slot.queue = _SlotQueue(self)
         self._pace(key, slot)
         return key, slot
 
@@ -81,12 +204,122 @@ class PacedDownloader(Downloader):
             deferred.errback(error(request))
         return len(queued)
 
+    def _delay_for(self, key: str) -> float:
+        spacing = self._runtime.pacer.spacing(key)
+        return spacing + min(spacing * _MARGIN_RATIO, 0.05) + _MARGIN_SECONDS
+
     def _pace(self, key: str, slot: Slot) -> None:
         pacer = self._runtime.pacer
-        spacing = pacer.spacing(key)
-        slot.delay = spacing + min(spacing * _MARGIN_RATIO, 0.05) + _MARGIN_SECONDS
+        slot.delay = self._delay_for(key)
         slot.jitter = 0.0
         slot.concurrency = self._runtime.profile.concurrency
         paused_until = pacer.paused_until(key)
         if paused_until > monotonic():
             slot.lastseen = max(slot.lastseen, paused_until - slot.delay)
+
+
+class PacedPriorityQueue(DownloaderAwarePriorityQueue):
+    """The frontier: one queue per site, handed out in the order the sites fall due.
+
+    ``pop`` returns a request only if its site is due (within a short lead)
+    and has nothing in flight; otherwise ``None``, with the engine woken when
+    the next site falls due. A site comes back into turn when its last request
+    leaves the downloader. Needs ``PacedDownloader``.
+    """
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        downstream_queue_cls: type[QueueProtocol],
+        key: str,
+        slot_startprios: dict[str, Iterable[int]] | None = None,
+        *,
+        start_queue_cls: type[QueueProtocol] | None = None,
+    ) -> None:
+        super().__init__(crawler, downstream_queue_cls, key, slot_startprios, start_queue_cls=start_queue_cls)
+        assert crawler.engine is not None
+        downloader = crawler.engine.downloader
+        if not isinstance(downloader, PacedDownloader):
+            raise TypeError("PacedPriorityQueue needs DOWNLOADER = 'middlewares.pacing.PacedDownloader'")
+        self._downloader = downloader
+        self._turns = SiteTurns()
+        self._count = sum(len(queue) for queue in self.pqueues.values())
+        self._wake: CallLaterResult | None = None
+        self._wake_at = float("inf")
+        for site in self.pqueues:
+            self._turns.add(site, 0.0)
+        downloader.watch(self._site_left)
+
+    def push(self, request: Request) -> None:
+        site = self._downloader.get_slot_key(request)
+        queue = self.pqueues.get(site)
+        if queue is None:
+            queue = self.pqueues[site] = self.pqfactory(site)
+        queue.push(request)
+        self._count += 1
+        if site not in self._turns:
+            due = self._downloader.due(site)
+            if due is not None:
+                self._turns.add(site, due)
+
+    def pop(self) -> Request | None:
+        now = monotonic()
+        site = self._turns.take(now + _LEAD_SECONDS, self._downloader.due)
+        if site is None:
+            self._wake_at_next_due()
+            return None
+        queue = self.pqueues[site]
+        request = queue.pop()
+        if request is not None:
+            self._count -= 1
+        if len(queue) == 0:
+            self._drop(site)
+        else:
+            self._turns.add(site, now)  # judged again once this request is in flight
+        return request
+
+    def peek(self) -> Request | None:
+        due = self._turns.next_due()
+        if due is None or due > monotonic() + _LEAD_SECONDS:
+            return None
+        for site, queue in self.pqueues.items():
+            if site in self._turns and self._downloader.due(site) is not None:
+                return queue.peek()
+        return None
+
+    def close(self) -> dict[str, list[int]]:
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        return super().close()
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _site_left(self, site: str) -> None:
+        if site in self.pqueues and site not in self._turns:
+            due = self._downloader.due(site)
+            if due is not None:
+                self._turns.add(site, due)
+
+    def _drop(self, site: str) -> None:
+        self.pqueues.pop(site).close()
+        self._turns.discard(site)
+        if self.key:
+            with suppress(OSError):  # reclaim the site's directory, as Scrapy's queue does
+                Path(self.key, _path_safe(site)).rmdir()
+
+    def _wake_at_next_due(self) -> None:
+        due = self._turns.next_due()
+        if due is None or due >= self._wake_at:
+            return
+        if self._wake is not None:
+            self._wake.cancel()
+        self._wake_at = due
+        self._wake = call_later(max(0.0, due - _LEAD_SECONDS - monotonic()), self._woken)
+
+    def _woken(self) -> None:
+        self._wake, self._wake_at = None, float("inf")
+        slot = getattr(self.crawler.engine, "_slot", None)  # the engine's own "look at the scheduler again"
+        if slot is not None:
+            slot.nextcall.schedule()

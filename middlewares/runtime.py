@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from synapsecrawl.config import check_config
 from synapsecrawl.kb.store import DEFAULT_KB_URI, Store, open_store
 from synapsecrawl.pacing import SiteClock
-from synapsecrawl.profiles import Profile
+from synapsecrawl.profiles import Limits, Profile
 from synapsecrawl.summary import CrawlSummary
 from synapsecrawl.urls import site_of
 
@@ -32,6 +32,7 @@ class Runtime:
     profile: Profile
     pacer: SiteClock
     kb_uri: str
+    limits: Limits  # the operator's; a spider's -a arguments may lower them (spider.limits)
     summary: CrawlSummary = field(default_factory=CrawlSummary)
     started_at: float = field(default_factory=time.time)
     refused_hosts: dict[str, str] = field(default_factory=dict)  # host -> why the resolver refused it
@@ -51,6 +52,7 @@ class Runtime:
                 profile=config.profile,
                 pacer=SiteClock(delay=config.limits.delay, crawl_delay_cap=config.profile.crawl_delay_cap),
                 kb_uri=crawler.settings.get("KB_URI") or DEFAULT_KB_URI,
+                limits=config.limits,
             )
             setattr(crawler, _ATTR, runtime)
         return runtime

@@ -7,15 +7,21 @@ time. Time is passed in (seconds from ``time.monotonic()``), never read here.
 
 ``SiteClock`` books starts; ``PacingState`` is the small interface a shared
 (Redis-backed) implementation provides for a deployment of many machines.
+``SiteTurns`` orders the sites that have work by when each may start again, so
+a scheduler hands out only requests whose site is due (a polite crawler's
+frontier: Mercator's back-queue heap).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Protocol
 
-__all__ = ["PacingState", "SiteClock", "reached_server_by", "spacing_for"]
+__all__ = ["LagMeter", "PacingState", "SiteClock", "SiteTurns", "reached_server_by", "spacing_for"]
 
 
 def spacing_for(delay: float, crawl_delay: float | None, cap: float) -> float:
@@ -29,16 +35,43 @@ def spacing_for(delay: float, crawl_delay: float | None, cap: float) -> float:
     return max(delay, min(crawl_delay, cap))
 
 
-def reached_server_by(dispatched: float, answered: float, spacing: float) -> float:
+def reached_server_by(dispatched: float, answered: float, spacing: float, loop_lag: float = 0.0) -> float:
     """When, at the latest, a request counts as having reached the server.
 
     The site owner's log shows arrivals, not our starts: a request that had to
     open a connection (a TLS handshake, a slow network) arrives late, and the
     next one on the warm connection arrives early, closer than the spacing.
     Counting the next gap from the answer closes that hole; the cap keeps a
-    slow server from stretching every gap by its whole response time.
+    slow server from stretching every gap by its whole response time. A busy
+    event loop sends late too: ``loop_lag`` (how long our own loop may have
+    held the request back) widens the cap, so a crawl that falls behind its
+    CPU counts from the answer.
     """
-    return min(answered, dispatched + min(0.25 * spacing, 1.0))
+    return min(answered, dispatched + max(0.0, loop_lag) + min(0.25 * spacing, 1.0))
+
+
+@dataclass
+class LagMeter:
+    """How late the event loop has lately been: a maximum that halves every ``half_life`` seconds.
+
+    Fed with how late a periodic timer fired; a crawl whose callbacks hog the
+    loop (extraction) sends requests and reads answers that much late.
+    """
+
+    half_life: float = 0.5
+    _lag: float = 0.0
+    _at: float = 0.0
+
+    def record(self, late: float, now: float) -> None:
+        """A timer due ``late`` seconds ago fired at ``now``."""
+        self._lag = max(late, self.value(now))
+        self._at = now
+
+    def value(self, now: float) -> float:
+        """The recent lag at ``now``, in seconds."""
+        if self._lag <= 0.0:
+            return 0.0
+        return self._lag * math.exp(-math.log(2.0) * max(0.0, now - self._at) / self.half_life)
 
 
 class PacingState(Protocol):
@@ -93,3 +126,59 @@ class SiteClock:
         start = max(now, self._next_start.get(site, now), self._paused.get(site, 0.0))
         self._next_start[site] = start + self.spacing(site)
         return start - now
+
+
+@dataclass
+class SiteTurns:
+    """The sites that have requests waiting, in the order they may start again.
+
+    Each site is held once, keyed by the time it was due when added. Keys go
+    stale (a pause, a later answer), so ``take`` asks ``due_of`` for each
+    candidate's real due time: later than the key puts it back, ``None``
+    (busy: a request of it is in flight) drops it until ``add`` brings it back.
+    """
+
+    _heap: list[tuple[float, int, str]] = field(default_factory=list)
+    _held: dict[str, int] = field(default_factory=dict)  # site -> the order number of its live heap entry
+    _order: count[int] = field(default_factory=count)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def __contains__(self, site: object) -> bool:
+        return site in self._held
+
+    def add(self, site: str, due: float) -> None:
+        """Hold ``site`` (it has requests waiting), due at ``due``; a site already held keeps its place."""
+        if site not in self._held:
+            self._push(site, due)
+
+    def take(self, now: float, due_of: Callable[[str], float | None]) -> str | None:
+        """The first site due by ``now``, released from the heap; ``None`` when no site is due yet."""
+        while self._heap and self._heap[0][0] <= now:
+            _, order, site = heapq.heappop(self._heap)
+            if self._held.get(site) != order:
+                continue  # discarded, or re-added since
+            due = due_of(site)
+            if due is not None and due > now:
+                self._push(site, due)
+                continue
+            del self._held[site]
+            if due is not None:
+                return site
+        return None
+
+    def discard(self, site: str) -> None:
+        """Stop holding ``site`` (its queue is empty); its heap entry is skipped when it comes up."""
+        self._held.pop(site, None)
+
+    def next_due(self) -> float | None:
+        """The earliest key in the heap (a lower bound of the next due time), ``None`` when empty."""
+        while self._heap and self._held.get(self._heap[0][2]) != self._heap[0][1]:
+            heapq.heappop(self._heap)
+        return self._heap[0][0] if self._heap else None
+
+    def _push(self, site: str, due: float) -> None:
+        order = next(self._order)
+        self._held[site] = order
+        heapq.heappush(self._heap, (due, order, site))

@@ -243,6 +243,8 @@ def run(args: argparse.Namespace) -> int:
     extra = _settings_pairs(args.set or [])
     state = _state_dir(uri, cwd)
     lock = Path(args.lock).resolve() if args.lock else state / "recrawl.lock"
+    if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).is_file():
+        raise ConfigError(f"no knowledge base at {uri.removeprefix('sqlite:///')}: give its --uri")
     project_dir = Path(args.project_dir).resolve() if args.project_dir else None
     if project_dir is not None and not (project_dir / "scrapy.cfg").is_file():
         raise ConfigError(f"--project-dir {project_dir} holds no scrapy.cfg")

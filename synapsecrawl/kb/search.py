@@ -40,6 +40,7 @@ __all__ = [
     "make_snippet",
     "query_terms",
     "search_terms",
+    "snippet_limit",
     "split_passages",
     "text_fragment",
 ]
@@ -58,10 +59,11 @@ _FRAGMENT_WORDS = 4
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # English function words: matched everywhere, they rank nothing and highlight noise.
-_STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from how i in is it its my of on or so that the this to was what "
-    "when where which who why with you your".split()
-)
+_STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i", "in", "is",
+    "it", "its", "my", "of", "on", "or", "so", "that", "the", "this", "to", "was", "what", "when", "where",
+    "which", "who", "why", "with", "you", "your",
+})  # fmt: skip
 _SENTENCE_END = re.compile(r"(?<=[.!?…。])\s+")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _HEADING_END = (".", ":", ";", ",", "!", "?", "…")

@@ -31,7 +31,7 @@ from synapsecrawl.kb.store import LabelRecord, PageRecord, open_store
 
 DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"
 WHEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-O, C = HIT_OPEN, HIT_CLOSE
+H, E = HIT_OPEN, HIT_CLOSE  # how the index marks a query word
 
 
 def record(url: str, text: str, **kw: object) -> PageRecord:
@@ -55,8 +55,8 @@ def test_headings_stay_with_what_they_head() -> None:
     """SYN-MODES (citable): a heading starts a passage once the one before has substance, and
     is never a passage alone; the page's own title heading is left out of passage 0."""
     body = "A paragraph that introduces the page and says what it is about, at some length, in one go."
-    text = "\n\n".join(["Restoring files", body, "Single files", "Use --include with the path.", "Mounting",
-                        "Mount shows snapshots as directories."])
+    text = (f"Restoring files\n\n{body}\n\nSingle files\n\nUse --include with the path.\n\nMounting\n\n"
+            "Mount shows snapshots as directories.")
     passages = split_passages(text, title="Restoring files — Tidepool docs")
     assert passages == [body, "Single files\nUse --include with the path.\nMounting\nMount shows snapshots as directories."]
     assert split_passages(text)[0].startswith("Restoring files\n")
@@ -88,7 +88,7 @@ def test_passages_keep_every_word_and_never_raise(text: str, title: str) -> None
 def test_query_words_are_marked_and_the_snippet_fits() -> None:
     """YOT-RESULTS: a result shows short passages with the query words between « » marks; the
     whole snippet, marks included, stays within the default budget."""
-    text = f"To {O}restore{C} a single {O}file{C}, add --include with its path. " + "More words here. " * 40
+    text = f"To {H}restore{E} a single {H}file{E}, add --include with its path. " + "More words here. " * 40
     snippet, shown = compose_snippet("http://a.test/r", [(3, text)], nosnippet=False, max_snippet=None)
     assert snippet.startswith("To «restore» a single «file», add --include")
     assert len(snippet) <= DEFAULT_SNIPPET_CHARS and snippet.endswith("…")
@@ -97,14 +97,14 @@ def test_query_words_are_marked_and_the_snippet_fits() -> None:
 
 def test_snippet_window_starts_near_the_first_hit() -> None:
     """A hit deep in a long passage is shown with a little context before it, cut at a word."""
-    text = "Filler words before the answer. " * 20 + f"The {O}lock{C} is stale: run tidepool unlock."
+    text = "Filler words before the answer. " * 20 + f"The {H}lock{E} is stale: run tidepool unlock."
     snippet, _ = compose_snippet("u", [(0, text)], nosnippet=False, max_snippet=None)
     assert snippet.startswith("…") and "«lock»" in snippet and "run tidepool unlock." in snippet
 
 
 def test_second_passage_is_shown_when_there_is_room() -> None:
     """Up to two passages, joined by " … ", best first; the second's own leading ellipsis is dropped."""
-    first, second = f"Short {O}answer{C}.", "x " * 30 + f"Another {O}answer{C} here."
+    first, second = f"Short {H}answer{E}.", "x " * 30 + f"Another {H}answer{E} here."
     snippet, shown = compose_snippet("u", [(5, first), (1, second)], nosnippet=False, max_snippet=None)
     assert [p.passage for p in shown] == [5, 1]
     assert snippet.startswith("Short «answer». … ") and "… …" not in snippet
@@ -114,7 +114,7 @@ def test_second_passage_is_shown_when_there_is_room() -> None:
 def test_max_snippet_bounds_the_whole_snippet_marks_included(limit: int) -> None:
     """SNA-SNIPPET: max-snippet:N means len(snippet) <= N, marks, ellipses and separators counted;
     max-snippet:0 shows nothing."""
-    passages = [(0, f"{O}Photosynthesis{C} turns light into chemical energy. " * 8), (1, f"More {O}light{C}.")]
+    passages = [(0, f"{H}Photosynthesis{E} turns light into chemical energy. " * 8), (1, f"More {H}light{E}.")]
     snippet, shown = compose_snippet("u", passages, nosnippet=False, max_snippet=limit)
     assert len(snippet) <= limit
     assert (snippet == "") == (limit == 0) and (shown == ()) == (limit == 0)
@@ -122,7 +122,7 @@ def test_max_snippet_bounds_the_whole_snippet_marks_included(limit: int) -> None
 
 def test_nosnippet_shows_no_text_at_all() -> None:
     """SNA-SNIPPET: under nosnippet a result has no snippet, no passages and no text fragment."""
-    assert compose_snippet("u", [(0, f"{O}secret{C} text")], nosnippet=True, max_snippet=500) == ("", ())
+    assert compose_snippet("u", [(0, f"{H}secret{E} text")], nosnippet=True, max_snippet=500) == ("", ())
 
 
 def test_text_fragment_links_to_the_passage_shown() -> None:

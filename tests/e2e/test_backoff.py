@@ -54,7 +54,7 @@ def store_of(run: CrawlRun) -> Iterator[SQLiteStore]:
 
 
 def pages(hits: list[Hit]) -> list[Hit]:
-    return [h for h in hits if h.path != "/robots.txt"]
+    return [h for h in hits if h.path not in ("/robots.txt", "/.well-known/tdmrep.json")]  # OMN-FETCH: not pages
 
 
 @pytest.mark.parametrize("form", ["seconds", "http-date"])

@@ -140,3 +140,12 @@ def test_a_crawl_that_cannot_start_fails_the_run_and_is_retried_soon(
     [source] = sources(first.kb_uri)
     assert time.time() < source.next_due <= time.time() + 3600
     assert source.outcome == "failed: exit 1"
+
+
+def test_recrawl_without_a_kb_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    """CARD-USE: under cron a wrong --uri is one line and exit 1, not a new empty knowledge base."""
+    missing = tmp_path / "nowhere" / "kb.sqlite3"
+    run = run_cron("--uri", f"sqlite:///{missing}")
+    assert run.returncode == 1
+    assert run.stderr == f"synapsecrawl: no knowledge base at {missing}: give its --uri\n"
+    assert not missing.parent.exists()

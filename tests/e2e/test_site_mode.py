@@ -123,7 +123,8 @@ def test_breadth_first_keeps_the_nearest_pages_under_a_page_limit(server: TestSe
     server.add(host, {"/robots.txt": Reply("", status=404), **routes})
     run = crawl("site", args={"url": server.url(host, "/"), "max_pages": "5"}, settings=FAST)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert paths(server.log(host)) == ["/", "/a0.html", "/a1.html", "/a2.html", "/a3.html"]
+    seen = paths(server.log(host))
+    assert seen[0] == "/" and sorted(seen[1:]) == ["/a0.html", "/a1.html", "/a2.html", "/a3.html"]
     assert len(run.kb()) == 5
     assert re.search(r"skipped \d+ \(limit 12\)", run.stderr), run.stderr[-2000:]
 
