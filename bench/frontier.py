@@ -48,7 +48,7 @@ class FrontierSpider(scrapy.Spider):
     def parse(self, response: Any, **kwargs: Any) -> Iterator[Any]:
         if response.meta.get("depth", 0) > 0:
             return  # a frontier page that got fetched while the frontier grows: nothing to add
-        share = self.size // len(self.seeds) + 1
+        share = int(self.size * 1.1) // len(self.seeds) + 1  # some get fetched while the frontier grows
         base = response.url.rsplit("/", 1)[0]
         for i in range(share):
             yield scrapy.Request(f"{base}/{i}-{'x' * 40}.html", callback=self.parse)

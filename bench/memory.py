@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,7 @@ def main() -> None:
         for disk in [d for d, skip in ((False, args.no_memory), (True, args.no_disk)) if not skip]:
             result = run_memory(size, disk=disk, extra=args.set)
             print_result(result)
+            sys.stdout.flush()
             results.append(result)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

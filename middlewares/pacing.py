@@ -10,17 +10,18 @@ middleware sleeping on a global slot.
 
 ``PacedPriorityQueue`` (the scheduler's priority queue) hands a request to the
 engine only when its site is due and has nothing in flight, so requests wait
-for their site's turn in the frontier, not in the downloader; and a request
-that does wait in its slot (the first page after robots.txt) is not counted
-against ``CONCURRENT_REQUESTS``, which then bounds work in progress only.
-Without both, every waiting request holds one of the global slots, and a crawl
-of many sites runs at CONCURRENT_REQUESTS / spacing requests a second however
-many sites are due (measured in docs/benchmarks.md).
+for their site's turn in the frontier, not in the downloader; and
+``PacingGateMiddleware`` sends back to the frontier a request whose site
+stopped being due on its way (the first page, once robots.txt has been
+fetched, a pause). Otherwise every waiting request holds one of the
+``CONCURRENT_REQUESTS`` global slots, and a crawl of many sites runs at
+CONCURRENT_REQUESTS / spacing requests a second however many sites are due;
+and requests parked in slots all start when their timers fire, whether or not
+the crawl can digest their answers (measured in docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from contextlib import suppress
 from pathlib import Path
 from time import monotonic
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from scrapy.pqueues import QueueProtocol
     from twisted.internet.defer import Deferred
 
-__all__ = ["PacedDownloader", "PacedPriorityQueue"]
+__all__ = ["PacedDownloader", "PacedPriorityQueue", "PacingGateMiddleware"]
 
 # The server sees arrivals, not our starts: a fresh connection's set-up can
 # delay one request's arrival but not the next one's, so each gap carries a
@@ -61,34 +62,13 @@ _TURNS_TO_SEND = 3
 # the middlewares (robots.txt check, backoff gate) then overlaps the wait, and
 # the slot's own timer still decides the start.
 _LEAD_SECONDS = 0.05
-
-
-class _SlotQueue(deque[tuple["Request", "Deferred[Response]"]]):
-    """A slot's queue that keeps the downloader's count of requests waiting in slots."""
-
-    def __init__(self, owner: PacedDownloader) -> None:
-        super().__init__()
-        self._owner = owner
-
-    def append(self, item: tuple[Request, Deferred[Response]]) -> None:
-        super().append(item)
-        self._owner.parked += 1
-
-    def popleft(self) -> tuple[Request, Deferred[Response]]:
-        item = super().popleft()
-        self._owner.parked -= 1
-        return item
-
-    def clear(self) -> None:
-        self._owner.parked -= len(self)
-        super().clear()
+_TURN = "pacing_turn"  # meta: handed out by PacedPriorityQueue (so it may go back to it)
 
 
 class PacedDownloader(Downloader):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self._runtime = Runtime.of(crawler)
-        self.parked = 0  # requests waiting in a slot for their site's next start
         self._in_flight: dict[str, int] = {}  # site -> its requests inside fetch() (robots.txt included)
         self._watchers: list[Callable[[str], None]] = []
         self._lag = LagMeter()
@@ -145,17 +125,16 @@ class PacedDownloader(Downloader):
         deferred.addBoth(left)
         return deferred
 
-    def needs_backout(self) -> bool:
-        # requests waiting for their site's turn hold no connection and no CPU
-        return 0 < self.total_concurrency <= len(self.active) - self.parked
-
     def watch(self, watcher: Callable[[str], None]) -> None:
         """Call ``watcher(site)`` whenever ``site`` has no request left in the downloader."""
         self._watchers.append(watcher)
 
-    def due(self, site: str) -> float | None:
-        """When ``site`` may start its next request (monotonic), or ``None`` while it has all it may have in flight."""
-        if self._in_flight.get(site, 0) >= self._runtime.profile.concurrency:
+    def due(self, site: str, ignoring: int = 0) -> float | None:
+        """When ``site`` may start its next request (monotonic), or ``None`` while it has all it may have in flight.
+
+        ``ignoring`` requests of it in flight are not counted (the one asking).
+        """
+        if self._in_flight.get(site, 0) - ignoring >= self._runtime.profile.concurrency:
             return None
         due = self._runtime.pacer.paused_until(site)
         slot = self.slots.get(site)
@@ -178,8 +157,6 @@ class PacedDownloader(Downloader):
 
     def _get_slot(self, request: Request, spider: Spider | None = None) -> tuple[str, Slot]:
         key, slot = super()._get_slot(request)
-        if not isinstance(slot.queue, _SlotQueue):
-            slot.queue = _SlotQueue(self)
         self._pace(key, slot)
         return key, slot
 
@@ -272,6 +249,7 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
         request = queue.pop()
         if request is not None:
             self._count -= 1
+            request.meta[_TURN] = True
         if len(queue) == 0:
             self._drop(site)
         else:
@@ -323,3 +301,33 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
         slot = getattr(self.crawler.engine, "_slot", None)  # the engine's own "look at the scheduler again"
         if slot is not None:
             slot.nextcall.schedule()
+
+
+class PacingGateMiddleware:
+    """Sends a request whose site is not due back to the frontier instead of letting it wait in a slot.
+
+    Only requests the frontier handed out come back (side fetches such as
+    robots.txt are awaited by their caller); each goes back once per turn,
+    flagged ``dont_filter`` so the duplicate filter lets it in again.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self._crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PacingGateMiddleware:
+        return cls(crawler)
+
+    def process_request(self, request: Request) -> Request | None:
+        if not request.meta.get(_TURN):
+            return None
+        downloader = self._crawler.engine.downloader if self._crawler.engine else None
+        if not isinstance(downloader, PacedDownloader):
+            return None
+        due = downloader.due(downloader.get_slot_key(request), ignoring=1)
+        if due is None or due <= monotonic() + 2 * _LEAD_SECONDS:
+            return None
+        assert self._crawler.stats is not None
+        self._crawler.stats.inc_value("pacing/requeued")
+        meta = {key: value for key, value in request.meta.items() if key != _TURN}
+        return request.replace(dont_filter=True, meta=meta)

@@ -37,6 +37,9 @@ BACKOFF_MAX_WAIT = 0  # seconds a crawl may wait on one paused site; 0 = the pro
 # concurrency that a paced site cannot hold the slots another site could use.
 CONCURRENT_REQUESTS = 256
 DOWNLOADER = "middlewares.pacing.PacedDownloader"
+# The frontier hands out a request only when its site is due: waiting is done
+# there, not in the downloader, where it would hold a global slot (#8).
+SCHEDULER_PRIORITY_QUEUE = "middlewares.pacing.PacedPriorityQueue"
 TWISTED_DNS_RESOLVER = "middlewares.resolver.GuardedResolver"
 
 DOWNLOADER_MIDDLEWARES = {
@@ -46,6 +49,7 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.backoff.BackoffGateMiddleware": 90,  # before robots.txt: a paused site is not touched at all
     "middlewares.robots.RobotsMiddleware": 100,  # replaces Scrapy's (None): judge first
     "middlewares.budget.PageBudgetMiddleware": 120,  # a page counts once robots.txt lets it through
+    "middlewares.pacing.PacingGateMiddleware": 130,  # after robots.txt (it sets the pace): not due yet, back to the frontier
     "middlewares.tdmrep.TdmRepMiddleware": 130,  # OMN-FETCH: a site we really fetch from gets tdmrep.json read first
     "middlewares.sizelimit.ResponseGateMiddleware": 560,  # under compression (590): sees decoded bytes
     # Between the type gate (560) and compression (590): sees the final answer after redirects (600) before the

@@ -90,11 +90,12 @@ def test_recrawl_from_cron_rereads_due_sources_only(server: TestServer, host: st
 def test_overlapping_recrawl_is_refused_by_the_lock(server: TestServer, host: str, crawl, tmp_path: Path) -> None:
     """CARD-USE: while one recrawl is crawling, a second one started on the same KB crawls nothing and exits
     75 (try again later) with one line; the first finishes and each page is read once."""
-    reached = threading.Event()
+    reached, released = threading.Event(), threading.Event()
 
     def slow(handler: BaseHTTPRequestHandler) -> Reply:
-        reached.set()
-        return Reply(html("Slow"), headers=HTML, delay=3)
+        reached.set()  # the first recrawl is crawling: it holds the page until the second has run
+        released.wait(60)
+        return Reply(html("Slow"), headers=HTML)
 
     server.add(host, {"/robots.txt": ROBOTS_ALL, "/slow.html": Reply(html("Slow"), headers=HTML)})
     first = crawl("page", args={"url": server.url(host, "/slow.html")})
@@ -108,8 +109,10 @@ def test_overlapping_recrawl_is_refused_by_the_lock(server: TestServer, host: st
         try:
             assert reached.wait(60), "the first recrawl never reached the page"
             second = run_cron("--uri", first.kb_uri, *TEST_HOSTS)
+            released.set()
             out, err = running.communicate(timeout=120)
         finally:
+            released.set()
             if running.poll() is None:
                 running.kill()
     assert second.returncode == 75

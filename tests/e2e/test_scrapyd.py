@@ -8,6 +8,7 @@ tests are skipped only when that virtualenv cannot be built.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -44,8 +45,14 @@ def _clean_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def scrapyd_venv() -> Path:
+def scrapyd_venv() -> Iterator[Path]:
     """Scrapyd, scrapyd-client and the project's dependencies in their own virtualenv (built once)."""
+    with open(VENV.parent / f"{VENV.name}.lock", "a") as lock:  # one build, whoever else runs the suite
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield _built_venv()
+
+
+def _built_venv() -> Path:
     wanted = "\n".join(_requirements())
     stamp = VENV / ".synapsecrawl-requirements"
     if stamp.is_file() and stamp.read_text() == wanted and (VENV / "bin" / "scrapyd").exists():
