@@ -104,6 +104,7 @@ class _Book:
     paused_until: dict[str, tuple[float, str]] = field(default_factory=dict)  # unix seconds, reason
     left: dict[str, tuple[float, str]] = field(default_factory=dict)
     loading: dict[str, asyncio.Future[None]] = field(default_factory=dict)
+    _holds: asyncio.Future[dict[str, UrlHold]] | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> _Book:
@@ -132,6 +133,20 @@ class _Book:
         downloader = self.crawler.engine.downloader if self.crawler.engine else None
         if hasattr(downloader, "refresh"):
             downloader.refresh(site)
+
+    async def hold_for(self, url: str) -> UrlHold | None:
+        """The hold an earlier crawl left on ``url``, read from the store once per crawl.
+
+        One read, not one per request: a thread hop per request let requests
+        overtake each other (sitemap lastmod order, breadth-first order).
+        """
+        if self._holds is None:
+            store, profile = self.runtime.store(), self.runtime.profile.name
+            self._holds = asyncio.ensure_future(
+                asyncio.to_thread(lambda: {hold.url: hold for hold in store.url_holds(profile)})
+            )
+        holds = self._holds.result() if self._holds.done() else await self._holds
+        return holds.get(url)
 
     async def load(self, site: str) -> None:
         """Read what the store remembers of ``site``, once per crawl."""
@@ -201,8 +216,7 @@ class BackoffGateMiddleware:
         self._book.refuse_if_left(request, site)
         if _is_side_fetch(request) or request.meta.get("backoff_retries"):
             return
-        store = self._runtime.store()
-        hold = await asyncio.to_thread(store.get_url_hold, self._runtime.profile.name, request.url)
+        hold = await self._book.hold_for(request.url)
         if hold is None:
             return
         if hold.until <= time.time():

@@ -39,6 +39,8 @@ class ResponseGateMiddleware:
         self._received: dict[int, int] = {}
         crawler.signals.connect(self._headers_received, signal=signals.headers_received)
         crawler.signals.connect(self._bytes_received, signal=signals.bytes_received)
+        # sent for every request that reached a slot, however it ended: the count never outlives it
+        crawler.signals.connect(self._forget, signal=signals.request_left_downloader)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ResponseGateMiddleware:
@@ -66,8 +68,10 @@ class ResponseGateMiddleware:
             request.meta["size_truncated"] = True
             raise StopDownload(fail=False)
 
-    def process_response(self, request: Request, response: Response) -> Response:
+    def _forget(self, request: Request, **_: Any) -> None:
         self._received.pop(id(request), None)
+
+    def process_response(self, request: Request, response: Response) -> Response:
         refused = request.meta.get("gate_refused_type")
         if refused:
             assert self._crawler.stats is not None
@@ -81,9 +85,6 @@ class ResponseGateMiddleware:
             logger.info("read %s only up to %d bytes (%s's cap)", request.url, cap, self._profile.name)
             return response.replace(body=response.body[:cap], flags=[*response.flags, "truncated"])
         return response
-
-    def process_exception(self, request: Request, exception: Exception) -> None:
-        self._received.pop(id(request), None)
 
 
 class DecompressionGuardMiddleware:
