@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from typing import Any
 
 import scrapy
@@ -127,13 +128,19 @@ class SynapseSpider(scrapy.Spider):
         if self._revisited or getattr(self, "backlog", None):  # the sitemap spider releases its backlog first
             return
         self._revisited = True
-        stored = [url for _, url in self.runtime.store().page_urls(self.crawl.kb) if self.owns(url)]
-        unreached = [url for url in stored if canonical(url) not in self._requested]
+        store = self.runtime.store()
+        stored = [url for _, url in store.page_urls(self.crawl.kb) if self.owns(url)]
+        # URLs an earlier crawl deferred (a long Retry-After) are picked up once their wait is over.
+        now = time.time()
+        deferred = [hold.url for hold in store.url_holds(self.runtime.profile.name, "deferred")
+                    if hold.kb == self.crawl.kb and hold.until <= now and self.owns(hold.url)]
+        unreached = [url for url in dict.fromkeys(stored + deferred) if canonical(url) not in self._requested]
         if not unreached:
             return
-        logger.info("re-reading %d stored pages of this source not reached by this crawl", len(unreached))
+        logger.info("re-reading %d stored or deferred pages of this source not reached by this crawl", len(unreached))
         assert self.crawler.engine is not None and self.crawler.stats is not None
         self.crawler.stats.set_value("reread/revisited", len(unreached))
+        self.crawler.stats.set_value("backoff/deferred_picked_up", len([u for u in deferred if u in unreached]))
         for url in unreached:
             # No links followed from here: the depth this page was found at is not known.
             self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, meta={"depth": self.limits.depth}))
@@ -149,6 +156,11 @@ class SynapseSpider(scrapy.Spider):
             deployment=profile.deployment, depth=self.crawl.depth, max_pages=self.crawl.max_pages,
             interval=interval, reason=reason, now=time.time(),
         )
+        # A URL deferred by a long Retry-After brings the next run forward, so it is not lost (#4).
+        waits = [hold.until for hold in store.url_holds(profile.name, "deferred")
+                 if hold.kb == self.crawl.kb and self.owns(hold.url)]
+        if waits and min(waits) < source.next_due:
+            source = replace(source, next_due=max(min(waits), time.time()))
         store.put_source(source)
         stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
         removed = sum(v for k, v in stats.items() if k.startswith("reread/removed/"))
