@@ -43,6 +43,7 @@ class Run:
     cpu: float  # user + system seconds of the process
     max_rss_mb: float
     log: str
+    killed: bool = False  # stopped at its time limit
 
     def stat(self, name: str) -> int:
         """A counter from Scrapy's final stats dump (0 when absent)."""
@@ -57,18 +58,20 @@ def run_process(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None,
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                                 env={**os.environ, **(env or {})})
         deadline = started + timeout
+        killed = False
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline and not killed:
                 proc.send_signal(signal.SIGKILL)
+                killed = True
             time.sleep(0.02)
         wall = time.monotonic() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         log = out.read()
-    return Run(proc.returncode, started, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, log)
+    return Run(proc.returncode, started, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, log, killed)
 
 
 @dataclass

@@ -44,7 +44,7 @@ def _profile_for(total_pages: int, min_delay: float) -> tuple[str, float]:
     raise SystemExit("bench: more than 500 pages needs Crawl-delays of at least 1 s (snagabot's floor)")
 
 
-def _ours(urls_file: Path, tmp: Path, profile: str, floor: float, extra: list[str], timeout: float) -> Run:
+def _ours(urls_file: Path, tmp: Path, *, profile: str, floor: float, extra: list[str], timeout: float) -> Run:
     cmd = [scrapy_bin(), "crawl", "page", "-a", f"urls_file={urls_file}"]
     settings = {
         "HOST_RESOLVE": "*.test=127.0.0.1",
@@ -104,7 +104,7 @@ def run_politeness(hosts: int, pages: int, delays: list[float], *, slow: int = 0
     profile, floor = _profile_for(hosts * pages, min(delays))
     result: dict[str, Any] = {
         "hosts": hosts, "pages": pages, "delays": delays, "slow": slow, "failing": failing, "profile": profile,
-        "extra": extra or [], "machine": machine(), "runs": [], "timelines": {},
+        "extra": extra or [], "machine": machine(), "runs": [], "timelines": {}, "arrivals": {},
     }
     shown = [h.name for h in specs[:_TIMELINE_HOSTS]]
     with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-") as tmpdir:
@@ -114,20 +114,25 @@ def run_politeness(hosts: int, pages: int, delays: list[float], *, slow: int = 0
             random.Random(8).shuffle(urls)
         urls_file = tmp / "urls.txt"
         urls_file.write_text("\n".join(urls) + "\n")
-        crawls = [("synapsecrawl", lambda: _ours(urls_file, tmp, profile, floor, extra or [], timeout))]
+        crawls = [("synapsecrawl", lambda: _ours(urls_file, tmp, profile=profile, floor=floor, extra=extra or [],
+                                                        timeout=timeout))]
         if stock:
-            ideal = (pages + (1 + 2 * pages) * bool(failing)) * max(delays)
-            limit = stock_timeout or max(120.0, 4 * ideal)
+            planned = pages * (3 if failing else 1) * max(delays)  # a failing page is tried 3 times
+            limit = stock_timeout or max(120.0, 1.5 * planned)
             crawls.append(("stock scrapy", lambda: _stock(urls_file, tmp, max(delays), limit)))
         for label, crawl in crawls:
             web.reset()
             run = crawl()
             hits = web.log()
             figures = judge(hits, spacing)
-            if run.returncode != 0:
+            if run.returncode != 0 and not run.killed:
                 print(run.log[-3000:])
             result["runs"].append({**_summary(label, figures, run, hosts * pages), "load": os.getloadavg()[0]})
             result["timelines"][label] = _timeline(hits, shown, figures.first)
+            result["arrivals"][label] = {
+                "robots": [round(h.start - figures.first, 3) for h in hits if h.path == "/robots.txt"],
+                "pages": [round(h.start - figures.first, 3) for h in hits if h.path != "/robots.txt"],
+            }
     return result
 
 
@@ -163,7 +168,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an extra Scrapy setting for our crawl (to compare designs)")
     parser.add_argument("--stock-timeout", type=float, default=0,
-                        help="stop the stock crawl after this many seconds (default: 4 x the ideal, at least 120)")
+                        help="stop the stock crawl after this many seconds (default: 1.5 x the ideal, at least 120)")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     delays = [float(d) for d in args.delays.split(",")] if args.delays else [args.delay]

@@ -23,10 +23,11 @@ import threading
 import time
 import zlib
 from dataclasses import dataclass, field
+from typing import Self
 
 __all__ = ["Hit", "HostSpec", "SimWeb", "make_hosts", "page_path"]
 
-_WORDS = (
+_TEXT = (
     "the of and to in is that for it as was with be by on not he this are or his from at which but have an they "
     "you were her all she there would their we him been has when who will more no if out so said what up its about "
     "into than them can only other new some could time these two may then do first any my now such like our over "
@@ -36,7 +37,8 @@ _WORDS = (
     "against go came right used take three crawler robots delay server request page index search document archive "
     "network protocol python library release version module function method class object value string number list "
     "history science research analysis result method data model system process design change level group problem"
-).split()
+)
+_WORDS = _TEXT.split()
 _MIN_BYTES, _MAX_BYTES = 10_000, 100_000
 _TEMPLATES = 300
 
@@ -124,14 +126,16 @@ class _Pages:
         title = " ".join(rng.choice(_WORDS) for _ in range(6)).capitalize() + " (@@N@@)"
         nav = "".join(f'<li><a href="{page_path(rng.randrange(self.pages))}">{rng.choice(_WORDS).capitalize()}</a></li>'
                       for _ in range(15))
-        parts = [
+        byline = f"Posted on 2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}"
+        head = (
             f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f'<meta name="description" content="{title}"><meta name="viewport" content="width=device-width">'
             '<link rel="stylesheet" href="/static/site.css"><script>window.dataLayer=window.dataLayer||[];'
             'function gtag(){dataLayer.push(arguments)}gtag("js",new Date());</script></head><body>'
             f'<header><a class="logo" href="/">@@HOST@@</a><nav><ul>{nav}</ul></nav></header>'
-            f'<main><article><h1>{title}</h1><p class="byline">Posted on 2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}</p>'
-        ]
+            f'<main><article><h1>{title}</h1><p class="byline">{byline}</p>'
+        )
+        parts = [head]
         size = sum(len(p) for p in parts)
         section = 0
         while size < target - 1500:
@@ -159,6 +163,18 @@ class _Pages:
         if host.crawl_delay is not None:
             lines.append(f"Crawl-delay: {host.crawl_delay:g}")
         return ("\n".join(lines) + "\n").encode()
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """A request being answered."""
+
+    host: str
+    path: str
+    arrived: float
+    concurrent: int
+    head_only: bool
+    close: bool
 
 
 class _Connection(asyncio.Protocol):
@@ -210,7 +226,7 @@ class SimWeb:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
-    def __enter__(self) -> SimWeb:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *_: object) -> None:
@@ -261,12 +277,12 @@ class SimWeb:
                 close = True
         path = target.decode("latin-1")
         self._in_flight[host] = concurrent = self._in_flight.get(host, 0) + 1
+        asked = _Asked(host, path, arrived, concurrent, method == b"HEAD", close)
         status, body, ctype, delay = self._route(host, path)
         if delay:
-            self._loop.call_later(delay, self._answer, transport, host, path, arrived, concurrent, status, body,
-                                  ctype, method == b"HEAD", close)
+            self._loop.call_later(delay, self._answer, transport, asked, status, body, ctype)
         else:
-            self._answer(transport, host, path, arrived, concurrent, status, body, ctype, method == b"HEAD", close)
+            self._answer(transport, asked, status, body, ctype)
 
     def _route(self, host: str, path: str) -> tuple[int, bytes, str, float]:
         spec = self.hosts.get(host)
@@ -286,24 +302,25 @@ class SimWeb:
                 return 200, self._pages.page(spec, n), html, spec.slow
         return 404, b"<html><body>not found</body></html>", html, 0.0
 
-    def _answer(self, transport: asyncio.Transport, host: str, path: str, arrived: float, concurrent: int,
-                status: int, body: bytes, ctype: str, head_only: bool, close: bool) -> None:
+    def _answer(self, transport: asyncio.Transport, asked: _Asked, status: int, body: bytes, ctype: str) -> None:
         reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}[status]
         header = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                  f"{'Connection: close' if close else 'Keep-Alive: timeout=60'}\r\n\r\n").encode()
+                  f"{'Connection: close' if asked.close else 'Keep-Alive: timeout=60'}\r\n\r\n").encode()
         if not transport.is_closing():
-            transport.write(header if head_only else header + body)
-            if close:
+            transport.write(header if asked.head_only else header + body)
+            if asked.close:
                 transport.close()
-        self._in_flight[host] -= 1
-        self.hits.append(Hit(host, path, arrived, time.monotonic(), concurrent, status, len(body)))
+        self._in_flight[asked.host] -= 1
+        self.hits.append(Hit(asked.host, asked.path, asked.arrived, time.monotonic(), asked.concurrent, status,
+                             len(body)))
 
     def log(self) -> list[Hit]:
         """A snapshot of the log, in arrival order."""
-        return sorted(list(self.hits), key=lambda h: h.start)
+        return sorted(self.hits, key=lambda h: h.start)
 
 
-def _load(port: int, hosts: list[str], pages: int, connections: int, seconds: float, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+def _load(port: int, hosts: list[str], *, pages: int, connections: int, seconds: float,
+          out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     async def client(i: int) -> int:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         done, n = 0, i
@@ -329,8 +346,9 @@ def _capacity(hosts: int, connections: int, seconds: float) -> None:
     specs = make_hosts(hosts, 25, [1.0])
     with SimWeb(specs) as web:
         out: multiprocessing.Queue[int] = multiprocessing.Queue()
-        proc = multiprocessing.Process(target=_load, args=(web.port, [h.name for h in specs], 25, connections,
-                                                           seconds, out))
+        proc = multiprocessing.Process(target=_load, args=(web.port, [h.name for h in specs]),
+                                       kwargs={"pages": 25, "connections": connections, "seconds": seconds,
+                                               "out": out})
         cpu = time.process_time()
         proc.start()
         done = out.get(timeout=seconds + 30)

@@ -14,6 +14,11 @@ the URL is answered, so a crawl that stops early loses nothing.
 
 ``BackoffGateMiddleware`` runs first (before robots.txt): what the store
 remembers from earlier crawls keeps a request off the network.
+
+A feed (meta ``feed``) is not retried in the crawl: each failed refresh holds
+its URL in the store for the feed curve's delay (15 min doubling to a day
+under SereneReader; at least Retry-After on a 429), and a good answer (2xx,
+304) releases it (SER-FEED-BACKOFF). The feed spider skips a held feed.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.utils.misc import load_object
 
 from middlewares.runtime import Runtime
-from synapsecrawl.backoff import Decision, SiteHistory, decide, slow_spacing
+from synapsecrawl.backoff import Decision, SiteHistory, decide, feed_retry_delay, slow_spacing
 from synapsecrawl.kb.store import SiteState, UrlHold
 
 if TYPE_CHECKING:
@@ -39,7 +44,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["BackoffGateMiddleware", "BackoffMiddleware", "SiteLeft", "UrlHeld"]
+__all__ = ["BackoffGateMiddleware", "BackoffMiddleware", "RetryScheduled", "SiteLeft", "UrlHeld"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +70,10 @@ class SiteLeft(IgnoreRequest):
 
 class UrlHeld(IgnoreRequest):
     """The URL itself is held (a remembered failure, a deferred retry not yet due)."""
+
+
+class RetryScheduled(IgnoreRequest):
+    """This attempt is over; a copy of the request comes back after a wait (its callbacks with it)."""
 
 
 def _when(unix: float) -> str:
@@ -319,15 +328,23 @@ class BackoffMiddleware:
             await self._book.save_site(judged.site)
         if _is_side_fetch(request):
             return response
+        if request.meta.get("feed"):
+            await self._feed_refreshed(request, judged.site, response.status, response.headers.get(b"Retry-After"))
+            return response
         return await self._settle(request, judged.decision, judged.site, answered=True) or response
 
     async def process_exception(self, request: Request, exception: Exception) -> Request | None:
         site = self._runtime.site(request.url)
         if isinstance(exception, SiteLeft):
-            if not _is_side_fetch(request):
+            if not _is_side_fetch(request) and not request.meta.get("feed"):  # a feed keeps its own delay
                 await self._book.hold(request, site, kind="deferred", until=exception.until, reason=exception.reason)
                 self._book.stat("backoff/deferred")
                 self._runtime.summary.skip(site, "paused")
+            return None
+        if request.meta.get("feed") and not isinstance(exception, IgnoreRequest) and not (
+            request.meta.get("dont_backoff")
+        ):
+            await self._feed_refreshed(request, site, None, None, why=type(exception).__name__)
             return None
         if (
             isinstance(exception, IgnoreRequest)
@@ -386,7 +403,30 @@ class BackoffMiddleware:
         if delay <= decision.site_wait:
             return retry  # the paused slot holds it
         self._later[retry] = asyncio.get_running_loop().call_later(delay, self._reinject, retry)
-        raise IgnoreRequest(f"{request.url}: retried in {_secs(delay)}")
+        raise RetryScheduled(f"{request.url}: retried in {_secs(delay)}")
+
+    async def _feed_refreshed(
+        self, request: Request, site: str, status: int | None, retry_after: bytes | None, why: str = ""
+    ) -> None:
+        """SER-FEED-BACKOFF: a failed refresh holds the feed for the feed curve; a good answer releases it."""
+        url = (request.meta.get("redirect_urls") or [request.url])[0]  # the feed as subscribed
+        store, profile = self._runtime.store(), self._runtime.profile.name
+        if status is not None and (200 <= status < 300 or status == 304):
+            await asyncio.to_thread(store.delete_url_hold, profile, url)
+            return
+        if status is not None and 300 <= status < 400:
+            return  # a redirect: the answer at its end is judged
+        previous = await asyncio.to_thread(store.get_url_hold, profile, url)
+        failures = (previous.failures if previous is not None else 0) + 1
+        now = time.time()
+        delay = feed_retry_delay(self._policy, failures, status=status, retry_after=retry_after, now=now)
+        reason = f"feed {status if status is not None else why}"
+        kb = str(getattr(getattr(self._crawler.spider, "crawl", None), "kb", ""))
+        hold = UrlHold(url, "deferred", now + delay, reason, site, kb, failures, now)
+        await asyncio.to_thread(store.put_url_hold, profile, hold)
+        self._book.stat("backoff/feed_delayed")
+        logger.info("backoff: feed %s failed (%s; %d failed refreshes in a row): next refresh not before %s",
+                    url, reason.removeprefix("feed "), failures, _when(now + delay))
 
     def _reinject(self, request: Request) -> None:
         if self._later.pop(request, None) is None:

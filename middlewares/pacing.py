@@ -22,6 +22,7 @@ the crawl can digest their answers (measured in docs/benchmarks.md).
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import suppress
 from pathlib import Path
 from time import monotonic
@@ -31,6 +32,7 @@ from scrapy import signals
 from scrapy.core.downloader import Downloader, Slot
 from scrapy.pqueues import DownloaderAwarePriorityQueue, _path_safe
 from scrapy.utils.asyncio import CallLaterResult, call_later
+from scrapy.utils.defer import _schedule_coro
 
 from middlewares.runtime import Runtime
 from synapsecrawl.pacing import LagMeter, SiteTurns, reached_server_by
@@ -63,6 +65,7 @@ _TURNS_TO_SEND = 3
 # the slot's own timer still decides the start.
 _LEAD_SECONDS = 0.05
 _TURN = "pacing_turn"  # meta: handed out by PacedPriorityQueue (so it may go back to it)
+_LEASE = "pacing_lease"  # meta: the start the shared pacer granted (PACING_REDIS_URL), given back on the answer
 
 
 class PacedDownloader(Downloader):
@@ -78,6 +81,12 @@ class PacedDownloader(Downloader):
         crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self._start_ticking, signal=signals.engine_started)
         crawler.signals.connect(self._stop_ticking, signal=signals.engine_stopped)
+        self._shared = self._runtime.shared_pacer
+        self._asking: set[str] = set()  # sites whose turn is being asked of Redis
+        self._releasing: dict[str, set[asyncio.Task[None]]] = {}  # site -> leases being given back
+        if self._shared is not None:
+            crawler.signals.connect(self._release_answered, signal=signals.response_downloaded)
+            crawler.signals.connect(self._close_shared, signal=signals.engine_stopped)
 
     def loop_lag(self) -> float:
         """How late this process's event loop runs now or ran lately, in seconds."""
@@ -193,6 +202,85 @@ class PacedDownloader(Downloader):
         paused_until = pacer.paused_until(key)
         if paused_until > monotonic():
             slot.lastseen = max(slot.lastseen, paused_until - slot.delay)
+
+
+    # Shared pacing (PACING_REDIS_URL): Redis grants each start, for all machines at once (OMN-SITE).
+
+    def _process_queue(self, slot: Slot) -> None:
+        if self._shared is None:
+            super()._process_queue(slot)
+            return
+        if slot.latercall or not slot.queue or slot.free_transfer_slots() <= 0:
+            return
+        key = slot.queue[0][0].meta[self.DOWNLOAD_SLOT]
+        if key in self._asking:
+            return
+        penalty = slot.download_delay() - monotonic() + slot.lastseen
+        if penalty > 0:  # this process's own spacing first: no need to ask Redis before it
+            slot.latercall = call_later(penalty, self._latercall, slot)
+            return
+        self._asking.add(key)
+        _schedule_coro(self._ask(key, slot))
+
+    async def _ask(self, key: str, slot: Slot) -> None:
+        assert self._shared is not None
+        try:
+            await asyncio.gather(*self._releasing.get(key, ()))  # an answer moves the next start first
+            turn = await self._shared.acquire(key)
+        finally:
+            self._asking.discard(key)
+        self._pace(key, slot)  # a pause or spacing another machine set
+        if turn.lease is None:
+            slot.lastseen = max(slot.lastseen, monotonic() + turn.wait - slot.delay)  # due() sees the wait
+            if slot.latercall is None:
+                slot.latercall = call_later(turn.wait, self._latercall, slot)
+            return
+        if not slot.queue or slot.free_transfer_slots() <= 0:  # dropped or taken meanwhile
+            self._release(key, turn.lease, None)
+            return
+        slot.lastseen = monotonic()
+        request, queue_dfd = slot.queue.popleft()
+        request.meta[_LEASE] = turn.lease
+        _schedule_coro(self._leased(key, slot, request, queue_dfd))
+        self._process_queue(slot)
+
+    async def _leased(self, key: str, slot: Slot, request: Request, queue_dfd: Deferred[Response]) -> None:
+        try:
+            await self._wait_for_download(slot, request, queue_dfd)
+        finally:
+            lease = request.meta.pop(_LEASE, None)
+            if lease is not None:  # no answer (refused, timed out): the place is free, the spacing stands
+                self._release(key, lease, None)
+
+    def _release_answered(self, response: Response, request: Request, **_: Any) -> None:
+        lease = request.meta.pop(_LEASE, None)
+        if lease is None or self._shared is None:
+            return
+        key, latency = request.meta.get(self.DOWNLOAD_SLOT, ""), request.meta.get("download_latency")
+        ago = None
+        if latency is not None:
+            now = monotonic()
+            lag = _TURNS_TO_SEND * self.loop_lag()
+            ago = now - reached_server_by(now - latency, now, self._shared.spacing(key), loop_lag=lag)
+        self._release(key, lease, ago)
+
+    def _release(self, key: str, lease: str, arrived_ago: float | None) -> None:
+        assert self._shared is not None
+        task = asyncio.ensure_future(self._shared.release(key, lease, arrived_ago))
+        pending = self._releasing.setdefault(key, set())
+        pending.add(task)
+
+        def done(_: asyncio.Task[None]) -> None:
+            pending.discard(task)
+            if not pending and self._releasing.get(key) is pending:
+                del self._releasing[key]
+
+        task.add_done_callback(done)
+
+    async def _close_shared(self) -> None:
+        assert self._shared is not None
+        await asyncio.gather(*(task for pending in list(self._releasing.values()) for task in pending))
+        await self._shared.aclose()
 
 
 class PacedPriorityQueue(DownloaderAwarePriorityQueue):

@@ -36,7 +36,7 @@ class AddressRefused(DNSLookupError):
 class GuardedResolver(CachingThreadedResolver):
     """Static map, then system DNS; refuses private addresses unless allowed."""
 
-    def __init__(self, reactor: ReactorBase, cache_size: int, timeout: float,
+    def __init__(self, reactor: ReactorBase, cache_size: int, timeout: float, *,
                  host_map: HostMap, allow_private: bool, refused: dict[str, str] | None = None) -> None:
         super().__init__(reactor, cache_size, timeout)
         self.host_map = host_map
@@ -50,9 +50,9 @@ class GuardedResolver(CachingThreadedResolver):
             reactor,
             settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0,
             settings.getfloat("DNS_TIMEOUT"),
-            parse_host_resolve(settings.get("HOST_RESOLVE") or ""),
-            settings.getbool("ALLOW_PRIVATE_ADDRESSES"),
-            Runtime.of(crawler).refused_hosts,
+            host_map=parse_host_resolve(settings.get("HOST_RESOLVE") or ""),
+            allow_private=settings.getbool("ALLOW_PRIVATE_ADDRESSES"),
+            refused=Runtime.of(crawler).refused_hosts,
         )
 
     def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> Deferred[str]:

@@ -49,7 +49,7 @@ class RobotsMiddleware:
         if request.meta.get("robots_txt") or request.meta.get("dont_obey_robotstxt"):
             return
         outcome = await self.outcome_for(request.url)
-        if not outcome.rules.allows(request.url):
+        if not outcome.rules.allows(request.url) and not self._feed_exempt(request, outcome):
             assert self._crawler.stats is not None
             site = self._runtime.site(request.url)
             refused = self._runtime.refused_hosts.get(urlparse_cached(request).hostname or "")
@@ -63,6 +63,19 @@ class RobotsMiddleware:
             request.meta["robots_disallowed"] = True
             request.meta["robots_outcome"] = outcome.kind  # only "parsed" rules remove a stored page
             raise IgnoreRequest(f"robots.txt ({reason}) forbids {request.url}")
+
+    def _feed_exempt(self, request: Request, outcome: RobotsOutcome) -> bool:
+        """SER-ROBOTS-FEEDS: a feed (meta ``feed``) is fetched for its subscriber, like Google's
+        Feedfetcher, so under a profile saying so only a group naming the bot can disallow it."""
+        if not (request.meta.get("feed") and self._profile.robots.feeds_own_group_only):
+            return False
+        if outcome.kind != "parsed" or outcome.rules.matched_group not in ("*", ""):
+            return False
+        assert self._crawler.stats is not None
+        self._crawler.stats.inc_value("robots/feed_exempt")
+        logger.info("robots.txt: the * group disallows feed %s, which heeds only %s's own group",
+                    request.url, self._profile.token)
+        return True
 
     async def outcome_for(self, url: str) -> RobotsOutcome:
         """The robots outcome for ``url``'s origin, fetching it when no fresh copy exists."""

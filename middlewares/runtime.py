@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from synapsecrawl.config import check_config
 from synapsecrawl.kb.store import DEFAULT_KB_URI, Store, open_store
 from synapsecrawl.pacing import SiteClock
+from synapsecrawl.pacing_redis import DEFAULT_PREFIX, RedisPacing
 from synapsecrawl.profiles import Limits, Profile
 from synapsecrawl.summary import CrawlSummary
 from synapsecrawl.urls import site_of
@@ -30,7 +31,7 @@ class Runtime:
     """The profile, pacer, summary and store of one crawl."""
 
     profile: Profile
-    pacer: SiteClock
+    pacer: SiteClock | RedisPacing  # RedisPacing when PACING_REDIS_URL shares the limits between machines
     kb_uri: str
     limits: Limits  # the operator's; a spider's -a arguments may lower them (spider.limits)
     summary: CrawlSummary = field(default_factory=CrawlSummary)
@@ -50,12 +51,17 @@ class Runtime:
             config = check_config(operator_settings(crawler.settings), {})
             runtime = cls(
                 profile=config.profile,
-                pacer=SiteClock(delay=config.limits.delay, crawl_delay_cap=config.profile.crawl_delay_cap),
+                pacer=_pacer(crawler, config.profile, config.limits),
                 kb_uri=crawler.settings.get("KB_URI") or DEFAULT_KB_URI,
                 limits=config.limits,
             )
             setattr(crawler, _ATTR, runtime)
         return runtime
+
+    @property
+    def shared_pacer(self) -> RedisPacing | None:
+        """The pacer shared through Redis, or ``None`` when pacing is this process's own."""
+        return self.pacer if isinstance(self.pacer, RedisPacing) else None
 
     def site(self, url: str) -> str:
         """The site ``url`` counts toward."""
@@ -72,3 +78,14 @@ class Runtime:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def _pacer(crawler: Crawler, profile: Profile, limits: Limits) -> SiteClock | RedisPacing:
+    url = crawler.settings.get("PACING_REDIS_URL") or ""
+    if not url:
+        return SiteClock(delay=limits.delay, crawl_delay_cap=profile.crawl_delay_cap)
+    prefix = crawler.settings.get("PACING_REDIS_PREFIX") or DEFAULT_PREFIX
+    # A lease outlives the longest download (the profile's timeout, a cap), then frees a dead machine's place.
+    return RedisPacing(url, delay=limits.delay, crawl_delay_cap=profile.crawl_delay_cap,
+                       concurrency=profile.concurrency, lease_seconds=profile.timeout + 15.0,
+                       prefix=f"{prefix}:{profile.name}")

@@ -40,6 +40,9 @@ def _page_json(page: PageRecord) -> dict[str, Any]:
         "etag": page.etag,
         "last_modified": page.last_modified,
         "verified_at": page.verified_at.isoformat() if page.verified_at else None,
+        "image": page.image,
+        "published": page.published,
+        "feed": page.feed,
     }
 
 

@@ -54,6 +54,8 @@ def make_item(
         "language": page.language,
         "description": page.description,
         "site": site,
+        "image": page.og_image,
+        "published": page.published,
     }
 
 
@@ -75,6 +77,9 @@ def record_from_item(item: Mapping[str, Any]) -> PageRecord:
         site=str(item.get("site") or ""),
         language=str(item.get("language") or ""),
         description=str(item.get("description") or ""),
+        image=str(item.get("image") or ""),
+        published=str(item.get("published") or ""),
+        feed=str(item.get("feed") or ""),
     )
 
 

@@ -32,6 +32,9 @@ RETRY_TIMES = 2
 REREAD_DAYS = 0  # days between re-reads of a source; 0 = the profile's (synapsebot: 7)
 REMOVAL_LIST = ""  # a file of domains and URL prefixes deleted from the KB and never fetched
 BACKOFF_MAX_WAIT = 0  # seconds a crawl may wait on one paused site; 0 = the profile's [backoff] max_wait
+ONDEMAND_HOST = "127.0.0.1"  # `scrapy crawl ondemand` listens here only (SNA-ONDEMAND)
+ONDEMAND_PORT = 8765  # POST /api/web_fetch and MCP at /mcp; 0 = any free port
+ONDEMAND_WAIT = 120  # seconds an on-demand ask waits for its page (pacing included) before a timeout error
 
 # Sites wait on their own downloader slot, never on each other: enough global
 # concurrency that a paced site cannot hold the slots another site could use.
@@ -49,7 +52,8 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.backoff.BackoffGateMiddleware": 90,  # before robots.txt: a paused site is not touched at all
     "middlewares.robots.RobotsMiddleware": 100,  # replaces Scrapy's (None): judge first
     "middlewares.budget.PageBudgetMiddleware": 120,  # a page counts once robots.txt lets it through
-    "middlewares.pacing.PacingGateMiddleware": 130,  # after robots.txt (it sets the pace): not due yet, back to the frontier
+    # after robots.txt (it sets the pace): a request not due yet goes back to the frontier
+    "middlewares.pacing.PacingGateMiddleware": 130,
     "middlewares.tdmrep.TdmRepMiddleware": 130,  # OMN-FETCH: a site we really fetch from gets tdmrep.json read first
     "middlewares.sizelimit.ResponseGateMiddleware": 560,  # under compression (590): sees decoded bytes
     # Between the type gate (560) and compression (590): sees the final answer after redirects (600) before the

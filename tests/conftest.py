@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,3 +154,78 @@ def write_urls(path: Path, urls: list[str]) -> str:
 def gaps(hits: list) -> list[float]:  # type: ignore[type-arg]
     """Seconds between consecutive request arrivals."""
     return [b.start - a.start for a, b in itertools.pairwise(hits)]
+
+
+
+POSTGRES_ADMIN_URI = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _postgres_admin():  # type: ignore[no-untyped-def]
+    """An autocommit connection to the test server; skips (fails in CI, CI=true) when there is none."""
+    import psycopg
+
+    try:
+        return psycopg.connect(POSTGRES_ADMIN_URI, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        reason = f"PostgreSQL unreachable at {POSTGRES_ADMIN_URI}: {str(exc).splitlines()[0]}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def postgres_uri() -> Iterator[str]:
+    """A fresh PostgreSQL database for one test, dropped after it; its ``postgresql://`` URI."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    with _postgres_admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield urlunsplit(urlsplit(POSTGRES_ADMIN_URI)._replace(path=f"/{name}"))
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def postgres_schema_uri() -> Iterator[str]:
+    """A fresh schema in the test database (faster than a database), dropped after the test: a URI
+    whose ``search_path`` puts the knowledge base's tables there."""
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    with _postgres_admin() as admin:
+        admin.execute(f'CREATE SCHEMA "{name}"')
+        try:
+            sep = "&" if "?" in POSTGRES_ADMIN_URI else "?"
+            yield f"{POSTGRES_ADMIN_URI}{sep}options=-csearch_path%3D{name}"
+        finally:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+REDIS_URL = os.environ.get("SYNAPSECRAWL_TEST_REDIS", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    """A key prefix in the test Redis (REDIS_URL) no other test uses; its keys are deleted after the test.
+
+    Without a reachable server the test is skipped on a developer machine and fails in CI (CI=true).
+    """
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=5)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        client.close()
+        reason = f"Redis unreachable at {REDIS_URL}: {exc}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    prefix = f"test:{uuid.uuid4().hex[:16]}"
+    try:
+        yield prefix
+    finally:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+        client.close()

@@ -16,6 +16,8 @@ from middlewares.addon import operator_settings
 from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.ondemand import check_arguments, check_serving
+from synapsecrawl.pacing_redis import check_redis
 from synapsecrawl.reread import check_operations
 
 
@@ -26,8 +28,13 @@ class Command(ScrapyCrawl):
         assert self.settings is not None
         arguments: dict[str, Any] = dict(getattr(opts, "spargs", None) or {})
         try:
-            check_config(operator_settings(self.settings), arguments)
-            CrawlRequest.from_args(**arguments)
+            config = check_config(operator_settings(self.settings), arguments)
+            if args[:1] == ["ondemand"]:  # serves agents' asks: no start URLs (spiders.ondemand)
+                check_arguments(**arguments)
+                check_serving(config.profile, self.settings.get("ONDEMAND_HOST"), self.settings.get("ONDEMAND_PORT"))
+            else:
+                CrawlRequest.from_args(**arguments)
             check_operations(self.settings)
+            check_redis(self.settings.get("PACING_REDIS_URL") or "")
         except ConfigError as exc:
             raise SystemExit(f"synapsecrawl: {exc}") from None

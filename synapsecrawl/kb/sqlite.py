@@ -17,7 +17,16 @@ from typing import Any
 
 from synapsecrawl.errors import StoreError
 from synapsecrawl.kb import content
-from synapsecrawl.kb.store import LabelRecord, PageRecord, RobotsCopy, SearchHit, SiteState, Source, UrlHold
+from synapsecrawl.kb.store import (
+    LabelRecord,
+    PageRecord,
+    RobotsCopy,
+    SearchHit,
+    SiteIcon,
+    SiteState,
+    Source,
+    UrlHold,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -40,6 +49,9 @@ CREATE TABLE IF NOT EXISTS pages (
     site TEXT NOT NULL DEFAULT '',
     language TEXT NOT NULL DEFAULT '',
     description TEXT NOT NULL DEFAULT '',
+    image TEXT NOT NULL DEFAULT '',
+    published TEXT NOT NULL DEFAULT '',
+    feed TEXT NOT NULL DEFAULT '',
     UNIQUE (kb, url)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS pages_fts USING fts5(
@@ -90,6 +102,22 @@ CREATE TABLE IF NOT EXISTS backoff_urls (
 );
 """
 
+# Columns added since the first schema: (name, declaration), added to an older file on open.
+_ADDED_PAGE_COLUMNS = (
+    ("image", "TEXT NOT NULL DEFAULT ''"),
+    ("published", "TEXT NOT NULL DEFAULT ''"),
+    ("feed", "TEXT NOT NULL DEFAULT ''"),
+)
+# Site icons found by the feed spider (synapsecrawl.feeds, SER-ICON). Unix seconds.
+_ICONS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS site_icons (
+    origin TEXT PRIMARY KEY,
+    url TEXT NOT NULL DEFAULT '',
+    content_type TEXT NOT NULL DEFAULT '',
+    fetched_at REAL NOT NULL DEFAULT 0
+);
+"""
+
 # Sources a KB user added, re-read on a schedule (synapsecrawl.reread). URLs one a line; unix seconds.
 _SOURCES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS sources (
@@ -114,7 +142,7 @@ _SOURCE_COLUMNS = (
 
 _PAGE_COLUMNS = (
     "kb, url, title, text, snippet_text, content_type, status, fetched_at, verified_at, etag,"
-    " last_modified, nosnippet, max_snippet, site, language, description"
+    " last_modified, nosnippet, max_snippet, site, language, description, image, published, feed"
 )
 
 
@@ -141,6 +169,9 @@ def _record(row: sqlite3.Row) -> PageRecord:
         site=row["site"],
         language=row["language"],
         description=row["description"],
+        image=row["image"],
+        published=row["published"],
+        feed=row["feed"],
     )
 
 
@@ -162,6 +193,11 @@ class SQLiteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            present = {row[1] for row in self._db.execute("PRAGMA table_info(pages)")}
+            for column, declaration in _ADDED_PAGE_COLUMNS:
+                if column not in present:
+                    self._db.execute(f"ALTER TABLE pages ADD COLUMN {column} {declaration}")
+            self._db.executescript(_ICONS_SCHEMA)
             self._db.executescript(_BACKOFF_SCHEMA)
             self._db.executescript(_SOURCES_SCHEMA)
             cut = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='passages'").fetchone()
@@ -187,7 +223,7 @@ class SQLiteStore:
             page.kb, page.url, page.title, page.text, page.snippet_text, page.content_type,
             page.status, _iso(page.fetched_at), _iso(page.verified_at), page.etag,
             page.last_modified, int(page.nosnippet), page.max_snippet, page.site,
-            page.language, page.description,
+            page.language, page.description, page.image, page.published, page.feed,
         )  # fmt: skip
         placeholders = ", ".join("?" * len(values))
         updates = ", ".join(f"{c.strip()}=excluded.{c.strip()}" for c in _PAGE_COLUMNS.split(",")[2:])
@@ -353,6 +389,19 @@ class SQLiteStore:
     def delete_source(self, source_id: str) -> bool:
         """Forget a source (its pages stay); True when there was one."""
         return self._run("DELETE FROM sources WHERE id=?", (source_id,)).rowcount > 0
+
+    def put_site_icon(self, icon: SiteIcon) -> None:
+        """Record the icon found for a site (replacing an earlier one)."""
+        self._run(
+            "INSERT OR REPLACE INTO site_icons (origin, url, content_type, fetched_at) VALUES (?, ?, ?, ?)",
+            (icon.origin, icon.url, icon.content_type, icon.fetched_at),
+        )
+
+    def get_site_icon(self, origin: str) -> SiteIcon | None:
+        """The icon recorded for ``origin``, or None."""
+        row = self._run("SELECT origin, url, content_type, fetched_at FROM site_icons WHERE origin=?",
+                        (origin,)).fetchone()
+        return SiteIcon(*row) if row else None
 
     def close(self) -> None:
         """Close the connection."""

@@ -23,6 +23,8 @@ __all__ = [
     "PageRecord",
     "RobotsCopy",
     "SearchHit",
+    "SiteIcon",
+    "SiteIcons",
     "SiteState",
     "Source",
     "Store",
@@ -59,6 +61,9 @@ class PageRecord:
     language: str = ""
     description: str = ""
     verified_at: datetime | None = None  # last 304 that confirmed this copy
+    image: str = ""  # preview image: og:image, or a feed entry's own image (SER-OGIMAGE)
+    published: str = ""  # ISO 8601 as the page or feed entry states it; "" when unknown
+    feed: str = ""  # for a feed entry, the URL of the feed it came from
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,23 @@ class UrlHold:
 
 
 @dataclass(frozen=True)
+class SiteIcon:
+    """The icon found for a site (SER-ICON); ``url`` "" means none of the candidates answered with one."""
+
+    origin: str
+    url: str
+    content_type: str
+    fetched_at: float  # unix seconds
+
+
+class SiteIcons(Protocol):
+    """Site icons, kept by a store that can (SQLite so far; synapsecrawl.feeds)."""
+
+    def put_site_icon(self, icon: SiteIcon) -> None: ...
+    def get_site_icon(self, origin: str) -> SiteIcon | None: ...
+
+
+@dataclass(frozen=True)
 class Source:
     """What a KB user added, re-read on a schedule (SYN-REREAD; synapsecrawl.reread)."""
 
@@ -181,5 +203,7 @@ def open_store(uri: str) -> Store:
 
         return SQLiteStore(Path(uri.removeprefix("sqlite:///")))
     if uri.startswith(("postgresql://", "postgres://")):
-        raise ConfigError("KB_URI postgresql://... is not supported by this version yet; use sqlite:///PATH")
+        from synapsecrawl.kb.postgres import PostgresStore
+
+        return PostgresStore(uri)
     raise ConfigError(f"KB_URI {uri!r} must start with sqlite:/// or postgresql://")

@@ -47,6 +47,7 @@ class RobotsPolicy:
     max_age: float  # seconds a stored copy may be reused across crawls; 0 = never
     max_redirects: int
     max_bytes: int
+    feeds_own_group_only: bool = False  # feeds heed only the bot's own group, never "*" (SER-ROBOTS-FEEDS)
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,7 @@ def load_profile(name: str, deployment: str | None = None) -> Profile:
                 max_age=float(robots.get("max_age", 0)),
                 max_redirects=int(robots.get("max_redirects", 5)),
                 max_bytes=int(robots.get("max_bytes", 524288)),
+                feeds_own_group_only=bool(robots.get("feeds_own_group_only", False)),
             ),
             redirect_max=int(redirects.get("max", 5)),
             redirect_scope=redirects.get("scope", "any"),

@@ -26,7 +26,7 @@ def _setting_names() -> set[str]:
 def test_every_setting_we_read_is_documented() -> None:
     """CONTRACT settings: each setting of our own that the code reads has a row in the README."""
     readme = (ROOT / "README.md").read_text("utf-8")
-    documented = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", readme, flags=re.M))
+    documented = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", readme, flags=re.MULTILINE))
     ours = {name for name in _setting_names() if not hasattr(default_settings, name)}
     assert ours, "no settings found: the pattern is broken"
     assert ours - documented == set()

@@ -1,0 +1,297 @@
+"""``scrapy crawl feed -a url=FEED_URL | -a urls_file=PATH [-a kb=NAME]``: feeds and their new entries.
+
+Each feed (RSS, Atom or JSON Feed, read by ``synapsecrawl.feeds``) is fetched
+with meta ``feed``: robots.txt judges it by the bot's own group only where the
+profile says so (SER-ROBOTS-FEEDS), a failed refresh delays the next by the
+feed curve and a feed still held is skipped here (SER-FEED-BACKOFF,
+``middlewares.backoff``). The feed itself is kept as a page of the KB (title,
+description, the feed's media type, its ETag and Last-Modified), so its next
+read is conditional and an unchanged feed costs a 304 (SER-COND,
+``middlewares.reread``). A feed counts as first added while the KB holds no
+copy of it.
+
+New entries (no page with the entry's link in the KB yet) are stored as
+pages: the entry's title and text, ``content_type`` the feed's media type
+with ``;type=entry`` (RFC 5023 §12.1), ``published``, ``feed`` and ``image``.
+Under a profile that reads images (SereneReader's previews), an entry without
+an image has its article page fetched once, at most 1 MB read, for its
+``og:image`` (SER-OGIMAGE), and no link of it is followed (SER-NOCRAWL); and
+the site's icon is looked for once a month: the feed's own, then
+``/favicon.ico``, ``/apple-touch-icon.png``, ``/apple-touch-icon-precomposed.png``,
+the first 200 with an image type recorded per origin (SER-ICON). Article pages
+and icons obey robots.txt, except the icons looked for when a feed is first
+added (SER-ROBOTS-PAGES). A feed's copy (its validators) is stored once its
+entries are settled, so a crawl stopped half-way reads the feed again in full.
+
+The first-add fetch waits out Crawl-delay like a scheduled one: the page lets
+it skip that wait, and waiting is never less polite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import scrapy
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from scrapy.spidermiddlewares.httperror import HttpError
+from twisted.python.failure import Failure
+
+from middlewares.backoff import RetryScheduled
+from middlewares.reread import Unchanged
+from spiders.base import SynapseSpider
+from synapsecrawl.extract.page import Page
+from synapsecrawl.feeds import (
+    ENTRY_TYPE_SUFFIX,
+    Feed,
+    FeedEntry,
+    icon_candidates,
+    is_image_type,
+    parse_feed,
+    read_og_image,
+)
+from synapsecrawl.indexing import make_item
+from synapsecrawl.kb.store import SiteIcon
+from synapsecrawl.urls import canonical, origin_of
+
+__all__ = ["FeedSpider"]
+
+logger = logging.getLogger(__name__)
+
+OG_IMAGE_BYTES = 1_000_000  # SER-OGIMAGE: at most 1 MB of an article page is read
+ICON_BYTES = 1_000_000
+ICON_MAX_AGE = 30 * 86400.0  # a site's icon (or its absence) is looked for again after this long
+FEED_ACCEPT = ("application/rss+xml, application/atom+xml, application/feed+json, application/xml;q=0.9, "
+               "text/xml;q=0.9, */*;q=0.5")
+
+
+def _media(response: Response) -> str:
+    return (response.headers.get(b"Content-Type") or b"").decode("latin-1")
+
+
+class FeedSpider(SynapseSpider):
+    name = "feed"
+
+    previews: bool  # the profile reads images: og:image of imageless entries, site icons
+    _waiting: dict[str, list[Any]]  # feed URL -> [articles still to settle, the feed's item]
+    _entries: set[str]
+    _icon_origins: set[str]
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FeedSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        assert isinstance(spider, FeedSpider)
+        spider.previews = spider.runtime.profile.accepts_type("image/png")
+        spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()
+        return spider
+
+    async def start(self) -> AsyncIterator[Any]:
+        store, profile = self.runtime.store(), self.runtime.profile.name
+        for url in self.crawl.urls:
+            request = self._feed_request(url)
+            hold = await asyncio.to_thread(store.get_url_hold, profile, request.url)
+            if hold is not None and hold.until > time.time():
+                logger.info("feed %s: next refresh not before %s (%s, %d failed refreshes in a row)", request.url,
+                            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(hold.until)), hold.reason, hold.failures)
+                self.runtime.summary.skip(self.runtime.site(request.url), "paused")
+                self._requested.add(canonical(request.url))  # held on purpose: not for the base's re-read
+                continue
+            known = await asyncio.to_thread(store.get_page, self.crawl.kb, request.url)
+            request.meta["feed_first_add"] = known is None
+            yield request
+
+    def _feed_request(self, url: str) -> scrapy.Request:
+        request = scrapy.Request(
+            url,
+            callback=self.parse_feed,
+            errback=self.feed_failed,
+            headers={"Accept": FEED_ACCEPT},
+            meta={
+                "feed": True,  # robots.txt and backoff judge it as a feed
+                "dont_retry": True,  # the feed curve is its retry (SER-FEED-BACKOFF)
+                "dont_gate_type": True,  # XML or JSON under any profile: read here
+                "depth": 0,
+            },
+        )
+        request.meta["feed_url"] = request.url
+        return request
+
+    async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
+        async for result in self.parse_feed(response):
+            yield result
+
+    async def parse_feed(self, response: Response) -> AsyncIterator[Any]:
+        url = str(response.meta.get("feed_url", response.url))
+        feed = await asyncio.to_thread(parse_feed, response.body, response.url, content_type=_media(response))
+        problems = [*(["cut at the size cap"] if "truncated" in response.flags else []), *feed.problems]
+        if not feed.kind:
+            logger.warning("feed %s not read: %s", url, "; ".join(problems))
+            self.runtime.summary.skip(self.runtime.site(url), "error")
+            return
+        if problems:
+            logger.warning("feed %s: %s", url, "; ".join(problems))
+        new = await asyncio.to_thread(self._new_entries, feed.entries)
+        logger.info("feed %s: %d entries, %d new%s", url, len(feed.entries), len(new),
+                    f", {feed.skipped} without a link skipped" if feed.skipped else "")
+        feed_item = self._feed_item(response, url, feed)
+        pending = 0
+        for entry in new:
+            if entry.image or not self.previews:
+                yield self._entry_item(entry, feed, url)
+            else:
+                pending += 1
+                yield self._article_request(entry, feed, url)
+        if self.previews:
+            icon = await self._icon_request(feed, url, first_add=bool(response.meta.get("feed_first_add")))
+            if icon is not None:
+                yield icon
+        if pending:
+            self._waiting[url] = [pending, feed_item]
+        else:
+            yield feed_item
+
+    def _new_entries(self, entries: tuple[FeedEntry, ...]) -> list[FeedEntry]:
+        """Entries whose link neither the KB nor this crawl holds yet (SER-FEEDS)."""
+        store, new = self.runtime.store(), []
+        for entry in entries:
+            key = canonical(entry.link)
+            if key in self._entries or store.get_page(self.crawl.kb, entry.link) is not None:
+                continue
+            self._entries.add(key)
+            new.append(entry)
+        return new
+
+    def _feed_item(self, response: Response, url: str, feed: Feed) -> dict[str, Any]:
+        page = Page(url=url, content_type=feed.media_type, title=feed.title, text=feed.description or feed.title,
+                    language=feed.language)
+        return make_item(page, kb=self.crawl.kb, profile=self.runtime.profile, site=self.runtime.site(url),
+                         status=response.status,
+                         etag=(response.headers.get(b"ETag") or b"").decode("latin-1"),
+                         last_modified=(response.headers.get(b"Last-Modified") or b"").decode("latin-1"))
+
+    def _entry_item(self, entry: FeedEntry, feed: Feed, feed_url: str, image: str = "") -> dict[str, Any]:
+        page = Page(url=entry.link, content_type=feed.media_type + ENTRY_TYPE_SUFFIX, title=entry.title,
+                    text=entry.text, language=feed.language, og_image=image or entry.image, published=entry.published)
+        item = make_item(page, kb=self.crawl.kb, profile=self.runtime.profile, site=self.runtime.site(entry.link),
+                         status=200)
+        item["feed"] = feed_url
+        return item
+
+    def _article_request(self, entry: FeedEntry, feed: Feed, feed_url: str) -> scrapy.Request:
+        return scrapy.Request(
+            entry.link,
+            callback=self.parse_article,
+            errback=self.article_failed,
+            dont_filter=True,  # entries are deduplicated here; a filtered request would never settle
+            meta={
+                "feed_entry": (entry, feed, feed_url),
+                "depth_reset": True,  # part of its feed, not a followed link
+                "dont_reread": True,
+                "size_limit_bytes": min(OG_IMAGE_BYTES, self.runtime.profile.size_bytes),
+            },
+        )
+
+    async def parse_article(self, response: Response) -> AsyncIterator[Any]:
+        """SER-OGIMAGE: the entry with the article's og:image; SER-NOCRAWL: no request ever comes from here."""
+        entry, feed, feed_url = response.meta["feed_entry"]
+        image = await asyncio.to_thread(read_og_image, response.body, response.url, content_type=_media(response))
+        yield self._entry_item(entry, feed, feed_url, image)
+        for item in self._settled(feed_url):
+            yield item
+
+    def article_failed(self, failure: Failure) -> list[Any]:
+        if failure.check(RetryScheduled):
+            return []  # the retry comes back to parse_article or here
+        request = failure.request  # type: ignore[attr-defined]
+        entry, feed, feed_url = request.meta["feed_entry"]
+        logger.info("article %s not read (%s): entry stored without a preview image", request.url, _why(failure))
+        return [self._entry_item(entry, feed, feed_url), *self._settled(feed_url)]
+
+    def _settled(self, feed_url: str) -> Iterator[dict[str, Any]]:
+        """The feed's own item, once its last article is settled."""
+        waiting = self._waiting.get(feed_url)
+        if waiting is None:
+            return
+        waiting[0] -= 1
+        if waiting[0] <= 0:
+            del self._waiting[feed_url]
+            yield waiting[1]
+
+    async def _icon_request(self, feed: Feed, feed_url: str, *, first_add: bool) -> scrapy.Request | None:
+        """The first icon to try for the feed's site, unless this crawl or the last month already looked."""
+        site_url = feed.link or feed_url
+        origin = origin_of(site_url)
+        if origin in self._icon_origins:
+            return None
+        self._icon_origins.add(origin)
+        get = getattr(self.runtime.store(), "get_site_icon", None)
+        if get is None:
+            logger.info("site icon of %s not looked for: this knowledge base keeps no icons", origin)
+            return None
+        known: SiteIcon | None = await asyncio.to_thread(get, origin)
+        if known is not None and time.time() - known.fetched_at < ICON_MAX_AGE:
+            return None
+        return self._icon_try(origin, icon_candidates(site_url, feed.icon), 0, first_add=first_add)
+
+    def _icon_try(self, origin: str, candidates: tuple[str, ...], index: int, *, first_add: bool) -> scrapy.Request:
+        return scrapy.Request(
+            candidates[index],
+            callback=self.parse_icon,
+            errback=self.icon_failed,
+            dont_filter=True,
+            meta={
+                "site_icon": (origin, candidates, index, first_add),
+                "dont_obey_robotstxt": first_add,  # SER-ROBOTS-PAGES: the icon of a feed first added
+                "dont_retry": True,  # a failed candidate gives way to the next
+                "dont_reread": True,
+                "depth_reset": True,
+                "size_limit_bytes": min(ICON_BYTES, self.runtime.profile.size_bytes),
+            },
+        )
+
+    async def parse_icon(self, response: Response) -> AsyncIterator[Any]:
+        origin, candidates, index, first_add = response.meta["site_icon"]
+        media = _media(response).split(";", 1)[0].strip().lower()
+        if response.status == 200 and is_image_type(media):
+            await self._record_icon(SiteIcon(origin, response.url, media, time.time()))
+            logger.info("site icon of %s: %s (%s)", origin, response.url, media)
+            return
+        logger.info("site icon candidate %s is no image (%s)", response.url, media or "no Content-Type")
+        async for request in self._next_icon(origin, candidates, index, first_add):
+            yield request
+
+    async def icon_failed(self, failure: Failure) -> AsyncIterator[Any]:
+        request = failure.request  # type: ignore[attr-defined]
+        origin, candidates, index, first_add = request.meta["site_icon"]
+        logger.info("site icon candidate %s not read (%s)", request.url, _why(failure))
+        async for next_request in self._next_icon(origin, candidates, index, first_add):
+            yield next_request
+
+    async def _next_icon(self, origin: str, candidates: tuple[str, ...], index: int,
+                         first_add: bool) -> AsyncIterator[scrapy.Request]:
+        if index + 1 < len(candidates):
+            yield self._icon_try(origin, candidates, index + 1, first_add=first_add)
+            return
+        await self._record_icon(SiteIcon(origin, "", "", time.time()))
+        logger.info("site icon of %s: none of %d candidates answered with an image", origin, len(candidates))
+
+    async def _record_icon(self, icon: SiteIcon) -> None:
+        await asyncio.to_thread(self.runtime.store().put_site_icon, icon)  # type: ignore[attr-defined]
+
+    def feed_failed(self, failure: Failure) -> None:
+        request = failure.request  # type: ignore[attr-defined]
+        url = request.meta.get("feed_url", request.url)
+        if failure.check(Unchanged):
+            logger.info("feed %s unchanged since its last read (304): nothing new", url)
+            return
+        logger.warning("feed %s not read: %s", url, _why(failure))
+
+
+def _why(failure: Failure) -> str:
+    if failure.check(HttpError):
+        return f"it answered {failure.value.response.status}"
+    return failure.getErrorMessage()

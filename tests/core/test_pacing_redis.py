@@ -1,0 +1,149 @@
+"""The shared pacer against the real local Redis: grants, in-flight places, leases and pauses that
+hold for every machine of a deployment, on the Redis server's clock."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+import redis
+
+from synapsecrawl.pacing_redis import RedisPacing, Turn
+from tests.conftest import REDIS_URL
+
+SITE = "example.test"
+Machine = Callable[..., RedisPacing]
+
+
+@pytest.fixture
+async def machine(redis_prefix: str) -> AsyncIterator[Machine]:
+    """Builds pacers sharing one deployment's keys, each like one machine; closes them after the test."""
+    made: list[RedisPacing] = []
+
+    def make(*, delay: float = 100.0, concurrency: int = 2, lease_seconds: float = 60.0,
+             clock: Callable[[], float] = lambda: 0.0, url: str = REDIS_URL) -> RedisPacing:
+        pacer = RedisPacing(url, delay=delay, crawl_delay_cap=3600.0, concurrency=concurrency,
+                            lease_seconds=lease_seconds, prefix=redis_prefix, clock=clock)
+        made.append(pacer)
+        return pacer
+
+    yield make
+    for pacer in made:
+        await pacer.aclose()
+
+
+def _state(prefix: str, site: str = SITE) -> dict[str, float]:
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        return {k.decode(): float(v) for k, v in client.hgetall(f"{prefix}:{{{site}}}:state").items()}
+    finally:
+        client.close()
+
+
+def _redis_now() -> float:
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        seconds, micros = client.time()
+        return seconds + micros / 1e6
+    finally:
+        client.close()
+
+
+def _due_now(prefix: str, site: str = SITE) -> None:
+    """Make the site's next start due (as if its spacing had passed), without waiting it out."""
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.hdel(f"{prefix}:{{{site}}}:state", "next")
+    finally:
+        client.close()
+
+
+async def test_starts_are_spaced_on_the_redis_clock_across_machines(machine: Machine, redis_prefix: str) -> None:
+    """OMN-SITE: a start granted to one machine books the site's next start one spacing later on the
+    Redis server's clock, so another machine, whose own clock reads something else entirely, is told
+    to wait that spacing; no burst."""
+    a, b = machine(clock=lambda: 1_000_000.0), machine(clock=lambda: 3.0)
+    first = await a.acquire(SITE)
+    assert first.granted and first.wait == 0.0
+    booked = _state(redis_prefix)["next"] - _redis_now()
+    assert 99.0 < booked <= 100.0 + 0.05 + 0.005
+    second = await b.acquire(SITE)
+    assert not second.granted
+    assert 99.0 < second.wait <= booked
+    assert not (await a.acquire(SITE)).granted
+    assert (await b.acquire("other.test")).granted  # other sites don't wait
+
+
+async def test_at_most_the_concurrency_limit_is_in_flight(machine: Machine, redis_prefix: str) -> None:
+    """OMN-SITE: at most 2 requests to a site are in flight across machines; a released place is
+    taken again, and a full site is asked again after a short poll, not a spacing."""
+    a, b = machine(concurrency=2), machine(concurrency=2)
+    held = [await a.acquire(SITE)]
+    _due_now(redis_prefix)
+    held.append(await b.acquire(SITE))
+    assert all(turn.granted for turn in held)
+    _due_now(redis_prefix)
+    full = await a.acquire(SITE)
+    assert not full.granted and 0.0 < full.wait <= a.poll_seconds
+    assert held[1].lease is not None
+    await b.release(SITE, held[1].lease)
+    assert (await a.acquire(SITE)).granted
+
+
+async def test_a_dead_machines_lease_expires(machine: Machine, redis_prefix: str) -> None:
+    """OMN-SITE: a machine that dies holding a place does not hold it forever: its lease expires and
+    another machine may start; a live lease keeps the place."""
+    live = machine(concurrency=1, lease_seconds=60.0)
+    assert (await live.acquire(SITE)).granted
+    _due_now(redis_prefix)
+    assert not (await machine(concurrency=1).acquire(SITE)).granted
+    dead_site = "dead.test"
+    dead = machine(concurrency=1, lease_seconds=0.0)  # its lease is over as soon as it is granted
+    assert (await dead.acquire(dead_site)).granted
+    _due_now(redis_prefix, dead_site)
+    assert (await machine(concurrency=1).acquire(dead_site)).granted
+
+
+async def test_a_pause_by_one_machine_holds_all(machine: Machine) -> None:
+    """OMN-PAUSE: a pause set by one machine (on its own clock) holds the whole site on every
+    machine, translated to each one's clock; a shorter pause later does not shorten it."""
+    a, b = machine(delay=5.0, clock=lambda: 1_000.0), machine(delay=5.0, clock=lambda: 7.0)
+    a.pause(SITE, 1_030.0)
+    a.pause(SITE, 1_010.0)
+    turn = await b.acquire(SITE)
+    assert not turn.granted and 29.0 < turn.wait <= 30.0
+    assert 36.0 < b.paused_until(SITE) <= 37.0
+    assert a.paused_until(SITE) == pytest.approx(1_030.0, abs=0.5)
+
+
+async def test_a_crawl_delay_learned_by_one_machine_applies_to_all(machine: Machine) -> None:
+    """ALL-CD, OMN-SITE: the spacing one machine learns from robots.txt paces the other machines'
+    grants, and they learn it on their next turn."""
+    a, b = machine(delay=5.0), machine(delay=5.0)
+    assert a.set_crawl_delay(SITE, 40.0) == 40.0
+    assert (await b.acquire(SITE)).granted
+    assert b.spacing(SITE) == 40.0
+    turn = await a.acquire(SITE)
+    assert not turn.granted and 39.0 < turn.wait <= 40.5
+
+
+async def test_an_answer_moves_the_next_start_past_its_arrival(machine: Machine, redis_prefix: str) -> None:
+    """OMN-SITE: the site owner's log shows arrivals: a request that reached the server late (a slow
+    connection) pushes the next start to a spacing after its arrival, never earlier."""
+    a = machine(delay=100.0)
+    turn = await a.acquire(SITE)
+    assert turn.lease is not None
+    booked = _state(redis_prefix)["next"]
+    await a.release(SITE, turn.lease, arrived_ago=0.0)
+    assert _state(redis_prefix)["next"] > booked
+    await a.release(SITE, "gone", arrived_ago=1_000.0)  # long ago: the later booking stands
+    assert _state(redis_prefix)["next"] > booked
+
+
+async def test_unreachable_redis_means_not_yet(machine: Machine) -> None:
+    """OMN-SITE (fail toward politeness): when Redis does not answer, no request starts; the site is
+    asked again after at least its spacing."""
+    pacer = machine(delay=5.0, url="redis://127.0.0.1:1/0")
+    assert await pacer.acquire(SITE) == Turn(None, 5.0)
+    pacer.pause(SITE, 30.0)  # kept locally
+    assert pacer.paused_until(SITE) == 30.0

@@ -1,0 +1,427 @@
+"""The Store behaviour both back-ends share: each test runs on SQLite and on PostgreSQL.
+
+PostgreSQL tests get a fresh schema on the local server (``postgres_schema_uri`` in
+tests/conftest.py); without one they skip on a developer machine and fail in CI.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import cast
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+import pytest
+
+from synapsecrawl.errors import StoreError
+from synapsecrawl.extract.html import parse_html
+from synapsecrawl.kb import postgres
+from synapsecrawl.kb.postgres import redact_uri
+from synapsecrawl.kb.search import MARK_CLOSE, MARK_OPEN, split_passages
+from synapsecrawl.kb.store import (
+    LabelRecord,
+    PageRecord,
+    RobotsCopy,
+    SiteIcon,
+    SiteIcons,
+    SiteState,
+    Source,
+    Store,
+    UrlHold,
+    open_store,
+)
+
+DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"
+WHEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def record(url: str, text: str, **kw: object) -> PageRecord:
+    return PageRecord(kb=str(kw.pop("kb", "docs")), url=url, title=str(kw.pop("title", "")), text=text,
+                      content_type="text/html", status=200, fetched_at=WHEN, **kw)  # type: ignore[arg-type]
+
+
+@functools.cache
+def docsite_records() -> tuple[PageRecord, ...]:
+    """The 16 pages of the test documentation site, extracted once."""
+    records = []
+    for path in sorted(DOCSITE.glob("*.html")):
+        url = f"http://docs.test/{path.name}"
+        parsed = parse_html(path.read_bytes(), url, tokens=("SynapseBot",))
+        records.append(record(url, parsed.text, title=parsed.title, snippet_text=parsed.snippet_text))
+    return tuple(records)
+
+
+def plain(snippet: str) -> str:
+    return snippet.replace(MARK_OPEN, "").replace(MARK_CLOSE, "")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def kb_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URI of an empty knowledge base of each kind."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'kb.sqlite3'}"
+    return str(request.getfixturevalue("postgres_schema_uri"))
+
+
+@pytest.fixture
+def store(kb_uri: str) -> Iterator[Store]:
+    """That knowledge base, open."""
+    opened = open_store(kb_uri)
+    yield opened
+    opened.close()
+
+
+def test_exported_members() -> None:
+    """The public surface of kb.postgres is its __all__."""
+    assert all(hasattr(postgres, name) for name in postgres.__all__)
+
+
+# -- pages --------------------------------------------------------------------------
+
+
+def test_pages_round_trip_every_field(store: Store) -> None:
+    """SYN-MODES: every field of a page comes back as it was written, times UTC-aware."""
+    page = PageRecord(
+        kb="docs", url="http://a.test/1", title="Título", text="Body text.\n\nSecond paragraph.",
+        content_type="text/html; charset=utf-8", status=203, fetched_at=WHEN, etag='"v1"',
+        last_modified="Tue, 01 Dec 2026 12:00:00 GMT", snippet_text="Body text.", nosnippet=True, max_snippet=50,
+        site="a.test", language="es", description="A page.", verified_at=datetime(2026, 12, 2, 8, 30, tzinfo=UTC),
+        image="http://a.test/og.png", published="2026-11-30T10:00:00+01:00", feed="http://a.test/feed.xml",
+    )  # fmt: skip
+    store.put_page(page)
+    got = store.get_page("docs", "http://a.test/1")
+    assert got == page
+    assert got is not None and got.fetched_at.utcoffset() is not None
+    assert store.get_page("docs", "http://a.test/2") is None
+
+
+def test_a_second_write_replaces_and_a_delete_removes(store: Store) -> None:
+    """SYN-MODES, SYN-REMOVE: a page is keyed by (kb, url); a second fetch replaces it (and what
+    search finds of it); a delete removes it once."""
+    store.put_page(record("http://a.test/1", "first kettle text", etag='"v1"'))
+    store.put_page(record("http://a.test/1", "second teapot text", etag='"v2"'))
+    page = store.get_page("docs", "http://a.test/1")
+    assert page is not None and page.text == "second teapot text" and page.etag == '"v2"'
+    assert store.search("kettle") == [] and [h.url for h in store.search("teapot")] == ["http://a.test/1"]
+    assert store.delete_page("docs", "http://a.test/1")
+    assert not store.delete_page("docs", "http://a.test/1")
+    assert store.get_page("docs", "http://a.test/1") is None and store.search("teapot") == []
+
+
+def test_knowledge_bases_stay_apart(store: Store) -> None:
+    """SYN-MODES: the same URL in two KBs is two pages; listing, search and delete keep to one KB."""
+    store.put_page(record("http://a.test/1", "kettle in docs"))
+    store.put_page(record("http://a.test/1", "kettle in other", kb="other"))
+    store.put_page(record("http://a.test/0", "teapot in other", kb="other"))
+    assert [(p.kb, p.url) for p in store.pages()] == [
+        ("docs", "http://a.test/1"), ("other", "http://a.test/0"), ("other", "http://a.test/1")]
+    assert [p.url for p in store.pages("other")] == ["http://a.test/0", "http://a.test/1"]
+    assert [h.kb for h in store.search("kettle", "other")] == ["other"]
+    assert sorted(h.kb for h in store.search("kettle")) == ["docs", "other"]
+    assert store.delete_page("docs", "http://a.test/1")
+    assert store.get_page("other", "http://a.test/1") is not None
+
+
+def test_page_urls_by_prefix_in_byte_order(store: Store) -> None:
+    """SYN-REMOVE: removals list (kb, url) of the pages under a prefix, in byte order whatever the locale."""
+    for url in ("http://a.test/b", "http://a.test/B", "http://a.test/a_x", "http://b.test/a"):
+        store.put_page(record(url, "x"))
+    store.put_page(record("http://a.test/z", "x", kb="other"))
+    assert store.page_urls(prefix="http://a.test/") == [
+        ("docs", "http://a.test/B"), ("docs", "http://a.test/a_x"), ("docs", "http://a.test/b"),
+        ("other", "http://a.test/z")]
+    assert store.page_urls("other") == [("other", "http://a.test/z")]
+    assert store.page_urls(prefix="http://a.test/a%") == []
+
+
+def test_pages_outlive_the_store(kb_uri: str) -> None:
+    """A knowledge base opened again (tables already there) keeps its pages."""
+    first = open_store(kb_uri)
+    first.put_page(record("http://a.test/1", "kettle"))
+    first.close()
+    again = open_store(kb_uri)
+    assert [p.url for p in again.pages()] == ["http://a.test/1"]
+    assert [h.url for h in again.search("kettle")] == ["http://a.test/1"]
+    again.close()
+
+
+def test_writes_from_worker_threads(store: Store) -> None:
+    """The pipeline writes from worker threads (asyncio.to_thread): concurrent writes all land."""
+
+    def write(n: int) -> None:
+        for i in range(10):
+            store.put_page(record(f"http://a.test/{n}/{i}", f"kettle number {n} {i}"))
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(list(store.pages("docs"))) == 40
+    assert len(store.search("kettle", limit=100)) == 40
+
+
+# -- search -------------------------------------------------------------------------
+
+
+def test_search_ranks_title_matches_and_never_returns_full_text(store: Store) -> None:
+    """YOT-RESULTS, SNA-PRIVACY: results best first, a title match above a passing mention,
+    a snippet only; query text never reaches the index's query syntax."""
+    body = "Kettles boil water. " * 100
+    store.put_page(record("http://a.test/kettle", body, title="Kettle guide"))
+    store.put_page(record("http://a.test/tea", "Tea needs water that a kettle boiled.", title="Tea"))
+    store.put_page(record("http://a.test/cars", "Cars have engines.", title="Cars"))
+    hits = store.search("kettle")
+    assert [h.url for h in hits] == ["http://a.test/kettle", "http://a.test/tea"]
+    assert hits[0].score > hits[1].score > 0
+    assert all(len(h.snippet) <= 240 and "«" in h.snippet for h in hits)
+    assert [h.url for h in store.search("kettle", limit=1)] == ["http://a.test/kettle"]
+    assert store.search('kettle" OR 1=1 --') != [] and store.search("'); DROP TABLE pages; --") == []
+    assert store.search("") == [] and store.search("kettle", limit=0) == []
+    assert len(list(store.pages())) == 3
+
+
+@pytest.mark.parametrize(
+    "query", ["'", "\\", ":*", "a & b | !c", "kettle:*", "foo<->bar", "x\x00y", "日本語の検索", "___", "the a of", "-" * 500],
+)
+def test_any_query_text_is_safe(store: Store, query: str) -> None:
+    """YOT-RESULTS: whatever a user types, search answers (maybe nothing) and never raises."""
+    store.put_page(record("http://a.test/1", "A kettle page about foo and bar."))
+    assert isinstance(store.search(query), list)
+
+
+def test_text_with_nul_characters_is_stored(store: Store) -> None:
+    """SYN-DOCS: a document whose extracted text holds NUL characters (a PDF's, say) is stored and
+    found; PostgreSQL keeps it without them."""
+    store.put_page(record("http://a.test/doc.pdf", "Kettle\x00 manual\x00", title="Manual\x00"))
+    page = store.get_page("docs", "http://a.test/doc.pdf")
+    assert page is not None and page.text.replace("\x00", "") == "Kettle manual"
+    assert [h.url for h in store.search("kettle")] == ["http://a.test/doc.pdf"]
+
+
+@pytest.mark.parametrize(
+    ("query", "page", "answer"),
+    [
+        ("how do I restore a single file from a snapshot", "restore.html", "--include"),
+        ("lock held by another process", "troubleshooting.html", "tidepool unlock --repo PATH"),
+        ("limit upload bandwidth", "network.html", "--limit-upload"),
+        ("which encryption algorithm is used", "encryption.html", "AES-256-GCM"),
+        ("keep weekly snapshots", "retention.html", "--keep-weekly 4"),
+        ("S3 credentials environment variables", "s3.html", "AWS_ACCESS_KEY_ID"),
+        ("exclude node_modules", "excluding.html", "node_modules"),
+        ("change passphrase", "encryption.html", "tidepool key change"),
+    ],
+)
+def test_the_page_and_passage_that_answer_come_first(store: Store, query: str, page: str, answer: str) -> None:
+    """SYN-MODES, YOT-RESULTS: on a 16-page documentation site, the page that answers ranks first
+    on both back-ends, the passage it names holds the answer, its snippet shows that passage with
+    the query words marked, and its anchor links to the passage's text."""
+    for page_record in docsite_records():
+        store.put_page(page_record)
+    hits = store.search(query, "docs")
+    best = hits[0]
+    assert best.url == f"http://docs.test/{page}", [h.url for h in hits]
+    assert best.score > hits[1].score
+    stored = store.get_page("docs", best.url)
+    assert stored is not None and best.passage is not None
+    passage = split_passages(stored.text, stored.title)[best.passage]
+    assert answer in passage
+    assert "«" in best.snippet and best.snippet.startswith(best.passages[0].text)
+    assert plain(best.passages[0].text).strip("…").replace(" ", "") in passage.replace("\n", "").replace(" ", "")
+    assert unquote(best.anchor.removeprefix(f"{best.url}#:~:text=").split(",")[0]) in stored.text
+
+
+def test_snippets_follow_the_pages_rules(store: Store) -> None:
+    """SNA-SNIPPET: a nosnippet page is found but shows no text and no fragment; a max-snippet:20
+    page shows at most 20 characters; data-nosnippet text (not in snippet_text) is findable but
+    never shown."""
+    long_text = "Photosynthesis turns light into chemical energy. " * 20
+    store.put_page(record("http://a.test/hidden", long_text, nosnippet=True))
+    store.put_page(record("http://a.test/short", long_text, max_snippet=20))
+    store.put_page(record("http://a.test/open", long_text))
+    hits = {h.url: h for h in store.search("photosynthesis")}
+    hidden, short, shown = hits["http://a.test/hidden"], hits["http://a.test/short"], hits["http://a.test/open"]
+    assert (hidden.snippet, hidden.passages, hidden.anchor, hidden.passage) == ("", (), "http://a.test/hidden", None)
+    assert 0 < len(short.snippet) <= 20
+    assert "«Photosynthesis»" in shown.snippet and len(shown.snippet) <= 240
+    assert shown.anchor.startswith("http://a.test/open#:~:text=")
+    store.put_page(record("http://a.test/secret", "Public kettle facts.\n\nSecret kettle recipe.",
+                          snippet_text="Public kettle facts."))
+    found = store.search("secret recipe")
+    assert [h.url for h in found] == ["http://a.test/secret"] and "Secret" not in found[0].snippet
+
+
+def test_stemmed_words_match_and_are_marked(store: Store) -> None:
+    """YOT-RESULTS: a query word finds its other forms (stemming) and the snippet marks them."""
+    store.put_page(record("http://a.test/1", "The crawler was crawling pages all night."))
+    hits = store.search("crawl")
+    assert [h.url for h in hits] == ["http://a.test/1"] and "«crawling»" in hits[0].snippet
+
+
+# -- labels -------------------------------------------------------------------------
+
+
+def test_labels_round_trip_and_go_with_the_page(store: Store) -> None:
+    """OMN-LABELS, OMN-FETCH: a page's kind, its links' contexts (in order) and its TDM policy are
+    kept per page, replaced on the next write, kept when the page is re-fetched, and deleted with it."""
+    store.put_page(record("http://a.test/1", "text"))
+    labels = LabelRecord("docs", "http://a.test/1", "news_article",
+                         (("http://b.test/", "citation"), ("http://a.test/", "navigation")), 1, "http://p/", "file")
+    store.put_labels(labels)
+    assert store.get_labels("docs", "http://a.test/1") == labels
+    assert store.get_labels("other", "http://a.test/1") is None
+    store.put_page(record("http://a.test/1", "new text"))
+    assert store.get_labels("docs", "http://a.test/1") == labels
+    store.put_labels(LabelRecord("docs", "http://a.test/1", "other"))
+    assert store.get_labels("docs", "http://a.test/1") == LabelRecord("docs", "http://a.test/1", "other")
+    store.put_labels(labels)
+    assert store.delete_page("docs", "http://a.test/1")
+    assert store.get_labels("docs", "http://a.test/1") is None
+
+
+# -- robots.txt copies and backoff state ----------------------------------------------
+
+
+def test_robots_copies_are_kept_per_profile(store: Store) -> None:
+    """SNA-ROBOTS, OMN-ROBOTS: a robots.txt copy (bytes as fetched) outlives the crawl, per
+    profile and origin; a newer fetch replaces it; status 0 records an unreachable one."""
+    body = b"User-agent: *\nDisallow: /\n\xff\x00"
+    store.put_robots("snagabot", RobotsCopy("http://a.test", 200, body, 1000.5))
+    assert store.get_robots("snagabot", "http://a.test") == RobotsCopy("http://a.test", 200, body, 1000.5)
+    assert store.get_robots("yottabot", "http://a.test") is None
+    store.put_robots("snagabot", RobotsCopy("http://a.test", 0, b"", 2000.0))
+    assert store.get_robots("snagabot", "http://a.test") == RobotsCopy("http://a.test", 0, b"", 2000.0)
+
+
+def test_site_state_is_kept_per_profile(store: Store) -> None:
+    """OMN-PAUSE, SNA-429: a site's pause and streaks outlive the crawl, per profile, and are replaced."""
+    state = SiteState("a.test", paused_until=1_800_000_000.25, pause_reason="503", slow_streak=2, forbidden_streak=1)
+    store.put_site_state("synapsebot", state)
+    assert store.get_site_state("synapsebot", "a.test") == state
+    assert store.get_site_state("snagabot", "a.test") is None
+    store.put_site_state("synapsebot", SiteState("a.test"))
+    assert store.get_site_state("synapsebot", "a.test") == SiteState("a.test")
+
+
+def test_url_holds(store: Store) -> None:
+    """SER-ERRORS, SNA-429: held URLs are kept per profile, listed earliest first (of one kind or all),
+    replaced by a newer hold and released once."""
+    gone = UrlHold("http://a.test/x", "gone", 300.0, "404", "a.test", "docs", 1, 100.0)
+    later = UrlHold("http://a.test/y", "deferred", 500.0, "503", "a.test", "docs", 2, 110.0)
+    sooner = UrlHold("http://b.test/z", "deferred", 200.0, "429", "b.test", "", 0, 120.0)
+    for hold in (gone, later, sooner):
+        store.put_url_hold("synapsebot", hold)
+    store.put_url_hold("snagabot", gone)
+    assert store.get_url_hold("synapsebot", "http://a.test/x") == gone
+    assert store.url_holds("synapsebot") == [sooner, gone, later]
+    assert store.url_holds("synapsebot", "deferred") == [sooner, later]
+    replaced = UrlHold("http://a.test/x", "deferred", 900.0, "timeout", "a.test", "docs", 3, 130.0)
+    store.put_url_hold("synapsebot", replaced)
+    assert store.get_url_hold("synapsebot", "http://a.test/x") == replaced
+    assert store.delete_url_hold("synapsebot", "http://a.test/x")
+    assert not store.delete_url_hold("synapsebot", "http://a.test/x")
+    assert store.get_url_hold("synapsebot", "http://a.test/x") is None
+    assert store.get_url_hold("snagabot", "http://a.test/x") == gone
+
+
+def test_site_icons(store: Store) -> None:
+    """SER-ICON: the icon found for a site is kept per origin and replaced; "" records that none answered."""
+    icons = cast(SiteIcons, store)
+    icon = SiteIcon("http://a.test", "http://a.test/favicon.ico", "image/x-icon", 1000.5)
+    icons.put_site_icon(icon)
+    assert icons.get_site_icon("http://a.test") == icon and icons.get_site_icon("http://b.test") is None
+    icons.put_site_icon(SiteIcon("http://a.test", "", "", 2000.0))
+    assert icons.get_site_icon("http://a.test") == SiteIcon("http://a.test", "", "", 2000.0)
+
+
+# -- sources ------------------------------------------------------------------------
+
+
+def test_sources(store: Store) -> None:
+    """SYN-REREAD: sources round trip (URLs in order), list earliest due first per KB, are
+    replaced by id and forgotten without touching their pages."""
+    site = Source("s1", "site", ("http://a.test/", "http://a.test/b"), "docs", "synapsebot", "hosted",
+                  depth="2", max_pages="50", interval=3600.0, added_at=10.0, last_crawl=20.0, next_due=3620.0,
+                  outcome="ok")
+    page = Source("s2", "page", ("http://b.test/1",), "docs", "synapsebot", "hosted", next_due=100.0)
+    other = Source("s3", "feed", ("http://c.test/feed",), "other", "serenereader", "self-hosted")
+    for source in (site, page, other):
+        store.put_source(source)
+    store.put_page(record("http://a.test/", "kept"))
+    assert store.get_source("s1") == site and store.get_source("nope") is None
+    assert store.sources() == [other, page, site]
+    assert store.sources("docs") == [page, site]
+    store.put_source(Source("s2", "page", ("http://b.test/2",), "docs", "synapsebot", "hosted", next_due=9999.0))
+    assert [s.id for s in store.sources("docs")] == ["s1", "s2"]
+    assert store.delete_source("s1") and not store.delete_source("s1")
+    assert store.get_page("docs", "http://a.test/") is not None
+
+
+# -- PostgreSQL errors --------------------------------------------------------------
+
+
+def test_unreachable_postgres_is_one_line_without_the_password() -> None:
+    """A PostgreSQL KB that cannot be reached is a one-line StoreError naming the URI, never its password."""
+    with pytest.raises(StoreError) as caught:
+        open_store("postgresql://crawler:s3cret@127.0.0.1:1/kb")
+    message = str(caught.value)
+    assert message.startswith("cannot open knowledge base postgresql://crawler@127.0.0.1:1/kb: ")
+    assert "\n" not in message and "s3cret" not in message
+
+
+def test_a_missing_database_is_one_line(postgres_schema_uri: str) -> None:
+    """A database that does not exist is a one-line StoreError naming it."""
+    missing = urlunsplit(urlsplit(postgres_schema_uri)._replace(path="/no_such_database_here", query=""))
+    with pytest.raises(StoreError, match="no_such_database_here") as caught:
+        open_store(missing)
+    assert "\n" not in str(caught.value)
+
+
+def test_an_older_postgres_kb_gains_the_new_columns(postgres_schema_uri: str) -> None:
+    """A PostgreSQL KB written before pages had image, published and feed gets them on open, empty."""
+    import psycopg
+
+    open_store(postgres_schema_uri).close()
+    with psycopg.connect(postgres_schema_uri, autocommit=True) as raw:
+        raw.execute("ALTER TABLE pages DROP COLUMN image, DROP COLUMN published, DROP COLUMN feed")
+        raw.execute("INSERT INTO pages (kb, url, fetched_at) VALUES ('docs', 'http://a.test/old', now())")
+    store = open_store(postgres_schema_uri)
+    old = store.get_page("docs", "http://a.test/old")
+    assert old is not None and (old.image, old.published, old.feed) == ("", "", "")
+    store.put_page(record("http://a.test/new", "kettle", feed="http://a.test/feed.xml"))
+    assert [h.url for h in store.search("kettle")] == ["http://a.test/new"]
+    store.close()
+
+
+def test_a_user_who_may_not_create_tables_is_one_line(postgres_schema_uri: str) -> None:
+    """A login without the right to create the KB's tables is a one-line StoreError, not a traceback."""
+    import psycopg
+
+    role = f"reader_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_schema_uri, autocommit=True) as raw:
+        raw.execute(f"CREATE ROLE {role} LOGIN")
+        try:
+            parts = urlsplit(postgres_schema_uri)
+            uri = urlunsplit(parts._replace(netloc=f"{role}:pw@{parts.netloc.rpartition('@')[2]}"))
+            with pytest.raises(StoreError, match=f"cannot open knowledge base postgresql://{role}@") as caught:
+                open_store(uri)
+            assert "\n" not in str(caught.value) and ":pw@" not in str(caught.value)
+        finally:
+            raw.execute(f"DROP ROLE {role}")
+
+
+@pytest.mark.parametrize(
+    ("uri", "shown"),
+    [
+        ("postgresql://u:pw@h:5432/db", "postgresql://u@h:5432/db"),
+        ("postgresql://u@h/db?password=pw&sslmode=require", "postgresql://u@h/db?sslmode=require"),
+        ("postgres://h/db", "postgres://h/db"),
+    ],
+)
+def test_redact_uri(uri: str, shown: str) -> None:
+    """Errors and logs name a PostgreSQL URI without its password."""
+    assert redact_uri(uri) == shown

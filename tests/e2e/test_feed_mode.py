@@ -1,0 +1,300 @@
+"""Feed mode as a site owner and a reader see it: what is fetched, in what order, what the KB keeps."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+from synapsecrawl.kb.sqlite import SQLiteStore
+from synapsecrawl.kb.store import SiteState
+from tests.conftest import CrawlRun, gaps, write_urls
+from tests.site.server import Hit, Reply, TestServer
+
+FEEDS = Path(__file__).resolve().parent.parent / "data" / "feeds"
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+
+
+def feed(name: str, content_type: str = "application/rss+xml", headers: dict[str, str] | None = None) -> Reply:
+    return Reply((FEEDS / name).read_bytes(), headers={"Content-Type": content_type, **(headers or {})})
+
+
+def article(title: str, og_image: str = "") -> Reply:
+    meta = f'<meta property="og:image" content="{og_image}">' if og_image else ""
+    return Reply(f"<html><head><title>{title}</title>{meta}</head><body><p>{title}</p>"
+                 f'<a href="/elsewhere">more</a></body></html>')
+
+
+def image() -> Reply:
+    return Reply(PNG, headers={"Content-Type": "image/png"})
+
+
+def text(body: str, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(body, status=status, headers={"Content-Type": "text/plain", **(headers or {})})
+
+
+def conditional(reply: Reply, etag: str = "", last_modified: str = "") -> Callable[[object], Reply]:
+    """A route answering 304 to a request whose validator matches, else ``reply`` with the validators."""
+    headers = {**reply.headers, **({"ETag": etag} if etag else {}), **({"Last-Modified": last_modified} if last_modified else {})}
+
+    def route(handler: object) -> Reply:
+        sent = handler.headers  # type: ignore[attr-defined]
+        if (etag and sent.get("If-None-Match") == etag) or (last_modified and sent.get("If-Modified-Since") == last_modified):
+            return Reply(b"", status=304, headers={k: v for k, v in headers.items() if k != "Content-Type"})
+        return replace(reply, headers=headers)
+
+    return route
+
+
+@contextmanager
+def store_of(run: CrawlRun) -> Iterator[SQLiteStore]:
+    store = SQLiteStore(Path(run.kb_uri.removeprefix("sqlite:///")))
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def paths(hits: list[Hit]) -> list[str]:
+    return [h.path for h in hits]
+
+
+def serene(signing_key: Path) -> dict[str, str]:
+    return {"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(signing_key)}
+
+
+def test_rss_entries_og_image_once_declared_icon_and_a_304_on_the_next_refresh(
+    server: TestServer, host: str, crawl, signing_key: Path
+) -> None:
+    """SER-FEEDS, SER-OGIMAGE, SER-NOCRAWL, SER-ICON, SER-COND, SER-SIGN: the feed's entries are stored
+    (title, text without markup, published, image); the entry without an image has its article page
+    fetched once for its og:image, and the article's link is never followed; the icon the feed declares
+    is fetched and recorded, the fallbacks are not. The second refresh sends If-None-Match, gets a 304,
+    fetches nothing else and stores nothing new. Every request is signed."""
+    server.add(host, {
+        "/robots.txt": text("User-agent: *\nAllow: /\n"),
+        "/feed.xml": conditional(feed("rss2.xml"), etag='"v1"'),
+        "/posts/compost": article("Compost", og_image="/img/compost.jpg"),
+        "/posts/tomatoes": article("Tomatoes"),
+        "/logo.png": image(),
+    })  # fmt: skip
+    feed_url = server.url(host, "/feed.xml")
+    first = crawl("feed", args={"url": feed_url, "kb": "garden"}, settings=serene(signing_key))
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert sorted(paths(server.log(host))) == ["/feed.xml", "/logo.png", "/posts/compost", "/robots.txt"]
+    assert all(h.header("Signature") and h.header("Signature-Input") for h in server.log(host))
+    stored = {row["url"]: row for row in first.kb("garden")}
+    tomatoes, compost = server.url(host, "/posts/tomatoes"), server.url(host, "/posts/compost")
+    assert set(stored) == {feed_url, tomatoes, compost}
+    assert stored[feed_url]["content_type"] == "application/rss+xml" and stored[feed_url]["etag"] == '"v1"'
+    assert stored[feed_url]["title"] == "Quiet Garden"
+    assert stored[tomatoes]["title"] == "Tomatoes in July"
+    assert stored[tomatoes]["text"] == "The tomatoes ripen early."
+    assert stored[tomatoes]["content_type"] == "application/rss+xml;type=entry"
+    assert stored[tomatoes]["published"] == "2024-07-02T06:30:00+00:00"
+    assert stored[tomatoes]["image"] == server.url(host, "/img/tomatoes.jpg")
+    assert stored[tomatoes]["feed"] == feed_url
+    assert stored[compost]["image"] == server.url(host, "/img/compost.jpg")
+    assert stored[compost]["text"] == "Turn the heap every week."
+    assert sorted(i["url"] for i in first.items()) == sorted(stored)
+    with store_of(first) as store:
+        icon = store.get_site_icon(f"http://{host}:{server.port}")
+    assert icon is not None and (icon.url, icon.content_type) == (server.url(host, "/logo.png"), "image/png")
+
+    second = crawl("feed", args={"url": feed_url, "kb": "garden"}, settings=serene(signing_key))
+    assert second.returncode == 0, second.stderr[-3000:]
+    again = server.log(host)[4:]
+    assert paths(again) == ["/feed.xml"]  # robots.txt kept a day, icon known, articles not asked again
+    assert again[0].header("If-None-Match") == '"v1"' and again[0].bytes_sent == 0
+    assert f"feed {feed_url} unchanged since its last read (304)" in second.stderr
+    assert {row["url"]: row["fetched_at"] for row in second.kb("garden")} == {
+        url: row["fetched_at"] for url, row in stored.items()
+    }
+    assert second.items() == []
+
+
+def test_atom_new_entries_only_icon_fallback_order_and_if_modified_since(
+    server: TestServer, host: str, crawl, signing_key: Path
+) -> None:
+    """SER-FEEDS, SER-ICON, SER-OGIMAGE, SER-COND: an Atom feed's entries are stored, the image of one
+    taken from its content; the other's article has no og:image and is stored without one. With no icon
+    declared, /favicon.ico (404), /apple-touch-icon.png (not an image) and
+    /apple-touch-icon-precomposed.png are tried in that order, the last recorded. An entry already in
+    the KB is not stored again; the next refresh sends If-Modified-Since."""
+    modified = "Wed, 03 Jul 2024 10:00:00 GMT"
+    server.add(host, {
+        "/robots.txt": text("", status=404),
+        "/atom.xml": conditional(feed("atom.xml", "application/atom+xml"), last_modified=modified),
+        "/wpisy/kompost": article("Kompost"),
+        "/favicon.ico": text("no icon", status=404),
+        "/apple-touch-icon.png": Reply("<html><body>soft 404</body></html>"),
+        "/apple-touch-icon-precomposed.png": image(),
+    })  # fmt: skip
+    feed_url = server.url(host, "/atom.xml")
+    pomidory, kompost = server.url(host, "/wpisy/pomidory"), server.url(host, "/wpisy/kompost")
+    first = crawl("feed", args={"url": feed_url}, settings=serene(signing_key))
+    assert first.returncode == 0, first.stderr[-3000:]
+    hits = paths(server.log(host))
+    icons = [p for p in hits if p not in ("/robots.txt", "/atom.xml", "/wpisy/kompost")]
+    assert icons == ["/favicon.ico", "/apple-touch-icon.png", "/apple-touch-icon-precomposed.png"]
+    assert "/wpisy/pomidory" not in hits
+    stored = {row["url"]: row for row in first.kb()}
+    assert set(stored) == {feed_url, pomidory, kompost}
+    assert stored[pomidory]["title"] == "Pomidory w lipcu"
+    assert stored[pomidory]["image"] == server.url(host, "/img/pomidory.png")  # against the feed's URL
+    assert stored[pomidory]["published"] == "2024-07-02T06:30:00+00:00"
+    assert stored[pomidory]["content_type"] == "application/atom+xml;type=entry"
+    assert stored[kompost]["image"] == "" and stored[kompost]["text"] == "Przerzucaj co tydzień."
+    with store_of(first) as store:
+        icon = store.get_site_icon(f"http://{host}:{server.port}")
+        assert icon is not None and icon.url == server.url(host, "/apple-touch-icon-precomposed.png")
+        store.delete_page("default", feed_url)  # the feed's copy gone: read in full, its entries known
+    second = crawl("feed", args={"url": feed_url}, settings=serene(signing_key))
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert paths(server.log(host)[len(hits):]) == ["/atom.xml"]
+    assert f"feed {feed_url}: 2 entries, 0 new" in second.stderr
+    third = crawl("feed", args={"url": feed_url}, settings=serene(signing_key))
+    assert third.returncode == 0, third.stderr[-3000:]
+    last = server.log(host)[-1]
+    assert last.path == "/atom.xml" and last.header("If-Modified-Since") == modified and last.bytes_sent == 0
+
+
+def test_star_group_does_not_stop_a_feed_but_stops_its_article_pages(
+    server: TestServer, host: str, crawl, signing_key: Path
+) -> None:
+    """SER-ROBOTS-FEEDS, SER-ROBOTS-PAGES: under `User-agent: * / Disallow: /` the feed is still fetched
+    and its entries stored, but the article page under the same rule is not requested (the entry is
+    stored without a preview); the icon looked for when the feed is first added skips robots.txt."""
+    server.add(host, {
+        "/robots.txt": text("User-agent: *\nDisallow: /\n"),
+        "/feed.xml": feed("rss2.xml"),
+        "/posts/compost": article("Compost", og_image="/img/compost.jpg"),
+        "/logo.png": image(),
+    })  # fmt: skip
+    feed_url = server.url(host, "/feed.xml")
+    run = crawl("feed", args={"url": feed_url}, settings=serene(signing_key))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted(paths(server.log(host))) == ["/feed.xml", "/logo.png", "/robots.txt"]
+    stored = {row["url"]: row for row in run.kb()}
+    assert stored[server.url(host, "/posts/compost")]["image"] == ""
+    assert len(stored) == 3
+
+
+def test_serenereader_group_stops_a_feed_even_when_first_added(
+    server: TestServer, host: str, crawl, signing_key: Path
+) -> None:
+    """SER-ROBOTS-FEEDS: a `User-agent: SereneReader` group disallowing the feed's path is obeyed on the
+    first add: neither the feed nor an icon is requested, nothing is stored, one line says why."""
+    server.add(host, {
+        "/robots.txt": text("User-agent: *\nAllow: /\n\nUser-agent: SereneReader\nDisallow: /feed\n"),
+        "/feed.xml": feed("rss2.xml"),
+        "/logo.png": image(),
+    })  # fmt: skip
+    feed_url = server.url(host, "/feed.xml")
+    run = crawl("feed", args={"url": feed_url}, settings=serene(signing_key))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert paths(server.log(host)) == ["/robots.txt"]
+    assert run.kb() == []
+    assert [line for line in run.stderr.splitlines() if f"feed {feed_url} not read" in line] != []
+
+
+def test_robots_server_error_allows_feeds_and_article_pages(
+    server: TestServer, host: str, crawl, signing_key: Path
+) -> None:
+    """SER-ROBOTS-5XX: robots.txt answering 500 counts as permission: the feed and the article page
+    are fetched."""
+    server.add(host, {
+        "/robots.txt": text("oops", status=500),
+        "/feed.xml": feed("rss2.xml"),
+        "/posts/compost": article("Compost", og_image="/img/compost.jpg"),
+        "/logo.png": image(),
+    })  # fmt: skip
+    run = crawl("feed", args={"url": server.url(host, "/feed.xml")}, settings=serene(signing_key))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert {"/feed.xml", "/posts/compost"} <= set(paths(server.log(host)))
+    assert {row["url"]: row["image"] for row in run.kb()}[server.url(host, "/posts/compost")] == server.url(
+        host, "/img/compost.jpg")
+
+
+def test_crawl_delay_spaces_article_pages(server: TestServer, host: str, crawl, signing_key: Path) -> None:
+    """SER-ROBOTS-PAGES, SER-ROBOTS-FEEDS: the SereneReader group's Crawl-delay spaces every request to
+    the site, article pages included."""
+    items = "".join(f"<item><title>Post {n}</title><link>/p/{n}</link></item>" for n in range(3))
+    server.add(host, {
+        "/robots.txt": text("User-agent: SereneReader\nCrawl-delay: 2\n"),
+        "/feed.xml": Reply(f'<rss version="2.0"><channel><title>T</title><image><url>/i.png</url></image>{items}'
+                           "</channel></rss>", headers={"Content-Type": "application/rss+xml"}),
+        **{f"/p/{n}": article(f"Post {n}", og_image=f"/og/{n}.png") for n in range(3)},
+        "/i.png": image(),
+    })  # fmt: skip
+    run = crawl("feed", args={"url": server.url(host, "/feed.xml")}, settings=serene(signing_key))
+    assert run.returncode == 0, run.stderr[-3000:]
+    hits = [h for h in server.log(host) if h.path != "/robots.txt"]
+    assert sorted(paths(hits)) == ["/feed.xml", "/i.png", "/p/0", "/p/1", "/p/2"]
+    assert min(gaps(hits)) >= 2.0 - 0.05
+    assert sorted(str(row["image"]) for row in run.kb() if "/p/" in str(row["url"])) == [
+        server.url(host, f"/og/{n}.png") for n in range(3)]
+
+
+def test_a_broken_feed_is_one_line_and_the_other_feeds_are_read(
+    server: TestServer, host: str, crawl, signing_key: Path, tmp_path: Path
+) -> None:
+    """SER-FEEDS: a document that is no feed is one warning line naming it; the crawl goes on and the
+    other feed's entries are stored."""
+    server.add(host, {
+        "/robots.txt": text("", status=404),
+        "/broken.xml": feed("not-a-feed.html", "text/html"),
+        "/good.json": feed("feed.json", "application/feed+json"),
+        "/icon-512.png": image(),
+    })  # fmt: skip
+    broken, good = server.url(host, "/broken.xml"), server.url(host, "/good.json")
+    run = crawl("feed", args={"urls_file": write_urls(tmp_path / "feeds.txt", [broken, good])},
+                settings=serene(signing_key))
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = [line for line in run.stderr.splitlines() if broken in line and "WARNING" in line]
+    assert len(lines) == 1 and "not read: feed: not RSS, Atom or JSON Feed" in lines[0]
+    urls = {row["url"] for row in run.kb()}
+    assert urls == {good, server.url(host, "/j/1"), server.url(host, "/j/2")}
+
+
+def test_failed_refresh_delays_the_next_from_15_minutes_doubling_and_429_waits_retry_after(
+    server: TestServer, host: str, crawl, signing_key: Path
+) -> None:
+    """SER-FEED-BACKOFF: a refresh answered 500 is not retried in the crawl; the next refresh is due 15
+    min later, and a crawl before then does not ask; the next failure doubles it to 30 min; a 429 with
+    Retry-After 7200 s waits at least that; a good refresh clears the delay."""
+    answers = iter([text("down", 500), text("down", 500), text("slow", 429, {"Retry-After": "7200"}),
+                    feed("rss091.xml")])
+    server.add(host, {"/robots.txt": text("", status=404), "/feed.xml": lambda _: next(answers)})
+    feed_url = server.url(host, "/feed.xml")
+
+    def refresh(*, elapse: bool = True) -> tuple[CrawlRun, int, float, int]:
+        """Crawl once: (the run, feed requests it made, the hold's delay from the start, failures in a row)."""
+        before = paths(server.log(host)).count("/feed.xml")
+        started = time.time()
+        run = crawl("feed", args={"url": feed_url}, settings=serene(signing_key))
+        assert run.returncode == 0, run.stderr[-3000:]
+        fetched = paths(server.log(host)).count("/feed.xml") - before
+        with store_of(run) as store:
+            hold = store.get_url_hold("serenereader", feed_url)
+            if hold is None:
+                return run, fetched, 0.0, 0
+            if elapse:  # as if the wait were over (a 429's Retry-After also paused the site)
+                store.put_url_hold("serenereader", replace(hold, until=time.time() - 1))
+                store.put_site_state("serenereader", SiteState(host))
+        return run, fetched, hold.until - started, hold.failures
+
+    _, fetched, delay, failures = refresh(elapse=False)
+    assert fetched == 1 and 900 - 5 <= delay <= 900 + 60 and failures == 1
+    held, fetched, _, failures = refresh()
+    assert fetched == 0 and failures == 1
+    assert f"feed {feed_url}: next refresh not before" in held.stderr
+    _, fetched, delay, failures = refresh()
+    assert fetched == 1 and 1800 - 5 <= delay <= 1800 + 60 and failures == 2
+    _, fetched, delay, failures = refresh()
+    assert fetched == 1 and 7200 - 5 <= delay <= 7200 + 60 and failures == 3
+    good, fetched, delay, failures = refresh()
+    assert (fetched, delay, failures) == (1, 0.0, 0)
+    assert {row["title"] for row in good.kb()} == {"Old Site", "Old news"}
