@@ -1,8 +1,8 @@
 """The PostgreSQL knowledge base: the same Store as SQLite, for many crawlers and large KBs.
 
 Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.content``
-(pages, passages, labels, robots.txt copies, backoff state, sources) and are
-created on open. Search uses a stored ``tsvector`` per page (title weight A,
+(pages, passages, labels, robots.txt copies, backoff state, sources, site
+icons) and are created on open. Search uses a stored ``tsvector`` per page (title weight A,
 text B, the ``english`` configuration: Snowball stems, like FTS5's Porter)
 and per passage, ranked with ``ts_rank_cd``; snippets come from the same pure
 functions as SQLite's (``synapsecrawl.kb.search``), with the query words

@@ -10,6 +10,7 @@ import functools
 import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
@@ -20,8 +21,9 @@ import pytest
 from synapsecrawl.errors import StoreError
 from synapsecrawl.extract.html import parse_html
 from synapsecrawl.kb import postgres
-from synapsecrawl.kb.postgres import redact_uri
+from synapsecrawl.kb.postgres import PostgresStore, redact_uri
 from synapsecrawl.kb.search import MARK_CLOSE, MARK_OPEN, split_passages
+from synapsecrawl.kb.sqlite import SQLiteStore
 from synapsecrawl.kb.store import (
     LabelRecord,
     PageRecord,
@@ -78,6 +80,15 @@ def store(kb_uri: str) -> Iterator[Store]:
 def test_exported_members() -> None:
     """The public surface of kb.postgres is its __all__."""
     assert all(hasattr(postgres, name) for name in postgres.__all__)
+
+
+def test_postgres_covers_the_whole_store_interface() -> None:
+    """Both back-ends answer every method of the Store Protocol (and SiteIcons), and PostgreSQL
+    keeps every field of a page."""
+    wanted = {name for proto in (Store, SiteIcons) for name in vars(proto) if not name.startswith("_")}
+    assert wanted <= {name for name in dir(PostgresStore) if callable(getattr(PostgresStore, name))}
+    assert wanted <= {name for name in dir(SQLiteStore) if callable(getattr(SQLiteStore, name))}
+    assert set(postgres._PAGE_COLUMNS) == {field.name for field in fields(PageRecord)}
 
 
 # -- pages --------------------------------------------------------------------------
