@@ -19,7 +19,6 @@ Labelling never raises on content and keeps no text.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -29,6 +28,8 @@ from urllib.parse import urljoin, urlsplit
 import lxml.html  # type: ignore[import-untyped,unused-ignore]
 from lxml import etree
 from w3lib.encoding import html_to_unicode
+
+from synapsecrawl.extract.html import jsonld_documents
 
 __all__ = [
     "LABELLING_PROFILES",
@@ -49,7 +50,6 @@ LINK_CONTEXTS = ("citation", "navigation", "advertisement")
 MIN_WEIGHT = 3
 _ARTICLE = "article"  # evidence for blog_post and news_article alike
 _TIE_ORDER = ("product_page", "tutorial", "documentation", "blog_post", "news_article", "other")
-_MAX_JSONLD_CHARS = 1_000_000
 _MAX_NODES = 2_000
 
 _SCHEMA_TYPES: dict[str, tuple[str, int]] = {
@@ -243,16 +243,7 @@ def _text(element: lxml.html.HtmlElement) -> str:
 
 def _schema_types(root: lxml.html.HtmlElement) -> Iterator[str]:
     """The schema.org types a page declares for itself: JSON-LD top level, @graph, mainEntity; microdata."""
-    for script in root.iter("script"):
-        if (script.get("type") or "").strip().lower() != "application/ld+json":
-            continue
-        source = script.text or ""
-        if len(source) > _MAX_JSONLD_CHARS:
-            continue
-        try:
-            data = json.loads(source)
-        except (ValueError, RecursionError):
-            continue
+    for data in jsonld_documents(root):
         nodes = data if isinstance(data, list) else [data]
         queue = list(nodes[:_MAX_NODES])
         for node in queue[:_MAX_NODES]:

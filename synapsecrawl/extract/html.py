@@ -31,7 +31,7 @@ from synapsecrawl.directives import parse_directives
 from synapsecrawl.extract.page import Directives, Link, Page
 from synapsecrawl.extract.text import detect_encoding
 
-__all__ = ["MAX_TRAFILATURA_ELEMENTS", "parse_html"]
+__all__ = ["MAX_TRAFILATURA_ELEMENTS", "jsonld_documents", "parse_html"]
 
 MAX_TRAFILATURA_ELEMENTS = 30_000  # trafilatura needs 2-3 s here; larger trees get the plain walk
 _MAX_FIELD_CHARS = 1_000
@@ -174,7 +174,8 @@ def _canonical(root: lxml.html.HtmlElement, base: str) -> str:
     return ""
 
 
-def _jsonld_published(root: lxml.html.HtmlElement) -> str:
+def jsonld_documents(root: lxml.html.HtmlElement) -> Iterator[object]:
+    """The parsed JSON-LD blocks of a page; oversized or broken ones are skipped."""
     for script in root.iter("script"):
         if (script.get("type") or "").strip().lower() != "application/ld+json":
             continue
@@ -182,9 +183,14 @@ def _jsonld_published(root: lxml.html.HtmlElement) -> str:
         if len(source) > _MAX_JSONLD_CHARS:
             continue
         try:
-            stack: list[object] = [json.loads(source)]
+            yield json.loads(source)
         except (ValueError, RecursionError):
             continue
+
+
+def _jsonld_published(root: lxml.html.HtmlElement) -> str:
+    for document in jsonld_documents(root):
+        stack: list[object] = [document]
         for _ in range(_MAX_JSONLD_NODES):
             if not stack:
                 break
