@@ -197,11 +197,12 @@ class OndemandSpider(SynapseSpider):
         if request is None:
             return
         key = request.meta.get("ondemand_key")
-        exc = failure.value
-        if isinstance(exc, Unchanged):  # a 304: the stored copy is current, and now verified
+        pending = self._pending.get(key) if isinstance(key, int) else None
+        exc = failure.value or Exception("failed")
+        if pending is not None and isinstance(exc, Unchanged):  # a 304: the stored copy is current, now verified
             record = self.runtime.store().get_page(self.crawl.kb, request.url)
             if record is not None:
-                self._finish(key, self._shape(record, request.url, from_index=True), stored_url=record.url)
+                self._finish(key, self._shape(record, pending[0], from_index=True), stored_url=record.url)
                 return
         self._finish(key, _fetch_error(request, exc))
 

@@ -42,7 +42,7 @@ CONCURRENT_REQUESTS = 256
 DOWNLOADER = "middlewares.pacing.PacedDownloader"
 # The frontier hands out a request only when its site is due: waiting is done
 # there, not in the downloader, where it would hold a global slot (#8).
-SCHEDULER_PRIORITY_QUEUE = "middlewares.pacing.PacedPriorityQueue"
+SCHEDULER_PRIORITY_QUEUE = "middlewares.frontier.PacedPriorityQueue"
 TWISTED_DNS_RESOLVER = "middlewares.resolver.GuardedResolver"
 
 DOWNLOADER_MIDDLEWARES = {
@@ -53,7 +53,7 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.robots.RobotsMiddleware": 100,  # replaces Scrapy's (None): judge first
     "middlewares.budget.PageBudgetMiddleware": 120,  # a page counts once robots.txt lets it through
     # after robots.txt (it sets the pace): a request not due yet goes back to the frontier
-    "middlewares.pacing.PacingGateMiddleware": 130,
+    "middlewares.frontier.PacingGateMiddleware": 130,
     "middlewares.tdmrep.TdmRepMiddleware": 130,  # OMN-FETCH: a site we really fetch from gets tdmrep.json read first
     "middlewares.sizelimit.ResponseGateMiddleware": 560,  # under compression (590): sees decoded bytes
     # Between the type gate (560) and compression (590): sees the final answer after redirects (600) before the
@@ -83,4 +83,7 @@ FEED_EXPORT_ENCODING = "utf-8"
 # Breadth-first: the pages a limited crawl keeps are the ones nearest the start.
 DEPTH_PRIORITY = 1
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
-SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
+# Pending requests as small pickles, not live objects: a 1M-URL frontier in a
+# few hundred MB instead of gigabytes (#8, docs/benchmarks.md); start URLs too.
+SCHEDULER_MEMORY_QUEUE = "middlewares.frontier.CompactFifoQueue"
+SCHEDULER_START_MEMORY_QUEUE = "middlewares.frontier.CompactFifoQueue"

@@ -17,11 +17,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from synapsecrawl.kb.store import PageRecord, open_store, utcnow
 from tests.conftest import ROOT, _bin, gaps, synapsecrawl
 from tests.site.server import Reply, TestServer
 
@@ -128,6 +130,29 @@ def test_asked_page_is_fetched_after_robots_then_served_from_the_index(
     assert len(server.log(host)) == 2
     (stored,) = kb_pages(fetcher)
     assert stored["url"] == url and "[email]" in str(stored["text"]) and "word399" in str(stored["text"])
+
+
+def test_a_copy_older_than_15_minutes_is_checked_again(fetcher: Fetcher, server: TestServer, host: str) -> None:
+    """SNA-ONDEMAND, SYN-REREAD: a stored copy older than 15 minutes is asked for again with its
+    validators; a 304 is answered from the copy, a changed page is fetched and answered anew."""
+    store = open_store(fetcher.kb_uri)
+    an_hour_ago = utcnow() - timedelta(hours=1)
+    for path, title in (("/same.html", "Same"), ("/changed.html", "Old title")):
+        store.put_page(PageRecord(kb="agents", url=server.url(host, path), title=title, text="Stored text.",
+                                  content_type="text/html", status=200, fetched_at=an_hour_ago, etag='"v1"'))
+    store.close()
+    server.add(host, {
+        "/robots.txt": ROBOTS,
+        "/same.html": Reply(b"", status=304, headers={"ETag": '"v1"'}),
+        "/changed.html": page("New title", "Changed text of the page."),
+    })  # fmt: skip
+    status, same = fetcher.post(server.url(host, "/same.html"))
+    assert status == 200 and same["title"] == "Same" and same["from_index"] is True, same
+    status, changed = fetcher.post(server.url(host, "/changed.html"))
+    assert status == 200 and changed["title"] == "New title" and changed["from_index"] is False, changed
+    hits = {h.path: h for h in server.log(host)}
+    assert hits["/same.html"].header("If-None-Match") == '"v1"'
+    assert hits["/changed.html"].header("If-None-Match") == '"v1"'
 
 
 def test_refusals_are_json_errors_and_the_server_keeps_serving(
