@@ -16,7 +16,7 @@ import scrapy
 from scrapy.exceptions import CloseSpider
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncIterator
 
 __all__ = ["FrontierSpider", "rss_mb"]
 
@@ -45,13 +45,18 @@ class FrontierSpider(scrapy.Spider):
         for seed in self.seeds:
             yield scrapy.Request(seed, callback=self.parse, meta={"depth": 0})
 
-    def parse(self, response: Any, **kwargs: Any) -> Iterator[Any]:
+    def parse(self, response: Any, **kwargs: Any) -> None:
         if response.meta.get("depth", 0) > 0:
             return  # a frontier page that got fetched while the frontier grows: nothing to add
+        # Straight into the engine (as a link-following spider's output would arrive, with the depth,
+        # priority and Referer its spider middlewares add), without the per-item async plumbing.
+        assert self.crawler.engine is not None
         share = int(self.size * 1.1) // len(self.seeds) + 1  # some get fetched while the frontier grows
         base = response.url.rsplit("/", 1)[0]
         for i in range(share):
-            yield scrapy.Request(f"{base}/{i}-{'x' * 40}.html", callback=self.parse)
+            self.crawler.engine.crawl(scrapy.Request(f"{base}/{i}-{'x' * 40}.html", callback=self.parse,
+                                                     meta={"depth": 1}, priority=-1,
+                                                     headers={"Referer": response.url}))
             if i % 1000 == 999:
                 self._measure()
 

@@ -28,7 +28,14 @@ __all__ = ["main", "run_memory"]
 _HOSTS = 10
 
 
-def run_memory(size: int, *, disk: bool, extra: list[str] | None = None) -> dict[str, Any]:
+_LABELS = {
+    "compact": "project (CompactFifoQueue)",
+    "objects": "Scrapy FifoMemoryQueue (live Request objects)",
+    "disk": "disk (JOBDIR, PickleFifoDiskQueue)",
+}
+
+
+def run_memory(size: int, *, disk: bool, label: str = "", extra: list[str] | None = None) -> dict[str, Any]:
     specs = make_hosts(_HOSTS, 1, [5.0])
     with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-") as tmpdir:
         tmp = Path(tmpdir)
@@ -49,7 +56,7 @@ def run_memory(size: int, *, disk: bool, extra: list[str] | None = None) -> dict
         held = steps[-1][0] if steps else 0
         base = steps[0][1] if steps else 0.0
         return {
-            "size": size, "queues": "disk (JOBDIR)" if disk else "memory", "held": held,
+            "size": size, "queues": _LABELS.get(label, "disk (JOBDIR)" if disk else "memory"), "held": held,
             "peak_rss_mb": run.max_rss_mb, "rss_at_full_mb": steps[-1][1] if steps else 0.0,
             "first_step": steps[0] if steps else None,
             "bytes_per_request": (steps[-1][1] - base) * 1024 * 1024 / max(1, held - steps[0][0])
@@ -60,7 +67,7 @@ def run_memory(size: int, *, disk: bool, extra: list[str] | None = None) -> dict
 
 
 def print_result(result: dict[str, Any]) -> None:
-    print(f"frontier {result['held']:>9,} requests, {result['queues']:<14} peak RSS {result['peak_rss_mb']:7.0f} MB "
+    print(f"frontier {result['held']:>9,} requests, {result['queues']:<30} peak RSS {result['peak_rss_mb']:7.0f} MB "
           f"(at full {result['rss_at_full_mb']:.0f} MB, ~{result['bytes_per_request']:.0f} B/request); "
           f"filled in {result['wall']:.0f} s")
 

@@ -61,8 +61,10 @@ def _ours(urls_file: Path, tmp: Path, *, profile: str, floor: float, extra: list
     return run_process(cmd, cwd=ROOT, timeout=timeout)
 
 
-def _stock(urls_file: Path, tmp: Path, delay: float, timeout: float) -> Run:
+def _stock(urls_file: Path, tmp: Path, delay: float, timeout: float, *, extract: bool = False) -> Run:
     cmd = [scrapy_bin(), "runspider", str(ROOT / "bench" / "stock.py"), "-a", f"urls_file={urls_file}"]
+    if extract:
+        cmd += ["-a", "extract=1"]
     settings = {
         "DOWNLOAD_DELAY": f"{delay:g}",
         "CONCURRENT_REQUESTS_PER_DOMAIN": "1",
@@ -97,7 +99,8 @@ def _summary(label: str, figures: Figures, run: Run, expected_pages: int) -> dic
 
 def run_politeness(hosts: int, pages: int, delays: list[float], *, slow: int = 0, failing: int = 0,
                    stock: bool = True, extra: list[str] | None = None, shuffle: bool = False,
-                   timeout: float = 900, stock_timeout: float = 0) -> dict[str, Any]:
+                   timeout: float = 900, stock_timeout: float = 0, stock_extract: bool = False,
+                   ours: bool = True) -> dict[str, Any]:
     """Run the benchmark; return its figures (and the timelines of a few hosts)."""
     specs = make_hosts(hosts, pages, delays, slow=slow, failing=failing)
     spacing = {h.name: float(h.crawl_delay or 0.0) for h in specs}
@@ -115,11 +118,13 @@ def run_politeness(hosts: int, pages: int, delays: list[float], *, slow: int = 0
         urls_file = tmp / "urls.txt"
         urls_file.write_text("\n".join(urls) + "\n")
         crawls = [("synapsecrawl", lambda: _ours(urls_file, tmp, profile=profile, floor=floor, extra=extra or [],
-                                                        timeout=timeout))]
+                                                        timeout=timeout))] if ours else []
         if stock:
             planned = pages * (3 if failing else 1) * max(delays)  # a failing page is tried 3 times
             limit = stock_timeout or max(120.0, 1.5 * planned)
             crawls.append(("stock scrapy", lambda: _stock(urls_file, tmp, max(delays), limit)))
+        if stock_extract:
+            crawls.append(("stock + extraction", lambda: _stock(urls_file, tmp, max(delays), limit, extract=True)))
         for label, crawl in crawls:
             web.reset()
             run = crawl()
@@ -150,9 +155,10 @@ def print_result(result: dict[str, Any]) -> None:
     for run in result["runs"]:
         for example in run["examples"][:5]:
             print(f"  {run['crawler']} violation: {example}")
-    if len(result["runs"]) == 2 and result["runs"][0]["makespan"] > 0:
-        ratio = result["runs"][1]["makespan"] / result["runs"][0]["makespan"]
-        print(f"stock makespan / ours: {ratio:.2f}x")
+    ours = [run for run in result["runs"] if run["crawler"] == "synapsecrawl"]
+    for run in result["runs"]:
+        if ours and run is not ours[0] and ours[0]["makespan"] > 0:
+            print(f"{run['crawler']} makespan / ours: {run['makespan'] / ours[0]['makespan']:.2f}x")
 
 
 def main() -> None:
@@ -164,6 +170,8 @@ def main() -> None:
     parser.add_argument("--slow", type=int, default=0, help="hosts answering pages after 0.5 s")
     parser.add_argument("--failing", type=int, default=0, help="hosts answering 500 to every page")
     parser.add_argument("--no-stock", action="store_true", help="skip the stock Scrapy baseline")
+    parser.add_argument("--stock-extract", action="store_true",
+                        help="also run stock Scrapy doing synapsecrawl's extraction on every page")
     parser.add_argument("--shuffle", action="store_true", help="shuffle the URL list (default: host by host)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an extra Scrapy setting for our crawl (to compare designs)")
@@ -174,7 +182,7 @@ def main() -> None:
     delays = [float(d) for d in args.delays.split(",")] if args.delays else [args.delay]
     result = run_politeness(args.hosts, args.pages, delays, slow=args.slow, failing=args.failing,
                             stock=not args.no_stock, extra=args.set, shuffle=args.shuffle,
-                            stock_timeout=args.stock_timeout)
+                            stock_timeout=args.stock_timeout, stock_extract=args.stock_extract)
     print_result(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

@@ -62,7 +62,7 @@ def run_all(only: set[str]) -> None:
         from bench.throughput import print_result as print_throughput
         from bench.throughput import run_throughput
 
-        for profile, hosts, pages, delay in (("synapsebot", 500, 1, 0.1), ("snagabot", 1000, 2, 1.0)):
+        for profile, hosts, pages, delay in (("synapsebot", 500, 1, 0.1), ("snagabot", 500, 2, 1.0)):
             for cprofile in (False, True):
                 result = run_throughput(profile, hosts, pages, delay, cprofile=cprofile)
                 print_throughput(result)
@@ -72,12 +72,15 @@ def run_all(only: set[str]) -> None:
         from bench.memory import print_result as print_memory
         from bench.memory import run_memory
 
-        for size in (100_000, 1_000_000):
-            for disk in (False, True):
-                result = run_memory(size, disk=disk)
-                print_memory(result)
-                sys.stdout.flush()
-                _save(f"memory-{size}-{'disk' if disk else 'mem'}", result)
+        # the project's queues at 100k and 1M; Scrapy's own in-memory queue and the disk queue at 100k
+        variants = [(100_000, "compact", []), (1_000_000, "compact", []),
+                    (100_000, "objects", ["SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue"]),
+                    (100_000, "disk", ["JOBDIR="])]
+        for size, label, extra in variants:
+            result = run_memory(size, disk=label == "disk", label=label, extra=[e for e in extra if e != "JOBDIR="])
+            print_memory(result)
+            sys.stdout.flush()
+            _save(f"memory-{size}-{label}", result)
 
 
 def _politeness_table(results: list[dict[str, Any]]) -> list[str]:

@@ -36,13 +36,21 @@ class LoopbackResolver(CachingThreadedResolver):
 class StockSpider(scrapy.Spider):
     name = "stock"
 
-    def __init__(self, urls_file: str = "", **kwargs: Any) -> None:
+    def __init__(self, urls_file: str = "", extract: str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.urls = Path(urls_file).read_text().split()
+        self.extract = bool(extract)  # do synapsecrawl's extraction too, to weigh pacing apart from CPU
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.urls:
             yield scrapy.Request(url)
 
     def parse(self, response: Any, **kwargs: Any) -> Any:
+        if self.extract:
+            from synapsecrawl.extract.read import read_document
+
+            page = read_document(response.body, response.url, content_type="text/html; charset=utf-8",
+                                 tokens=("scrapy",), encoding="utf-8")
+            yield {"url": response.url, "title": page.title, "chars": len(page.text)}
+            return
         yield {"url": response.url, "bytes": len(response.body)}

@@ -18,6 +18,7 @@ a few hundred MB.
 from __future__ import annotations
 
 import pickle
+import zlib
 from collections import deque
 from contextlib import suppress
 from pathlib import Path
@@ -193,17 +194,20 @@ _DEFAULTS: dict[str, Any] = {
 
 
 class CompactFifoQueue:
-    """A FIFO of requests kept as small pickles rather than live ``Request`` objects.
+    """A FIFO of requests kept as small compressed pickles rather than live ``Request`` objects.
 
     A live request costs about 2.5 KB (its headers, meta, flags, bound
     callback, and the parse caches that hang on it); its ``to_dict()`` without
-    the default values pickles to 150-250 bytes. A request that cannot be
-    pickled (a callback that is not a spider method) is kept as it is.
+    default values pickles to 150-250 bytes, and deflated against the queue's
+    first pickle (a queue holds one site, so URLs and headers share most
+    bytes) to a few dozen. A request that cannot be pickled (a callback that
+    is not a spider method) is kept as it is.
     """
 
     def __init__(self, spider: Spider | None) -> None:
         self._spider = spider
         self._items: deque[bytes | Request] = deque()
+        self._zdict: bytes | None = None  # the first pickle: what later ones are deflated against
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> CompactFifoQueue:
@@ -213,9 +217,14 @@ class CompactFifoQueue:
         try:
             fields = request.to_dict(spider=self._spider)
             kept = {key: value for key, value in fields.items() if key not in _DEFAULTS or value != _DEFAULTS[key]}
-            self._items.append(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
+            raw = pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL)
         except (ValueError, TypeError, AttributeError, pickle.PicklingError):
             self._items.append(request)
+            return
+        if self._zdict is None:
+            self._zdict = raw
+        deflate = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, self._zdict)
+        self._items.append(deflate.compress(raw) + deflate.flush())
 
     def pop(self) -> Request | None:
         return self._unpack(self._items.popleft()) if self._items else None
@@ -230,6 +239,8 @@ class CompactFifoQueue:
         return len(self._items)
 
     def _unpack(self, item: bytes | Request) -> Request:
-        if isinstance(item, bytes):
-            return request_from_dict(pickle.loads(item), spider=self._spider)  # noqa: S301 - our own pickles
-        return item
+        if not isinstance(item, bytes):
+            return item
+        assert self._zdict is not None
+        raw = zlib.decompressobj(-15, self._zdict).decompress(item)
+        return request_from_dict(pickle.loads(raw), spider=self._spider)  # noqa: S301 - our own pickles

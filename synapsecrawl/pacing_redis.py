@@ -141,9 +141,9 @@ class RedisPacing:
 
     ``clock`` is this machine's monotonic clock, used only to turn local pause
     times into durations and back; ``prefix`` separates deployments (and tests)
-    sharing one Redis. Keys are ``{prefix}:{site}:state`` (a hash) and
-    ``{prefix}:{site}:leases`` (lease id -> expiry); the braces keep a site's
-    keys on one Redis Cluster node.
+    sharing one Redis. Keys are ``PREFIX:{SITE}:state`` (a hash: next start,
+    pause, spacings) and ``PREFIX:{SITE}:leases`` (lease id -> expiry); the
+    braces keep a site's keys on one Redis Cluster node.
     """
 
     url: str

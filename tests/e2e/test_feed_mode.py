@@ -265,8 +265,10 @@ def test_failed_refresh_delays_the_next_from_15_minutes_doubling_and_429_waits_r
     """SER-FEED-BACKOFF: a refresh answered 500 is not retried in the crawl; the next refresh is due 15
     min later, and a crawl before then does not ask; the next failure doubles it to 30 min; a 429 with
     Retry-After 7200 s waits at least that; a good refresh clears the delay."""
-    answers = iter([text("down", 500), text("down", 500), text("slow", 429, {"Retry-After": "7200"}),
-                    feed("rss091.xml")])
+    back = Reply('<rss version="2.0"><channel><title>Back</title><item><title>Back again</title><link>/back</link>'
+                 '<enclosure url="/back.png" type="image/png"/></item></channel></rss>',
+                 headers={"Content-Type": "application/rss+xml"})
+    answers = iter([text("down", 500), text("down", 500), text("slow", 429, {"Retry-After": "7200"}), back])
     server.add(host, {"/robots.txt": text("", status=404), "/feed.xml": lambda _: next(answers)})
     feed_url = server.url(host, "/feed.xml")
 
@@ -297,4 +299,34 @@ def test_failed_refresh_delays_the_next_from_15_minutes_doubling_and_429_waits_r
     assert fetched == 1 and 7200 - 5 <= delay <= 7200 + 60 and failures == 3
     good, fetched, delay, failures = refresh()
     assert (fetched, delay, failures) == (1, 0.0, 0)
-    assert {row["title"] for row in good.kb()} == {"Old Site", "Old news"}
+    assert {row["title"] for row in good.kb()} == {"Back", "Back again"}
+
+
+def test_other_profiles_read_feeds_without_previews_and_obey_the_star_group(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SYN-MODES, ALL-RFC9309, SER-FEED-BACKOFF: under SynapseBot a feed's entries are stored from the feed
+    alone (no article page, no icon); its `*` group still stops a feed (the Feedfetcher exception is
+    SereneReader's); a feed that never answers is a failed refresh, delayed 15 min."""
+    blocked = f"blocked-{host}"
+    server.add(host, {
+        "/robots.txt": text("", status=404),
+        "/feed.xml": feed("rss2.xml", "text/xml"),
+        "/silent.xml": Reply(drop=True),
+    })  # fmt: skip
+    server.add(blocked, {"/robots.txt": text("User-agent: *\nDisallow: /\n"), "/feed.xml": feed("rss2.xml")})
+    urls = [server.url(host, "/feed.xml"), server.url(host, "/silent.xml"), server.url(blocked, "/feed.xml")]
+    started = time.time()
+    run = crawl("feed", args={"urls_file": write_urls(tmp_path / "feeds.txt", urls)},
+                settings={"DOWNLOAD_DELAY": "0.1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    # Twisted's connection pool itself sends a request again once when a reused connection drops
+    assert sorted(set(paths(server.log(host)))) == ["/feed.xml", "/robots.txt", "/silent.xml"]
+    assert paths(server.log(blocked)) == ["/robots.txt"]
+    stored = {row["url"]: row for row in run.kb()}
+    assert set(stored) == {urls[0], server.url(host, "/posts/tomatoes"), server.url(host, "/posts/compost")}
+    assert stored[server.url(host, "/posts/compost")]["image"] == ""
+    with store_of(run) as store:
+        hold = store.get_url_hold("synapsebot", urls[1])
+        assert store.get_site_icon(f"http://{host}:{server.port}") is None
+    assert hold is not None and hold.failures == 1 and 900 - 5 <= hold.until - started <= 900 + 60
