@@ -144,6 +144,20 @@ class PacedDownloader(Downloader):
         arrived = reached_server_by(now - latency, now, self._runtime.pacer.spacing(key), loop_lag=lag)
         slot.lastseen = max(slot.lastseen, arrived)
 
+    async def _download(self, slot: Slot, request: Request) -> Response:
+        dispatched = monotonic()
+        try:
+            return await super()._download(slot, request)
+        except Exception:
+            # No answer (a dropped connection, a timeout): the request may still have reached
+            # the server, late; count the gap from when it failed, within the same bound.
+            now = monotonic()
+            key = request.meta.get(self.DOWNLOAD_SLOT, "")
+            arrived = reached_server_by(dispatched, now, self._runtime.pacer.spacing(key),
+                                        loop_lag=_TURNS_TO_SEND * self.loop_lag())
+            slot.lastseen = max(slot.lastseen, arrived)
+            raise
+
     def get_slot_key(self, request: Request) -> str:
         return self._runtime.site(request.url)
 
