@@ -20,10 +20,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 from bench.sim import Hit
 
-__all__ = ["ROOT", "Figures", "Run", "judge", "machine", "run_process", "scrapy_bin"]
+__all__ = ["ROOT", "Figures", "Run", "judge", "machine", "projected", "run_process", "scrapy_bin"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -132,6 +133,12 @@ def judge(hits: list[Hit], spacing: dict[str, float], limit: int = 1) -> Figures
         examples=examples + [f"{h.host}: {h.path} arrived with {h.concurrent} in flight"
                              for h in hits if h.concurrent > limit][:10],
     )
+
+
+def projected(run: dict[str, Any]) -> float:
+    """The makespan of a crawl stopped at its time limit, at the page rate it had kept up."""
+    rate = run["pages_ok"] / run["makespan"] if run["makespan"] > 0 else 0.0
+    return run["expected_pages"] / rate if rate > 0 else float("inf")
 
 
 def machine() -> dict[str, str]:

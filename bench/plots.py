@@ -17,26 +17,49 @@ def _pyplot() -> Any:
     return plt
 
 
-def plot_efficiency(results: list[dict[str, Any]], path: Path) -> None:
-    """Efficiency (ideal / makespan) against the number of hosts, ours and stock Scrapy."""
+def _efficiency(run: dict[str, Any]) -> tuple[float, bool]:
+    """A run's efficiency, projected at the page rate it kept if it was stopped at its time limit."""
+    if not run.get("killed"):
+        return run["efficiency"], False
+    rate = run["pages_ok"] / run["makespan"] if run["makespan"] > 0 else 0.0
+    return (run["ideal"] * rate / run["expected_pages"] if rate else 0.0), True
+
+
+def plot_efficiency(results: list[dict[str, Any]], path: Path, cpu_bound_rate: float = 20.0) -> None:
+    """Efficiency (ideal / makespan) against the number of hosts, ours and stock Scrapy.
+
+    Runs whose sites ask for more than ``cpu_bound_rate`` pages a second are drawn apart (x):
+    there the crawl's CPU, not politeness, is the bound.
+    """
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
     uniform = [r for r in results if len(r["delays"]) == 1]
-    for crawler, marker in (("synapsecrawl", "o"), ("stock scrapy", "s")):
-        points = sorted((r["hosts"], run["efficiency"], r) for r in uniform for run in r["runs"]
-                        if run["crawler"] == crawler)
-        if not points:
-            continue
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker=marker, label=crawler)
-        for hosts, eff, r in points:
-            ax.annotate(f"P={r['pages']}, d={r['delays'][0]:g}s", (hosts, eff), textcoords="offset points",
-                        xytext=(4, 6), fontsize=7)
+    for crawler, color in (("synapsecrawl", "tab:blue"), ("stock scrapy", "tab:orange")):
+        paced, cpu_bound = [], []
+        for r in uniform:
+            for run in r["runs"]:
+                if run["crawler"] != crawler:
+                    continue
+                eff, stopped = _efficiency(run)
+                point = (r["hosts"], eff, stopped, f"P={r['pages']}, d={r['delays'][0]:g} s")
+                (cpu_bound if r["hosts"] / r["delays"][0] > cpu_bound_rate else paced).append(point)
+        paced.sort()
+        if paced:
+            ax.plot([p[0] for p in paced], [p[1] for p in paced], color=color, label=crawler)
+        for hosts, eff, stopped, label in paced:
+            ax.scatter([hosts], [eff], color=color, marker="o", facecolors="none" if stopped else color)
+            ax.annotate(label + (" (projected)" if stopped else ""), (hosts, eff), textcoords="offset points",
+                        xytext=(5, 5), fontsize=7)
+        for hosts, eff, _, label in cpu_bound:
+            ax.scatter([hosts], [eff], color=color, marker="x")
+            ax.annotate(label + " (CPU-bound)", (hosts, eff), textcoords="offset points", xytext=(5, -10),
+                        fontsize=7)
     ax.axhline(1.0, color="grey", lw=0.8, ls=":")
     ax.set_xscale("log")
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("hosts crawled in parallel")
     ax.set_ylabel("efficiency = ideal makespan / makespan")
-    ax.set_title("Politeness efficiency (0 violations for synapsecrawl)")
+    ax.set_title("Politeness efficiency (hollow: stopped at its time limit, projected)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -26,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, Figures, Run, judge, machine, run_process, scrapy_bin
+from bench.common import ROOT, Figures, Run, judge, machine, projected, run_process, scrapy_bin
 from bench.sim import Hit, SimWeb, make_hosts
 
 __all__ = ["main", "run_politeness"]
@@ -86,6 +86,7 @@ def _timeline(hits: list[Hit], hosts: list[str], origin: float) -> dict[str, lis
 def _summary(label: str, figures: Figures, run: Run, expected_pages: int) -> dict[str, Any]:
     return {
         "crawler": label,
+        "killed": run.killed,
         **asdict(figures),
         "efficiency": figures.efficiency,
         "expected_pages": expected_pages,
@@ -132,7 +133,8 @@ def run_politeness(hosts: int, pages: int, delays: list[float], *, slow: int = 0
             figures = judge(hits, spacing)
             if run.returncode != 0 and not run.killed:
                 print(run.log[-3000:])
-            result["runs"].append({**_summary(label, figures, run, hosts * pages), "load": os.getloadavg()[0]})
+            expected = (hosts - failing) * pages  # a failing host's pages never answer 200
+            result["runs"].append({**_summary(label, figures, run, expected), "load": os.getloadavg()[0]})
             result["timelines"][label] = _timeline(hits, shown, figures.first)
             result["arrivals"][label] = {
                 "robots": [round(h.start - figures.first, 3) for h in hits if h.path == "/robots.txt"],
@@ -158,7 +160,10 @@ def print_result(result: dict[str, Any]) -> None:
     ours = [run for run in result["runs"] if run["crawler"] == "synapsecrawl"]
     for run in result["runs"]:
         if ours and run is not ours[0] and ours[0]["makespan"] > 0:
-            print(f"{run['crawler']} makespan / ours: {run['makespan'] / ours[0]['makespan']:.2f}x")
+            makespan, note = run["makespan"], ""
+            if run.get("killed"):
+                makespan, note = projected(run), " (stopped at its time limit: projected at the page rate it kept)"
+            print(f"{run['crawler']} makespan / ours: {makespan / ours[0]['makespan']:.2f}x{note}")
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Any
 
-from bench.common import ROOT, machine
+from bench.common import ROOT, machine, projected
 
 __all__ = ["SUITE", "main"]
 
@@ -93,22 +93,16 @@ def _politeness_table(results: list[dict[str, Any]]) -> list[str]:
         delays = ", ".join(f"{d:g}" for d in r["delays"]) + " s"
         faults = "".join(f", {r[k]} {k}" for k in ("slow", "failing") if r[k])
         for run in r["runs"]:
-            finished = run["pages_ok"] >= run["expected_pages"]
+            finished = not run.get("killed", run["pages_ok"] < run["expected_pages"])
             makespan = f"{run['makespan']:.1f}" if finished else (
-                f"> {run['makespan']:.0f} (stopped; ~{_projected(run):.0f} projected)")
+                f"> {run['makespan']:.0f} (stopped; ~{projected(run):.0f} projected)")
             lines.append(
                 f"| {r['hosts']} x {r['pages']}{faults} | {delays} | {run['crawler']} | {run['ideal']:.1f} "
-                f"| {makespan} | {run['efficiency'] if finished else run['ideal'] / _projected(run):.2f} "
+                f"| {makespan} | {run['efficiency'] if finished else run['ideal'] / projected(run):.2f} "
                 f"| {run['gap_violations']} / {run['concurrency_violations']} | {run['min_gap_ratio']:.3f} "
                 f"| {run['pages_ok']}/{run['expected_pages']} | {run['cpu']:.1f} "
                 f"| {1000 * run['cpu'] / max(1, run['pages_ok']):.0f} | {run['load']:.1f} |")
     return lines
-
-
-def _projected(run: dict[str, Any]) -> float:
-    """The makespan of a stopped crawl, at the page rate it had kept up."""
-    rate = run["pages_ok"] / run["makespan"] if run["makespan"] > 0 else 0.0
-    return run["expected_pages"] / rate if rate > 0 else float("inf")
 
 
 def write_docs() -> None:
