@@ -36,9 +36,12 @@ ONDEMAND_HOST = "127.0.0.1"  # `scrapy crawl ondemand` listens here only (SNA-ON
 ONDEMAND_PORT = 8765  # POST /api/web_fetch and MCP at /mcp; 0 = any free port
 ONDEMAND_WAIT = 120  # seconds an on-demand ask waits for its page (pacing included) before a timeout error
 
-# Sites wait on their own downloader slot, never on each other: enough global
-# concurrency that a paced site cannot hold the slots another site could use.
-CONCURRENT_REQUESTS = 256
+# Requests wait for their site in the frontier (below), so this bounds only
+# downloads and answers in progress: 64 keeps ~20 pages/s even at 3 s latency,
+# and smaller batches of answers keep the event loop's lag, which stretches
+# the next gaps, short (200 sites at 20 s: efficiency 0.74-0.84 with 256,
+# 0.88-0.89 with 32-64; docs/benchmarks.md, #8).
+CONCURRENT_REQUESTS = 64
 DOWNLOADER = "middlewares.pacing.PacedDownloader"
 # The frontier hands out a request only when its site is due: waiting is done
 # there, not in the downloader, where it would hold a global slot (#8).
