@@ -8,7 +8,8 @@ passage, so a page about the question whose one paragraph answers it comes
 first, and the result shows that paragraph.
 
 ``page_labels`` and ``link_labels`` hold OmniscienteBot's labels and TDM
-policy (OMN-LABELS, OMN-FETCH): a page's kind, each link's context, no text.
+policy (OMN-LABELS, OMN-FETCH): a page's kind, each link's context, no text;
+``kb.rows`` reads and writes them, as it does for PostgreSQL.
 
 Functions here take a connection; the caller holds its lock and its transaction.
 """
@@ -16,13 +17,13 @@ Functions here take a connection; the caller holds its lock and its transaction.
 from __future__ import annotations
 
 import sqlite3
-from collections import defaultdict
 from typing import Any
 
-from synapsecrawl.kb.search import HIT_CLOSE, HIT_OPEN, compose_snippet, search_terms, split_passages
-from synapsecrawl.kb.store import LabelRecord, SearchHit
+from synapsecrawl.kb.rows import HIT_COLUMNS, PAGE_CANDIDATES, PASSAGE_CANDIDATES, rank_pages, search_hit
+from synapsecrawl.kb.search import HIT_CLOSE, HIT_OPEN, search_terms, split_passages
+from synapsecrawl.kb.store import SearchHit
 
-__all__ = ["SCHEMA", "backfill_passages", "get_labels", "put_labels", "search", "write_passages"]
+__all__ = ["SCHEMA", "backfill_passages", "search", "write_passages"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS passages (
@@ -66,9 +67,6 @@ END;
 """
 
 PAGE_WEIGHTS = (5.0, 1.0)  # bm25 weights of pages_fts (title, text)
-_PAGE_CANDIDATES = 1000
-_PASSAGE_CANDIDATES = 3000
-_PASSAGES_PER_HIT = 2
 
 
 def _fts_query(query: str) -> str:
@@ -103,86 +101,39 @@ def search(db: sqlite3.Connection, query: str, kb: str | None, limit: int) -> li
         return []
     where = " AND pages.kb = ?" if kb is not None else ""
     scope: tuple[Any, ...] = (kb,) if kb is not None else ()
-    score: dict[int, float] = defaultdict(float)
-    for page_id, rank in db.execute(
+    pages = db.execute(
         f"SELECT pages.id, bm25(pages_fts, {PAGE_WEIGHTS[0]}, {PAGE_WEIGHTS[1]}) AS rank FROM pages_fts "  # noqa: S608
         f"JOIN pages ON pages.id = pages_fts.rowid WHERE pages_fts MATCH ?{where} ORDER BY rank LIMIT ?",
-        (match, *scope, _PAGE_CANDIDATES),
-    ):
-        score[page_id] -= rank
-    best: dict[int, list[tuple[float, int, int]]] = defaultdict(list)  # page -> (rank, ordinal, rowid)
-    for page_id, ordinal, rowid, rank in db.execute(
+        (match, *scope, PAGE_CANDIDATES),
+    )
+    passages = db.execute(
         "SELECT passages.page_id, passages.ordinal, passages.id, bm25(passages_fts) AS rank FROM passages_fts "  # noqa: S608
         "JOIN passages ON passages.id = passages_fts.rowid JOIN pages ON pages.id = passages.page_id "
         f"WHERE passages_fts MATCH ?{where} ORDER BY rank LIMIT ?",
-        (match, *scope, _PASSAGE_CANDIDATES),
-    ):
-        if len(best[page_id]) < _PASSAGES_PER_HIT:
-            if not best[page_id]:
-                score[page_id] -= rank
-            best[page_id].append((rank, ordinal, rowid))
-    chosen = sorted(score, key=lambda page_id: (-score[page_id], page_id))[:limit]
-    return [_hit(db, page_id, score[page_id], best.get(page_id, []), match) for page_id in chosen]
-
-
-def _hit(
-    db: sqlite3.Connection, page_id: int, score: float, passages: list[tuple[float, int, int]], match: str
-) -> SearchHit:
-    page = db.execute(
-        "SELECT url, kb, title, nosnippet, max_snippet FROM pages WHERE id=?", (page_id,)
-    ).fetchone()
-    url, kb, title, nosnippet, max_snippet = page
-    marked: dict[int, str] = {}
-    if passages and not nosnippet:
-        rowids = [rowid for _, _, rowid in passages]
-        marks = ", ".join("?" * len(rowids))
-        marked = dict(
-            db.execute(
-                f"SELECT rowid, highlight(passages_fts, 0, ?, ?) FROM passages_fts "  # noqa: S608
-                f"WHERE passages_fts MATCH ? AND rowid IN ({marks})",
-                (HIT_OPEN, HIT_CLOSE, match, *rowids),
-            ).fetchall()
+        (match, *scope, PASSAGE_CANDIDATES),
+    )
+    ranked = rank_pages(  # bm25 is smaller-is-better
+        ((page_id, -rank) for page_id, rank in pages),
+        ((page_id, ordinal, rowid, -rank) for page_id, ordinal, rowid, rank in passages),
+        limit,
+    )
+    return [
+        search_hit(
+            db.execute(f"SELECT {HIT_COLUMNS} FROM pages WHERE id=?", (page_id,)).fetchone(),  # noqa: S608
+            score,
+            best,
+            lambda rowids: _highlight(db, match, rowids),
         )
-    snippet, shown = compose_snippet(
-        url,
-        [(ordinal, marked[rowid]) for _, ordinal, rowid in passages if rowid in marked],
-        nosnippet=bool(nosnippet),
-        max_snippet=max_snippet,
-    )
-    return SearchHit(
-        url=url,
-        kb=kb,
-        title=title,
-        snippet=snippet,
-        score=float(f"{score:.6g}"),
-        passage=shown[0].passage if shown else None,
-        anchor=shown[0].anchor if shown else url,
-        passages=shown,
-    )
+        for page_id, score, best in ranked
+    ]
 
 
-def put_labels(db: sqlite3.Connection, record: LabelRecord) -> None:
-    """Replace the labels of page (kb, url)."""
-    db.execute(
-        "INSERT OR REPLACE INTO page_labels (kb, url, kind, tdm_reservation, tdm_policy, tdm_source) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (record.kb, record.url, record.kind, record.tdm_reservation, record.tdm_policy, record.tdm_source),
+def _highlight(db: sqlite3.Connection, match: str, rowids: list[int]) -> dict[int, str]:
+    marks = ", ".join("?" * len(rowids))
+    return dict(
+        db.execute(
+            f"SELECT rowid, highlight(passages_fts, 0, ?, ?) FROM passages_fts "  # noqa: S608
+            f"WHERE passages_fts MATCH ? AND rowid IN ({marks})",
+            (HIT_OPEN, HIT_CLOSE, match, *rowids),
+        ).fetchall()
     )
-    db.execute("DELETE FROM link_labels WHERE kb=? AND url=?", (record.kb, record.url))
-    db.executemany(
-        "INSERT INTO link_labels (kb, url, ordinal, target, context) VALUES (?, ?, ?, ?, ?)",
-        [(record.kb, record.url, n, target, context) for n, (target, context) in enumerate(record.links)],
-    )
-
-
-def get_labels(db: sqlite3.Connection, kb: str, url: str) -> LabelRecord | None:
-    """The labels of page (kb, url), or None."""
-    row = db.execute(
-        "SELECT kind, tdm_reservation, tdm_policy, tdm_source FROM page_labels WHERE kb=? AND url=?", (kb, url)
-    ).fetchone()
-    if row is None:
-        return None
-    links = db.execute(
-        "SELECT target, context FROM link_labels WHERE kb=? AND url=? ORDER BY ordinal", (kb, url)
-    ).fetchall()
-    return LabelRecord(kb, url, row[0], tuple((t, c) for t, c in links), row[1], row[2], row[3])

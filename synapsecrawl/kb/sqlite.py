@@ -17,16 +17,8 @@ from typing import Any
 
 from synapsecrawl.errors import StoreError
 from synapsecrawl.kb import content
-from synapsecrawl.kb.store import (
-    LabelRecord,
-    PageRecord,
-    RobotsCopy,
-    SearchHit,
-    SiteIcon,
-    SiteState,
-    Source,
-    UrlHold,
-)
+from synapsecrawl.kb.rows import PAGE_COLUMNS, SharedTables
+from synapsecrawl.kb.store import PageRecord, SearchHit
 
 __all__ = ["SQLiteStore"]
 
@@ -136,60 +128,18 @@ CREATE TABLE IF NOT EXISTS sources (
     outcome TEXT NOT NULL DEFAULT ''
 );
 """
-_SOURCE_COLUMNS = (
-    "id, mode, urls, kb, profile, deployment, depth, max_pages, interval, added_at, last_crawl, next_due, outcome"
-)
-
-_PAGE_COLUMNS = (
-    "kb, url, title, text, snippet_text, content_type, status, fetched_at, verified_at, etag,"
-    " last_modified, nosnippet, max_snippet, site, language, description, image, published, feed"
-)
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
+class SQLiteStore(SharedTables):
+    """A knowledge base in one SQLite file (the tables and methods both back-ends share: kb.rows)."""
 
-
-def _record(row: sqlite3.Row) -> PageRecord:
-    verified = row["verified_at"]
-    return PageRecord(
-        kb=row["kb"],
-        url=row["url"],
-        title=row["title"],
-        text=row["text"],
-        snippet_text=row["snippet_text"],
-        content_type=row["content_type"],
-        status=row["status"],
-        fetched_at=datetime.fromisoformat(row["fetched_at"]),
-        verified_at=datetime.fromisoformat(verified) if verified else None,
-        etag=row["etag"],
-        last_modified=row["last_modified"],
-        nosnippet=bool(row["nosnippet"]),
-        max_snippet=row["max_snippet"],
-        site=row["site"],
-        language=row["language"],
-        description=row["description"],
-        image=row["image"],
-        published=row["published"],
-        feed=row["feed"],
-    )
-
-
-def _source(row: sqlite3.Row) -> Source:
-    return Source(row["id"], row["mode"], tuple(u for u in row["urls"].split("\n") if u), row["kb"],
-                  row["profile"], row["deployment"], row["depth"], row["max_pages"], row["interval"],
-                  row["added_at"], row["last_crawl"], row["next_due"], row["outcome"])
-
-
-class SQLiteStore:
-    """A knowledge base in one SQLite file."""
+    _MARK = "?"
 
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
-            self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
@@ -207,151 +157,51 @@ class SQLiteStore:
                 content.backfill_passages(self._db)
                 self._db.execute("COMMIT")
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open knowledge base {path}: {exc}") from None
+            raise StoreError(f"cannot open knowledge base {self.path}: {exc}") from None
         self._lock = threading.Lock()
 
-    def _run(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """The connection, locked; SQLite errors become StoreError."""
         try:
             with self._lock:
-                return self._db.execute(sql, params)
+                yield self._db
         except sqlite3.Error as exc:
             raise StoreError(f"knowledge base {self.path}: {exc}") from None
-
-    def put_page(self, page: PageRecord) -> None:
-        """Insert or replace the page (kb, url) in one transaction."""
-        values = (
-            page.kb, page.url, page.title, page.text, page.snippet_text, page.content_type,
-            page.status, _iso(page.fetched_at), _iso(page.verified_at), page.etag,
-            page.last_modified, int(page.nosnippet), page.max_snippet, page.site,
-            page.language, page.description, page.image, page.published, page.feed,
-        )  # fmt: skip
-        placeholders = ", ".join("?" * len(values))
-        updates = ", ".join(f"{c.strip()}=excluded.{c.strip()}" for c in _PAGE_COLUMNS.split(",")[2:])
-        upsert = (
-            f"INSERT INTO pages ({_PAGE_COLUMNS}) VALUES ({placeholders}) "  # noqa: S608 (fixed names)
-            f"ON CONFLICT (kb, url) DO UPDATE SET {updates}"
-        )
-        with self._transaction() as db:  # the page and its passages together (kb.content)
-            db.execute(upsert, values)
-            content.write_passages(db, page.kb, page.url, page.snippet_text or page.text, page.title)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """The connection, locked, inside one write transaction; a failure rolls it back."""
-        try:
-            with self._lock:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._db
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StoreError(f"knowledge base {self.path}: {exc}") from None
+        with self._connection() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
-    def get_page(self, kb: str, url: str) -> PageRecord | None:
-        """The stored page, or None."""
-        row = self._run("SELECT * FROM pages WHERE kb=? AND url=?", (kb, url)).fetchone()
-        return _record(row) if row else None
+    def _held(self, value: Any) -> Any:
+        """Times as ISO 8601 text, flags as 0/1."""
+        if isinstance(value, datetime):
+            return value.isoformat()
+        return int(value) if isinstance(value, bool) else value
+
+    def _urls_held(self, urls: tuple[str, ...]) -> str:
+        return "\n".join(urls)
+
+    def _urls_read(self, held: str) -> tuple[str, ...]:
+        return tuple(u for u in held.split("\n") if u)
+
+    def put_page(self, page: PageRecord) -> None:
+        """Insert or replace the page (kb, url) in one transaction."""
+        with self._transaction() as db:  # the page and its passages together (kb.content)
+            db.execute(self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url")), self._page_values(page))
+            content.write_passages(db, page.kb, page.url, page.snippet_text or page.text, page.title)
 
     def delete_page(self, kb: str, url: str) -> bool:
-        """Remove a page; True when there was one."""
-        return self._run("DELETE FROM pages WHERE kb=? AND url=?", (kb, url)).rowcount > 0
-
-    def pages(self, kb: str | None = None) -> Iterator[PageRecord]:
-        """Stored pages in URL order, of one KB or all."""
-        if kb is None:
-            rows = self._run("SELECT * FROM pages ORDER BY kb, url").fetchall()
-        else:
-            rows = self._run("SELECT * FROM pages WHERE kb=? ORDER BY url", (kb,)).fetchall()
-        return (_record(row) for row in rows)
-
-    def search(self, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit]:
-        """Pages for ``query``, best first, each with its best passages (kb.content)."""
-        try:
-            with self._lock:
-                return content.search(self._db, query, kb, limit)
-        except sqlite3.Error as exc:
-            raise StoreError(f"knowledge base {self.path}: {exc}") from None
-
-    def put_labels(self, labels: LabelRecord) -> None:
-        """Replace a page's labels (OMN-LABELS) and TDM policy (OMN-FETCH)."""
-        with self._transaction() as db:
-            content.put_labels(db, labels)
-
-    def get_labels(self, kb: str, url: str) -> LabelRecord | None:
-        """A page's labels, or None."""
-        try:
-            with self._lock:
-                return content.get_labels(self._db, kb, url)
-        except sqlite3.Error as exc:
-            raise StoreError(f"knowledge base {self.path}: {exc}") from None
-
-    def get_robots(self, profile: str, origin: str) -> RobotsCopy | None:
-        """The stored robots.txt outcome for ``origin`` under ``profile``."""
-        row = self._run(
-            "SELECT origin, status, body, fetched_at FROM robots_cache WHERE profile=? AND origin=?",
-            (profile, origin),
-        ).fetchone()
-        return RobotsCopy(row[0], row[1], bytes(row[2]), row[3]) if row else None
-
-    def put_robots(self, profile: str, copy: RobotsCopy) -> None:
-        """Keep a robots.txt outcome for reuse within the profile's cache age."""
-        self._run(
-            "INSERT OR REPLACE INTO robots_cache (profile, origin, status, body, fetched_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (profile, copy.origin, copy.status, copy.body, copy.fetched_at),
-        )
-
-    def get_site_state(self, profile: str, site: str) -> SiteState | None:
-        """What ``profile`` remembers of ``site``, or None."""
-        row = self._run(
-            "SELECT site, paused_until, pause_reason, slow_streak, forbidden_streak FROM backoff_sites "
-            "WHERE profile=? AND site=?",
-            (profile, site),
-        ).fetchone()
-        return SiteState(row[0], row[1], row[2], row[3], row[4]) if row else None
-
-    def put_site_state(self, profile: str, state: SiteState) -> None:
-        """Keep a site's pause and streaks."""
-        self._run(
-            "INSERT OR REPLACE INTO backoff_sites (profile, site, paused_until, pause_reason, slow_streak, "
-            "forbidden_streak) VALUES (?, ?, ?, ?, ?, ?)",
-            (profile, state.site, state.paused_until, state.pause_reason, state.slow_streak,
-             state.forbidden_streak),
-        )
-
-    def get_url_hold(self, profile: str, url: str) -> UrlHold | None:
-        """The hold on ``url`` under ``profile``, or None."""
-        row = self._run(
-            "SELECT url, kind, until, reason, site, kb, failures, recorded_at FROM backoff_urls "
-            "WHERE profile=? AND url=?",
-            (profile, url),
-        ).fetchone()
-        return UrlHold(*row) if row else None
-
-    def put_url_hold(self, profile: str, hold: UrlHold) -> None:
-        """Hold a URL (replacing an earlier hold on it)."""
-        self._run(
-            "INSERT OR REPLACE INTO backoff_urls (profile, url, kind, until, reason, site, kb, failures, "
-            "recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (profile, hold.url, hold.kind, hold.until, hold.reason, hold.site, hold.kb, hold.failures,
-             hold.recorded_at),
-        )
-
-    def delete_url_hold(self, profile: str, url: str) -> bool:
-        """Release a URL; True when it was held."""
-        return self._run("DELETE FROM backoff_urls WHERE profile=? AND url=?", (profile, url)).rowcount > 0
-
-    def url_holds(self, profile: str, kind: str | None = None) -> list[UrlHold]:
-        """The held URLs of ``profile`` (of one kind, or all), earliest ``until`` first."""
-        sql = "SELECT url, kind, until, reason, site, kb, failures, recorded_at FROM backoff_urls WHERE profile=?"
-        params: tuple[Any, ...] = (profile,)
-        if kind is not None:
-            sql += " AND kind=?"
-            params += (kind,)
-        return [UrlHold(*row) for row in self._run(sql + " ORDER BY until, url", params).fetchall()]
+        """Remove a page (triggers remove its passages and labels); True when there was one."""
+        return self._delete("pages", {"kb": kb, "url": url})
 
     def page_urls(self, kb: str | None = None, prefix: str = "") -> list[tuple[str, str]]:
         """(kb, url) of the stored pages, of one KB or all, whose URL starts with ``prefix``."""
@@ -360,48 +210,12 @@ class SQLiteStore:
         if kb is not None:
             sql += " AND kb=?"
             params += (kb,)
-        return [(row[0], row[1]) for row in self._run(sql + " ORDER BY kb, url", params).fetchall()]
+        return [(row[0], row[1]) for row in self._rows(sql + " ORDER BY kb, url", params)]
 
-    def put_source(self, source: Source) -> None:
-        """Record a source (replacing the one with its id)."""
-        self._run(
-            f"INSERT OR REPLACE INTO sources ({_SOURCE_COLUMNS}) "  # noqa: S608 (fixed names)
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (source.id, source.mode, "\n".join(source.urls), source.kb, source.profile, source.deployment,
-             source.depth, source.max_pages, source.interval, source.added_at, source.last_crawl,
-             source.next_due, source.outcome),
-        )
-
-    def get_source(self, source_id: str) -> Source | None:
-        """The source with ``source_id``, or None."""
-        row = self._run(f"SELECT {_SOURCE_COLUMNS} FROM sources WHERE id=?", (source_id,)).fetchone()  # noqa: S608
-        return _source(row) if row else None
-
-    def sources(self, kb: str | None = None) -> list[Source]:
-        """The sources of one KB or all, earliest due first."""
-        sql = f"SELECT {_SOURCE_COLUMNS} FROM sources"  # noqa: S608 (fixed names)
-        params: tuple[Any, ...] = ()
-        if kb is not None:
-            sql += " WHERE kb=?"
-            params = (kb,)
-        return [_source(row) for row in self._run(sql + " ORDER BY next_due, id", params).fetchall()]
-
-    def delete_source(self, source_id: str) -> bool:
-        """Forget a source (its pages stay); True when there was one."""
-        return self._run("DELETE FROM sources WHERE id=?", (source_id,)).rowcount > 0
-
-    def put_site_icon(self, icon: SiteIcon) -> None:
-        """Record the icon found for a site (replacing an earlier one)."""
-        self._run(
-            "INSERT OR REPLACE INTO site_icons (origin, url, content_type, fetched_at) VALUES (?, ?, ?, ?)",
-            (icon.origin, icon.url, icon.content_type, icon.fetched_at),
-        )
-
-    def get_site_icon(self, origin: str) -> SiteIcon | None:
-        """The icon recorded for ``origin``, or None."""
-        row = self._run("SELECT origin, url, content_type, fetched_at FROM site_icons WHERE origin=?",
-                        (origin,)).fetchone()
-        return SiteIcon(*row) if row else None
+    def search(self, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit]:
+        """Pages for ``query``, best first, each with its best passages (kb.content)."""
+        with self._connection() as db:
+            return content.search(db, query, kb, limit)
 
     def close(self) -> None:
         """Close the connection."""

@@ -20,7 +20,7 @@ import pytest
 
 from synapsecrawl.errors import StoreError
 from synapsecrawl.extract.html import parse_html
-from synapsecrawl.kb import postgres
+from synapsecrawl.kb import postgres, rows
 from synapsecrawl.kb.postgres import PostgresStore, redact_uri
 from synapsecrawl.kb.search import MARK_CLOSE, MARK_OPEN, split_passages
 from synapsecrawl.kb.sqlite import SQLiteStore
@@ -78,8 +78,8 @@ def store(kb_uri: str) -> Iterator[Store]:
 
 
 def test_exported_members() -> None:
-    """The public surface of kb.postgres is its __all__."""
-    assert all(hasattr(postgres, name) for name in postgres.__all__)
+    """The public surface of kb.postgres and kb.rows is their __all__."""
+    assert all(hasattr(module, name) for module in (postgres, rows) for name in module.__all__)
 
 
 def test_postgres_covers_the_whole_store_interface() -> None:
@@ -88,7 +88,7 @@ def test_postgres_covers_the_whole_store_interface() -> None:
     wanted = {name for proto in (Store, SiteIcons) for name in vars(proto) if not name.startswith("_")}
     assert wanted <= {name for name in dir(PostgresStore) if callable(getattr(PostgresStore, name))}
     assert wanted <= {name for name in dir(SQLiteStore) if callable(getattr(SQLiteStore, name))}
-    assert set(postgres._PAGE_COLUMNS) == {field.name for field in fields(PageRecord)}
+    assert set(rows.PAGE_COLUMNS) == {field.name for field in fields(PageRecord)}
 
 
 # -- pages --------------------------------------------------------------------------

@@ -1,0 +1,294 @@
+"""What both knowledge-base back-ends share: rows into records, ranks into search hits.
+
+SQLite (``kb.sqlite``) and PostgreSQL (``kb.postgres``) keep the same tables
+with the same columns. They differ in the placeholder (``?``, ``%s``), in how a
+few values are held (SQLite: ISO 8601 text, 0/1, URLs one a line; PostgreSQL:
+timestamptz, boolean, text[], no NUL in text) and in how they rank (bm25,
+ts_rank_cd). ``SharedTables`` writes every Store method whose SQL does not
+differ, once, over the back-end's connection; ``rank_pages`` and
+``search_hit`` turn either engine's ranks into the same results.
+
+The one convention: a rank here is larger-is-better (negate SQLite's bm25).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, closing
+from dataclasses import fields
+from datetime import datetime
+from typing import Any, ClassVar
+
+from synapsecrawl.kb.search import compose_snippet
+from synapsecrawl.kb.store import LabelRecord, PageRecord, RobotsCopy, SearchHit, SiteIcon, SiteState, Source, UrlHold
+
+__all__ = [
+    "HIT_COLUMNS",
+    "PAGE_CANDIDATES",
+    "PAGE_COLUMNS",
+    "PASSAGE_CANDIDATES",
+    "SharedTables",
+    "page_record",
+    "rank_pages",
+    "search_hit",
+]
+
+PAGE_COLUMNS = (
+    "kb", "url", "title", "text", "snippet_text", "content_type", "status", "fetched_at", "verified_at", "etag",
+    "last_modified", "nosnippet", "max_snippet", "site", "language", "description", "image", "published", "feed",
+)  # fmt: skip
+HIT_COLUMNS = "url, kb, title, nosnippet, max_snippet"  # what ``search_hit`` reads of a page
+PAGE_CANDIDATES = 1000
+PASSAGE_CANDIDATES = 3000
+_PASSAGES_PER_HIT = 2
+
+
+def _columns(record: type) -> tuple[str, ...]:
+    """A table's columns are its record's fields, in order."""
+    return tuple(field.name for field in fields(record))
+
+
+def _values(record: Any) -> tuple[Any, ...]:
+    return tuple(getattr(record, field.name) for field in fields(record))
+
+
+def _when(value: str | datetime) -> datetime:
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+
+def page_record(row: Sequence[Any]) -> PageRecord:
+    """The page in a row of ``PAGE_COLUMNS``, as either back-end holds it."""
+    page = dict(zip(PAGE_COLUMNS, row, strict=True))
+    page["fetched_at"] = _when(page["fetched_at"])
+    page["verified_at"] = _when(page["verified_at"]) if page["verified_at"] else None
+    page["nosnippet"] = bool(page["nosnippet"])
+    return PageRecord(**page)
+
+
+def rank_pages(
+    page_ranks: Iterable[tuple[int, float]], passage_ranks: Iterable[tuple[int, int, int, float]], limit: int
+) -> list[tuple[int, float, list[tuple[int, int]]]]:
+    """The ``limit`` best pages as (page id, score, [(ordinal, passage id), ...]), best first.
+
+    ``page_ranks`` rank whole pages, ``passage_ranks`` (page id, ordinal,
+    passage id, rank) rank passages, each best first. A page scores its own rank
+    plus its best passage's, so the page whose paragraph answers comes first.
+    """
+    score: dict[int, float] = defaultdict(float)
+    for page_id, rank in page_ranks:
+        score[page_id] += rank
+    best: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for page_id, ordinal, passage_id, rank in passage_ranks:
+        if len(best[page_id]) < _PASSAGES_PER_HIT:
+            if not best[page_id]:
+                score[page_id] += rank
+            best[page_id].append((ordinal, passage_id))
+    chosen = sorted(score, key=lambda page_id: (-score[page_id], page_id))[:limit]
+    return [(page_id, score[page_id], best.get(page_id, [])) for page_id in chosen]
+
+
+def search_hit(
+    page: Sequence[Any] | None,
+    score: float,
+    passages: list[tuple[int, int]],
+    mark: Callable[[list[int]], dict[int, str]],
+) -> SearchHit:
+    """The result for ``page`` (a row of ``HIT_COLUMNS``); ``mark`` highlights passages by id."""
+    assert page is not None
+    url, kb, title, nosnippet, max_snippet = page
+    marked = mark([passage_id for _, passage_id in passages]) if passages and not nosnippet else {}
+    snippet, shown = compose_snippet(
+        url,
+        [(ordinal, marked[passage_id]) for ordinal, passage_id in passages if passage_id in marked],
+        nosnippet=bool(nosnippet),
+        max_snippet=max_snippet,
+    )
+    return SearchHit(
+        url=url,
+        kb=kb,
+        title=title,
+        snippet=snippet,
+        score=float(f"{score:.6g}"),
+        passage=shown[0].passage if shown else None,
+        anchor=shown[0].anchor if shown else url,
+        passages=shown,
+    )
+
+
+class SharedTables(ABC):
+    """The Store methods both back-ends answer with the same SQL, over the back-end's connection."""
+
+    _MARK: ClassVar[str]  # the driver's placeholder
+
+    @abstractmethod
+    def _connection(self) -> AbstractContextManager[Any]:
+        """The connection, locked; the driver's errors become StoreError."""
+
+    @abstractmethod
+    def _transaction(self) -> AbstractContextManager[Any]:
+        """The connection, locked, inside one transaction."""
+
+    @abstractmethod
+    def _held(self, value: Any) -> Any:
+        """``value`` as this database holds it."""
+
+    @abstractmethod
+    def _urls_held(self, urls: tuple[str, ...]) -> Any: ...
+
+    @abstractmethod
+    def _urls_read(self, held: Any) -> tuple[str, ...]: ...
+
+    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        with self._connection() as db:
+            return list(db.execute(sql, params).fetchall())
+
+    def _count(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        with self._connection() as db:
+            return int(db.execute(sql, params).rowcount)
+
+    def _where(self, where: dict[str, Any]) -> tuple[str, tuple[Any, ...]]:
+        """A WHERE clause of equal columns and its parameters; a None value matches any."""
+        used = {column: value for column, value in where.items() if value is not None}
+        clause = " AND ".join(f"{column}={self._MARK}" for column in used)
+        return (f" WHERE {clause}" if used else ""), tuple(used.values())
+
+    def _select(self, table: str, columns: Sequence[str], where: dict[str, Any], order: str = "") -> list[Any]:
+        clause, params = self._where(where)
+        order_by = f" ORDER BY {order}" if order else ""
+        return self._rows(f"SELECT {', '.join(columns)} FROM {table}{clause}{order_by}", params)  # noqa: S608
+
+    def _delete(self, table: str, where: dict[str, Any]) -> bool:
+        clause, params = self._where(where)
+        return self._count(f"DELETE FROM {table}{clause}", params) > 0  # noqa: S608 (fixed names)
+
+    def _upsert_sql(self, table: str, columns: Sequence[str], key: Sequence[str]) -> str:
+        updates = ", ".join(f"{column}=excluded.{column}" for column in columns if column not in key)
+        return (
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([self._MARK] * len(columns))}) "  # noqa: S608
+            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+        )
+
+    def _upsert(self, table: str, columns: Sequence[str], key: Sequence[str], values: tuple[Any, ...]) -> None:
+        self._count(self._upsert_sql(table, columns, key), values)
+
+    # -- pages and labels ---------------------------------------------------------
+
+    def get_page(self, kb: str, url: str) -> PageRecord | None:
+        """The stored page, or None."""
+        rows = self._select("pages", PAGE_COLUMNS, {"kb": kb, "url": url})
+        return page_record(rows[0]) if rows else None
+
+    def pages(self, kb: str | None = None) -> Iterator[PageRecord]:
+        """Stored pages in URL order, of one KB or all."""
+        return (page_record(row) for row in self._select("pages", PAGE_COLUMNS, {"kb": kb}, "kb, url"))
+
+    def _page_values(self, page: PageRecord) -> tuple[Any, ...]:
+        return tuple(self._held(getattr(page, column)) for column in PAGE_COLUMNS)
+
+    def put_labels(self, labels: LabelRecord) -> None:
+        """Replace a page's labels (OMN-LABELS) and TDM policy (OMN-FETCH)."""
+        page = ("kb", "url", "kind", "tdm_reservation", "tdm_policy", "tdm_source")
+        links = ("kb", "url", "ordinal", "target", "context")
+        clause, key = self._where({"kb": labels.kb, "url": labels.url})
+        with self._transaction() as db, closing(db.cursor()) as cursor:
+            db.execute(
+                self._upsert_sql("page_labels", page, ("kb", "url")),
+                tuple(self._held(getattr(labels, column)) for column in page),
+            )
+            db.execute(f"DELETE FROM link_labels{clause}", key)  # noqa: S608 (fixed names)
+            cursor.executemany(
+                f"INSERT INTO link_labels ({', '.join(links)}) VALUES ({', '.join([self._MARK] * len(links))})",  # noqa: S608
+                [
+                    tuple(map(self._held, (labels.kb, labels.url, n, target, context)))
+                    for n, (target, context) in enumerate(labels.links)
+                ],
+            )
+
+    def get_labels(self, kb: str, url: str) -> LabelRecord | None:
+        """A page's labels, or None."""
+        clause, key = self._where({"kb": kb, "url": url})
+        with self._connection() as db:
+            row = db.execute(
+                f"SELECT kind, tdm_reservation, tdm_policy, tdm_source FROM page_labels{clause}",  # noqa: S608
+                key,
+            ).fetchone()
+            if row is None:
+                return None
+            links = db.execute(f"SELECT target, context FROM link_labels{clause} ORDER BY ordinal", key).fetchall()  # noqa: S608
+        return LabelRecord(kb, url, row[0], tuple((t, c) for t, c in links), row[1], row[2], row[3])
+
+    # -- robots.txt copies and backoff state ----------------------------------------
+
+    def get_robots(self, profile: str, origin: str) -> RobotsCopy | None:
+        """The stored robots.txt outcome for ``origin`` under ``profile``."""
+        rows = self._select("robots_cache", _columns(RobotsCopy), {"profile": profile, "origin": origin})
+        return RobotsCopy(rows[0][0], rows[0][1], bytes(rows[0][2]), rows[0][3]) if rows else None
+
+    def put_robots(self, profile: str, copy: RobotsCopy) -> None:
+        """Keep a robots.txt outcome for reuse within the profile's cache age."""
+        self._upsert(
+            "robots_cache", ("profile", *_columns(RobotsCopy)), ("profile", "origin"), (profile, *_values(copy))
+        )
+
+    def get_site_state(self, profile: str, site: str) -> SiteState | None:
+        """What ``profile`` remembers of ``site``, or None."""
+        rows = self._select("backoff_sites", _columns(SiteState), {"profile": profile, "site": site})
+        return SiteState(*rows[0]) if rows else None
+
+    def put_site_state(self, profile: str, state: SiteState) -> None:
+        """Keep a site's pause and streaks."""
+        self._upsert(
+            "backoff_sites", ("profile", *_columns(SiteState)), ("profile", "site"), (profile, *_values(state))
+        )
+
+    def get_url_hold(self, profile: str, url: str) -> UrlHold | None:
+        """The hold on ``url`` under ``profile``, or None."""
+        rows = self._select("backoff_urls", _columns(UrlHold), {"profile": profile, "url": url})
+        return UrlHold(*rows[0]) if rows else None
+
+    def put_url_hold(self, profile: str, hold: UrlHold) -> None:
+        """Hold a URL (replacing an earlier hold on it)."""
+        self._upsert("backoff_urls", ("profile", *_columns(UrlHold)), ("profile", "url"), (profile, *_values(hold)))
+
+    def delete_url_hold(self, profile: str, url: str) -> bool:
+        """Release a URL; True when it was held."""
+        return self._delete("backoff_urls", {"profile": profile, "url": url})
+
+    def url_holds(self, profile: str, kind: str | None = None) -> list[UrlHold]:
+        """The held URLs of ``profile`` (of one kind, or all), earliest ``until`` first."""
+        rows = self._select("backoff_urls", _columns(UrlHold), {"profile": profile, "kind": kind}, "until, url")
+        return [UrlHold(*row) for row in rows]
+
+    # -- sources and site icons -----------------------------------------------------
+
+    def _source(self, row: Sequence[Any]) -> Source:
+        return Source(row[0], row[1], self._urls_read(row[2]), *row[3:])
+
+    def put_source(self, source: Source) -> None:
+        """Record a source (replacing the one with its id)."""
+        values = _values(source)
+        self._upsert("sources", _columns(Source), ("id",), (*values[:2], self._urls_held(source.urls), *values[3:]))
+
+    def get_source(self, source_id: str) -> Source | None:
+        """The source with ``source_id``, or None."""
+        rows = self._select("sources", _columns(Source), {"id": source_id})
+        return self._source(rows[0]) if rows else None
+
+    def sources(self, kb: str | None = None) -> list[Source]:
+        """The sources of one KB or all, earliest due first."""
+        return [self._source(row) for row in self._select("sources", _columns(Source), {"kb": kb}, "next_due, id")]
+
+    def delete_source(self, source_id: str) -> bool:
+        """Forget a source (its pages stay); True when there was one."""
+        return self._delete("sources", {"id": source_id})
+
+    def put_site_icon(self, icon: SiteIcon) -> None:
+        """Record the icon found for a site (SER-ICON), replacing an earlier one."""
+        self._upsert("site_icons", _columns(SiteIcon), ("origin",), _values(icon))
+
+    def get_site_icon(self, origin: str) -> SiteIcon | None:
+        """The icon recorded for ``origin``, or None."""
+        rows = self._select("site_icons", _columns(SiteIcon), {"origin": origin})
+        return SiteIcon(*rows[0]) if rows else None
