@@ -1,57 +1,18 @@
-"""The SQLite knowledge base, robots.txt outcomes and the crawl summary."""
+"""Snippets, robots.txt outcomes and the crawl summary.
+
+What a knowledge base stores is tested on both back-ends in test_store_backends.py.
+"""
 
 from __future__ import annotations
-
-from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synapsecrawl.errors import ConfigError, StoreError
 from synapsecrawl.kb.search import make_snippet
-from synapsecrawl.kb.store import PageRecord, RobotsCopy, open_store
 from synapsecrawl.profiles import load_profile
 from synapsecrawl.robotspolicy import FAILURE_RETRY_SECONDS, is_fresh, judge_fetch
 from synapsecrawl.summary import CrawlSummary
-
-WHEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-
-
-def record(url: str, text: str, **kw: object) -> PageRecord:
-    return PageRecord(kb=str(kw.pop("kb", "docs")), url=url, title=str(kw.pop("title", url)), text=text,
-                      content_type="text/html", status=200, fetched_at=WHEN, **kw)  # type: ignore[arg-type]
-
-
-def test_pages_round_trip_replace_and_delete(tmp_path: Path) -> None:
-    """SYN-MODES: a page is keyed by (kb, url); a second fetch replaces it; KBs stay apart."""
-    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
-    store.put_page(record("http://a.test/1", "first text", etag='"v1"'))
-    store.put_page(record("http://a.test/1", "second text", etag='"v2"'))
-    store.put_page(record("http://a.test/1", "other kb", kb="other"))
-    page = store.get_page("docs", "http://a.test/1")
-    assert page is not None and page.text == "second text" and page.etag == '"v2"' and page.fetched_at == WHEN
-    assert [p.kb for p in store.pages()] == ["docs", "other"]
-    assert [h.url for h in store.search("second")] == ["http://a.test/1"]
-    assert store.delete_page("docs", "http://a.test/1") and not store.delete_page("docs", "http://a.test/1")
-    assert store.search("second") == [] and store.get_page("docs", "http://a.test/1") is None
-    store.close()
-
-
-def test_search_ranks_title_matches_and_never_returns_full_text(tmp_path: Path) -> None:
-    """YOT-RESULTS, SNA-PRIVACY: results best first (BM25, title weighted), a snippet only."""
-    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
-    body = "Kettles boil water. " * 100
-    store.put_page(record("http://a.test/kettle", body, title="Kettle guide"))
-    store.put_page(record("http://a.test/tea", "Tea needs water that a kettle boiled.", title="Tea"))
-    store.put_page(record("http://a.test/cars", "Cars have engines.", title="Cars"))
-    hits = store.search("kettle")
-    assert [h.url for h in hits] == ["http://a.test/kettle", "http://a.test/tea"]
-    assert hits[0].score >= hits[1].score
-    assert all(len(h.snippet) <= 240 for h in hits)
-    assert store.search('kettle" OR 1=1 --') != [] and store.search("") == []
-    store.close()
 
 
 def test_snippet_rules() -> None:
@@ -69,26 +30,6 @@ def test_snippets_never_exceed_the_limit(text: str, query: str, limit: int) -> N
     """SNA-SNIPPET: whatever the text, a snippet respects max-snippet (and never raises)."""
     snippet = make_snippet(text, query, nosnippet=False, max_snippet=limit)
     assert len(snippet) <= (240 if limit < 0 else limit)
-
-
-def test_robots_copies_are_kept_per_profile(tmp_path: Path) -> None:
-    """SNA-ROBOTS, OMN-ROBOTS: a robots.txt copy outlives the crawl, per profile and origin."""
-    store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
-    store.put_robots("snagabot", RobotsCopy("http://a.test", 200, b"User-agent: *\nDisallow: /", 1000.0))
-    assert store.get_robots("snagabot", "http://a.test") == RobotsCopy("http://a.test", 200,
-                                                                       b"User-agent: *\nDisallow: /", 1000.0)
-    assert store.get_robots("yottabot", "http://a.test") is None
-    store.close()
-
-
-def test_store_errors_are_one_line(tmp_path: Path) -> None:
-    """A KB that cannot be opened, or a URI of no known kind, is a one-line error."""
-    blocker = tmp_path / "file"
-    blocker.write_text("x")
-    with pytest.raises(StoreError, match="cannot open knowledge base"):
-        open_store(f"sqlite:///{blocker / 'kb.db'}")
-    with pytest.raises(ConfigError, match="must start with sqlite:/// or postgresql://"):
-        open_store("mysql://x")
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import pytest
 
-from synapsecrawl.errors import StoreError
+from synapsecrawl.errors import ConfigError, StoreError
 from synapsecrawl.extract.html import parse_html
 from synapsecrawl.kb import postgres, rows
 from synapsecrawl.kb.postgres import PostgresStore, redact_uri
@@ -372,7 +372,18 @@ def test_sources(store: Store) -> None:
     assert store.get_page("docs", "http://a.test/") is not None
 
 
-# -- PostgreSQL errors --------------------------------------------------------------
+# -- errors opening a knowledge base ------------------------------------------------
+
+
+def test_an_unopenable_sqlite_kb_or_an_unknown_uri_is_one_line(tmp_path: Path) -> None:
+    """A SQLite KB that cannot be opened, or a URI of no known kind, is a one-line error."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(StoreError, match="cannot open knowledge base") as caught:
+        open_store(f"sqlite:///{blocker / 'kb.db'}")
+    assert "\n" not in str(caught.value)
+    with pytest.raises(ConfigError, match="must start with sqlite:/// or postgresql://"):
+        open_store("mysql://x")
 
 
 def test_unreachable_postgres_is_one_line_without_the_password() -> None:
