@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from synapsecrawl.config import check_config
+from synapsecrawl.extract.pool import Reader
 from synapsecrawl.kb.store import DEFAULT_KB_URI, Store, open_store
 from synapsecrawl.pacing import SiteClock
 from synapsecrawl.pacing_redis import DEFAULT_PREFIX, RedisPacing
@@ -34,6 +35,7 @@ class Runtime:
     pacer: SiteClock | RedisPacing  # RedisPacing when PACING_REDIS_URL shares the limits between machines
     kb_uri: str
     limits: Limits  # the operator's; a spider's -a arguments may lower them (spider.limits)
+    reader: Reader = field(default_factory=lambda: Reader(0))  # extraction, in worker processes (EXTRACT_PROCESSES)
     summary: CrawlSummary = field(default_factory=CrawlSummary)
     started_at: float = field(default_factory=time.time)
     refused_hosts: dict[str, str] = field(default_factory=dict)  # host -> why the resolver refused it
@@ -54,6 +56,7 @@ class Runtime:
                 pacer=_pacer(crawler, config.profile, config.limits),
                 kb_uri=crawler.settings.get("KB_URI") or DEFAULT_KB_URI,
                 limits=config.limits,
+                reader=Reader(config.extract_processes),
             )
             setattr(crawler, _ATTR, runtime)
         return runtime
@@ -74,7 +77,8 @@ class Runtime:
         return self._store
 
     def close(self) -> None:
-        """Close the store if it was opened."""
+        """Stop the extraction workers; close the store if it was opened."""
+        self.reader.close()
         if self._store is not None:
             self._store.close()
             self._store = None

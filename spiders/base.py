@@ -32,7 +32,6 @@ from middlewares.runtime import Runtime
 from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
 from synapsecrawl.extract.page import Page
-from synapsecrawl.extract.read import read_document
 from synapsecrawl.indexing import make_item
 from synapsecrawl.profiles import Limits
 from synapsecrawl.reread import record_crawl, reread_interval, source_id
@@ -73,11 +72,14 @@ class SynapseSpider(scrapy.Spider):
         for url in self.crawl.urls:
             yield scrapy.Request(url, callback=self.parse, meta={"depth": 0})
 
-    def read(self, response: Response) -> Page:
-        """The Page in ``response`` (never raises on content)."""
+    async def read(self, response: Response) -> Page | None:
+        """The Page in ``response`` (never raises on content), read in a worker process (EXTRACT_PROCESSES).
+
+        None when its worker died or hung on it: logged, counted as an error, and the stored page is kept.
+        """
         profile = self.runtime.profile
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
-        return read_document(
+        page = await self.runtime.reader.read(
             response.body,
             response.url,
             content_type=content_type,
@@ -85,9 +87,14 @@ class SynapseSpider(scrapy.Spider):
             x_robots_tag=[v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")],
             encoding=http_content_type_encoding(content_type),
         )
+        if page is None:
+            self.runtime.summary.skip(self.runtime.site(response.url), "error")
+        return page
 
-    def keep(self, response: Response, page: Page) -> Iterator[dict[str, Any]]:
-        """Yield the item for ``page`` unless its directives keep it out (ALL-NOINDEX)."""
+    def keep(self, response: Response, page: Page | None) -> Iterator[dict[str, Any]]:
+        """Yield the item for ``page`` unless its directives keep it out (ALL-NOINDEX) or it was not read."""
+        if page is None:
+            return
         site = self.runtime.site(response.url)
         for problem in page.problems:
             logger.warning("%s: %s", response.url, problem)
@@ -110,8 +117,9 @@ class SynapseSpider(scrapy.Spider):
             last_modified=(response.headers.get(b"Last-Modified") or b"").decode("latin-1"),
         )
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
-        yield from self.keep(response, self.read(response))
+    async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
+        for item in self.keep(response, await self.read(response)):
+            yield item
 
     def owns(self, url: str) -> bool:
         """Whether a stored page at ``url`` belongs to this crawl's source: in its scope, or one of its URLs."""

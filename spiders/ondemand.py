@@ -160,12 +160,17 @@ class OndemandSpider(SynapseSpider):
 
     # -- the crawl's answers -----------------------------------------------------
 
-    def _parse_page(self, response: Response) -> Iterator[Any]:
-        items = list(self.keep(response, self.read(response)))
-        if not items:
+    async def _parse_page(self, response: Response) -> AsyncIterator[Any]:
+        page = await self.read(response)
+        items = list(self.keep(response, page))
+        if page is None:
+            self._finish(response.meta.get("ondemand_key"),
+                         FetchError("unreadable", f"the page could not be read: {response.url}"))
+        elif not items:
             self._finish(response.meta.get("ondemand_key"),
                          FetchError("noindex", f"the page asks not to be indexed (noindex): {response.url}"))
-        yield from items
+        for item in items:
+            yield item
 
     def _scraped(self, item: Any, response: Response | None = None, **_: Any) -> None:
         if response is None:

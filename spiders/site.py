@@ -11,7 +11,7 @@ pages; the type gate abandons what the profile does not read (SNA-HTML).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from functools import cached_property
 from typing import Any
 
@@ -39,14 +39,15 @@ class SiteSpider(SynapseSpider):
     def _left_out(self) -> set[str]:
         return set()  # out-of-scope URLs already counted, so each counts once per crawl
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+    async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         if not in_any(self.scopes, response.url):  # only if a redirect check was switched off
             self.runtime.summary.skip(self.runtime.site(response.url), "scope")
             return
-        page = self.read(response)
-        yield from self.keep(response, page)
+        page = await self.read(response)
+        for item in self.keep(response, page):
+            yield item
         depth = int(response.meta.get("depth", 0))
-        if page.directives.nofollow or depth >= self.limits.depth:
+        if page is None or page.directives.nofollow or depth >= self.limits.depth:
             return
         skip_rel = not self.runtime.profile.follow_rel_nofollow
         for url in dict.fromkeys(canonical(link.url) for link in page.links if not (skip_rel and link.nofollow)):

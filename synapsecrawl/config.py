@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synapsecrawl.errors import ConfigError, SigningError
+from synapsecrawl.extract.pool import extract_processes
 from synapsecrawl.netguard import HostMap, parse_host_resolve
 from synapsecrawl.profiles import Limits, Profile, load_profile, resolve_limits
 from synapsecrawl.signing import load_private_key, signature_agent_url
@@ -31,6 +32,7 @@ class CrawlConfig:
     timeout: float
     host_map: HostMap
     signing_key: str
+    extract_processes: int = 0
 
 
 def check_config(operator: Mapping[str, object], arguments: Mapping[str, object]) -> CrawlConfig:
@@ -67,7 +69,12 @@ def check_config(operator: Mapping[str, object], arguments: Mapping[str, object]
         raise ConfigError(f"SIGNING_KEY {key} is not a readable file")
     if key:
         _check_signing(operator, profile, key)
-    return CrawlConfig(profile=profile, limits=limits, timeout=timeout, host_map=host_map, signing_key=key)
+    try:
+        processes = extract_processes(operator.get("EXTRACT_PROCESSES", "auto"))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return CrawlConfig(profile=profile, limits=limits, timeout=timeout, host_map=host_map, signing_key=key,
+                       extract_processes=processes)
 
 
 def _check_signing(operator: Mapping[str, object], profile: Profile, key: str) -> None:

@@ -47,6 +47,7 @@ _STATUS = {
     "refused": 403,
     "type_refused": 415,
     "noindex": 404,
+    "unreadable": 502,
     "http_status": 502,
     "unreachable": 502,
     "timeout": 504,

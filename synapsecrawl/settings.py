@@ -42,6 +42,10 @@ ONDEMAND_WAIT = 120  # seconds an on-demand ask waits for its page (pacing inclu
 # the next gaps, short (200 sites at 20 s: efficiency 0.74-0.84 with 256,
 # 0.88-0.89 with 32-64; docs/benchmarks.md, #8).
 CONCURRENT_REQUESTS = 64
+# Pages are read (trafilatura, pypdf) in worker processes, so a batch of
+# answers never holds up the event loop that sends the next requests on time
+# (#8). "auto": one per core but one, at least 1; 0 reads in this process.
+EXTRACT_PROCESSES = "auto"
 DOWNLOADER = "middlewares.pacing.PacedDownloader"
 # The frontier hands out a request only when its site is due: waiting is done
 # there, not in the downloader, where it would hold a global slot (#8).

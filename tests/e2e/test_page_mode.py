@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import synapsecrawl, write_urls
 from tests.site.server import Reply, TestServer
 
@@ -16,12 +18,14 @@ def page(title: str, body: str, head: str = "", headers: dict[str, str] | None =
     )
 
 
+@pytest.mark.parametrize("processes", ["auto", "0"], ids=["worker-processes", "in-process"])
 def test_page_mode_keeps_indexable_pages_and_exports_them(
-    server: TestServer, host: str, crawl, tmp_path: Path
+    server: TestServer, host: str, crawl, tmp_path: Path, processes: str
 ) -> None:
     """SYN-MODES, ALL-NOINDEX, SYN-ROBOTS-ONCE: allowed pages land in the named KB and the
     export; a noindex page is fetched but neither stored nor exported; a disallowed page is
-    never requested; robots.txt is read once for the crawl."""
+    never requested; robots.txt is read once for the crawl. The same whether pages are read in
+    worker processes (the default) or in the crawler's own (EXTRACT_PROCESSES=0)."""
     server.add(host, {
         "/robots.txt": Reply("User-agent: *\nDisallow: /private/\n", headers={"Content-Type": "text/plain"}),
         "/a.html": page("Alpha", "Alpha is the first letter of the Greek alphabet."),
@@ -30,7 +34,8 @@ def test_page_mode_keeps_indexable_pages_and_exports_them(
         "/private/d.html": page("Secret", "Secret."),
     })  # fmt: skip
     urls = [server.url(host, p) for p in ("/a.html", "/b.html", "/c.html", "/private/d.html")]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls), "kb": "docs"})
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls), "kb": "docs"},
+                settings={"EXTRACT_PROCESSES": processes})
     assert run.returncode == 0, run.stderr[-3000:]
     paths = [h.path for h in server.log(host)]
     assert paths[0] == "/robots.txt" and paths.count("/robots.txt") == 1

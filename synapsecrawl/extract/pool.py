@@ -1,0 +1,139 @@
+"""Reading documents in worker processes, so the crawl's event loop stays free for pacing.
+
+Extraction (trafilatura, lxml, pypdf) costs tens of milliseconds of CPU a page.
+Run on the crawler's event loop, a batch of answers delays every timer behind
+it, and the next requests to other sites leave late (#8). A process pool takes
+that work to the other cores; the loop only hands bytes over and gets a Page
+back (both pickle cheaply).
+
+A page that kills its worker (a crash in a C parser) or does not finish within
+``timeout`` seconds is reported (one log line) and read as None: the caller
+keeps what the knowledge base already holds for it. The pool is replaced and the
+crawl goes on; the other pages the lost pool held are read again once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from functools import partial
+
+from synapsecrawl.extract.page import Page
+from synapsecrawl.extract.read import read_document
+
+__all__ = ["Reader", "extract_processes"]
+
+logger = logging.getLogger(__name__)
+
+# modules every worker needs: imported once in the fork server, not per worker
+_PRELOAD = ["synapsecrawl.extract.read", "synapsecrawl.extract.html", "synapsecrawl.extract.pdf"]
+
+
+def extract_processes(value: object, cpus: int | None = None) -> int:
+    """Worker processes for a setting value: "auto" = one per core but one, at least 1; 0 = in-process."""
+    if value in (None, "", "auto"):
+        return max(1, (cpus or os.cpu_count() or 1) - 1)
+    try:
+        count = int(str(value))
+    except ValueError:
+        raise ValueError(f"EXTRACT_PROCESSES must be a whole number >= 0 or 'auto', not {value!r}") from None
+    if count < 0:
+        raise ValueError(f"EXTRACT_PROCESSES must be a whole number >= 0 or 'auto', not {value!r}")
+    return count
+
+
+class Reader:
+    """``read_document`` in ``processes`` worker processes (0: in the caller's thread).
+
+    ``function`` is what the workers run (a module-level function, so it pickles): ``read_document``.
+    """
+
+    def __init__(self, processes: int, timeout: float = 120.0, function: Callable[..., Page] = read_document) -> None:
+        self.processes = processes
+        self.timeout = timeout
+        self.function = function
+        self._pool: ProcessPoolExecutor | None = None
+        self._slots: asyncio.Semaphore | None = None
+
+    def _executor(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = self._new_pool(self.processes)
+        return self._pool
+
+    @staticmethod
+    def _new_pool(processes: int) -> ProcessPoolExecutor:
+        # forkserver: workers fork from a clean server process, never from the crawler with its threads
+        # and sockets (fork there is unsafe); the server imports the extractors once.
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(_PRELOAD)
+        return ProcessPoolExecutor(max_workers=processes, mp_context=context)
+
+    async def read(
+        self,
+        body: bytes,
+        url: str,
+        *,
+        content_type: str,
+        tokens: Sequence[str],
+        x_robots_tag: Sequence[str] = (),
+        encoding: str | None = None,
+    ) -> Page | None:
+        """The Page in ``body`` (never raises on content); None when its worker died or hung on it."""
+        job = partial(self.function, body, url, content_type=content_type, tokens=tuple(tokens),
+                      x_robots_tag=tuple(x_robots_tag), encoding=encoding)
+        if self.processes == 0:
+            return job()
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.processes)
+        async with self._slots:  # one page a worker at a time, so the timeout counts its work, not its queue
+            return await self._read(job, url)
+
+    async def _read(self, job: partial[Page], url: str) -> Page | None:
+        pool = self._executor()
+        try:
+            return await self._run(pool, job)
+        except TimeoutError:
+            self._replace(pool)
+            problem = f"extraction gave up after {self.timeout:g} s"
+        except BrokenProcessPool:
+            # this page, or another one in the same pool, killed a worker: read it again alone, so that
+            # a page that kills every worker it meets takes no other page with it
+            self._replace(pool)
+            alone = self._new_pool(1)
+            try:
+                return await self._run(alone, job)
+            except TimeoutError:
+                problem = f"extraction gave up after {self.timeout:g} s"
+            except BrokenProcessPool:
+                problem = "the extraction worker process died"
+            finally:
+                self._stop(alone)
+        logger.warning("%s: %s; page not read, the worker pool was restarted", url, problem)
+        return None
+
+    async def _run(self, pool: ProcessPoolExecutor, job: partial[Page]) -> Page:
+        return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(pool, job), self.timeout)
+
+    def _replace(self, pool: ProcessPoolExecutor) -> None:
+        """Stop ``pool`` (its workers killed: a hung one would never return) so the next read starts a new one."""
+        if self._pool is pool:
+            self._pool = None
+            self._stop(pool)
+
+    @staticmethod
+    def _stop(pool: ProcessPoolExecutor) -> None:
+        # ProcessPoolExecutor has no public way to kill a busy worker before Python 3.14 (terminate_workers)
+        processes = dict(getattr(pool, "_processes", None) or {})
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes.values():
+            process.kill()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None

@@ -1,0 +1,82 @@
+"""Reading pages in worker processes (EXTRACT_PROCESSES, #8): same Page as in-process; a worker that
+dies or hangs costs only its own page, and the crawl's reader keeps working (never raise on content)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from synapsecrawl.config import check_config
+from synapsecrawl.errors import ConfigError
+from synapsecrawl.extract.page import Page
+from synapsecrawl.extract.pool import Reader, extract_processes
+from synapsecrawl.extract.read import read_document
+
+PAGE = (Path(__file__).parent.parent / "data" / "pages").glob("*.html")
+HTML = b"""<html><head><title>Seedlings</title><meta name="robots" content="nofollow"></head>
+<body><article><h1>Watering seedlings</h1><p>Water seedlings from below, twice a week, and keep the
+soil damp but never wet.</p><a href="/next">next</a></article></body></html>"""
+
+
+def dies_on_crash(body: bytes, url: str, **kwargs: object) -> Page:
+    """Reads like read_document, but the worker process dies on a URL ending in /crash."""
+    if url.endswith("/crash"):
+        os._exit(3)
+    return read_document(body, url, **kwargs)  # type: ignore[arg-type]
+
+
+def hangs_on_hang(body: bytes, url: str, **kwargs: object) -> Page:
+    if url.endswith("/hang"):
+        time.sleep(60)
+    return read_document(body, url, **kwargs)  # type: ignore[arg-type]
+
+
+def read_all(reader: Reader, urls: list[str]) -> list[Page | None]:
+    async def main() -> list[Page | None]:
+        try:
+            return list(await asyncio.gather(*(
+                reader.read(HTML, url, content_type="text/html; charset=utf-8", tokens=("synapsebot",))
+                for url in urls)))
+        finally:
+            reader.close()
+
+    return asyncio.run(main())
+
+
+def test_a_worker_reads_the_same_page_as_the_crawler_itself() -> None:
+    inline = read_all(Reader(0), ["http://a.test/p"])[0]
+    pooled = read_all(Reader(1), ["http://a.test/p"])[0]
+    assert inline is not None and "twice a week" in inline.text
+    assert pooled == inline
+    assert pooled.directives.nofollow and pooled.links[0].url == "http://a.test/next"
+
+
+def test_a_page_that_kills_its_worker_is_lost_alone() -> None:
+    """The pool is replaced; pages waiting in the dead pool are read again; later pages read normally."""
+    urls = ["http://a.test/1", "http://a.test/crash", "http://a.test/2", "http://a.test/3"]
+    pages = read_all(Reader(2, function=dies_on_crash), urls)
+    assert pages[1] is None
+    assert all(page is not None and page.title == "Seedlings" for i, page in enumerate(pages) if i != 1)
+
+
+def test_a_page_that_hangs_its_worker_is_given_up_and_the_worker_killed() -> None:
+    reader = Reader(1, timeout=1.0, function=hangs_on_hang)
+    pages = read_all(reader, ["http://a.test/hang", "http://a.test/after"])
+    assert pages[0] is None
+    assert pages[1] is not None and pages[1].title == "Seedlings"
+
+
+@pytest.mark.parametrize(("value", "cpus", "count"), [("auto", 2, 1), ("auto", 8, 7), ("auto", 1, 1), (None, 4, 3),
+                                                      ("0", 8, 0), (3, 2, 3)])
+def test_extract_processes_setting(value: object, cpus: int, count: int) -> None:
+    assert extract_processes(value, cpus) == count
+
+
+@pytest.mark.parametrize("value", ["-1", "two", "1.5"])
+def test_a_bad_extract_processes_is_one_line_before_the_crawl(value: str) -> None:
+    with pytest.raises(ConfigError, match=r"^EXTRACT_PROCESSES must be a whole number >= 0 or 'auto', not"):
+        check_config({"EXTRACT_PROCESSES": value}, {})
