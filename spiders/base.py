@@ -86,6 +86,7 @@ class SynapseSpider(scrapy.Spider):
             tokens=profile.tokens,
             x_robots_tag=[v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")],
             encoding=http_content_type_encoding(content_type),
+            scrub_personal_data=profile.scrub_personal_data,
         )
         if page is None:
             self.runtime.summary.skip(self.runtime.site(response.url), "error")

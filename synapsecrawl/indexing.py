@@ -33,7 +33,7 @@ def make_item(
 ) -> dict[str, Any]:
     """The item a crawl yields for a page it keeps."""
     text, snippet_text = page.text, page.snippet_text
-    if profile.scrub_personal_data:
+    if profile.scrub_personal_data and not page.scrubbed:
         from synapsecrawl.privacy import scrub
 
         text = scrub(text)

@@ -52,3 +52,4 @@ class Page:
     directives: Directives = field(default_factory=Directives)
     snippet_text: str = ""  # text with data-nosnippet parts removed; "" means same as text
     problems: tuple[str, ...] = ()  # what could not be read, one short phrase each
+    scrubbed: bool = False  # personal data already taken out of text and snippet_text (synapsecrawl.privacy)

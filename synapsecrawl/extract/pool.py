@@ -31,7 +31,8 @@ __all__ = ["Reader", "extract_processes"]
 logger = logging.getLogger(__name__)
 
 # modules every worker needs: imported once in the fork server, not per worker
-_PRELOAD = ["synapsecrawl.extract.read", "synapsecrawl.extract.html", "synapsecrawl.extract.pdf"]
+_PRELOAD = ["synapsecrawl.extract.read", "synapsecrawl.extract.html", "synapsecrawl.extract.pdf",
+            "synapsecrawl.privacy"]
 
 
 def extract_processes(value: object, cpus: int | None = None) -> int:
@@ -82,10 +83,11 @@ class Reader:
         tokens: Sequence[str],
         x_robots_tag: Sequence[str] = (),
         encoding: str | None = None,
+        scrub_personal_data: bool = False,
     ) -> Page | None:
         """The Page in ``body`` (never raises on content); None when its worker died or hung on it."""
         job = partial(self.function, body, url, content_type=content_type, tokens=tuple(tokens),
-                      x_robots_tag=tuple(x_robots_tag), encoding=encoding)
+                      x_robots_tag=tuple(x_robots_tag), encoding=encoding, scrub_personal_data=scrub_personal_data)
         if self.processes == 0:
             return job()
         if self._slots is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from synapsecrawl.extract.page import Page
 
@@ -30,8 +31,26 @@ def read_document(
     tokens: Sequence[str],
     x_robots_tag: Sequence[str] = (),
     encoding: str | None = None,
+    scrub_personal_data: bool = False,
 ) -> Page:
-    """Extract a Page from any readable response; never raises on content."""
+    """Extract a Page from any readable response; never raises on content.
+
+    With ``scrub_personal_data``, its text comes back scrubbed (a profile's privacy promise),
+    so the work is done where the reading is (a worker process), not on the crawl's event loop.
+    """
+    page = _read(body, url, content_type=content_type, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding)
+    if not scrub_personal_data:
+        return page
+    from synapsecrawl.privacy import scrub
+
+    return replace(page, text=scrub(page.text), snippet_text=scrub(page.snippet_text) if page.snippet_text else "",
+                   scrubbed=True)
+
+
+def _read(
+    body: bytes, url: str, *, content_type: str, tokens: Sequence[str], x_robots_tag: Sequence[str],
+    encoding: str | None,
+) -> Page:
     media = media_type(content_type, body)
     if media == "application/pdf":
         from synapsecrawl.extract.pdf import parse_pdf
