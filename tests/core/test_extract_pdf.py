@@ -1,7 +1,7 @@
 """PDF responses → Page (synapsecrawl.extract.pdf).
 
-The fixtures in tests/data/pdf were written by `make_pdf` below (and pypdf for
-the encrypted ones); tests that need other shapes build them on the fly.
+The fixtures in tests/data/pdf were written by `make_pdf` (tests/helpers.py; pypdf
+for the encrypted ones); tests that need other shapes build them on the fly.
 """
 
 from __future__ import annotations
@@ -18,44 +18,11 @@ from pypdf import PdfReader, PdfWriter
 from synapsecrawl.extract import pdf as pdf_module
 from synapsecrawl.extract.page import Directives, Page
 from synapsecrawl.extract.pdf import parse_pdf
+from tests.helpers import make_pdf
 
 PDFS = Path(__file__).parent.parent / "data" / "pdf"
 URL = "https://docs.example/report.pdf"
 TOKENS = ("SnagaBot",)
-
-
-def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
-    """A minimal PDF: one Helvetica line per string, one page per list; an empty list draws a box."""
-    objects: list[bytes] = [b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>", b""]
-    kids = []
-    for lines in pages:
-        ops = [b"BT /F1 12 Tf 72 720 Td 16 TL"]
-        for line in lines:
-            raw = line.encode("cp1252").replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)")
-            ops.append(b"(" + raw + b") Tj T*")
-        stream = b"\n".join([*ops, b"ET"]) if lines else b"0 0 1 rg 72 72 200 200 re f"
-        objects.append(b"<< /Length %d >>\nstream\n%b\nendstream" % (len(stream), stream))
-        objects.append(
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 1 0 R >> >>"
-            b" /Contents %d 0 R >>" % (len(objects))
-        )
-        kids.append(len(objects))
-    objects[1] = b"<< /Type /Pages /Kids [%b] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
-    objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
-    trailer = b"<< /Size %d /Root %d 0 R" % (len(objects) + 2, len(objects))
-    if title is not None:
-        objects.append(b"<< /Title (" + title.encode("latin-1") + b") /Producer (synapsecrawl tests) >>")
-        trailer += b" /Info %d 0 R" % len(objects)
-    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%b\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n" + trailer + b" >>\nstartxref\n%d\n%%%%EOF\n" % xref
-    return bytes(out)
 
 
 def encrypt(data: bytes, user: str, owner: str, algorithm: str = "AES-256") -> bytes:

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from email.utils import formatdate
 from pathlib import Path
 
 import pytest
 
-from synapsecrawl.kb.sqlite import SQLiteStore
-from tests.conftest import CrawlRun, gaps, write_urls
+from tests.conftest import gaps, write_urls
+from tests.helpers import store_of
 from tests.site.server import Hit, Reply, TestServer
 
 pytestmark = pytest.mark.e2e
@@ -42,15 +41,6 @@ def first_then(first: Callable[[], Reply] | Reply, then: Reply) -> Callable[[obj
         return then
 
     return route
-
-
-@contextmanager
-def store_of(run: CrawlRun) -> Iterator[SQLiteStore]:
-    store = SQLiteStore(Path(run.kb_uri.removeprefix("sqlite:///")))
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def pages(hits: list[Hit]) -> list[Hit]:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from synapsecrawl.kb.sqlite import SQLiteStore
 from synapsecrawl.kb.store import SiteState
 from tests.conftest import CrawlRun, gaps, write_urls
+from tests.helpers import store_of
 from tests.site.server import Hit, Reply, TestServer
 
 FEEDS = Path(__file__).resolve().parent.parent / "data" / "feeds"
@@ -46,15 +45,6 @@ def conditional(reply: Reply, etag: str = "", last_modified: str = "") -> Callab
         return replace(reply, headers=headers)
 
     return route
-
-
-@contextmanager
-def store_of(run: CrawlRun) -> Iterator[SQLiteStore]:
-    store = SQLiteStore(Path(run.kb_uri.removeprefix("sqlite:///")))
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def paths(hits: list[Hit]) -> list[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_urls
+from tests.helpers import make_pdf
 from tests.site.server import Hit, Reply, TestServer
 
 FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted floor: ten requests a second
@@ -28,28 +29,6 @@ def html(title: str, links: list[str] | None = None, *, head: str = "", rels: di
         f"<p>{title} is a page of the test site.</p><ul>{anchors}</ul></main></body></html>",
         headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})},
     )
-
-
-def minimal_pdf(text: str, padding: int = 0) -> bytes:
-    """A one-page PDF showing ``text`` in Helvetica, with ``padding`` bytes of comment after it."""
-    stream = b"BT /F1 12 Tf 72 720 Td (" + text.encode("latin-1") + b") Tj ET"
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Length %d >>\nstream\n%b\nendstream" % (len(stream), stream),
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%b\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out) + b"%" * padding
 
 
 def paths(hits: list[Hit]) -> list[str]:
@@ -188,7 +167,7 @@ def test_synapsebot_stores_linked_pdfs_and_text_with_their_text(server: TestServ
     server.add(host, {
         "/robots.txt": Reply("", status=404),
         "/docs/": html("Docs", ["report.pdf", "notes.txt", "logo.png"]),
-        "/docs/report.pdf": Reply(minimal_pdf("Quarterly figures for the knowledge base"),
+        "/docs/report.pdf": Reply(make_pdf([["Quarterly figures for the knowledge base"]]),
                                   headers={"Content-Type": "application/pdf"}),
         "/docs/notes.txt": Reply("Plain notes about crawling.\n", headers={"Content-Type": "text/plain; charset=utf-8"}),
         "/docs/logo.png": Reply(b"\x89PNG\r\n\x1a\n" + b"\x00" * 200_000, headers={"Content-Type": "image/png"},
@@ -211,7 +190,7 @@ def test_snagabot_abandons_a_pdf_at_its_headers_and_never_stores_it(server: Test
     show application/pdf: the server gets to send a small part of its 1.6 MB, and the PDF is
     neither stored nor exported."""
     size = 1_600_000
-    body = minimal_pdf("Never stored", padding=size)
+    body = make_pdf([["Never stored"]]) + b"%" * size
     server.add(host, {
         "/robots.txt": Reply("", status=404),
         "/": html("Home", ["/paper.pdf"]),
@@ -235,7 +214,7 @@ def test_yottabot_reads_https_html_and_plain_text_only(
         "/robots.txt": Reply("", status=404),
         "/": html("Yotta home", ["/readme.txt", "/paper.pdf", server.url(host, "/plain.html")]),
         "/readme.txt": Reply("Read me, in plain text.\n", headers=TEXT),
-        "/paper.pdf": Reply(minimal_pdf("No", padding=600_000), headers={"Content-Type": "application/pdf"},
+        "/paper.pdf": Reply(make_pdf([["No"]]) + b"%" * 600_000, headers={"Content-Type": "application/pdf"},
                             chunk_delay=0.01),
     })  # fmt: skip
     server.add(host, {"/plain.html": html("Plain HTTP")})
