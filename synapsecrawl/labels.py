@@ -287,6 +287,16 @@ class _Weights:
             self.score[kind] += weight
         self.evidence.append(why)
 
+    def add_found(self, kind: str, found: int, why: str) -> None:
+        """Weigh ``found`` cue phrases: 1 more than found, at most 3; none weighs nothing."""
+        if found:
+            self.add(kind, min(3, 1 + found), f"{why}:{found}")
+
+    def add_headings(self, kind: str, found: int, why: str) -> None:
+        """Weigh ``found`` telling headings: two or three weigh 2, four or more 3; fewer weigh nothing."""
+        if found >= 2:
+            self.add(kind, 2 if found < 4 else 3, f"{why}:{found}")
+
     def decide(self) -> PageLabel:
         if not self.score:
             return PageLabel("other", tuple(self.evidence))
@@ -351,15 +361,9 @@ def _teaching_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, wei
     h1 = next((_text(h) for h in root.iter("h1")), "")
     if _TUTORIAL_TITLE.search(h1) or _TUTORIAL_TITLE.search(title):
         weights.add("tutorial", 3, "title:tutorial")
-    teaching = len(_TUTORIAL_WORDS.findall(_text(main)[:20_000]))
-    if teaching:
-        weights.add("tutorial", min(3, 1 + teaching), f"content:tutorial:{teaching}")
-    steps = sum(1 for h in headings if _TUTORIAL_HEADINGS.search(h))
-    if steps >= 2:
-        weights.add("tutorial", 2 if steps < 4 else 3, f"headings:steps:{steps}")
-    reference = sum(1 for h in headings if _DOC_HEADINGS.search(h))
-    if reference >= 2:
-        weights.add("documentation", 2 if reference < 4 else 3, f"headings:reference:{reference}")
+    weights.add_found("tutorial", len(_TUTORIAL_WORDS.findall(_text(main)[:20_000])), "content:tutorial")
+    weights.add_headings("tutorial", sum(1 for h in headings if _TUTORIAL_HEADINGS.search(h)), "headings:steps")
+    weights.add_headings("documentation", sum(1 for h in headings if _DOC_HEADINGS.search(h)), "headings:reference")
     if main.xpath(".//dl[contains(@class,'function') or contains(@class,'class') or contains(@class,'method')]"):
         weights.add("documentation", 3, "content:api-signature")
     if len(main.xpath(".//pre|.//code")) >= 3:
@@ -371,16 +375,12 @@ def _teaching_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, wei
 
 
 def _writing_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, text: str, weights: _Weights) -> None:
-    news = len(_NEWS_WORDS.findall(text))
-    if news:
-        weights.add("news_article", min(3, 1 + news), f"content:news:{news}")
+    weights.add_found("news_article", len(_NEWS_WORDS.findall(text)), "content:news")
     if root.xpath("//*[contains(@class,'dateline')]|//*[contains(@class,'byline')]"):
         weights.add("news_article", 1, "markup:byline")
     if _BYLINE.search(main.text_content()[:3000] if len(main) else ""):
         weights.add(_ARTICLE, 1, "content:byline")
-    blog = len(_BLOG_WORDS.findall(text))
-    if blog:
-        weights.add("blog_post", min(3, 1 + blog), f"content:blog:{blog}")
+    weights.add_found("blog_post", len(_BLOG_WORDS.findall(text)), "content:blog")
     if root.xpath("//*[@id='comments' or @id='respond' or contains(@class,'comments')]"):
         weights.add("blog_post", 2, "markup:comments")
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import Field, dataclass, fields
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
@@ -167,35 +168,30 @@ def _bound(name: str, table: dict[str, Any], key: str) -> Bound:
     return Bound(float(entry["default"]), float(cap))
 
 
+# How a BackoffPolicy field's TOML value is read, by the field's annotation.
+_READ_AS: dict[str, Callable[[Any], Any]] = {
+    "float": float,
+    "int": int,
+    "bool": bool,
+    "frozenset[int]": lambda values: frozenset(int(v) for v in values),
+    "tuple[float, ...]": lambda values: tuple(float(v) for v in values),
+}
+
+
+def _backoff_value(tables: dict[str, dict[str, Any]], field: Field[Any]) -> Any:
+    """``field`` as ``[backoff]`` sets it, else its default. A sub-table's fields carry its name:
+    ``absent = { first = 60 }`` sets ``absent_first`` (and ``jitter`` is under ``absent``)."""
+    section, _, key = ("absent_jitter" if field.name == "jitter" else field.name).partition("_")
+    if section not in tables:
+        section, key = "", field.name
+    return _READ_AS[str(field.type)](tables[section].get(key, field.default))
+
+
 def _backoff(name: str, table: dict[str, Any]) -> BackoffPolicy:
-    base = BackoffPolicy()
-    absent = table.get("absent", {})
-    forbidden = table.get("forbidden", {})
-    feed = table.get("feed", {})
-    if not all(isinstance(t, dict) for t in (absent, forbidden, feed)):
+    tables = {"": table, **{section: table.get(section, {}) for section in ("absent", "forbidden", "feed")}}
+    if not all(isinstance(t, dict) for t in tables.values()):
         raise ProfileError(f"profile {name}: [backoff] absent, forbidden and feed are tables")
-    policy = BackoffPolicy(
-        slow_statuses=frozenset(int(s) for s in table.get("slow_statuses", base.slow_statuses)),
-        retry_after_min=float(table.get("retry_after_min", base.retry_after_min)),
-        retry_after_max=float(table.get("retry_after_max", base.retry_after_max)),
-        absent_first=float(absent.get("first", base.absent_first)),
-        absent_factor=float(absent.get("factor", base.absent_factor)),
-        absent_max=float(absent.get("max", base.absent_max)),
-        jitter=float(absent.get("jitter", base.jitter)),
-        any_retry_after=bool(table.get("any_retry_after", base.any_retry_after)),
-        max_wait=float(table.get("max_wait", base.max_wait)),
-        retries=int(table.get("retries", base.retries)),
-        retry_delays=tuple(float(d) for d in table.get("retry_delays", base.retry_delays)),
-        temporary_errors=bool(table.get("temporary_errors", base.temporary_errors)),
-        temporary_hold=float(table.get("temporary_hold", base.temporary_hold)),
-        slow_hold=float(table.get("slow_hold", base.slow_hold)),
-        gone_memory=float(table.get("gone_memory", base.gone_memory)),
-        forbidden_streak=int(forbidden.get("streak", base.forbidden_streak)),
-        forbidden_pause=float(forbidden.get("pause", base.forbidden_pause)),
-        feed_first=float(feed.get("first", base.feed_first)),
-        feed_factor=float(feed.get("factor", base.feed_factor)),
-        feed_max=float(feed.get("max", base.feed_max)),
-    )
+    policy = BackoffPolicy(**{field.name: _backoff_value(tables, field) for field in fields(BackoffPolicy)})
     numbers = (policy.retry_after_min, policy.retry_after_max, policy.absent_first, policy.absent_max,
                policy.max_wait, policy.temporary_hold, policy.slow_hold, policy.gone_memory,
                policy.forbidden_pause, policy.feed_first, policy.feed_max, *policy.retry_delays)
