@@ -1,7 +1,8 @@
 """Reading no more than a profile allows: the type gate and the size cap.
 
 ALL-SIZE: a response is read up to the cap and no further; the download stops
-there (``StopDownload(fail=False)``) and the page is processed truncated.
+there (``StopDownload(fail=False)``) and the page is processed truncated; the
+crawl summary counts it under "size".
 SNA-HTML / YOT-HTTPS: a type the profile does not read is abandoned as soon
 as the headers show it, before the body is transferred.
 """
@@ -82,6 +83,8 @@ class ResponseGateMiddleware:
         if len(response.body) > cap or request.meta.get("size_truncated"):
             assert self._crawler.stats is not None
             self._crawler.stats.inc_value("gate/truncated")
+            if not (request.meta.get("robots_txt") or request.meta.get("tdmrep_fetch")):  # side fetches are not pages
+                self._runtime.summary.skip(self._runtime.site(request.url), "size")
             logger.info("read %s only up to %d bytes (%s's cap)", request.url, cap, self._profile.name)
             return response.replace(body=response.body[:cap], flags=[*response.flags, "truncated"])
         return response

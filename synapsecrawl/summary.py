@@ -11,6 +11,7 @@ SKIP_REASONS = (
     "robots", "noindex", "scope", "type", "size", "limit", "scheme",
     "address", "paused", "error", "never", "duplicate",
 )  # fmt: skip
+# "size": a page cut at the profile's size cap; what came before the cap is kept (ALL-SIZE).
 
 
 @dataclass

@@ -72,3 +72,18 @@ def test_operator_may_lower_the_spacing_to_the_self_hosted_floor(
     assert all(g >= 0.1 for g in gaps(hits)), gaps(hits)
     assert sum(gaps(hits)) < 6 * 1.0  # really faster than the default one a second
     assert len(run.kb()) == 6
+
+
+def test_a_page_cut_at_the_size_cap_is_counted_in_the_summary(server: TestServer, host: str, crawl) -> None:
+    """ALL-SIZE, SNA-SIZE: a page past SnagaBot's 2 MB cap is read up to the cap and kept, and the
+    crawl summary in the log counts it as skipped for size, for the crawl and for its site."""
+    paragraph = "<p>" + "word " * 200 + "</p>\n"
+    body = "<html><head><title>Long</title></head><body>" + paragraph * 2500 + "</body></html>"
+    assert len(body) > 2_000_000
+    server.add(host, {"/robots.txt": Reply("", status=404), "/long.html": Reply(body)})
+    run = crawl("page", args={"url": server.url(host, "/long.html")}, settings={"BOT_PROFILE": "snagabot"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    [page] = run.kb()
+    assert page["title"] == "Long" and len(str(page["text"])) < 2_000_000
+    assert "crawl summary: fetched 1, stored 1, skipped 1 (size 1)" in run.stderr, run.stderr[-2000:]
+    assert f"{host}: fetched 1, stored 1, skipped size 1" in run.stderr
