@@ -13,7 +13,7 @@ The one convention: a rank here is larger-is-better (negate SQLite's bm25).
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABCMeta, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing
@@ -117,7 +117,7 @@ def search_hit(
     )
 
 
-class SharedTables(ABC):
+class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted) breaks getattr on its subclasses
     """The Store methods both back-ends answer with the same SQL, over the back-end's connection."""
 
     _MARK: ClassVar[str]  # the driver's placeholder
