@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import SETTINGS_PRIORITIES
 
+from middlewares.render import render_settings
 from synapsecrawl.config import check_config
 
 if TYPE_CHECKING:
@@ -61,3 +62,5 @@ class ProfileAddon:
         # decompression (set per request there).
         settings.set("DOWNLOAD_MAXSIZE", 0, priority=prio)
         settings.set("DOWNLOAD_WARNSIZE", 0, priority=prio)
+        for name, value in render_settings(settings).items():  # ALL-NOJS: only when JS_RENDERING is on
+            settings.set(name, value, priority=prio)

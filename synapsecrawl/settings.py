@@ -35,6 +35,12 @@ BACKOFF_MAX_WAIT = 0  # seconds a crawl may wait on one paused site; 0 = the pro
 ONDEMAND_HOST = "127.0.0.1"  # `scrapy crawl ondemand` listens here only (SNA-ONDEMAND)
 ONDEMAND_PORT = 8765  # POST /api/web_fetch and MCP at /mcp; 0 = any free port
 ONDEMAND_WAIT = 120  # seconds an on-demand ask waits for its page (pacing included) before a timeout error
+# ALL-NOJS: no JavaScript unless the operator opts in (middlewares.render, synapsecrawl.render).
+JS_RENDERING = False
+JS_CHROMIUM = "/usr/bin/chromium"  # Debian's chromium package, not Playwright's download
+JS_MAX_SUBRESOURCES = 20  # same-site scripts and fetch/XHR fetched per page, each in its site's turn
+JS_MAX_PAGES = 4  # pages rendering at once
+JS_RENDER_TIMEOUT = 15  # seconds of a page's own script time; waiting for its site's turn is not counted
 
 # Requests wait for their site in the frontier (below), so this bounds only
 # downloads and answers in progress: 64 keeps ~20 pages/s even at 3 s latency,
@@ -62,6 +68,8 @@ DOWNLOADER_MIDDLEWARES = {
     # after robots.txt (it sets the pace): a request not due yet goes back to the frontier
     "middlewares.frontier.PacingGateMiddleware": 130,
     "middlewares.tdmrep.TdmRepMiddleware": 130,  # OMN-FETCH: a site we really fetch from gets tdmrep.json read first
+    # JS_RENDERING only: renders what the gates (560) and Retry (550) let through, the page's slot free again
+    "middlewares.render.RenderMiddleware": 540,
     "middlewares.sizelimit.ResponseGateMiddleware": 560,  # under compression (590): sees decoded bytes
     # Between the type gate (560) and compression (590): sees the final answer after redirects (600) before the
     # gate could drop it, so a 404 of any type removes; adds validators after robots.txt let a request through.

@@ -1,0 +1,250 @@
+"""JS rendering (ALL-NOJS opt-in): a fetched HTML page, run in headless Chromium through scrapy-playwright.
+
+Rendering happens in ``process_response``, once the page's own answer has
+come through every other middleware, not in the download handler: a request
+in the handler holds its site's download slot, so a subresource fetched
+through the crawler would wait behind the page that waits for it (a site's
+concurrency is 1 in most profiles). Here the slot is free, the page's request
+still counts as in flight (the frontier hands out no other page of the site),
+and each subresource takes its own turn: the Crawl-delay holds between
+documents and subresources alike. ``synapsecrawl.render`` judges every
+request the page makes; scrapy-playwright (``DOWNLOAD_HANDLERS``, set by
+``render_settings``) runs the browser and returns the DOM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from contextlib import suppress
+from dataclasses import dataclass
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from playwright.async_api import Error as PlaywrightError
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http.request import NO_CALLBACK
+from scrapy_playwright.page import PageMethod  # type: ignore[import-untyped]
+
+from middlewares.runtime import Runtime
+from synapsecrawl.render import PageRender, RenderBudget, RenderConfig, should_render
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page, Route, WebSocketRoute
+    from playwright.async_api import Request as BrowserRequest
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+
+__all__ = ["RenderMiddleware", "refuse", "render_settings"]
+
+logger = logging.getLogger(__name__)
+
+_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+_CONTEXT = "synapsecrawl-render"
+_READ_SECONDS = 5.0  # once the budget is spent: to read the DOM, or to close a stuck page
+_OPEN_SECONDS = 60.0  # to start the browser (once) and open a tab, before the page's own time starts
+_STATE = "render_state"  # meta of the render request: what its page init callback needs
+# A subresource is a side fetch: not a page (budget, reread, summary), not retried or held by backoff, any type.
+_SUBRESOURCE_META = {
+    "render_subresource": True, "backoff_side_fetch": True, "budget_counted": True, "dont_reread": True,
+    "dont_retry": True, "dont_redirect": True, "dont_gate_type": True,
+}  # fmt: skip
+# Not handed to the browser: the body is already decoded and sized, and cookies are never kept.
+_DROPPED_HEADERS = {b"set-cookie", b"set-cookie2", b"content-encoding", b"content-length", b"transfer-encoding",
+                    b"connection", b"keep-alive"}
+
+
+def render_settings(settings: BaseSettings) -> dict[str, Any]:
+    """The Scrapy settings JS rendering needs; none when JS_RENDERING is off."""
+    config = RenderConfig.from_settings(settings)
+    if not config.enabled:
+        return {}
+    return {
+        "DOWNLOAD_HANDLERS": {**settings.getdict("DOWNLOAD_HANDLERS"), "http": _HANDLER, "https": _HANDLER},
+        "PLAYWRIGHT_BROWSER_TYPE": "chromium",
+        "PLAYWRIGHT_LAUNCH_OPTIONS": config.launch_options(as_root=os.geteuid() == 0),
+        "PLAYWRIGHT_MAX_CONTEXTS": 1,
+        "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": config.max_pages,
+        # Our route answers every request first; should one ever reach scrapy-playwright's own, it is refused.
+        "PLAYWRIGHT_ABORT_REQUEST": "middlewares.render.refuse",
+    }
+
+
+def refuse(request: BrowserRequest) -> bool:
+    """scrapy-playwright's PLAYWRIGHT_ABORT_REQUEST: the browser fetches nothing itself."""
+    return True
+
+
+@dataclass
+class _State:
+    page: PageRender
+    budget: RenderBudget
+    response: Response  # the page as fetched: what its navigation is answered with
+
+
+class RenderMiddleware:
+    def __init__(self, crawler: Crawler, runtime: Runtime, config: RenderConfig) -> None:
+        self._crawler = crawler
+        self._runtime = runtime
+        self._config = config
+        self._tabs = asyncio.Semaphore(config.max_pages)  # waiting for a tab is not the page's time
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
+        config = RenderConfig.from_settings(crawler.settings)
+        if not config.enabled:
+            raise NotConfigured("JS_RENDERING is off (ALL-NOJS)")
+        return cls(crawler, Runtime.of(crawler), config)
+
+    def _stat(self, key: str) -> None:
+        assert self._crawler.stats is not None
+        self._crawler.stats.inc_value(key)
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        mode = getattr(self._crawler.spider, "name", "")
+        content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
+        if not should_render(mode, request.meta, response.status, content_type, response.body[:64]):
+            return response
+        try:
+            async with self._tabs:
+                text = await self._render(response)
+        except Exception as exc:  # noqa: BLE001 - any browser failure: the page is read as fetched
+            self._stat("render/failed")
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            logger.warning("not rendered (%s), read as fetched: %s", reason, response.url)
+            return response
+        self._stat("render/pages")
+        cap = int(request.meta.get("size_limit_bytes") or self._runtime.profile.size_bytes)
+        body = text.encode("utf-8")
+        if len(body) > cap:
+            self._stat("render/truncated")
+            body = body[:cap]
+        kind = content_type.split(";", 1)[0].strip() or "text/html"
+        headers = response.headers.copy()
+        headers.pop(b"Content-Length", None)
+        headers[b"Content-Type"] = f"{kind}; charset=utf-8"
+        return response.replace(body=body, headers=headers, flags=[*response.flags, "rendered"])
+
+    async def _render(self, response: Response) -> str:
+        state = _State(
+            PageRender(self._runtime.site(response.url), self._runtime.site, self._config.max_subresources),
+            RenderBudget(self._config.timeout),
+            response,
+        )
+        render = Request(response.url, dont_filter=True, meta={
+            "playwright": True,
+            "playwright_context": _CONTEXT,
+            "playwright_context_kwargs": {"service_workers": "block", "accept_downloads": False,
+                                          "user_agent": self._crawler.settings.get("USER_AGENT")},
+            "playwright_include_page": True,  # closed here, also when the watchdog gives up
+            "playwright_page_init_callback": self._install_routes,
+            "playwright_page_goto_kwargs": {"wait_until": "load", "timeout": 0},  # the watchdog times it
+            "playwright_page_methods": [PageMethod(self._settle, state.budget)],
+            _STATE: state,
+        })
+        assert self._crawler.engine is not None
+        task = asyncio.ensure_future(self._crawler.engine.downloader.handlers.download_request_async(render))
+        try:
+            return await self._watch(task, state.budget)
+        finally:
+            task.cancel()
+            page = render.meta.get("playwright_page")
+            if page is not None:
+                with suppress(PlaywrightError, TimeoutError):
+                    await asyncio.wait_for(page.close(), _READ_SECONDS)
+
+    async def _watch(self, task: asyncio.Future[Response], budget: RenderBudget) -> str:
+        """The rendered DOM, unless the page's own time runs out first (a script that never
+        yields, a DOM that never settles) or no tab opens."""
+        opened_by = monotonic() + _OPEN_SECONDS
+        while not task.done():
+            if budget.started is None:  # looked at again shortly: the page's time starts with its tab
+                left, look = opened_by - monotonic(), 0.25
+            else:
+                left, look = budget.remaining(monotonic()), float("inf")
+            if left > 0:
+                await asyncio.wait({task}, timeout=min(left, look))
+                continue
+            await asyncio.wait({task}, timeout=_READ_SECONDS)  # time is up: a last chance to read the DOM
+            if not task.done():
+                self._stat("render/timeout")
+                if budget.started is None:
+                    raise TimeoutError(f"Chromium opened no tab in {_OPEN_SECONDS:g} s")
+                raise TimeoutError(f"scripts ran past JS_RENDER_TIMEOUT {self._config.timeout:g} s")
+        return task.result().text
+
+    async def _install_routes(self, page: Page, request: Request) -> None:
+        state: _State = request.meta[_STATE]
+        state.budget.start(monotonic())
+
+        async def route(route: Route, browser_request: BrowserRequest) -> None:
+            await self._answer(state, route, browser_request)
+
+        async def close_socket(socket: WebSocketRoute) -> None:
+            self._stat("render/refused/websocket")
+            await socket.close()
+
+        await page.route("**/*", route)
+        await page.route_web_socket("**/*", close_socket)
+
+    async def _answer(self, state: _State, route: Route, browser_request: BrowserRequest) -> None:
+        try:
+            main_frame = browser_request.frame.parent_frame is None
+        except PlaywrightError:  # a worker's request: no frame
+            main_frame = False
+        verdict = state.page.judge(browser_request.url, method=browser_request.method,
+                                   resource_type=browser_request.resource_type,
+                                   navigation=browser_request.is_navigation_request(), main_frame=main_frame)
+        with suppress(PlaywrightError):  # the page may have closed meanwhile
+            if verdict.action == "document":
+                await self._fulfill(route, state.response)
+            elif verdict.action == "refuse":
+                self._stat(f"render/refused/{verdict.reason}")
+                await route.abort("blockedbyclient")
+            elif verdict.action == "stay":
+                self._stat(f"render/refused/{verdict.reason}")
+                await route.fulfill(status=204)
+            else:
+                answer = await self._fetch(state.budget, browser_request)
+                await (self._fulfill(route, answer) if answer is not None else route.abort("blockedbyclient"))
+
+    async def _fetch(self, budget: RenderBudget, browser_request: BrowserRequest) -> Response | None:
+        """The subresource, fetched through the crawler's downloader middlewares; ``None`` if refused or failed."""
+        accept = browser_request.headers.get("accept") or "*/*"
+        request = Request(browser_request.url, callback=NO_CALLBACK, dont_filter=True, headers={"Accept": accept},
+                          meta=dict(_SUBRESOURCE_META))
+        assert self._crawler.engine is not None
+        budget.fetch_started(monotonic())
+        try:
+            answer = await self._crawler.engine.download_async(request)
+        except IgnoreRequest as exc:  # robots.txt, a paused site, the address guard
+            self._stat("render/subresource/refused")
+            logger.info("subresource not fetched: %s", exc)
+            return None
+        except Exception as exc:  # noqa: BLE001 - a failed subresource fails in the page, as in a browser
+            self._stat("render/subresource/failed")
+            logger.info("subresource %s failed: %s", browser_request.url, exc)
+            return None
+        finally:
+            budget.fetch_ended(monotonic())
+        self._stat("render/subresource/fetched")
+        return answer
+
+    @staticmethod
+    async def _fulfill(route: Route, response: Response) -> None:
+        headers = {key.decode("latin-1"): b", ".join(values).decode("latin-1")
+                   for key, values in response.headers.items() if key.lower() not in _DROPPED_HEADERS}
+        await route.fulfill(status=response.status, headers=headers, body=response.body)
+
+    @staticmethod
+    async def _settle(page: Page, budget: RenderBudget) -> None:
+        """Let the page's fetches finish ("networkidle") while its budget lasts."""
+        while (left := budget.remaining(monotonic())) > 0:
+            try:
+                await page.wait_for_load_state("networkidle", timeout=left * 1000)
+                return
+            except PlaywrightError:  # timed out: waits for the site may have added time
+                continue
