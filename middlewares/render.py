@@ -26,7 +26,7 @@ from playwright.async_api import Error as PlaywrightError
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
-from scrapy_playwright.page import PageMethod  # type: ignore[import-untyped]
+from scrapy_playwright.page import PageMethod
 
 from middlewares.runtime import Runtime
 from synapsecrawl.render import PageRender, RenderBudget, RenderConfig, should_render

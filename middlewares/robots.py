@@ -59,7 +59,8 @@ class RobotsMiddleware:
                 raise IgnoreRequest(f"refused {request.url}: {refused}")
             reason = "disallowed" if outcome.kind == "parsed" else f"robots.txt {outcome.kind}"
             self._crawler.stats.inc_value("robots/disallowed")
-            self._runtime.summary.skip(site, "robots")
+            if not request.meta.get("render_subresource"):  # a page's script is not a page left out
+                self._runtime.summary.skip(site, "robots")
             request.meta["robots_disallowed"] = True
             request.meta["robots_outcome"] = outcome.kind  # only "parsed" rules remove a stored page
             raise IgnoreRequest(f"robots.txt ({reason}) forbids {request.url}")

@@ -31,7 +31,8 @@ class SummaryExtension:
         return cls(crawler, Runtime.of(crawler))
 
     def _response_received(self, response: Response, request: Request, **_: Any) -> None:
-        if not (request.meta.get("robots_txt") or request.meta.get("tdmrep_fetch")):  # side fetches are not pages
+        side = ("robots_txt", "tdmrep_fetch", "render_subresource")  # side fetches are not pages
+        if not any(request.meta.get(key) for key in side):
             self._runtime.summary.fetch(self._runtime.site(request.url))
 
     def _spider_closed(self, **_: Any) -> None:

@@ -18,6 +18,7 @@ from synapsecrawl.crawlrequest import CrawlRequest
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.ondemand import check_arguments, check_serving
 from synapsecrawl.pacing_redis import check_redis
+from synapsecrawl.render import RenderConfig
 from synapsecrawl.reread import check_operations
 
 
@@ -35,6 +36,7 @@ class Command(ScrapyCrawl):
             else:
                 CrawlRequest.from_args(**arguments)
             check_operations(self.settings)
+            RenderConfig.from_settings(self.settings)
             check_redis(self.settings.get("PACING_REDIS_URL") or "")
         except ConfigError as exc:
             raise SystemExit(f"synapsecrawl: {exc}") from None

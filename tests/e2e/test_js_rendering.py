@@ -102,6 +102,7 @@ def test_rendering_fetches_only_same_site_scripts_through_the_crawler(
     assert all("SynapseBot" in (h.header("User-Agent") or "") for h in hits)
     assert all(h.header("Cookie") is None and h.method == "GET" for h in hits)
     assert min(gaps(hits)) >= 2.0, gaps(hits)
+    assert "crawl summary: fetched 2, stored 2" in run.stderr  # a page's scripts are not pages
 
 
 def test_a_script_that_never_ends_leaves_the_page_as_served(
@@ -123,3 +124,15 @@ def test_a_script_that_never_ends_leaves_the_page_as_served(
     texts = _texts(run)
     assert "Served words." in texts["spin.html"] and "Fine words." in texts["fine.html"]
     assert "not rendered (scripts ran past JS_RENDER_TIMEOUT 2 s)" in run.stderr
+
+
+def test_an_unusable_rendering_setting_is_one_line_before_any_request(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """ALL-NOJS: switching rendering on without a browser stops the crawl in one line, nothing fetched."""
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", [server.url(host, "/app.html")])},
+                settings={"JS_RENDERING": "True", "JS_CHROMIUM": str(tmp_path / "no-chromium")})
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines()[-1].startswith("synapsecrawl: JS_RENDERING is on but JS_CHROMIUM")
+    assert "Traceback" not in run.stderr
+    assert server.log(host) == []
