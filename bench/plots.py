@@ -28,8 +28,8 @@ def _efficiency(run: dict[str, Any]) -> tuple[float, bool]:
 def plot_efficiency(results: list[dict[str, Any]], path: Path, cpu_bound_rate: float = 20.0) -> None:
     """Efficiency (ideal / makespan) against the number of hosts, ours and stock Scrapy.
 
-    Runs whose sites ask for more than ``cpu_bound_rate`` pages a second are drawn apart (x):
-    there the crawl's CPU, not politeness, is the bound.
+    Runs whose sites ask for more than ``cpu_bound_rate`` pages a second, or whose one page per site
+    falls due at once, are drawn apart (x): there the crawl's CPU, not politeness, is the bound.
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
@@ -42,7 +42,8 @@ def plot_efficiency(results: list[dict[str, Any]], path: Path, cpu_bound_rate: f
                     continue
                 eff, stopped = _efficiency(run)
                 point = (r["hosts"], eff, stopped, f"P={r['pages']}, d={r['delays'][0]:g} s")
-                (cpu_bound if r["hosts"] / r["delays"][0] > cpu_bound_rate else paced).append(point)
+                bound = r["hosts"] / r["delays"][0] > cpu_bound_rate or r["pages"] == 1
+                (cpu_bound if bound else paced).append(point)
         paced.sort()
         if paced:
             ax.plot([p[0] for p in paced], [p[1] for p in paced], color=color, label=crawler)
