@@ -2,7 +2,7 @@
 
 ALL-SIZE: a response is read up to the cap and no further; the download stops
 there (``StopDownload(fail=False)``) and the page is processed truncated; the
-crawl summary counts it under "size".
+crawl summary counts it as truncated.
 SNA-HTML / YOT-HTTPS: a type the profile does not read is abandoned as soon
 as the headers show it, before the body is transferred.
 """
@@ -84,7 +84,7 @@ class ResponseGateMiddleware:
             assert self._crawler.stats is not None
             self._crawler.stats.inc_value("gate/truncated")
             if not (request.meta.get("robots_txt") or request.meta.get("tdmrep_fetch")):  # side fetches are not pages
-                self._runtime.summary.skip(self._runtime.site(request.url), "size")
+                self._runtime.summary.truncate(self._runtime.site(request.url))
             logger.info("read %s only up to %d bytes (%s's cap)", request.url, cap, self._profile.name)
             return response.replace(body=response.body[:cap], flags=[*response.flags, "truncated"])
         return response

@@ -11,7 +11,6 @@ SKIP_REASONS = (
     "robots", "noindex", "scope", "type", "size", "limit", "scheme",
     "address", "paused", "error", "never", "duplicate",
 )  # fmt: skip
-# "size": a page cut at the profile's size cap; what came before the cap is kept (ALL-SIZE).
 
 
 @dataclass
@@ -20,6 +19,7 @@ class CrawlSummary:
 
     fetched: Counter[str] = field(default_factory=Counter)
     stored: Counter[str] = field(default_factory=Counter)
+    truncated: Counter[str] = field(default_factory=Counter)
     skipped: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
 
     def fetch(self, site: str) -> None:
@@ -30,6 +30,10 @@ class CrawlSummary:
         """A page of ``site`` went into the knowledge base."""
         self.stored[site] += 1
 
+    def truncate(self, site: str) -> None:
+        """A page of ``site`` was read only up to the size cap; what came before it is kept (ALL-SIZE)."""
+        self.truncated[site] += 1
+
     def skip(self, site: str, reason: str) -> None:
         """A URL of ``site`` was left out for ``reason`` (one of SKIP_REASONS)."""
         self.skipped[site][reason] += 1
@@ -37,6 +41,8 @@ class CrawlSummary:
     def stats(self) -> dict[str, int]:
         """Flat counters for Scrapy's stats, as paths."""
         out = {"summary/fetched": sum(self.fetched.values()), "summary/stored": sum(self.stored.values())}
+        if self.truncated:
+            out["summary/truncated"] = sum(self.truncated.values())
         for counts in self.skipped.values():
             for reason, n in counts.items():
                 out[f"summary/skipped/{reason}"] = out.get(f"summary/skipped/{reason}", 0) + n
@@ -50,12 +56,14 @@ class CrawlSummary:
         )
         out = [
             f"crawl summary: fetched {totals['summary/fetched']}, stored {totals['summary/stored']}, "
-            f"skipped {sum(v for k, v in totals.items() if 'skipped' in k)}" + (f" ({skipped})" if skipped else "")
+            + (f"truncated {totals['summary/truncated']}, " if self.truncated else "")
+            + f"skipped {sum(v for k, v in totals.items() if 'skipped' in k)}" + (f" ({skipped})" if skipped else "")
         ]
         for site in sorted(set(self.fetched) | set(self.stored) | set(self.skipped)):
             reasons = ", ".join(f"{r} {n}" for r, n in sorted(self.skipped[site].items()))
             out.append(
                 f"  {site}: fetched {self.fetched[site]}, stored {self.stored[site]}"
+                + (f", truncated {self.truncated[site]}" if self.truncated[site] else "")
                 + (f", skipped {reasons}" if reasons else "")
             )
         return out

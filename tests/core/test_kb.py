@@ -85,3 +85,16 @@ def test_summary_counts_per_site_and_reason() -> None:
         "  b.test: fetched 0, stored 0, skipped robots 2",
     ]
     assert summary.stats()["summary/skipped/robots"] == 2
+
+
+def test_summary_counts_a_page_cut_at_the_size_cap_as_stored_and_truncated() -> None:
+    """ALL-SIZE: a page read up to the cap is kept, so it is truncated, not skipped."""
+    summary = CrawlSummary()
+    summary.fetch("a.test")
+    summary.truncate("a.test")
+    summary.store("a.test")
+    assert summary.lines() == [
+        "crawl summary: fetched 1, stored 1, truncated 1, skipped 0",
+        "  a.test: fetched 1, stored 1, truncated 1",
+    ]
+    assert summary.stats() == {"summary/fetched": 1, "summary/stored": 1, "summary/truncated": 1}

@@ -76,7 +76,7 @@ def test_operator_may_lower_the_spacing_to_the_self_hosted_floor(
 
 def test_a_page_cut_at_the_size_cap_is_counted_in_the_summary(server: TestServer, host: str, crawl) -> None:
     """ALL-SIZE, SNA-SIZE: a page past SnagaBot's 2 MB cap is read up to the cap and kept, and the
-    crawl summary in the log counts it as skipped for size, for the crawl and for its site."""
+    crawl summary in the log counts it as truncated, for the crawl and for its site."""
     paragraph = "<p>" + "word " * 200 + "</p>\n"
     body = "<html><head><title>Long</title></head><body>" + paragraph * 2500 + "</body></html>"
     assert len(body) > 2_000_000
@@ -85,5 +85,5 @@ def test_a_page_cut_at_the_size_cap_is_counted_in_the_summary(server: TestServer
     assert run.returncode == 0, run.stderr[-3000:]
     [page] = run.kb()
     assert page["title"] == "Long" and len(str(page["text"])) < 2_000_000
-    assert "crawl summary: fetched 1, stored 1, skipped 1 (size 1)" in run.stderr, run.stderr[-2000:]
-    assert f"{host}: fetched 1, stored 1, skipped size 1" in run.stderr
+    assert "crawl summary: fetched 1, stored 1, truncated 1, skipped 0" in run.stderr, run.stderr[-2000:]
+    assert f"{host}: fetched 1, stored 1, truncated 1\n" in run.stderr
