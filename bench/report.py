@@ -179,8 +179,9 @@ def write_docs() -> None:
                 continue
             total = t["areas"][-1][1]
             out += ["", (f"Where the main thread's time goes, {t['profile']} (cProfile, cumulative; profiling slows "
-                         "the crawl, so read the shares, not the seconds; the KB write runs in worker threads, "
-                         "outside this profile):"), "", "| part | seconds | share |", "|---|---:|---:|"]
+                         "the crawl, so read the shares, not the seconds; extraction and privacy scrubbing run in "
+                         "worker processes and the KB write in worker threads, outside this profile, though the "
+                         "CPU column above counts them):"), "", "| part | seconds | share |", "|---|---:|---:|"]
             out += [f"| {label} | {sec:.1f} | {sec / total:.0%} |" for label, sec in t["areas"]]
         out.append("")
     if memory:

@@ -29,8 +29,9 @@ __all__ = ["main", "run_throughput"]
 
 # Where the main thread's time goes: (label, file, function); a function's cumulative time, recursion counted once.
 _AREAS = [
-    ("extraction (read_document: trafilatura, links, directives)", "synapsecrawl/extract/read.py", "read_document"),
-    ("privacy scrubbing (snagabot)", "synapsecrawl/privacy.py", "scrub"),
+    # Extraction and privacy scrubbing run in worker processes (synapsecrawl/extract/pool.py): what the main
+    # thread spends on them is handing pages over and taking the results back.
+    ("handing pages to the extraction workers (Reader.read)", "synapsecrawl/extract/pool.py", "read"),
     ("item to record", "synapsecrawl/indexing.py", "make_item"),
     ("robots.txt middleware", "middlewares/robots.py", "process_request"),
     ("backoff gate middleware", "middlewares/backoff.py", "process_request"),
