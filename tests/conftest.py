@@ -20,11 +20,17 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from hypothesis import HealthCheck, settings
 
 from tests.site.server import TestServer
 
 ROOT = Path(__file__).resolve().parent.parent
 _counter = itertools.count()
+
+# A timing is never a test assertion on these shared machines: hypothesis's per-example deadline
+# (200 ms) and its too-slow health check would fail a correct property on a loaded CI box.
+settings.register_profile("shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("shared-machine")
 
 
 def _self_signed(path: Path) -> Path:

@@ -156,7 +156,7 @@ def test_directives_from_header() -> None:
     assert _parse(body, x_robots_tag=["googlebot: noindex"]).directives == Directives()
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(st.binary(max_size=2000))
 def test_arbitrary_bytes_never_raise_and_are_deterministic(body: bytes) -> None:
     """SYN-DOCS: any bytes give a Page with text or a problem, the same twice."""
@@ -165,7 +165,7 @@ def test_arbitrary_bytes_never_raise_and_are_deterministic(body: bytes) -> None:
     assert first.text or first.problems
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(st.data())
 def test_mangled_pdfs_never_raise(data: st.DataObject) -> None:
     """SYN-DOCS: a real PDF with bytes cut, flipped or inserted gives a Page, never an error."""
