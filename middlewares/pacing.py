@@ -77,10 +77,6 @@ class PacedDownloader(Downloader):
         overdue = now - self._tick_due if self._ticker is not None else 0.0
         return max(self._lag.value(now), overdue)
 
-    def server_latency(self, latency: float) -> float:
-        """A measured ``download_latency`` less what our own loop lag may have added to it (SNA-SLOW)."""
-        return max(0.0, latency - _TURNS_TO_SEND * self.loop_lag())
-
     def _start_ticking(self) -> None:
         self._tick_due = monotonic() + _TICK_SECONDS
         self._ticker = call_later(_TICK_SECONDS, self._tick)
