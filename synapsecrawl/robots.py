@@ -129,7 +129,7 @@ class _Group:
 
     agents: tuple[str, ...]
     rules: tuple[_Rule, ...]
-    crawl_delays: tuple[float, ...]
+    crawl_delays: tuple[tuple[tuple[str, ...], float], ...]  # (the user-agent lines it follows, delay)
 
 
 @dataclass(frozen=True)
@@ -187,14 +187,15 @@ class RobotsFile:
         if groups:
             named = {agent for group in groups for agent in group.agents}
             label = next(original for key, original in wanted.items() if key in named)
+            ours = wanted.keys()
         else:
             groups = [group for group in self._groups if "*" in group.agents]
-            label = "*" if groups else ""
+            label, ours = ("*" if groups else ""), {"*"}
         if not groups:
             return ALLOW_ALL
         rules = dict.fromkeys(rule for group in groups for rule in group.rules)
         ordered = sorted(rules, key=lambda rule: (-rule.length, not rule.allow))
-        delays = [delay for group in groups for delay in group.crawl_delays]
+        delays = [delay for group in groups for agents, delay in group.crawl_delays if not ours.isdisjoint(agents)]
         return RobotsRules(tuple(ordered), max(delays) if delays else None, label)
 
 
@@ -247,8 +248,10 @@ class _Builder:
     sitemaps: dict[str, None] = field(default_factory=dict)
     agents: list[str] = field(default_factory=list)
     rules: list[_Rule] = field(default_factory=list)
-    delays: list[float] = field(default_factory=list)
+    delays: list[tuple[tuple[str, ...], float]] = field(default_factory=list)
+    delay_agents: list[str] = field(default_factory=list)  # the user-agent lines a Crawl-delay here follows
     after_rule: bool = False
+    after_delay: bool = False
     invalid: int = 0
     unknown: int = 0
     outside: int = 0
@@ -256,14 +259,22 @@ class _Builder:
     def close_group(self) -> None:
         if self.agents:
             self.groups.append(_Group(tuple(self.agents), tuple(self.rules), tuple(self.delays)))
-        self.agents, self.rules, self.delays, self.after_rule = [], [], [], False
+        self.agents, self.rules, self.delays, self.delay_agents = [], [], [], []
+        self.after_rule = self.after_delay = False
 
     def add_user_agent(self, value: str) -> None:
         if self.after_rule:  # RFC 9309 §2.1: a user-agent line after rules starts a group
             self.close_group()
+        elif self.after_delay:
+            # Crawl-delay is an "other record" (§2.2.4): it must not split the group its Allow and Disallow
+            # lines share, but a site owner who writes "User-agent: *, Crawl-delay: 60" above "User-agent:
+            # OurBot, Crawl-delay: 5" means 5 for us. So a Crawl-delay belongs to the user-agent lines right
+            # above it, as Bing, Yandex and Protego read it.
+            self.delay_agents, self.after_delay = [], False
         token = _agent_token(value)
         self.invalid += not token
         self.agents.append(token)
+        self.delay_agents.append(token)
 
     def add(self, kind: str, value: str) -> None:
         if kind == "user-agent":
@@ -282,7 +293,8 @@ class _Builder:
             if delay is None:
                 self.invalid += 1
             else:
-                self.delays.append(delay)
+                self.delays.append((tuple(self.delay_agents), delay))
+                self.after_delay = True
         else:
             self.after_rule = True
             rule = _Rule.parse(kind == "allow", value) if value else None  # RFC 9309 §2.2.2: empty = no rule

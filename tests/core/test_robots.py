@@ -523,10 +523,16 @@ CRAWL_DELAY_CASES = [
         "User-agent: *\nDisallow: /a\nCrawl-delay: 5\n\nUser-agent: BarBot\nDisallow: /b\nCrawl-delay: 9\n",
         5.0,
     ),
-    ("User-agent: *\nCrawl-delay: 5\n\nUser-agent: BarBot\nCrawl-delay: 9\n", 9.0),  # one group
-    # Crawl-delay does not end the user-agent run, so these are one group and the delay is ours too
-    ("User-agent: BarBot\nCrawl-delay: 7\nUser-agent: FooBot\nDisallow: /x\n", 7.0),
-    ("User-agent: BarBot\nCrawl-delay: 7\n\nUser-agent: FooBot\nDisallow: /\n", 7.0),
+    # one group for Allow and Disallow (a Crawl-delay does not split it), but a Crawl-delay belongs to
+    # the user-agent lines right above it (OMN-CD)
+    ("User-agent: *\nCrawl-delay: 5\n\nUser-agent: BarBot\nCrawl-delay: 9\n", 5.0),
+    ("User-agent: *\nCrawl-delay: 60\n\nUser-agent: FooBot\nCrawl-delay: 6.5\n", 6.5),
+    ("User-agent: FooBot\nCrawl-delay: 6.5\n\nUser-agent: *\nCrawl-delay: 60\n", 6.5),
+    ("User-agent: BarBot\nCrawl-delay: 7\nUser-agent: FooBot\nDisallow: /x\n", None),
+    ("User-agent: BarBot\nCrawl-delay: 7\n\nUser-agent: FooBot\nDisallow: /\n", None),
+    ("User-agent: BarBot\nUser-agent: FooBot\nCrawl-delay: 3\n", 3.0),
+    ("User-agent: *\nUser-agent: FooBot\nCrawl-delay: 3\n", 3.0),
+    ("User-agent: FooBot\nCrawl-delay: 1\nUser-agent: BarBot\nDisallow: /x\nCrawl-delay: 8\n", 1.0),
     # merged groups and several lines: the longest delay
     ("User-agent: FooBot\nCrawl-delay: 2\nDisallow:\n\nUser-agent: FooBot\nCrawl-delay: 3\n", 3.0),
     ("User-agent: FooBot\nCrawl-delay: 3\nCrawl-delay: 1\n", 3.0),
@@ -538,8 +544,9 @@ CRAWL_DELAY_CASES = [
 def test_crawl_delay(robots, expected):
     """ALL-CD: Crawl-delay comes only from the group(s) that apply; decimals are allowed; negative,
     NaN, infinite or unreadable values are ignored; across merged groups the longest one holds.
-    As Crawl-delay is an "other record" that must not split a group (RFC 9309 §2.2.4), a delay
-    between two user-agent lines belongs to the one group they open, for both agents."""
+    Crawl-delay is an "other record" that must not split a group's Allow and Disallow lines (RFC 9309
+    §2.2.4), but each delay applies only to the user-agent lines right above it: "User-agent: *",
+    "Crawl-delay: 60", then "User-agent: FooBot", "Crawl-delay: 6.5" gives FooBot 6.5 s (OMN-CD)."""
     assert rules(robots).crawl_delay == expected
 
 

@@ -97,3 +97,60 @@ def test_profile_identity_robots_outcomes_and_spacing(
         spacing = max(SPACING[profile], 1.5 if name == hosts[0] else 0)
         assert all(gap >= spacing for gap in gaps(hits)), (name, gaps(hits))
     assert "/private/x.html" not in [h.path for h in srv.log(hosts[0])]
+
+
+def test_snagabot_sends_no_cookie_login_or_form(server: TestServer, host: str, crawl) -> None:
+    """SNA-NOCOOKIE: a site that sets cookies on every answer, asks for a login, has a search form, a
+    sign-in form and a paywalled page gets only plain GETs from SnagaBot: no Cookie or Authorization
+    header ever, no form submitted (its action is never asked for), the login answer is not retried,
+    and the paywalled page is kept as served, teaser only."""
+    cookie = {"Content-Type": "text/html; charset=utf-8", "Set-Cookie": "session=s3cr3t; Path=/"}
+    server.add(host, {
+        "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+        "/": Reply('<html><head><title>Home</title></head><body><p>Welcome home, reader of long texts.</p>'
+                   '<a href="/members.html">Members</a> <a href="/story.html">Story</a>'
+                   '<form action="/search" method="get"><input name="q" value="news"></form>'
+                   '<form action="/login" method="post"><input name="user" value="a">'
+                   '<input type="password" name="pw" value="b"><button>Sign in</button></form></body></html>',
+                   headers=cookie),
+        "/members.html": Reply("login required", status=401,
+                               headers={**cookie, "WWW-Authenticate": 'Basic realm="members"'}),
+        "/story.html": Reply('<html><head><title>Story</title></head><body><p>The first lines of the story are '
+                             'free to read.</p><div class="paywall">Subscribe to read on. '
+                             '<a href="/subscribe?next=/story.html" rel="nofollow">Subscribe</a></div></body></html>',
+                             headers=cookie),
+    })  # fmt: skip
+    run = crawl("site", args={"url": server.url(host, "/")}, settings={"BOT_PROFILE": "snagabot"})
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    hits = server.log(host)
+    assert sorted(h.path for h in hits) == ["/", "/members.html", "/robots.txt", "/story.html"]
+    assert all(h.method == "GET" for h in hits)
+    assert all(h.header("Cookie") is None and h.header("Authorization") is None for h in hits)
+    stored = {p["url"]: p for p in run.kb()}
+    assert set(stored) == {server.url(host, "/"), server.url(host, "/story.html")}
+    assert "Subscribe to read on" in str(stored[server.url(host, "/story.html")]["text"])
+
+
+def test_omniscientebot_crawl_delay_decimals_from_its_own_group(
+    server: TestServer, host: str, crawl, signing_key: Path, tmp_path: Path
+) -> None:
+    """OMN-CD: a decimal Crawl-delay of OmniscienteBot's own group (6.5 s) replaces the 5 s default
+    because it is longer; the 60 s of the `*` group, which does not apply, is not used."""
+    server.add(host, {
+        "/robots.txt": Reply("User-agent: *\nCrawl-delay: 60\n\nUser-agent: OmniscienteBot\nCrawl-delay: 6.5\n",
+                             headers={"Content-Type": "text/plain"}),
+        **{f"/{n}.html": html(f"Page {n}") for n in range(3)},
+    })  # fmt: skip
+    urls = [server.url(host, f"/{n}.html") for n in range(3)]
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
+                settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)})
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    hits = [h for h in server.log(host) if h.path != "/.well-known/tdmrep.json"]
+    assert hits[0].path == "/robots.txt"
+    assert sorted(h.path for h in hits[1:]) == ["/0.html", "/1.html", "/2.html"]
+    every = gaps(server.log(host))
+    assert all(gap >= 6.5 for gap in every), every
+    assert all(gap < 60 for gap in every), every
+    assert len(run.kb()) == 3
