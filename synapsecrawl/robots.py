@@ -187,7 +187,7 @@ class RobotsFile:
         if groups:
             named = {agent for group in groups for agent in group.agents}
             label = next(original for key, original in wanted.items() if key in named)
-            ours = wanted.keys()
+            ours: set[str] = set(wanted)
         else:
             groups = [group for group in self._groups if "*" in group.agents]
             label, ours = ("*" if groups else ""), {"*"}
