@@ -14,6 +14,12 @@ upper-case hex, so "%3F" never equals "?". In patterns "%2A" and "%24" write a
 literal "*" and "$" (§2.2.3), so for those two the escape equals the character.
 
 Parsing never raises on content; what it skips it counts.
+
+Written here rather than taken from Protego (which Scrapy ships) because Protego 0.7 departs from
+RFC 9309 where a site owner would notice: it matches "Foo" groups for "FooBot", equates "%3F" with
+"?" and "/index.html" with "/", lets a Crawl-delay line split a group's Allow and Disallow lines,
+and reads a leading byte-order mark as part of the first key. tests/core/test_robots.py shows each
+of these and checks that everywhere else we allow exactly what Protego allows.
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from protego import Protego
 
 import synapsecrawl.robots as robots_module
 from synapsecrawl.robots import (
@@ -737,3 +738,29 @@ def test_escaping_unreserved_characters_changes_nothing(pattern, path, data):
     plain = allowed(robots, "/" + path)
     assert allowed(robots, "/" + spelled) is plain
     assert allowed(f"User-agent: *\nDisallow: /{escaped_rule}\n", "/" + path) is plain
+
+
+# --- Where Protego is right, we agree ----------------------------------------------------------------
+
+_SEGMENTS = ["a", "b", "ab", "x", "a.html", "b.php", "1", "-", "_"]
+_PATTERN = st.lists(st.sampled_from([*_SEGMENTS, "*", "a$"]), max_size=4).map(lambda parts: "/" + "/".join(parts))
+_GROUP = st.tuples(
+    st.lists(st.sampled_from(["*", "FooBot", "BarBot"]), min_size=1, max_size=2),
+    st.lists(st.tuples(st.sampled_from(["Allow", "Disallow"]), _PATTERN), min_size=1, max_size=5),
+)
+_PATH = st.lists(st.sampled_from([*_SEGMENTS, "q?x=1"]), max_size=4).map(lambda parts: "/" + "/".join(parts))
+
+
+@settings(max_examples=400)
+@given(st.lists(_GROUP, min_size=1, max_size=4), _PATH, st.sampled_from(["FooBot", "BazBot"]))
+def test_agrees_with_protego_outside_its_deviations(groups, path, agent):
+    """ALL-RFC9309, CARD-DEPS: on files that avoid the deviations above (no percent-escapes, no BOM, no
+    Crawl-delay between user-agent lines, no agent that is a prefix of another, no index.html), our
+    matcher allows exactly what Protego allows: groups, merging, "*" and "$", longest match, Allow on
+    ties. Protego is the reference we measured ourselves against; it is not what the crawler runs."""
+    text = "".join(
+        "".join(f"User-agent: {name}\n" for name in agents) + "".join(f"{kind}: {value}\n" for kind, value in rules)
+        for agents, rules in groups
+    )
+    url = "http://h.test" + path
+    assert parse_robots(text.encode()).rules_for((agent,)).allows(url) == Protego.parse(text).can_fetch(url, agent)

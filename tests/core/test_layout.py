@@ -1,0 +1,39 @@
+"""The product around the bots (design card): its layout, its spiders and what it is built on."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from importlib.metadata import requires
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_top_level_layout() -> None:
+    """CARD-LAYOUT: scrapy.cfg and pyproject.toml at the top, the core and its three adapter packages
+    beside them, and the tests."""
+    for name in ("scrapy.cfg", "pyproject.toml"):
+        assert (ROOT / name).is_file(), name
+    for name in ("synapsecrawl", "spiders", "middlewares", "pipelines", "tests"):
+        assert (ROOT / name).is_dir(), name
+    assert "default = synapsecrawl.settings" in (ROOT / "scrapy.cfg").read_text("utf-8")
+
+
+def test_built_on_the_named_libraries() -> None:
+    """CARD-DEPS: the installed distribution requires scrapy, scrapy-playwright, itemadapter, w3lib,
+    protego and parsel itself, not only through Scrapy."""
+    required = {re.split(r"[\s<>=!~;\[]", line, maxsplit=1)[0].lower() for line in requires("synapsecrawl") or []}
+    assert {"scrapy", "scrapy-playwright", "itemadapter", "w3lib", "protego", "parsel"} <= required
+
+
+def test_spiders_for_every_mode_feed_the_index_pipeline() -> None:
+    """CARD-SPIDERS: `scrapy list` in the project shows the page, sitemap, site and feed spiders (and
+    SnagaBot's on-demand one), and the project's items go to the indexing pipeline."""
+    listed = subprocess.run([sys.executable, "-m", "scrapy", "list"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120, check=True).stdout.split()
+    assert {"page", "sitemap", "site", "feed", "ondemand"} <= set(listed)
+    shown = subprocess.run([sys.executable, "-m", "scrapy", "settings", "--get", "ITEM_PIPELINES"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "pipelines.index.IndexPipeline" in shown
