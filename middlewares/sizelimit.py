@@ -52,6 +52,8 @@ class ResponseGateMiddleware:
         return int(request.meta.get("size_limit_bytes") or self._profile.size_bytes)
 
     def _headers_received(self, headers: Headers, body_length: int, request: Request, **_: Any) -> None:
+        # A redirect hop copies its meta: a type refused on the 3xx in front of this answer is no verdict on it.
+        request.meta.pop("gate_refused_type", None)
         if request.meta.get("robots_txt") or request.meta.get("dont_gate_type"):
             return
         raw = headers.get(b"Content-Type") or b""

@@ -99,6 +99,13 @@ class SynapseSpider(scrapy.Spider):
         site = self.runtime.site(response.url)
         for problem in page.problems:
             logger.warning("%s: %s", response.url, problem)
+        if not self.runtime.profile.accepts_type(page.content_type):
+            # No Content-Type to judge at the headers (the gate's part): what the bytes show is judged here
+            # (SNA-HTML, YOT-HTTPS, OMN-FETCH).
+            self.runtime.summary.skip(site, "type")
+            logger.info("not kept (%s, sniffed; %s does not read it): %s", page.content_type,
+                        self.runtime.profile.name, response.url)
+            return
         if page.directives.noindex:
             assert self.crawler.stats is not None
             self.crawler.stats.inc_value("directives/noindex")

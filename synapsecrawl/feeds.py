@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import feedparser
+from lxml import etree
 from w3lib.encoding import html_to_unicode
 
 from synapsecrawl.extract.html import _absolute, _parse_tree, _visible_text
@@ -47,6 +48,7 @@ _MAX_FIELD_CHARS = 1_000
 _OG_IMAGE = ("og:image", "og:image:url", "og:image:secure_url")
 # A feed served as text/html or with a charset its XML declaration contradicts reads fine.
 _HARMLESS = (feedparser.NonXMLContentType, feedparser.CharacterEncodingOverride)
+_RSS1 = "{http://purl.org/rss/1.0/}"
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,16 @@ def _rss_atom_entry(entry: Mapping[str, Any], base: str) -> FeedEntry | None:
     )
 
 
+def _rss1_image(body: bytes) -> str:
+    """RSS 1.0's channel image (<image><url>, a child of rdf:RDF), which feedparser 6 drops; "" when none."""
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, recover=True, load_dtd=False)
+    try:
+        root = etree.fromstring(body, parser)
+    except etree.XMLSyntaxError:  # recover=True still refuses a document with no element at all
+        return ""
+    return "" if root is None else (root.findtext(f"{_RSS1}image/{_RSS1}url") or "").strip()
+
+
 def _parse_rss_atom(body: bytes, url: str, content_type: str) -> Feed:
     try:
         headers = {"content-location": url, "content-type": content_type or "application/xml"}
@@ -209,7 +221,8 @@ def _parse_rss_atom(body: bytes, url: str, content_type: str) -> Feed:
         description=_detail_text(meta.get("subtitle_detail"), meta.get("subtitle")),
         language=_squash(meta.get("language"), 35),
         icon=next((u for u in (_absolute(base, str(v or "")) for v in (
-            meta.get("icon"), meta.get("logo"), image.get("href") if isinstance(image, Mapping) else ""
+            meta.get("icon"), meta.get("logo"), image.get("href") if isinstance(image, Mapping) else "",
+            _rss1_image(body) if version == "rss10" else "",
         )) if u), ""),
         entries=tuple(entries),
         skipped=skipped,
