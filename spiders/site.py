@@ -14,6 +14,7 @@ import logging
 from collections.abc import AsyncIterator
 from functools import cached_property
 from typing import Any
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.http import Response
@@ -39,7 +40,24 @@ class SiteSpider(SynapseSpider):
     def _left_out(self) -> set[str]:
         return set()  # out-of-scope URLs already counted, so each counts once per crawl
 
+    def _adopt_directory(self, response: Response) -> None:
+        """A start URL its server redirects to the same URL plus "/" names a directory: the crawl keeps
+        under it (SYN-SCOPE, "under the starting address's path"), not under its parent."""
+        hops = response.meta.get("redirect_urls") or ()
+        if not hops or hops[0] not in self.crawl.urls:
+            return
+        start, final = urlsplit(hops[0]), urlsplit(response.url)
+        if final.path != start.path + "/" or final.query or final.netloc.lower() != start.netloc.lower():
+            return
+        index = self.crawl.urls.index(hops[0])
+        scopes = list(self.scopes)
+        scopes[index] = SiteScope.from_start(response.url)
+        self.__dict__["scopes"] = tuple(scopes)  # the cached_property's value
+        logger.info("start %s is the directory %s: the crawl keeps under it", hops[0], response.url)
+
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
+        if not response.meta.get("depth"):
+            self._adopt_directory(response)
         if not in_any(self.scopes, response.url):  # only if a redirect check was switched off
             self.runtime.summary.skip(self.runtime.site(response.url), "scope")
             return
