@@ -4,10 +4,11 @@
 the crawl's KB already holds it sends the stored validators (the KB keeps
 them, not Scrapy's HTTP cache), then judges the final answer, after redirects
 and before the type gate could drop it: a 304 marks the copy verified and
-ends the request (``Unchanged``); 404 and 410 delete the copy; a 2xx goes on
-to the spider, whose item replaces it. A request robots.txt refuses by rules
-it could read deletes the copy without a fetch; an unreadable robots.txt
-never does (SYN-REMOVE).
+ends the request (``Unchanged``), unless its X-Robots-Tag now says noindex
+(RFC 9111 §4.3.4: a 304's fields update the stored ones), which deletes the
+copy; 404 and 410 delete the copy; a 2xx goes on to the spider, whose item
+replaces it. A request robots.txt refuses by rules it could read deletes the
+copy without a fetch; an unreadable robots.txt never does (SYN-REMOVE).
 
 ``RemovalListMiddleware`` deletes the pages on the operator's ``REMOVAL_LIST``
 when the crawl opens and refuses every request to them, robots.txt included
@@ -25,6 +26,7 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from middlewares.runtime import Runtime
+from synapsecrawl.directives import parse_directives
 from synapsecrawl.kb.store import utcnow
 from synapsecrawl.removals import RemovalList, read_removal_list
 from synapsecrawl.reread import conditional_headers, effect_of
@@ -84,14 +86,27 @@ class RereadMiddleware:
             return response
         effect = effect_of(response.status)
         if effect == "unchanged":
+            site = self._runtime.site(url)
+            self._runtime.summary.fetch(site)  # ending here, it never reaches response_received
+            if self._noindex(response):  # RFC 9111 §4.3.4: a 304's header fields update the stored ones
+                self._runtime.summary.skip(site, "noindex")
+                if await asyncio.to_thread(self._runtime.store().delete_page, kb, url):
+                    self._stat("reread/removed/noindex")
+                    logger.info("removed from the knowledge base (its 304 now says noindex): %s", url)
+                request.meta["reread_noindex"] = True
+                raise IgnoreRequest(f"not indexed (noindex in its 304): {url}")
             await asyncio.to_thread(self._verify, kb, url, response)
             self._stat("reread/unchanged")
-            self._runtime.summary.fetch(self._runtime.site(url))  # ending here, it never reaches response_received
             raise Unchanged(f"unchanged since stored (304): {url}")
         if effect == "remove" and await asyncio.to_thread(self._runtime.store().delete_page, kb, url):
             self._stat(f"reread/removed/{response.status}")
             logger.info("removed from the knowledge base (it answered %s): %s", response.status, url)
         return response
+
+    def _noindex(self, response: Response) -> bool:
+        """Whether the answer's X-Robots-Tag says noindex to us (SYN-REMOVE, YOT-DIRECTIVES)."""
+        headers = [value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag")]
+        return bool(headers) and parse_directives((), headers, self._runtime.profile.tokens).noindex
 
     def _verify(self, kb: str, url: str, response: Response) -> None:
         store = self._runtime.store()

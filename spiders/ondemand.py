@@ -239,6 +239,7 @@ def _fetch_error(request: scrapy.Request, exc: BaseException) -> FetchError:
         (meta.get("robots_disallowed") and meta.get("robots_outcome") == "parsed", "robots_disallowed"),
         (meta.get("robots_disallowed"), "robots_unavailable"),
         (meta.get("gate_refused_type"), "type_refused"),
+        (meta.get("reread_noindex"), "noindex"),  # a 304 whose X-Robots-Tag now says noindex
         ("ALLOW_PRIVATE_ADDRESSES" in message, "address_refused"),
         (isinstance(exc, HttpError), "http_status"),
         (isinstance(exc, IgnoreRequest), "refused"),
