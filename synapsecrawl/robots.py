@@ -17,9 +17,9 @@ Parsing never raises on content; what it skips it counts.
 
 Written here rather than taken from Protego (which Scrapy ships) because Protego 0.7 departs from
 RFC 9309 where a site owner would notice: it matches "Foo" groups for "FooBot", equates "%3F" with
-"?" and "/index.html" with "/", lets a Crawl-delay line split a group's Allow and Disallow lines,
-and reads a leading byte-order mark as part of the first key. tests/core/test_robots.py shows each
-of these and checks that everywhere else we allow exactly what Protego allows.
+"?" and "/index.html" with "/", and reads a leading byte-order mark as part of the first key.
+tests/core/test_robots.py shows each of these and checks that everywhere else we allow exactly what
+Protego allows.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ class _Group:
 
     agents: tuple[str, ...]
     rules: tuple[_Rule, ...]
-    crawl_delays: tuple[tuple[tuple[str, ...], float], ...]  # (the user-agent lines it follows, delay)
+    crawl_delays: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -193,15 +193,14 @@ class RobotsFile:
         if groups:
             named = {agent for group in groups for agent in group.agents}
             label = next(original for key, original in wanted.items() if key in named)
-            ours: set[str] = set(wanted)
         else:
             groups = [group for group in self._groups if "*" in group.agents]
-            label, ours = ("*" if groups else ""), {"*"}
+            label = "*" if groups else ""
         if not groups:
             return ALLOW_ALL
         rules = dict.fromkeys(rule for group in groups for rule in group.rules)
         ordered = sorted(rules, key=lambda rule: (-rule.length, not rule.allow))
-        delays = [delay for group in groups for agents, delay in group.crawl_delays if not ours.isdisjoint(agents)]
+        delays = [delay for group in groups for delay in group.crawl_delays]
         return RobotsRules(tuple(ordered), max(delays) if delays else None, label)
 
 
@@ -254,10 +253,8 @@ class _Builder:
     sitemaps: dict[str, None] = field(default_factory=dict)
     agents: list[str] = field(default_factory=list)
     rules: list[_Rule] = field(default_factory=list)
-    delays: list[tuple[tuple[str, ...], float]] = field(default_factory=list)
-    delay_agents: list[str] = field(default_factory=list)  # the user-agent lines a Crawl-delay here follows
+    delays: list[float] = field(default_factory=list)
     after_rule: bool = False
-    after_delay: bool = False
     invalid: int = 0
     unknown: int = 0
     outside: int = 0
@@ -265,22 +262,14 @@ class _Builder:
     def close_group(self) -> None:
         if self.agents:
             self.groups.append(_Group(tuple(self.agents), tuple(self.rules), tuple(self.delays)))
-        self.agents, self.rules, self.delays, self.delay_agents = [], [], [], []
-        self.after_rule = self.after_delay = False
+        self.agents, self.rules, self.delays, self.after_rule = [], [], [], False
 
     def add_user_agent(self, value: str) -> None:
         if self.after_rule:  # RFC 9309 §2.1: a user-agent line after rules starts a group
             self.close_group()
-        elif self.after_delay:
-            # Crawl-delay is an "other record" (§2.2.4): it must not split the group its Allow and Disallow
-            # lines share, but a site owner who writes "User-agent: *, Crawl-delay: 60" above "User-agent:
-            # OurBot, Crawl-delay: 5" means 5 for us. So a Crawl-delay belongs to the user-agent lines right
-            # above it, as Bing, Yandex and Protego read it.
-            self.delay_agents, self.after_delay = [], False
         token = _agent_token(value)
         self.invalid += not token
         self.agents.append(token)
-        self.delay_agents.append(token)
 
     def add(self, kind: str, value: str) -> None:
         if kind == "user-agent":
@@ -299,8 +288,14 @@ class _Builder:
             if delay is None:
                 self.invalid += 1
             else:
-                self.delays.append((tuple(self.delay_agents), delay))
-                self.after_delay = True
+                self.delays.append(delay)
+            # Crawl-delay counts as one of the group's rules, so a user-agent line after it starts a new
+            # group, as Bing, Yandex and Protego read it. RFC 9309 leaves Crawl-delay out (§2.2.4), and
+            # Google, which ignores it, lets it neither end nor split a group; but the bot pages' own example
+            # is a group of "User-agent: OurBot" and "Crawl-delay: 10" alone, and a site owner who writes it
+            # above "User-agent: *", "Disallow: /" invites us at 10 s, where Google's reading shuts us out
+            # (OMN-CD: "A Crawl-delay written for another crawler does not apply to us").
+            self.after_rule = True
         else:
             self.after_rule = True
             rule = _Rule.parse(kind == "allow", value) if value else None  # RFC 9309 §2.2.2: empty = no rule

@@ -177,8 +177,12 @@ def test_empty_or_star_tokens_of_ours_match_nothing():
 # --- RFC 9309 §2.1, §2.2.4: what ends a group ----------------------------------------------------
 
 GROUPING_CASES = [
-    # Protego lets a Crawl-delay line end the user-agent run; it must not
-    ("User-agent: FooBot\nCrawl-delay: 1\nUser-agent: BarBot\nDisallow: /\n", ("FooBot",), "/x", False),
+    # a Crawl-delay is one of the group's rules: a user-agent line after it starts a new group (OMN-CD)
+    ("User-agent: FooBot\nCrawl-delay: 1\nUser-agent: BarBot\nDisallow: /\n", ("FooBot",), "/x", True),
+    ("User-agent: FooBot\nCrawl-delay: 2\n\nUser-agent: *\nDisallow: /\n", ("FooBot",), "/x", True),
+    ("User-agent: *\nCrawl-delay: 10\n\nUser-agent: BadBot\nDisallow: /\n", ("FooBot",), "/x", True),
+    ("User-agent: *\nCrawl-delay: 10\n\nUser-agent: BadBot\nDisallow: /\n", ("BadBot",), "/x", False),
+    # other records neither end nor split the user-agent run (RFC 9309 §2.2.4)
     ("User-agent: FooBot\nHost: a.test\nUser-agent: BarBot\nDisallow: /\n", ("FooBot",), "/x", False),
     (
         "User-agent: FooBot\nSitemap: https://a.test/s.xml\nUser-agent: BarBot\nDisallow: /\n",
@@ -211,8 +215,9 @@ GROUPING_CASES = [
 
 @pytest.mark.parametrize(("robots", "tokens", "url", "expected"), GROUPING_CASES)
 def test_only_a_user_agent_line_after_a_rule_ends_a_group(robots, tokens, url, expected):
-    """ALL-RFC9309: a group ends only at a user-agent line that follows a rule (RFC 9309 §2.1);
-    Crawl-delay, Sitemap, Host and garbage lines neither end nor split it (§2.2.4)."""
+    """ALL-RFC9309: a group ends only at a user-agent line that follows a rule (RFC 9309 §2.1) or a
+    Crawl-delay (which we read as one of the group's rules); Sitemap, Host and garbage lines neither
+    end nor split it (§2.2.4)."""
     assert allowed(robots, url, tokens) is expected
 
 
@@ -524,8 +529,7 @@ CRAWL_DELAY_CASES = [
         "User-agent: *\nDisallow: /a\nCrawl-delay: 5\n\nUser-agent: BarBot\nDisallow: /b\nCrawl-delay: 9\n",
         5.0,
     ),
-    # one group for Allow and Disallow (a Crawl-delay does not split it), but a Crawl-delay belongs to
-    # the user-agent lines right above it (OMN-CD)
+    # a Crawl-delay belongs to the group of the user-agent lines above it (OMN-CD)
     ("User-agent: *\nCrawl-delay: 5\n\nUser-agent: BarBot\nCrawl-delay: 9\n", 5.0),
     ("User-agent: *\nCrawl-delay: 60\n\nUser-agent: FooBot\nCrawl-delay: 6.5\n", 6.5),
     ("User-agent: FooBot\nCrawl-delay: 6.5\n\nUser-agent: *\nCrawl-delay: 60\n", 6.5),
@@ -545,9 +549,9 @@ CRAWL_DELAY_CASES = [
 def test_crawl_delay(robots, expected):
     """ALL-CD: Crawl-delay comes only from the group(s) that apply; decimals are allowed; negative,
     NaN, infinite or unreadable values are ignored; across merged groups the longest one holds.
-    Crawl-delay is an "other record" that must not split a group's Allow and Disallow lines (RFC 9309
-    §2.2.4), but each delay applies only to the user-agent lines right above it: "User-agent: *",
-    "Crawl-delay: 60", then "User-agent: FooBot", "Crawl-delay: 6.5" gives FooBot 6.5 s (OMN-CD)."""
+    A Crawl-delay is one of its group's rules, so the user-agent lines after it open another group:
+    "User-agent: *", "Crawl-delay: 60", then "User-agent: FooBot", "Crawl-delay: 6.5" gives FooBot
+    6.5 s (OMN-CD)."""
     assert rules(robots).crawl_delay == expected
 
 
@@ -746,7 +750,8 @@ _SEGMENTS = ["a", "b", "ab", "x", "a.html", "b.php", "1", "-", "_"]
 _PATTERN = st.lists(st.sampled_from([*_SEGMENTS, "*", "a$"]), max_size=4).map(lambda parts: "/" + "/".join(parts))
 _GROUP = st.tuples(
     st.lists(st.sampled_from(["*", "FooBot", "BarBot"]), min_size=1, max_size=2),
-    st.lists(st.tuples(st.sampled_from(["Allow", "Disallow"]), _PATTERN), min_size=1, max_size=5),
+    st.lists(st.one_of(st.tuples(st.sampled_from(["Allow", "Disallow"]), _PATTERN), st.just(("Crawl-delay", "2"))),
+             min_size=1, max_size=5),
 )
 _PATH = st.lists(st.sampled_from([*_SEGMENTS, "q?x=1"]), max_size=4).map(lambda parts: "/" + "/".join(parts))
 
@@ -755,9 +760,9 @@ _PATH = st.lists(st.sampled_from([*_SEGMENTS, "q?x=1"]), max_size=4).map(lambda 
 @given(st.lists(_GROUP, min_size=1, max_size=4), _PATH, st.sampled_from(["FooBot", "BazBot"]))
 def test_agrees_with_protego_outside_its_deviations(groups, path, agent):
     """ALL-RFC9309, CARD-DEPS: on files that avoid the deviations above (no percent-escapes, no BOM, no
-    Crawl-delay between user-agent lines, no agent that is a prefix of another, no index.html), our
-    matcher allows exactly what Protego allows: groups, merging, "*" and "$", longest match, Allow on
-    ties. Protego is the reference we measured ourselves against; it is not what the crawler runs."""
+    agent that is a prefix of another, no index.html), our
+    matcher allows exactly what Protego allows: groups (a Crawl-delay line among the rules included),
+    merging, "*" and "$", longest match, Allow on ties. Protego is the reference we measured ourselves against; it is not what the crawler runs."""
     text = "".join(
         "".join(f"User-agent: {name}\n" for name in agents) + "".join(f"{kind}: {value}\n" for kind, value in rules)
         for agents, rules in groups

@@ -135,10 +135,12 @@ def test_snagabot_sends_no_cookie_login_or_form(server: TestServer, host: str, c
 def test_omniscientebot_crawl_delay_decimals_from_its_own_group(
     server: TestServer, host: str, crawl, signing_key: Path, tmp_path: Path
 ) -> None:
-    """OMN-CD: a decimal Crawl-delay of OmniscienteBot's own group (6.5 s) replaces the 5 s default
-    because it is longer; the 60 s of the `*` group, which does not apply, is not used."""
+    """OMN-CD: a decimal Crawl-delay of OmniscienteBot's own group (6.5 s, the page's own example of a
+    group) replaces the 5 s default because it is longer; the `*` group around it, which shuts
+    everyone else out at 60 s, does not apply (a Crawl-delay line ends the user-agent run)."""
     server.add(host, {
-        "/robots.txt": Reply("User-agent: *\nCrawl-delay: 60\n\nUser-agent: OmniscienteBot\nCrawl-delay: 6.5\n",
+        "/robots.txt": Reply("User-agent: *\nCrawl-delay: 60\nDisallow: /\n\nUser-agent: OmniscienteBot\n"
+                             "Crawl-delay: 6.5\n\nUser-agent: *\nDisallow: /\n",
                              headers={"Content-Type": "text/plain"}),
         **{f"/{n}.html": html(f"Page {n}") for n in range(3)},
     })  # fmt: skip
