@@ -73,7 +73,7 @@ class RereadMiddleware:
         kb = self._kb()
         if kb is None or "reread_url" in request.meta or any(name in request.headers for name in _VALIDATORS):
             return  # not a KB crawl, already done for this URL, or the spider sends its own validators
-        stored = await asyncio.to_thread(self._runtime.store().get_page, kb, request.url)
+        stored = await asyncio.to_thread(self._runtime.store().get_page, kb, _kept_as(request))
         if stored is None:
             return
         request.meta["reread_url"] = request.url
@@ -81,9 +81,10 @@ class RereadMiddleware:
             request.headers[name] = value
 
     async def process_response(self, request: Request, response: Response) -> Response:
-        url, kb = request.meta.get("reread_url"), self._kb()
-        if url != request.url or kb is None:
+        kb = self._kb()
+        if request.meta.get("reread_url") != request.url or kb is None:
             return response
+        url = _kept_as(request)
         effect = effect_of(response.status)
         if effect == "unchanged":
             site = self._runtime.site(url)
@@ -123,10 +124,16 @@ class RereadMiddleware:
             return
         if request.meta.get("robots_outcome") != "parsed":
             return  # robots.txt unreadable: not a reason to remove anything
-        kb = self._kb()
-        if kb is not None and await asyncio.to_thread(self._runtime.store().delete_page, kb, request.url):
+        kb, url = self._kb(), _kept_as(request)
+        if kb is not None and await asyncio.to_thread(self._runtime.store().delete_page, kb, url):
             self._stat("reread/removed/robots")
-            logger.info("removed from the knowledge base (robots.txt now disallows it): %s", request.url)
+            logger.info("removed from the knowledge base (robots.txt now disallows it): %s", url)
+
+
+def _kept_as(request: Request) -> str:
+    """The address the KB keeps this request's copy under: a feed's is the one subscribed to, whatever
+    it redirects to (SER-COND: WordPress's /feed answers 301 to /feed/), a page's its own."""
+    return str(request.meta.get("feed_url", request.url))
 
 
 class RemovalListMiddleware:

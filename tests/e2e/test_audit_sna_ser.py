@@ -9,8 +9,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import synapsecrawl, write_urls
 from tests.helpers import make_pdf, store_of
 from tests.site.server import Hit, Reply, TestServer
@@ -125,10 +123,6 @@ def test_snagabot_reads_its_own_scope_in_a_header_naming_several_bots(
     assert crabs["snippet"] == "" and not crabs.get("passages"), crabs
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "SER-COND bug: the feed's copy is kept under the subscribed URL, and middlewares/reread.py looks "
-    "validators up by the redirect target's URL, so the target is asked unconditionally (reported, not fixed: "
-    "reread.py had another helper's uncommitted changes)"))
 def test_serenereader_refresh_of_a_moved_feed_is_conditional(
     server: TestServer, host: str, crawl, signing_key: Path
 ) -> None:
