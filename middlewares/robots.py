@@ -40,6 +40,7 @@ class RobotsMiddleware:
         self._runtime = runtime
         self._profile = runtime.profile
         self._outcomes: dict[str, tuple[float, asyncio.Future[RobotsOutcome]]] = {}
+        self._crawl_delays: dict[str, dict[str, float | None]] = {}  # site -> origin -> its Crawl-delay
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
@@ -102,8 +103,13 @@ class RobotsMiddleware:
             raise
         self._outcomes[origin] = (fetched_at, future)
         future.set_result(outcome)
+        # OMN-CD, OMN-SITE: a site of many hosts is paced as one, each host with its own robots.txt: the
+        # longest Crawl-delay among them holds, so a host without one does not undo another's.
         site = self._runtime.site(url)
-        self._runtime.pacer.set_crawl_delay(site, outcome.rules.crawl_delay)
+        delays = self._crawl_delays.setdefault(site, {})
+        delays[origin] = outcome.rules.crawl_delay
+        stated = [delay for delay in delays.values() if delay is not None]
+        self._runtime.pacer.set_crawl_delay(site, max(stated) if stated else None)
         return outcome
 
     async def _load(self, origin: str, now: float) -> tuple[float, RobotsOutcome]:
@@ -153,4 +159,9 @@ class RobotsMiddleware:
         except Exception as exc:  # noqa: BLE001 - refused, timed out, DNS: RFC 9309 §2.3.1.4 "unreachable"
             logger.info("robots.txt of %s unreachable: %s", origin, exc)
             return 0, b""
-        return response.status, response.body
+        body = response.body
+        if "truncated" in response.flags:
+            # RFC 9309 §2.5: the line the size cap cut is a fragment, not a rule ("Allow: /shop/help" read as
+            # "Allow: /shop/"); parse_robots cannot tell once the body is exactly the limit long.
+            body = body[: max(body.rfind(b"\n"), body.rfind(b"\r")) + 1]
+        return response.status, body
