@@ -10,6 +10,7 @@ as the headers show it, before the body is transferred.
 from __future__ import annotations
 
 import logging
+import zlib
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -104,6 +105,35 @@ class DecompressionGuardMiddleware:
 
     def process_response(self, request: Request, response: Response) -> Response:
         cap = int(request.meta.get("size_limit_bytes") or self._profile.size_bytes)
+        if request.meta.get("robots_txt"):
+            return _inflate_head(response, cap)
         inflated = request.meta.get("decompressed_limit_bytes")  # a sitemap's own cap (sitemaps.org: 50 MB)
         request.meta["download_maxsize"] = int(inflated or max(cap * _INFLATE_RATIO, 16 * 1024 * 1024))
         return response
+
+
+def _inflate_head(response: Response, cap: int) -> Response:
+    """A gzip or deflate robots.txt inflated only up to ``cap`` bytes, marked truncated if it goes on.
+
+    RFC 9309 §2.5 parses a robots.txt up to a limit however long it is, and ALL-RFC9309 promises the
+    first 500 KiB. Scrapy's HttpCompressionMiddleware inflates a body whole or drops it past
+    DOWNLOAD_MAXSIZE, so a 20 MB robots.txt sent as 60 KB of gzip counted as unreachable and shut the
+    site out. zlib's ``max_length`` bounds both the output and the work; other encodings are left to
+    Scrapy.
+    """
+    encodings = [part.strip().lower() for part in (response.headers.get(b"Content-Encoding") or b"").split(b",")]
+    if encodings not in ([b"gzip"], [b"x-gzip"], [b"deflate"]):
+        return response
+    attempts = [zlib.MAX_WBITS, -zlib.MAX_WBITS] if encodings == [b"deflate"] else [16 + zlib.MAX_WBITS]
+    for wbits in attempts:  # "deflate" is zlib-wrapped by the RFC, raw from some servers
+        try:
+            body = zlib.decompressobj(wbits).decompress(response.body, cap + 1)
+            break
+        except zlib.error:
+            continue
+    else:
+        return response  # not what it says it is: Scrapy's middleware reports it
+    headers = response.headers.copy()
+    del headers[b"Content-Encoding"]
+    flags = [*response.flags, "truncated"] if len(body) > cap else response.flags
+    return response.replace(body=body[:cap], headers=headers, flags=flags)

@@ -92,10 +92,6 @@ def test_a_robots_txt_cut_at_the_parse_limit_is_not_read_mid_rule(
     assert [p["url"] for p in run.kb()] == [urls[1]]
 
 
-@pytest.mark.xfail(strict=True, reason="a gzipped robots.txt inflating past 16 MiB is dropped by Scrapy's "
-                                       "HttpCompressionMiddleware (DOWNLOAD_MAXSIZE during decompression) and "
-                                       "judged unreachable: the whole site is disallowed instead of its first "
-                                       "512 KiB being parsed")
 def test_a_huge_gzipped_robots_txt_is_parsed_up_to_the_limit(
     server: TestServer, host: str, crawl, signing_key: Path, tmp_path: Path
 ) -> None:
