@@ -50,6 +50,8 @@ class RobotsMiddleware:
         if request.meta.get("robots_txt") or request.meta.get("dont_obey_robotstxt"):
             return
         outcome = await self.outcome_for(request.url)
+        if outcome.rules.allows(request.url):
+            outcome = await self._failed_elsewhere(request.url) or outcome
         if not outcome.rules.allows(request.url) and not self._feed_exempt(request, outcome):
             assert self._crawler.stats is not None
             site = self._runtime.site(request.url)
@@ -65,6 +67,23 @@ class RobotsMiddleware:
             request.meta["robots_disallowed"] = True
             request.meta["robots_outcome"] = outcome.kind  # only "parsed" rules remove a stored page
             raise IgnoreRequest(f"robots.txt ({reason}) forbids {request.url}")
+
+    async def _failed_elsewhere(self, url: str) -> RobotsOutcome | None:
+        """The failed robots.txt of another host of ``url``'s site, if the profile stops a site for it.
+
+        OMN-ROBOTS: a robots.txt answering 5xx or nothing makes "the whole site" disallowed, and a site
+        is the registrable domain with all its hostnames; for a profile whose site is one host, the other
+        origin is that host's other scheme. A failed copy is asked again once stale ("until it answers").
+        """
+        origin = origin_of(url)
+        for other in sorted(self._crawl_delays.get(self._runtime.site(url), {}).keys() - {origin}):
+            known = self._outcomes.get(other)
+            if known is None or not known[1].done() or not known[1].result().failed:
+                continue
+            outcome = await self.outcome_for(other + "/")
+            if outcome.failed and not outcome.rules.allows("/"):
+                return outcome
+        return None
 
     def _feed_exempt(self, request: Request, outcome: RobotsOutcome) -> bool:
         """SER-ROBOTS-FEEDS: a feed (meta ``feed``) is fetched for its subscriber, like Google's

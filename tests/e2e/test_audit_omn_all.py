@@ -183,3 +183,22 @@ def test_omniscientebot_runs_no_script_submits_no_form_and_keeps_no_cookie(
     assert {h.method for h in hits} == {"GET"}
     assert [h.header("Cookie") for h in hits] == [None] * len(hits)
     assert sorted(str(p["url"]) for p in run.kb()) == [server.url(host, "/"), server.url(host, "/next.html")]
+
+
+def test_a_robots_txt_failing_on_one_host_stops_the_whole_site(
+    server: TestServer, host: str, crawl, signing_key: Path, tmp_path: Path
+) -> None:
+    """OMN-ROBOTS, OMN-SITE: www.SITE's robots.txt answers 500, and "we treat the whole site as
+    disallowed": a site is the registrable domain with all its hostnames, so m.SITE, whose own
+    robots.txt allows everything, gets no page request either. Nothing is stored."""
+    site = host.removesuffix(".test") + ".test"
+    www, mob = f"www.{site}", f"m.{site}"
+    server.add(www, {"/robots.txt": Reply("oops", status=500, headers=TEXT), "*": html("www page")})
+    server.add(mob, {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers=TEXT), "*": html("m page")})
+    urls = [server.url(www, "/a.html"), server.url(mob, "/b.html"), server.url(mob, "/c.html")]
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)}, settings=omni(signing_key))
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    assert [h.path for h in server.log(www)] == ["/robots.txt"]
+    assert [h.path for h in server.log(mob)] == ["/robots.txt"]
+    assert run.kb() == []

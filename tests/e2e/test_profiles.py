@@ -53,7 +53,9 @@ def test_profile_identity_robots_outcomes_and_spacing(
     (or the Crawl-delay of the profile's own group, when longer)."""
     srv = tls_server if profile == "yottabot" else server  # YOT-HTTPS
     base = host.removesuffix(".test")
-    hosts = [f"{kind}.{base}.test" for kind in ("rules", "r404", "r403", "r500", "rdrop")]
+    # one site each, also for OmniscienteBot (a site is a registrable domain): a failed robots.txt stops its
+    # whole site (OMN-ROBOTS), and each host here shows one outcome
+    hosts = [f"{kind}-{base}.test" for kind in ("rules", "r404", "r403", "r500", "rdrop")]
     rules = (
         f"User-agent: {TOKEN[profile]}\nDisallow: /private/\nCrawl-delay: 1.5\n\n"
         "User-agent: *\nDisallow: /\n"
