@@ -6,8 +6,9 @@ item for a page the KB keeps. Scope (which links a mode follows) is theirs.
 
 Every crawl is also a re-read of its source (SYN-REREAD): once the crawl
 falls idle, the stored pages of the source it has not reached are requested
-too (without following their links, whose depth is unknown), so a page no
-longer linked is still checked; a page now marked noindex leaves the KB
+too, at the link depth a site crawl found them (a changed page's new links are
+followed; a page of unknown depth has none followed), so a page no longer
+linked is still checked and a page added to the site is found; a page now marked noindex leaves the KB
 (SYN-REMOVE, YOT-DIRECTIVES). When the crawl closes, the source is recorded
 with the time its next re-read is due. Validators and the other removals are
 ``middlewares.reread``'s.
@@ -145,7 +146,8 @@ class SynapseSpider(scrapy.Spider):
             return
         self._revisited = True
         store = self.runtime.store()
-        stored = [url for _, url in store.page_urls(self.crawl.kb) if self.owns(url)]
+        depths = store.page_depths(self.crawl.kb)
+        stored = [url for url in sorted(depths) if self.owns(url)]
         # URLs an earlier crawl deferred (a long Retry-After) are picked up once their wait is over.
         now = time.time()
         deferred = [hold.url for hold in store.url_holds(self.runtime.profile.name, "deferred")
@@ -158,8 +160,11 @@ class SynapseSpider(scrapy.Spider):
         self.crawler.stats.set_value("reread/revisited", len(unreached))
         self.crawler.stats.set_value("backoff/deferred_picked_up", len([u for u in deferred if u in unreached]))
         for url in unreached:
-            # No links followed from here: the depth this page was found at is not known.
-            self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, meta={"depth": self.limits.depth}))
+            # At the depth a site crawl found it, so a changed page's new links are followed (SYN-REREAD: a
+            # new page appears only on a page that changed); of unknown depth, none of its links are.
+            depth = depths.get(url)
+            meta = {"depth": self.limits.depth if depth is None else depth}
+            self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, meta=meta))
 
     def closed(self, reason: str) -> None:
         """Record the source this crawl read and when it is due again (SYN-REREAD)."""

@@ -62,9 +62,10 @@ class SiteSpider(SynapseSpider):
             self.runtime.summary.skip(self.runtime.site(response.url), "scope")
             return
         page = await self.read(response)
-        for item in self.keep(response, page):
-            yield item
         depth = int(response.meta.get("depth", 0))
+        for item in self.keep(response, page):
+            item["depth"] = depth  # a re-read reads it again from here (base._revisit_stored)
+            yield item
         if page is None or page.directives.nofollow or depth >= self.limits.depth:
             return
         skip_rel = not self.runtime.profile.follow_rel_nofollow

@@ -80,6 +80,7 @@ def record_from_item(item: Mapping[str, Any]) -> PageRecord:
         image=str(item.get("image") or ""),
         published=str(item.get("published") or ""),
         feed=str(item.get("feed") or ""),
+        depth=None if item.get("depth") is None else int(item["depth"]),
     )
 
 

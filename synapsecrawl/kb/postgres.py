@@ -64,6 +64,7 @@ CREATE TABLE IF NOT EXISTS pages (
     image TEXT NOT NULL DEFAULT '',
     published TEXT NOT NULL DEFAULT '',
     feed TEXT NOT NULL DEFAULT '',
+    depth INTEGER,
     fts TSVECTOR GENERATED ALWAYS AS (
         setweight(to_tsvector('english'::regconfig, title), 'A')
         || setweight(to_tsvector('english'::regconfig, left(text, 400000)), 'B')
@@ -153,8 +154,13 @@ _INDEXES = {
     "passages_fts_idx": "CREATE INDEX passages_fts_idx ON passages USING GIN (fts)",
 }
 
-# Columns added to pages since the first schema, added to an older database on open.
-_ADDED_PAGE_COLUMNS = ("image", "published", "feed")
+# Columns added since the first schema: (name, declaration), added to an older database on open.
+_ADDED_PAGE_COLUMNS = (
+    ("image", "TEXT NOT NULL DEFAULT ''"),
+    ("published", "TEXT NOT NULL DEFAULT ''"),
+    ("feed", "TEXT NOT NULL DEFAULT ''"),
+    ("depth", "INTEGER"),
+)
 
 # ts_rank_cd weights {D, C, B, A}: a title word counts five times a text word, as SQLite's bm25(5, 1).
 _PAGE_WEIGHTS = "{0.04, 0.04, 0.2, 1.0}"
@@ -186,9 +192,9 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
         conn.execute(_SCHEMA)
         present = {row[0] for row in conn.execute(
             "SELECT attname FROM pg_attribute WHERE attrelid = 'pages'::regclass AND NOT attisdropped")}
-        for column in _ADDED_PAGE_COLUMNS:
+        for column, declaration in _ADDED_PAGE_COLUMNS:
             if column not in present:
-                conn.execute(f"ALTER TABLE pages ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
+                conn.execute(f"ALTER TABLE pages ADD COLUMN {column} {declaration}")
         for name, create in _INDEXES.items():
             if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() == (None,):
                 conn.execute(create)

@@ -38,6 +38,7 @@ __all__ = [
 PAGE_COLUMNS = (
     "kb", "url", "title", "text", "snippet_text", "content_type", "status", "fetched_at", "verified_at", "etag",
     "last_modified", "nosnippet", "max_snippet", "site", "language", "description", "image", "published", "feed",
+    "depth",
 )  # fmt: skip
 HIT_COLUMNS = "url, kb, title, nosnippet, max_snippet"  # what ``search_hit`` reads of a page
 PAGE_CANDIDATES = 1000
@@ -183,6 +184,10 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
     def pages(self, kb: str | None = None) -> Iterator[PageRecord]:
         """Stored pages in URL order, of one KB or all."""
         return (page_record(row) for row in self._select("pages", PAGE_COLUMNS, {"kb": kb}, "kb, url"))
+
+    def page_depths(self, kb: str) -> dict[str, int | None]:
+        """URL -> the link depth a site crawl found it at (None: unknown), of one KB's stored pages."""
+        return {row[0]: row[1] for row in self._select("pages", ("url", "depth"), {"kb": kb})}
 
     def _page_values(self, page: PageRecord) -> tuple[Any, ...]:
         return tuple(self._held(getattr(page, column)) for column in PAGE_COLUMNS)

@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS pages (
     image TEXT NOT NULL DEFAULT '',
     published TEXT NOT NULL DEFAULT '',
     feed TEXT NOT NULL DEFAULT '',
+    depth INTEGER,
     UNIQUE (kb, url)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS pages_fts USING fts5(
@@ -99,6 +100,7 @@ _ADDED_PAGE_COLUMNS = (
     ("image", "TEXT NOT NULL DEFAULT ''"),
     ("published", "TEXT NOT NULL DEFAULT ''"),
     ("feed", "TEXT NOT NULL DEFAULT ''"),
+    ("depth", "INTEGER"),
 )
 # Site icons found by the feed spider (synapsecrawl.feeds, SER-ICON). Unix seconds.
 _ICONS_SCHEMA = """

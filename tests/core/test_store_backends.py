@@ -7,10 +7,11 @@ tests/conftest.py); without one they skip on a developer machine and fail in CI.
 from __future__ import annotations
 
 import functools
+import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
@@ -102,6 +103,7 @@ def test_pages_round_trip_every_field(store: Store) -> None:
         last_modified="Tue, 01 Dec 2026 12:00:00 GMT", snippet_text="Body text.", nosnippet=True, max_snippet=50,
         site="a.test", language="es", description="A page.", verified_at=datetime(2026, 12, 2, 8, 30, tzinfo=UTC),
         image="http://a.test/og.png", published="2026-11-30T10:00:00+01:00", feed="http://a.test/feed.xml",
+        depth=2,
     )  # fmt: skip
     store.put_page(page)
     got = store.get_page("docs", "http://a.test/1")
@@ -147,6 +149,15 @@ def test_page_urls_by_prefix_in_byte_order(store: Store) -> None:
         ("other", "http://a.test/z")]
     assert store.page_urls("other") == [("other", "http://a.test/z")]
     assert store.page_urls(prefix="http://a.test/a%") == []
+
+
+def test_page_depths_of_one_kb(store: Store) -> None:
+    """SYN-REREAD: a re-read reads each stored page again at the link depth a site crawl found it at."""
+    store.put_page(replace(record("http://a.test/", "x"), depth=0))
+    store.put_page(replace(record("http://a.test/a", "x"), depth=3))
+    store.put_page(record("http://a.test/p", "x"))  # a page mode's page: no depth
+    store.put_page(replace(record("http://a.test/z", "x", kb="other"), depth=1))
+    assert store.page_depths("docs") == {"http://a.test/": 0, "http://a.test/a": 3, "http://a.test/p": None}
 
 
 def test_pages_outlive_the_store(kb_uri: str) -> None:
@@ -447,3 +458,20 @@ def test_a_user_who_may_not_create_tables_is_one_line(postgres_schema_uri: str) 
 def test_redact_uri(uri: str, shown: str) -> None:
     """Errors and logs name a PostgreSQL URI without its password."""
     assert redact_uri(uri) == shown
+
+
+def test_an_older_sqlite_kb_gets_the_depth_column(tmp_path: Path) -> None:
+    """SYN-REREAD: a KB written before pages had a depth opens, keeps its pages, and takes depths after."""
+    uri = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    opened = open_store(uri)
+    opened.put_page(record("http://a.test/", "kept"))
+    opened.close()
+    with sqlite3.connect(tmp_path / "old.sqlite3") as db:
+        db.execute("ALTER TABLE pages DROP COLUMN depth")
+    reopened = open_store(uri)
+    try:
+        assert reopened.page_depths("docs") == {"http://a.test/": None}
+        reopened.put_page(replace(record("http://a.test/", "kept"), depth=1))
+        assert reopened.page_depths("docs") == {"http://a.test/": 1}
+    finally:
+        reopened.close()

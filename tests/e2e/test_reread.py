@@ -189,6 +189,39 @@ def test_site_reread_revisits_stored_pages_no_longer_linked(
     assert "Home now links less" in str(after[start]["text"])
 
 
+def test_site_reread_finds_a_page_added_under_an_unchanged_start_page(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SYN-REREAD: the start page is unchanged (304, no links to read), but a section page it links to
+    now links a new page: the re-read reads the section page again at the depth it was found, follows its
+    new link within the depth limit, and stores the new page; unchanged pages cost a 304 each."""
+    server.add(host, {
+        "/robots.txt": ROBOTS_ALL,
+        "/": validated(html("Home", links=("/guide/",)), etag='"home"'),
+        "/guide/": validated(html("Guide", links=("/guide/a.html",)), etag='"guide1"'),
+        "/guide/a.html": validated(html("Apple"), etag='"a"'),
+    })  # fmt: skip
+    start = server.url(host, "/")
+    first = crawl("site", args={"url": start, "depth": "2"}, settings=FAST)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert len(first.kb()) == 3
+    mark = len(server.log(host))
+
+    server.add(host, {
+        "/guide/": validated(html("Guide", links=("/guide/a.html", "/guide/b.html")), etag='"guide2"'),
+        "/guide/b.html": validated(html("Banana"), etag='"b"'),
+    })  # fmt: skip
+    second = crawl("site", args={"url": start, "depth": "2"}, settings=FAST)
+    assert second.returncode == 0, second.stderr[-3000:]
+    hits = since(server, host, mark)
+    assert sorted(h.path for h in hits) == ["/", "/guide/", "/guide/a.html", "/guide/b.html", "/robots.txt"]
+    assert [h.bytes_sent for h in by_path(hits, "/")] == [0]  # 304
+    assert [h.bytes_sent for h in by_path(hits, "/guide/a.html")] == [0]
+    after = stored(second)
+    assert server.url(host, "/guide/b.html") in after
+    assert len(after) == 4
+
+
 def test_yottabot_removes_pages_a_new_robots_txt_disallows_at_once(
     tls_server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
