@@ -7,7 +7,8 @@ and before the type gate could drop it: a 304 marks the copy verified and
 ends the request (``Unchanged``), unless its X-Robots-Tag now says noindex
 (RFC 9111 §4.3.4: a 304's fields update the stored ones), which deletes the
 copy; 404 and 410 delete the copy; a 2xx goes on to the spider, whose item
-replaces it. A request robots.txt refuses by rules it could read deletes the
+replaces it. A stored page that now redirects for good (301, 308) loses its
+copy under the old address once the new one answers. A request robots.txt refuses by rules it could read deletes the
 copy without a fetch; an unreadable robots.txt never does (SYN-REMOVE).
 
 ``RemovalListMiddleware`` deletes the pages on the operator's ``REMOVAL_LIST``
@@ -41,6 +42,7 @@ __all__ = ["RemovalListMiddleware", "RereadMiddleware", "Unchanged"]
 logger = logging.getLogger(__name__)
 
 _VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
+_PERMANENT = (301, 308)
 
 
 class Unchanged(IgnoreRequest):
@@ -69,7 +71,9 @@ class RereadMiddleware:
         if request.meta.get("reread_url", request.url) != request.url:  # a redirect hop copies the headers
             for name in _VALIDATORS:
                 request.headers.pop(name, None)
-            del request.meta["reread_url"]
+            moved_from = request.meta.pop("reread_url")
+            if (request.meta.get("redirect_reasons") or [0])[-1] in _PERMANENT and moved_from != _kept_as(request):
+                request.meta["reread_moved"] = moved_from  # its copy goes once the new address answers
         kb = self._kb()
         if kb is None or "reread_url" in request.meta or any(name in request.headers for name in _VALIDATORS):
             return  # not a KB crawl, already done for this URL, or the spider sends its own validators
@@ -82,6 +86,8 @@ class RereadMiddleware:
 
     async def process_response(self, request: Request, response: Response) -> Response:
         kb = self._kb()
+        if kb is not None and "reread_moved" in request.meta and _final(response.status):
+            await self._forget_moved(kb, request.meta.pop("reread_moved"), request.url)
         if request.meta.get("reread_url") != request.url or kb is None:
             return response
         url = _kept_as(request)
@@ -103,6 +109,13 @@ class RereadMiddleware:
             self._stat(f"reread/removed/{response.status}")
             logger.info("removed from the knowledge base (it answered %s): %s", response.status, url)
         return response
+
+    async def _forget_moved(self, kb: str, old: str, new: str) -> None:
+        """A stored page that now answers 301 or 308 has moved for good (RFC 9110 §15.4.2): its old
+        copy is stale, and the new address holds the page if the KB keeps it (SYN-REREAD)."""
+        if await asyncio.to_thread(self._runtime.store().delete_page, kb, old):
+            self._stat("reread/removed/moved")
+            logger.info("removed from the knowledge base (moved permanently to %s): %s", new, old)
 
     def _noindex(self, response: Response) -> bool:
         """Whether the answer's X-Robots-Tag says noindex to us (SYN-REMOVE, YOT-DIRECTIVES)."""
@@ -128,6 +141,11 @@ class RereadMiddleware:
         if kb is not None and await asyncio.to_thread(self._runtime.store().delete_page, kb, url):
             self._stat("reread/removed/robots")
             logger.info("removed from the knowledge base (robots.txt now disallows it): %s", url)
+
+
+def _final(status: int) -> bool:
+    """An answer that settles where a moved page went: not another hop, not a failure to wait out."""
+    return not (300 <= status < 400 or status >= 500 or status == 429)
 
 
 def _kept_as(request: Request) -> str:

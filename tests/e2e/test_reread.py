@@ -222,6 +222,35 @@ def test_site_reread_finds_a_page_added_under_an_unchanged_start_page(
     assert len(after) == 4
 
 
+def test_a_page_moved_for_good_leaves_its_old_address_and_one_moved_for_now_keeps_it(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SYN-REREAD, SYN-REMOVE: on a re-read, a stored page that answers 301 (moved permanently) is stored
+    under its new address and its old copy removed; one that answers 302 (found elsewhere for now) keeps
+    its stored copy next to what it leads to."""
+    server.add(host, {
+        "/robots.txt": ROBOTS_ALL,
+        "/old.html": validated(html("Old address"), etag='"old"'),
+        "/here.html": validated(html("Here for now"), etag='"here"'),
+    })  # fmt: skip
+    urls = write_urls(tmp_path / "urls.txt", [server.url(host, "/old.html"), server.url(host, "/here.html")])
+    first = crawl("page", args={"urls_file": urls}, settings=FAST)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert len(first.kb()) == 2
+
+    server.add(host, {
+        "/old.html": Reply("", status=301, headers={"Location": "/new.html"}),
+        "/new.html": Reply(html("New address"), headers=HTML),
+        "/here.html": Reply("", status=302, headers={"Location": "/elsewhere.html"}),
+        "/elsewhere.html": Reply(html("Elsewhere"), headers=HTML),
+    })  # fmt: skip
+    second = crawl("page", args={"urls_file": urls}, settings=FAST)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert sorted(stored(second)) == sorted(
+        server.url(host, path) for path in ("/new.html", "/here.html", "/elsewhere.html"))
+    assert "removed from the knowledge base (moved permanently to" in second.stderr
+
+
 def test_yottabot_removes_pages_a_new_robots_txt_disallows_at_once(
     tls_server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
