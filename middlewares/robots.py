@@ -41,6 +41,7 @@ class RobotsMiddleware:
         self._profile = runtime.profile
         self._outcomes: dict[str, tuple[float, asyncio.Future[RobotsOutcome]]] = {}
         self._crawl_delays: dict[str, dict[str, float | None]] = {}  # site -> origin -> its Crawl-delay
+        self._site_origins: dict[str, set[str]] = {}  # site -> the origins whose robots.txt was asked
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
@@ -76,9 +77,13 @@ class RobotsMiddleware:
         origin is that host's other scheme. A failed copy is asked again once stale ("until it answers").
         """
         origin = origin_of(url)
-        for other in sorted(self._crawl_delays.get(self._runtime.site(url), {}).keys() - {origin}):
+        for other in sorted(self._site_origins.get(self._runtime.site(url), set()) - {origin}):
             known = self._outcomes.get(other)
-            if known is None or not known[1].done() or not known[1].result().failed:
+            if known is None:
+                continue
+            if not known[1].done():  # being asked now (a site may have two requests in flight): wait for it
+                await asyncio.wait([known[1]])
+            elif not known[1].result().failed:
                 continue
             outcome = await self.outcome_for(other + "/")
             if outcome.failed and not outcome.rules.allows("/"):
@@ -113,6 +118,7 @@ class RobotsMiddleware:
                 return outcome
         future = asyncio.get_running_loop().create_future()
         self._outcomes[origin] = (now, future)
+        self._site_origins.setdefault(self._runtime.site(url), set()).add(origin)
         try:
             fetched_at, outcome = await self._load(origin, now)
         except BaseException as exc:  # keep waiters from hanging, then let it rise
