@@ -15,7 +15,8 @@ from scrapy.commands.crawl import Command as ScrapyCrawl
 from middlewares.addon import operator_settings
 from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
-from synapsecrawl.errors import ConfigError
+from synapsecrawl.errors import ConfigError, StoreError
+from synapsecrawl.kb.store import DEFAULT_KB_URI, open_store
 from synapsecrawl.ondemand import check_arguments, check_serving
 from synapsecrawl.pacing_redis import check_redis
 from synapsecrawl.render import RenderConfig
@@ -38,5 +39,12 @@ class Command(ScrapyCrawl):
             check_operations(self.settings)
             RenderConfig.from_settings(self.settings)
             check_redis(self.settings.get("PACING_REDIS_URL") or "")
-        except ConfigError as exc:
+            try:
+                self.settings.getbool("ALLOW_PRIVATE_ADDRESSES")
+            except ValueError:
+                value = self.settings.get("ALLOW_PRIVATE_ADDRESSES")
+                raise ConfigError(f"ALLOW_PRIVATE_ADDRESSES {value!r} is neither True nor False") from None
+            # A KB that cannot be opened would otherwise show first when a page is kept: fetched for nothing.
+            open_store(self.settings.get("KB_URI") or DEFAULT_KB_URI).close()
+        except (ConfigError, StoreError) as exc:
             raise SystemExit(f"synapsecrawl: {exc}") from None
