@@ -116,6 +116,14 @@ class SynapseSpider(scrapy.Spider):
                 self.crawler.stats.inc_value("reread/removed/noindex")
                 logger.info("removed from the knowledge base (now noindex): %s", response.url)
             return
+        if page.problems and not page.text:
+            # SYN-REMOVE: only 404/410, noindex or a new Disallow remove a page; a copy that cannot be read
+            # (cut short, locked, garbage) is a failure like a 5xx, so the stored text stays.
+            stored = self.runtime.store().get_page(self.crawl.kb, page.url)
+            if stored is not None and stored.text:
+                self.runtime.summary.skip(site, "error")
+                logger.info("stored copy kept (this one has no readable text): %s", response.url)
+                return
         yield make_item(
             page,
             kb=self.crawl.kb,
