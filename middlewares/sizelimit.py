@@ -14,6 +14,7 @@ import zlib
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.exceptions import IgnoreRequest, StopDownload
 
 from middlewares.runtime import Runtime
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.http.headers import Headers
 
-__all__ = ["DecompressionGuardMiddleware", "ResponseGateMiddleware"]
+__all__ = ["ContentDecodingMiddleware", "DecompressionGuardMiddleware", "ResponseGateMiddleware"]
 
 logger = logging.getLogger(__name__)
 
@@ -137,3 +138,22 @@ def _inflate_head(response: Response, cap: int) -> Response:
     del headers[b"Content-Encoding"]
     flags = [*response.flags, "truncated"] if len(body) > cap else response.flags
     return response.replace(body=body[:cap], headers=headers, flags=flags)
+
+
+class ContentDecodingMiddleware(HttpCompressionMiddleware):
+    """Scrapy's HttpCompressionMiddleware, with a body its Content-Encoding does not decode dropped in one line.
+
+    Scrapy's lets the codec's error through, and the crawl log shows it as a traceback per page.
+    """
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:  # type: ignore[override]
+        try:
+            return super().process_response(request, response)
+        except IgnoreRequest:
+            raise
+        # RFC 9110 §8.4: a body that is not in the coding it names; gzip, zlib, brotli and zstd each raise their own.
+        except Exception as error:  # noqa: BLE001
+            coding = (response.headers.get(b"Content-Encoding") or b"").decode("latin-1")
+            logger.warning("%s: not read: its Content-Encoding %s does not decode (%s)", response.url, coding,
+                           type(error).__name__)
+            raise IgnoreRequest(f"{response.url}: Content-Encoding {coding} does not decode") from None

@@ -78,6 +78,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Between the type gate (560) and compression (590): sees the final answer after redirects (600) before the
     # gate could drop it, so a 404 of any type removes; adds validators after robots.txt let a request through.
     "middlewares.reread.RereadMiddleware": 570,
+    # replaces Scrapy's (None), same place: a body that does not decode is one line, not a traceback
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "middlewares.sizelimit.ContentDecodingMiddleware": 590,
     "middlewares.sizelimit.DecompressionGuardMiddleware": 595,  # just over compression: bounds its output
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "middlewares.redirects.ScopedRedirectMiddleware": 600,  # replaces Scrapy's (None), same place: judges each hop
