@@ -42,6 +42,7 @@ from synapsecrawl.ondemand import (
     check_fetch_url,
     check_serving,
     is_fresh,
+    page_address,
     shape_page,
 )
 
@@ -105,20 +106,22 @@ class OndemandSpider(SynapseSpider):
         if not self._serving:
             raise FetchError("unavailable", "the on-demand fetcher is shutting down")
         profile = self.runtime.profile
-        remembered = self.recent.recall(asked, time.monotonic())
+        target = page_address(asked)  # `a#x`, `a#y` and `HTTP://A` are one page, fetched once
+        remembered = self.recent.recall(target, time.monotonic())
         if isinstance(remembered, FetchError):
             raise remembered
         store = self.runtime.store()
-        for candidate in dict.fromkeys(u for u in (remembered, asked) if u):
+        for candidate in dict.fromkeys(u for u in (remembered, target, asked) if u):
             record = await asyncio.to_thread(store.get_page, self.crawl.kb, candidate)
             if record is not None and is_fresh(record, utcnow(), profile.ondemand_min_refetch):
                 self._stat("ondemand/from_index")
                 return self._shape(record, asked, from_index=True)
-        future = self._inflight.get(asked) or self._schedule(asked)
+        future = self._inflight.get(target) or self._schedule(target)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout=self.wait_seconds)
+            answer = await asyncio.wait_for(asyncio.shield(future), timeout=self.wait_seconds)
         except TimeoutError:
             raise FetchError("timeout", f"no answer for {asked} within {self.wait_seconds:g} s") from None
+        return {**answer, "requested_url": asked}
 
     def _schedule(self, url: str) -> asyncio.Future[dict[str, Any]]:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -130,7 +133,9 @@ class OndemandSpider(SynapseSpider):
         self._stat("ondemand/requested")
         self.crawler.engine.crawl(scrapy.Request(
             url, callback=self._parse_page, errback=self._failed, dont_filter=True,
-            meta={"depth": 0, "ondemand_key": key, "size_limit_bytes": self.runtime.profile.ondemand_size_bytes},
+            # no immediate retry: a page is fetched again no sooner than ondemand_min_refetch (SNA-ONDEMAND)
+            meta={"depth": 0, "ondemand_key": key, "size_limit_bytes": self.runtime.profile.ondemand_size_bytes,
+                  "max_retry_times": 0},
         ))
         return future
 

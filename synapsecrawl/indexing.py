@@ -32,16 +32,18 @@ def make_item(
     fetched_at: datetime | None = None,
 ) -> dict[str, Any]:
     """The item a crawl yields for a page it keeps."""
-    text, snippet_text = page.text, page.snippet_text
-    if profile.scrub_personal_data and not page.scrubbed:
+    text, snippet_text, title, description = page.text, page.snippet_text, page.title, page.description
+    if profile.scrub_personal_data:
         from synapsecrawl.privacy import scrub
 
-        text = scrub(text)
-        snippet_text = scrub(snippet_text) if snippet_text else ""
+        title, description = scrub(title), scrub(description)  # shown with every result, stored as text is
+        if not page.scrubbed:
+            text = scrub(text)
+            snippet_text = scrub(snippet_text) if snippet_text else ""
     return {
         "url": page.url,
         "kb": kb,
-        "title": page.title,
+        "title": title,
         "text": text,
         "content_type": page.content_type,
         "status": status,
@@ -52,7 +54,7 @@ def make_item(
         "nosnippet": page.directives.nosnippet,
         "max_snippet": page.directives.max_snippet,
         "language": page.language,
-        "description": page.description,
+        "description": description,
         "site": site,
         "image": page.og_image,
         "published": page.published,

@@ -18,7 +18,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
+
+from w3lib.url import safe_url_string
 
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.search import compose_snippet, split_passages
@@ -34,6 +36,7 @@ __all__ = [
     "check_serving",
     "http_status",
     "is_fresh",
+    "page_address",
     "shape_page",
 ]
 
@@ -89,6 +92,15 @@ def check_fetch_url(url: object) -> str:
     if parts.scheme not in ("http", "https") or not host:
         raise FetchError("bad_url", f"not an http(s) URL: {url!r}")
     return url
+
+
+def page_address(url: str) -> str:
+    """The page ``url`` names, as one key: the fragment dropped (never sent), scheme and host lowercased
+    (RFC 3986 §6.2.2.1), an empty path made ``/``, and escaped as the request will be."""
+    parts = urlsplit(url)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    netloc = f"{userinfo}{at}{hostport.lower()}"
+    return safe_url_string(urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, "")))
 
 
 def check_arguments(*, kb: str | None = None, **unknown: object) -> str:
