@@ -7,16 +7,9 @@ against the local test site; each test uses its own host.
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
 import subprocess
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -24,78 +17,24 @@ from typing import Any
 import pytest
 
 from synapsecrawl.kb.store import PageRecord, open_store, utcnow
-from tests.conftest import ROOT, _bin, gaps, synapsecrawl
+from tests.conftest import ROOT, _bin, gaps
+from tests.e2e.ondemand import Fetcher, run_ondemand
 from tests.site.server import Reply, TestServer
 
 EMAIL = "alpha.team" + chr(64) + "example.org"
 UA = "Mozilla/5.0 (compatible; SnagaBot/0.1.0; +https://snaga.ai/bot)"
 ROBOTS = Reply("User-agent: *\nDisallow: /private/\n", headers={"Content-Type": "text/plain"})
-_LISTENING = re.compile(r"on-demand fetch listening on (http://127\.0\.0\.1:\d+)")
 
 
 def page(title: str, body: str, tail: str = "") -> Reply:
     return Reply(f"<html><head><title>{title}</title></head><body><main><p>{body}</p></main>{tail}</body></html>")
 
 
-@dataclass
-class Fetcher:
-    """A running `scrapy crawl ondemand` and where it listens."""
-
-    proc: subprocess.Popen[bytes]
-    base: str
-    kb_uri: str
-    log: Path
-
-    def post(self, url: object, *, raw: bytes | None = None) -> tuple[int, dict[str, Any]]:
-        data = raw if raw is not None else json.dumps({"url": url}).encode()
-        request = urllib.request.Request(f"{self.base}/api/web_fetch", data=data, method="POST",
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            with error:
-                return error.code, json.loads(error.read())
-
-
 @pytest.fixture(scope="module")
 def fetcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fetcher]:
-    """`scrapy crawl ondemand` on a free port; stopped with SIGINT, as Ctrl-C would."""
-    tmp = tmp_path_factory.mktemp("ondemand")
-    kb_uri = f"sqlite:///{tmp / 'kb.sqlite3'}"
-    log = tmp / "crawl.log"
-    settings = {"BOT_PROFILE": "snagabot", "ONDEMAND_PORT": "0", "HOST_RESOLVE": "*.test=127.0.0.1",
-                "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri, "LOG_LEVEL": "INFO"}
-    cmd = [_bin("scrapy"), "crawl", "ondemand", "-a", "kb=agents"]
-    for key, value in settings.items():
-        cmd += ["-s", f"{key}={value}"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 90  # a loaded machine (the suite on xdist) starts slowly
-        while not (found := _LISTENING.search(log.read_text(errors="replace"))):
-            assert proc.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "ondemand did not listen within 90 s"
-            time.sleep(0.05)
-        yield Fetcher(proc, found.group(1), kb_uri, log)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            returncode = proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
-    text = log.read_text(errors="replace")
-    assert returncode == 0, text[-3000:]
-    assert "Traceback" not in text, text[-3000:]
-
-
-def kb_pages(fetcher: Fetcher) -> list[dict[str, Any]]:
-    out = synapsecrawl("kb", "list", "--uri", fetcher.kb_uri, "--kb", "agents", "--format", "jsonl")
-    assert out.returncode == 0, out.stderr
-    return [json.loads(line) for line in out.stdout.splitlines()]
+    """`scrapy crawl ondemand` on a free port for the module's tests; stopped with SIGINT, as Ctrl-C would."""
+    with run_ondemand(tmp_path_factory.mktemp("ondemand")) as running:
+        yield running
 
 
 def test_asked_page_is_fetched_after_robots_then_served_from_the_index(
@@ -128,7 +67,7 @@ def test_asked_page_is_fetched_after_robots_then_served_from_the_index(
     assert status == 200 and again["from_index"] is True
     assert again["title"] == "Alpha" and again["snippet"] == body["snippet"]
     assert len(server.log(host)) == 2
-    (stored,) = kb_pages(fetcher)
+    (stored,) = fetcher.kb()
     assert stored["url"] == url and "[email]" in str(stored["text"]) and "word399" in str(stored["text"])
 
 

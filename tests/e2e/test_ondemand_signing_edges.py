@@ -12,17 +12,9 @@ server received, with `synapsecrawl verify` and our verifier. Each test uses its
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
-import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,14 +24,14 @@ import pytest
 
 from synapsecrawl.kb.store import PageRecord, open_store, utcnow
 from synapsecrawl.signing import verify_request
-from tests.conftest import ROOT, _bin, gaps, synapsecrawl
+from tests.conftest import gaps, synapsecrawl
+from tests.e2e.ondemand import Fetcher, run_ondemand
 from tests.site.server import Hit, Reply, TestServer
 
 UA = "Mozilla/5.0 (compatible; SnagaBot/0.1.0; +https://snaga.ai/bot)"
 ROBOTS = Reply("User-agent: *\nDisallow: /private/\n", headers={"Content-Type": "text/plain"})
 EMAIL = "jane.doe" + chr(64) + "example.org"
 PHONE = "+1 415 555 0132"
-_LISTENING = re.compile(r"on-demand fetch listening on (http://127\.0\.0\.1:\d+)")
 
 
 def page(title: str, body: str, head: str = "", headers: dict[str, str] | None = None) -> Reply:
@@ -53,63 +45,6 @@ def moved(location: str, status: int = 301) -> Reply:
 
 def paths(hits: list[Hit]) -> list[str]:
     return [h.path for h in hits]
-
-
-@dataclass
-class Fetcher:
-    """A running `scrapy crawl ondemand` and where it listens."""
-
-    proc: subprocess.Popen[bytes]
-    base: str
-    kb_uri: str
-
-    def post(self, url: object) -> tuple[int, dict[str, Any]]:
-        request = urllib.request.Request(f"{self.base}/api/web_fetch", data=json.dumps({"url": url}).encode(),
-                                         method="POST", headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=90) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            with error:
-                return error.code, json.loads(error.read())
-
-    def kb(self) -> list[dict[str, Any]]:
-        out = synapsecrawl("kb", "list", "--uri", self.kb_uri, "--kb", "agents", "--format", "jsonl")
-        assert out.returncode == 0, out.stderr
-        return [json.loads(line) for line in out.stdout.splitlines()]
-
-
-@contextmanager
-def run_ondemand(tmp: Path, extra: dict[str, str] | None = None) -> Iterator[Fetcher]:
-    """`scrapy crawl ondemand` under snagabot on a free port; stopped with SIGINT, as Ctrl-C would."""
-    kb_uri = f"sqlite:///{tmp / 'kb.sqlite3'}"
-    log = tmp / "crawl.log"
-    settings = {"BOT_PROFILE": "snagabot", "ONDEMAND_PORT": "0", "HOST_RESOLVE": "*.test=127.0.0.1",
-                "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri, "LOG_LEVEL": "INFO", **(extra or {})}
-    cmd = [_bin("scrapy"), "crawl", "ondemand", "-a", "kb=agents"]
-    for key, value in settings.items():
-        cmd += ["-s", f"{key}={value}"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 90
-        while not (found := _LISTENING.search(log.read_text(errors="replace"))):
-            assert proc.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "ondemand did not listen within 90 s"
-            time.sleep(0.05)
-        yield Fetcher(proc, found.group(1), kb_uri)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            returncode = proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
-    text = log.read_text(errors="replace")
-    assert returncode == 0, text[-3000:]
-    assert "Traceback" not in text, text[-3000:]
 
 
 @pytest.fixture(scope="module")
