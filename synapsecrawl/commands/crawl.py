@@ -11,7 +11,9 @@ import argparse
 from typing import Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 
+import synapsecrawl.settings as project_settings
 from middlewares.addon import operator_settings
 from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
@@ -39,12 +41,30 @@ class Command(ScrapyCrawl):
             check_operations(self.settings)
             RenderConfig.from_settings(self.settings)
             check_redis(self.settings.get("PACING_REDIS_URL") or "")
-            try:
-                self.settings.getbool("ALLOW_PRIVATE_ADDRESSES")
-            except ValueError:
-                value = self.settings.get("ALLOW_PRIVATE_ADDRESSES")
-                raise ConfigError(f"ALLOW_PRIVATE_ADDRESSES {value!r} is neither True nor False") from None
+            _check_kinds(self.settings)
             # A KB that cannot be opened would otherwise show first when a page is kept: fetched for nothing.
             open_store(self.settings.get("KB_URI") or DEFAULT_KB_URI).close()
         except (ConfigError, StoreError) as exc:
             raise SystemExit(f"synapsecrawl: {exc}") from None
+
+_DEFAULT = SETTINGS_PRIORITIES["default"]
+
+
+def _check_kinds(settings: BaseSettings) -> None:
+    """A setting given a word where it takes a number or True/False is one line here, not a traceback from
+    inside Scrapy (``-s CONCURRENT_REQUESTS=abc``, ``-s ALLOW_PRIVATE_ADDRESSES=maybe``). Numbers are only
+    checked to be numbers: Scrapy reads some integer defaults (DOWNLOAD_TIMEOUT) as floats."""
+    defaults = {**vars(default_settings), **vars(project_settings)}
+    given = {name: held.value for name, held in settings.attributes.items() if held.priority > _DEFAULT}
+    for name, value in sorted(given.items()):
+        default = defaults.get(name)
+        if value == default or default is None:
+            continue
+        try:
+            if isinstance(default, bool):
+                settings.getbool(name)
+            elif isinstance(default, int | float):
+                settings.getfloat(name)
+        except (TypeError, ValueError):
+            kind = "neither True nor False" if isinstance(default, bool) else "not a number"
+            raise ConfigError(f"{name} {value!r} is {kind}") from None

@@ -59,6 +59,10 @@ def warnings_about(stderr: str, url: str) -> list[str]:
         ("DEPTH_LIMIT=2.5", "DEPTH_LIMIT '2.5' must be a whole number"),
         ("BOT_PROFILE=SynapseBot", "BOT_PROFILE 'SynapseBot' is not one of"),
         ("ALLOW_PRIVATE_ADDRESSES=maybe", "ALLOW_PRIVATE_ADDRESSES 'maybe'"),
+        # Scrapy's own, which Scrapy would read deep inside with a traceback
+        ("CONCURRENT_REQUESTS=abc", "CONCURRENT_REQUESTS 'abc' is not a number"),
+        ("DOWNLOAD_MAXSIZE=big", "DOWNLOAD_MAXSIZE 'big' is not a number"),
+        ("ROBOTSTXT_OBEY=yes", "ROBOTSTXT_OBEY 'yes' is neither True nor False"),
     ],
 )
 def test_a_setting_of_the_wrong_kind_is_one_line_before_any_request(
