@@ -8,8 +8,9 @@ ends the request (``Unchanged``), unless its X-Robots-Tag now says noindex
 (RFC 9111 §4.3.4: a 304's fields update the stored ones), which deletes the
 copy; 404 and 410 delete the copy; a 2xx goes on to the spider, whose item
 replaces it. A stored page that now redirects for good (301, 308) loses its
-copy under the old address once the new one answers. A request robots.txt refuses by rules it could read deletes the
-copy without a fetch; an unreadable robots.txt never does (SYN-REMOVE).
+copy under the old address once the new one answers. A request robots.txt
+refuses by rules it could read deletes the copy without a fetch; an
+unreadable robots.txt never does (SYN-REMOVE).
 
 ``RemovalListMiddleware`` deletes the pages on the operator's ``REMOVAL_LIST``
 when the crawl opens and refuses every request to them, robots.txt included

@@ -40,8 +40,7 @@ class RobotsMiddleware:
         self._runtime = runtime
         self._profile = runtime.profile
         self._outcomes: dict[str, tuple[float, asyncio.Future[RobotsOutcome]]] = {}
-        self._crawl_delays: dict[str, dict[str, float | None]] = {}  # site -> origin -> its Crawl-delay
-        self._site_origins: dict[str, set[str]] = {}  # site -> the origins whose robots.txt was asked
+        self._sites: dict[str, dict[str, float | None]] = {}  # site -> origins asked -> Crawl-delay (None: none)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
@@ -77,7 +76,7 @@ class RobotsMiddleware:
         origin is that host's other scheme. A failed copy is asked again once stale ("until it answers").
         """
         origin = origin_of(url)
-        for other in sorted(self._site_origins.get(self._runtime.site(url), set()) - {origin}):
+        for other in sorted(self._sites.get(self._runtime.site(url), {}).keys() - {origin}):
             known = self._outcomes.get(other)
             if known is None:
                 continue
@@ -118,7 +117,9 @@ class RobotsMiddleware:
                 return outcome
         future = asyncio.get_running_loop().create_future()
         self._outcomes[origin] = (now, future)
-        self._site_origins.setdefault(self._runtime.site(url), set()).add(origin)
+        site = self._runtime.site(url)
+        origins = self._sites.setdefault(site, {})
+        origins.setdefault(origin, None)
         try:
             fetched_at, outcome = await self._load(origin, now)
         except BaseException as exc:  # keep waiters from hanging, then let it rise
@@ -130,10 +131,8 @@ class RobotsMiddleware:
         future.set_result(outcome)
         # OMN-CD, OMN-SITE: a site of many hosts is paced as one, each host with its own robots.txt: the
         # longest Crawl-delay among them holds, so a host without one does not undo another's.
-        site = self._runtime.site(url)
-        delays = self._crawl_delays.setdefault(site, {})
-        delays[origin] = outcome.rules.crawl_delay
-        stated = [delay for delay in delays.values() if delay is not None]
+        origins[origin] = outcome.rules.crawl_delay
+        stated = [delay for delay in origins.values() if delay is not None]
         self._runtime.pacer.set_crawl_delay(site, max(stated) if stated else None)
         return outcome
 
@@ -169,7 +168,8 @@ class RobotsMiddleware:
                 "dont_retry": True,
                 "handle_httpstatus_all": True,
                 "redirect_ttl": self._profile.robots.max_redirects,  # RFC 9309 §2.3.1.2
-                "size_limit_bytes": self._profile.robots.max_bytes,
+                # one byte past the parse limit, so parse_robots sees whether the limit cuts a line (§2.5)
+                "size_limit_bytes": self._profile.robots.max_bytes + 1,
             },
             priority=1000,
         )
@@ -184,9 +184,4 @@ class RobotsMiddleware:
         except Exception as exc:  # noqa: BLE001 - refused, timed out, DNS: RFC 9309 §2.3.1.4 "unreachable"
             logger.info("robots.txt of %s unreachable: %s", origin, exc)
             return 0, b""
-        body = response.body
-        if "truncated" in response.flags:
-            # RFC 9309 §2.5: the line the size cap cut is a fragment, not a rule ("Allow: /shop/help" read as
-            # "Allow: /shop/"); parse_robots cannot tell once the body is exactly the limit long.
-            body = body[: max(body.rfind(b"\n"), body.rfind(b"\r")) + 1]
-        return response.status, body
+        return response.status, response.body

@@ -8,8 +8,8 @@ Every crawl is also a re-read of its source (SYN-REREAD): once the crawl
 falls idle, the stored pages of the source it has not reached are requested
 too, at the link depth a site crawl found them (a changed page's new links are
 followed; a page of unknown depth has none followed), so a page no longer
-linked is still checked and a page added to the site is found; a page now marked noindex leaves the KB
-(SYN-REMOVE, YOT-DIRECTIVES). When the crawl closes, the source is recorded
+linked is still checked and a page added to the site is found; a page now
+marked noindex leaves the KB (SYN-REMOVE, YOT-DIRECTIVES). When the crawl closes, the source is recorded
 with the time its next re-read is due. Validators and the other removals are
 ``middlewares.reread``'s.
 """
