@@ -81,7 +81,7 @@ class ResponseGateMiddleware:
         if refused:
             assert self._crawler.stats is not None
             self._crawler.stats.inc_value("gate/type_refused")
-            self._runtime.summary.skip(self._runtime.site(request.url), "type")
+            self._runtime.summary.skip(self._runtime.site(request.url), "type", request.url)
             raise IgnoreRequest(f"{self._profile.name} does not read {refused}: {request.url}")
         cap = self.cap_for(request)
         if len(response.body) > cap or request.meta.get("size_truncated"):

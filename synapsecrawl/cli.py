@@ -5,6 +5,7 @@
     synapsecrawl robots check --robots FILE --agent TOKEN URL [URL ...]
     synapsecrawl robots check --robots FILE --agent TOKEN --crawl-delay
     synapsecrawl recrawl [--uri KB_URI] [--scrapyd URL] [--project NAME]   (synapsecrawl.recrawl)
+    synapsecrawl report [PATH] [--uri KB_URI]     rebuild a crawl report (the latest crawl under PATH)
 
 Errors are one line on stderr and exit status 2 (usage) or 1 (everything else).
 """
@@ -104,6 +105,22 @@ def _robots_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from synapsecrawl.report import build_report, default_report_dir
+    from synapsecrawl.requestlog import LOG_NAME
+
+    path = Path(args.path) if args.path else default_report_dir(args.uri)
+    if not (path / LOG_NAME).is_file():  # a REPORT_DIR: its latest crawl (crawl ids sort by start time)
+        crawls = sorted(p for p in path.glob(f"*/{LOG_NAME}")) if path.is_dir() else []
+        if not crawls:
+            raise SynapseError(f"{path}: no crawl report here (no {LOG_NAME})")
+        path = crawls[-1].parent
+    sys.stdout.write(f"{build_report(path)}\n")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="synapsecrawl", description="Look at and operate synapsecrawl.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -128,6 +145,11 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--crawl-delay", action="store_true", help="print the Crawl-delay for the agent")
     check.add_argument("urls", nargs="*")
     check.set_defaults(handler=_robots_check)
+
+    report = commands.add_parser("report", help="rebuild a crawl report from its request log and stats")
+    report.add_argument("path", nargs="?", help="a crawl's report directory, or REPORT_DIR for its latest crawl")
+    report.add_argument("--uri", default=DEFAULT_KB_URI, help="KB_URI whose default REPORT_DIR to use")
+    report.set_defaults(handler=_report)
 
     register_keys(commands)
     register_recrawl(commands)
