@@ -71,7 +71,7 @@ class _Words(string.Formatter):
         }
         if format_spec in words:
             return str(words[format_spec](value))
-        return super().format_field(value, format_spec)
+        return str(super().format_field(value, format_spec))
 
 
 def _rate(spacing: float) -> str:
