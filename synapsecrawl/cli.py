@@ -7,6 +7,7 @@
     synapsecrawl recrawl [--uri KB_URI] [--scrapyd URL] [--project NAME]   (synapsecrawl.recrawl)
     synapsecrawl report [PATH] [--uri KB_URI]     rebuild a crawl report (the latest crawl under PATH)
     synapsecrawl botpage --profile NAME [--format md|html] [--toml FILE]   a bot's public page, from its profile
+    synapsecrawl publish --out DIR [--profile NAME] [--key PATH]    (synapsecrawl.publish)
 
 Errors are one line on stderr and exit status 2 (usage) or 1 (everything else).
 """
@@ -24,6 +25,7 @@ from synapsecrawl.errors import SynapseError
 from synapsecrawl.kb.store import DEFAULT_KB_URI, PageRecord, open_store
 from synapsecrawl.keyscli import register as register_keys
 from synapsecrawl.profiles import PROFILE_NAMES
+from synapsecrawl.publish import register as register_publish
 from synapsecrawl.recrawl import register as register_recrawl
 
 __all__ = ["main"]
@@ -182,6 +184,7 @@ def _parser() -> argparse.ArgumentParser:
 
     register_keys(commands)
     register_recrawl(commands)
+    register_publish(commands)
     return parser
 
 
