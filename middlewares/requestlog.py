@@ -71,7 +71,11 @@ class RequestLogExtension:
             raise NotConfigured("REPORT_ENABLED is off")
         runtime = Runtime.of(crawler)
         directory = crawler.settings.get("REPORT_DIR") or default_report_dir(runtime.kb_uri)
-        return cls(crawler, runtime, Path(directory))
+        try:
+            return cls(crawler, runtime, Path(directory))
+        except OSError as exc:  # the crawl goes on without its report
+            logger.error("REPORT_DIR %s: %s: no crawl report this time", directory, exc.strerror or exc)
+            raise NotConfigured(f"REPORT_DIR {directory} is not writable") from None
 
     def _now(self) -> float:
         return time.monotonic() - self._t0
@@ -123,7 +127,10 @@ class RequestLogExtension:
             # the longest Crawl-delay among the site's origins holds, as the robots middleware paces it
             stated = [d for d in self._crawl_delays.get(site, {}).values() if d is not None]
             self._log.append(SiteEvent(site, self._runtime.pacer.spacing(site), max(stated) if stated else None))
-        self._log.close()
+        try:
+            self._log.close()
+        except OSError as exc:
+            logger.error("crawl report: request log %s not written in full: %s", self._log.path, exc.strerror or exc)
         assert self._crawler.stats is not None
         stats = {**self._crawler.stats.get_stats(), **self._runtime.summary.stats()}
         meta = crawl_meta(
@@ -131,8 +138,8 @@ class RequestLogExtension:
             started_at=self._started_at, finished_at=datetime.now(UTC), finish_reason=reason,
             kb_uri=self._runtime.kb_uri,
         )
-        write_stats(self.directory, meta, stats)
         try:
+            write_stats(self.directory, meta, stats)
             written = build_report(self.directory)
         except OSError as exc:
             logger.error("crawl report not written to %s: %s", self.directory, exc)

@@ -88,7 +88,7 @@ class ResponseGateMiddleware:
             assert self._crawler.stats is not None
             self._crawler.stats.inc_value("gate/truncated")
             if not (request.meta.get("robots_txt") or request.meta.get("tdmrep_fetch")):  # side fetches are not pages
-                self._runtime.summary.truncate(self._runtime.site(request.url))
+                self._runtime.summary.truncate(self._runtime.site(request.url), request.url)
             logger.info("read %s only up to %d bytes (%s's cap)", request.url, cap, self._profile.name)
             return response.replace(body=response.body[:cap], flags=[*response.flags, "truncated"])
         return response

@@ -132,14 +132,15 @@ class RequestLog:
 
     def flush(self) -> None:
         """Hand what is pending to the writer thread, without waiting for it."""
-        if not self._pending:
+        with self._lock:  # an append from another thread never falls between the swap's two halves
+            batch, self._pending = self._pending, []
+        if not batch:
             return
-        batch, self._pending = self._pending, []
         self._writes = [f for f in self._writes if not f.done()]
         self._writes.append(self._writer.submit(self._write, batch))
 
     def close(self) -> None:
-        """Write everything still pending and wait for it."""
+        """Write everything still pending and wait for it; a write that failed raises its ``OSError`` here."""
         self.flush()
         self._writer.shutdown(wait=True)
         for write in self._writes:
@@ -147,7 +148,7 @@ class RequestLog:
 
     def _write(self, batch: list[Event]) -> None:
         lines = "".join(json.dumps(asdict(e), separators=(",", ":")) + "\n" for e in batch)
-        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+        with self.path.open("a", encoding="utf-8") as handle:
             handle.write(lines)
 
 

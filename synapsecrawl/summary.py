@@ -35,9 +35,11 @@ class CrawlSummary:
         if self.journal is not None:
             self.journal("store", site, "", url)
 
-    def truncate(self, site: str) -> None:
+    def truncate(self, site: str, url: str = "") -> None:
         """A page of ``site`` was read only up to the size cap; what came before it is kept (ALL-SIZE)."""
         self.truncated[site] += 1
+        if self.journal is not None:
+            self.journal("skip", site, "truncated", url)
 
     def skip(self, site: str, reason: str, url: str = "") -> None:
         """A URL of ``site`` was left out for ``reason`` (one of SKIP_REASONS)."""

@@ -102,7 +102,8 @@ def index_page(data: dict[str, Any]) -> str:
     total_rows = [
         ("sites", totals["sites"]), ("requests", totals["requests"]), ("pages fetched", totals["pages"]),
         ("bytes received", _bytes(totals["bytes"])), ("stored", totals["stored"]),
-        ("skipped", f'{totals["skipped"]} ({skipped})'), ("pauses (403/429/503)", totals["pauses"]),
+        ("skipped", f'{totals["skipped"]} ({skipped})'), ("cut at the size cap", totals["truncated"]),
+        ("pauses (403/429/503)", totals["pauses"]),
         ("errors (5xx but 503, no answer)", totals["errors"]),
     ]
     head = ("site", "requests", "stored", "skipped", "pauses", "errors", "robots.txt", "Crawl-delay", "spacing",
@@ -259,14 +260,15 @@ def site_page(site: dict[str, Any], crawl: dict[str, Any]) -> str:
         + "".join(f'<tr data-fact="{escape(k)}"><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>' for k, v in facts)
         + "</table><h2>robots.txt</h2>"
         + (_table("robots-reads", ("at", "URL", "status", "outcome", "allows /", "Crawl-delay"), robots)
-           if robots else "<p>Not read in this crawl.</p>")
+           if robots else "<p>Not fetched in this crawl (a copy the knowledge base kept may have been used).</p>")
         + "<h2>Gaps between requests</h2><p class=\"legend\"><span>● gap before each request</span>"
         + "<span>- - profile spacing</span><span>··· spacing used</span><span>&mdash; Crawl-delay</span>"
         + '<span class="warn">| pause (403/429/503)</span></p>' + _gap_chart(site, span)
         + "<h2>Pauses</h2>"
         + (_table("pauses", ("at", "status", "Retry-After", "URL"), pauses) if pauses else "<p>None.</p>")
         + "<h2>Timeline</h2>" + _timeline(site, span)
-        + "<h2>Skipped</h2>" + (_table("skipped", ("why", "URL"), skips) if skips else "<p>Nothing skipped.</p>")
+        + "<h2>Skipped, or cut at the size cap</h2>"
+        + (_table("skipped", ("why", "URL"), skips) if skips else "<p>Nothing skipped.</p>")
         + "<h2>Stored</h2>" + (_table("stored", ("URL",), stored) if stored else "<p>Nothing stored.</p>")
         + "<h2>Requests</h2>" + cut
         + _table("requests", ("start (s)", "took (s)", "status", "bytes", "kind", "URL", "Retry-After"), requests)

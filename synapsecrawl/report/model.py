@@ -17,6 +17,7 @@ from synapsecrawl.requestlog import Event, RequestEvent, RobotsEvent, SiteEvent,
 
 __all__ = ["PAUSE_STATUSES", "crawl_data", "site_data"]
 
+_TRUNCATED = "truncated"  # kept, but cut at the size cap (ALL-SIZE): told apart from the skips
 PAUSE_STATUSES = frozenset({403, 429, 503})  # a server asking us to slow down or stop (backoff's statuses)
 
 
@@ -80,7 +81,8 @@ def site_data(site: str, events: list[Event], profile_spacing: float) -> dict[st
             "errors": sum(1 for r in requests if r.status is None or (r.status >= 500 and not _is_pause(r))),
             "pauses": len(pauses),
             "stored": len(stored),
-            "skipped": sum(len(urls) for urls in skipped.values()),
+            "skipped": sum(len(urls) for reason, urls in skipped.items() if reason != _TRUNCATED),
+            "truncated": len(skipped.get(_TRUNCATED, [])),
         },
     }
 
@@ -95,7 +97,7 @@ def crawl_data(
     spacing = float(meta.get("delay") or 0.0)
     sites = [site_data(site, site_events, spacing) for site, site_events in by_site.items()]
     sites.sort(key=lambda s: (-s["totals"]["requests"], s["site"]))
-    keys = ("requests", "pages", "bytes", "errors", "pauses", "stored", "skipped")
+    keys = ("requests", "pages", "bytes", "errors", "pauses", "stored", "skipped", "truncated")
     totals: dict[str, Any] = {key: sum(s["totals"][key] for s in sites) for key in keys}
     totals["sites"] = len(sites)
     reasons: dict[str, int] = defaultdict(int)

@@ -70,3 +70,16 @@ def test_each_signal_lands_in_the_log(tmp_path: Path) -> None:
     report = json.loads((ext.directory / "report.json").read_text())
     assert report["crawl"]["finish_reason"] == "finished" and report["totals"]["requests"] == 3
     assert (ext.directory / "index.html").is_file()
+
+
+def test_an_unwritable_report_dir_is_one_line_and_the_crawl_goes_on(tmp_path: Path,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    """#18, bad input: a REPORT_DIR that cannot be made (a file is in the way) switches the report off for
+    this crawl with one error line naming it; the crawl itself is not stopped."""
+    blocker = tmp_path / "reports"
+    blocker.write_text("a file, not a directory")
+    with pytest.raises(NotConfigured):
+        extension(blocker)
+    [record] = [r for r in caplog.records if r.name == "middlewares.requestlog"]
+    assert record.levelname == "ERROR" and str(blocker) in record.getMessage()
+    assert "\n" not in record.getMessage()

@@ -61,8 +61,9 @@ def test_the_summary_tells_its_journal_of_stores_and_skips() -> None:
     summary.store("a.test", "http://a.test/")
     summary.skip("a.test", "robots", "http://a.test/private")
     summary.skip("b.test", "limit")
+    summary.truncate("a.test", "http://a.test/big")
     assert seen == [("store", "a.test", "", "http://a.test/"), ("skip", "a.test", "robots", "http://a.test/private"),
-                    ("skip", "b.test", "limit", "")]
+                    ("skip", "b.test", "limit", ""), ("skip", "a.test", "truncated", "http://a.test/big")]
     assert summary.stats()["summary/skipped/robots"] == 1
 
 
@@ -79,6 +80,7 @@ def test_site_data_groups_gaps_pauses_and_reasons() -> None:
         RequestEvent("b.test", "http://b.test/", "page", 1.2, 0.1, 429, 0),
         SkipEvent("a.test", "http://a.test/x", "robots", 2.0),
         SkipEvent("a.test", "http://a.test/y", "robots", 2.1),
+        SkipEvent("a.test", "http://a.test/1", "truncated", 1.2),
         SiteEvent("a.test", 2.0, 2.0),
     ]
     data = crawl_data({"delay": 1.0}, {}, events)
@@ -86,10 +88,11 @@ def test_site_data_groups_gaps_pauses_and_reasons() -> None:
     assert [g["gap"] for g in a["gaps"]] == [2.0, 2.5, 1.5, 16.0] and a["min_gap"] == 1.5
     assert [(p["status"], p["retry_after"]) for p in a["pauses"]] == [(503, "2"), (301, "60"), (403, "")]
     assert a["totals"]["errors"] == 1 and a["totals"]["pauses"] == 3 and a["totals"]["bytes"] == 15
-    assert a["skipped"] == {"robots": ["http://a.test/x", "http://a.test/y"]}
+    assert a["skipped"] == {"robots": ["http://a.test/x", "http://a.test/y"], "truncated": ["http://a.test/1"]}
+    assert a["totals"]["skipped"] == 2 and a["totals"]["truncated"] == 1  # a page cut short is kept, not skipped
     assert (a["spacing"], a["crawl_delay"], a["profile_spacing"]) == (2.0, 2.0, 1.0)
     assert b["site"] == "b.test" and b["gaps"] == [] and b["min_gap"] is None and b["totals"]["pauses"] == 1
-    assert data["totals"]["requests"] == 6 and data["totals"]["skipped_by_reason"] == {"robots": 2}
+    assert data["totals"]["requests"] == 6 and data["totals"]["skipped_by_reason"] == {"robots": 2, "truncated": 1}
 
 
 def test_reports_go_beside_a_sqlite_kb() -> None:
@@ -114,3 +117,20 @@ def test_a_site_page_holds_only_its_own_site_and_caps_its_rows(tmp_path: Path) -
     for page in (index, big):
         assert "http://" not in page.replace("http://big.test", "").replace("http://small.test", "").replace(
             "http://www.w3.org/2000/svg", "")
+
+
+def test_a_2000_site_report_stays_small(tmp_path: Path) -> None:
+    """#18 (size): a 2,000-site crawl's index is one row per site and stays under 2 MB; no site's page is
+    over a few hundred kB for a handful of requests (bench/crawl_report.py measures a bigger crawl)."""
+    log = RequestLog(tmp_path / LOG_NAME)
+    for n in range(2000):
+        site = f"site-{n:04d}.example"
+        log.append(RobotsEvent(site, f"https://{site}/robots.txt", 0.0, 200, "parsed", True, None))
+        for i in range(3):
+            log.append(RequestEvent(site, f"https://{site}/{i}.html", "page", 1.0 + i, 0.1, 200, 5000))
+            log.append(StoreEvent(site, f"https://{site}/{i}.html", 1.5 + i))
+    log.close()
+    index = build_report(tmp_path)
+    assert index.read_text().count('class="site-row"') == 2000
+    assert index.stat().st_size < 2_000_000
+    assert max(p.stat().st_size for p in (tmp_path / "sites").iterdir()) < 200_000
