@@ -24,7 +24,8 @@ from synapsecrawl.profiles.profile import Profile, parse_profile
 from synapsecrawl.signing import DIRECTORY_PATH
 from synapsecrawl.tdmrep import TDMREP_PROFILES
 
-__all__ = ["PREFIXES", "PROMISES", "SECTIONS", "Bot", "Sentence", "bot_of", "promise_ids", "render", "sentences"]
+__all__ = ["PREFIXES", "PROMISES", "SECTIONS", "Bot", "Sentence", "bot_of", "promise_ids",
+           "promise_sentences", "render", "sentences"]
 
 PREFIXES = {"synapsebot": "SYN", "snagabot": "SNA", "serenereader": "SER", "omniscientebot": "OMN", "yottabot": "YOT"}
 _TYPE_NAMES = {"text/html": "HTML", "application/xhtml+xml": "XHTML", "text/plain": "plain text",
@@ -104,7 +105,7 @@ def _size(n: int) -> str:
 class Sentence:
     """One sentence of a page: the promise it keeps, its template and the profile values in it."""
 
-    promise: str
+    promise: str  # the promise id(s) it states, space-separated
     template: str
     values: dict[str, Any]
 
@@ -395,21 +396,39 @@ def promise_ids(name: str) -> list[str]:
     return [p for p in PROMISES if p.startswith(("ALL-", f"{prefix}-"))]
 
 
+# A promise another sentence of the same page already states in full: it is kept by that sentence.
+_KEPT_BY: dict[str, dict[str, str]] = {
+    "synapsebot": {"SYN-CD": "ALL-CD", "ALL-TIMEOUT": "SYN-TIMEOUT"},
+    "snagabot": {"ALL-SIZE": "SNA-SIZE"},
+    "omniscientebot": {"OMN-CD": "ALL-CD", "ALL-SIZE": "OMN-CAPS", "ALL-TIMEOUT": "OMN-CAPS"},
+}
+
+
+def promise_sentences(bot: Bot, promise: str) -> list[Sentence]:
+    """The sentence(s) of ``bot``'s page that state ``promise``."""
+    made = PROMISES[_KEPT_BY.get(bot.profile.name, {}).get(promise, promise)](bot)
+    return [Sentence(promise, template, values(bot)) for template, values in (made if isinstance(made, list) else [made])]
+
+
 def sentences(bot: Bot) -> list[tuple[str, list[Sentence]]]:
-    """The page's sections, each a list of its sentences (one promise may take several)."""
+    """The page's sections, each a list of its sentences; a sentence stating several promises names them all."""
     ids = set(promise_ids(bot.profile.name))
-    out = []
+    placed: dict[str, tuple[int, int]] = {}  # sentence text -> (section, position)
+    out: list[tuple[str, list[Sentence]]] = []
     for heading, section in SECTIONS:
         said: list[Sentence] = []
+        out.append((heading, said))
         for promise in (p for p in section if p in ids):
-            made = PROMISES[promise](bot)
-            for template, values in made if isinstance(made, list) else [made]:
-                sentence = Sentence(promise, template, values(bot))
-                if sentence.text not in {s.text for s in said}:
-                    said.append(sentence)
-        if said:
-            out.append((heading, said))
-    return out
+            for sentence in promise_sentences(bot, promise):
+                if sentence.text in placed:
+                    where, at = placed[sentence.text]
+                    first = out[where][1][at]
+                    if promise not in first.promise.split():
+                        out[where][1][at] = Sentence(f"{first.promise} {promise}", first.template, first.values)
+                    continue
+                placed[sentence.text] = (len(out) - 1, len(said))
+                said.append(sentence)
+    return [(heading, said) for heading, said in out if said]
 
 
 def _inline(text: str) -> str:
