@@ -407,7 +407,8 @@ _KEPT_BY: dict[str, dict[str, str]] = {
 def promise_sentences(bot: Bot, promise: str) -> list[Sentence]:
     """The sentence(s) of ``bot``'s page that state ``promise``."""
     made = PROMISES[_KEPT_BY.get(bot.profile.name, {}).get(promise, promise)](bot)
-    return [Sentence(promise, template, values(bot)) for template, values in (made if isinstance(made, list) else [made])]
+    return [Sentence(promise, template, values(bot))
+            for template, values in (made if isinstance(made, list) else [made])]
 
 
 def sentences(bot: Bot) -> list[tuple[str, list[Sentence]]]:
