@@ -9,6 +9,7 @@ import pytest
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, TextResponse
+from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
@@ -19,9 +20,7 @@ from synapsecrawl.requestlog import LOG_NAME
 def extension(tmp_path: Path, **settings: object) -> RequestLogExtension:
     crawler = get_crawler(Spider, settings_dict={"REPORT_DIR": str(tmp_path), "KB_URI": f"sqlite:///{tmp_path}/kb",
                                                  **settings})
-    crawler.spider = crawler._create_spider("t")
-    from scrapy.statscollectors import MemoryStatsCollector
-
+    crawler.spider = Spider("t")
     crawler.stats = MemoryStatsCollector(crawler)
     return build_from_crawler(RequestLogExtension, crawler)
 
