@@ -15,7 +15,7 @@ from typing import Any
 __all__ = ["MAX_ROWS", "index_page", "site_file", "site_page"]
 
 MAX_ROWS = 1000
-_W, _H, _PAD = 900, 240, 40
+_W, _H, _PAD = 900, 260, 48
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5em auto;max-width:1100px;color:#1d1d1f;padding:0 1em}
@@ -176,14 +176,20 @@ def _gap_chart(site: dict[str, Any], span: float) -> str:
         if cls != "effective-spacing-line" or value not in (site["profile_spacing"], site["crawl_delay"]):
             parts.append(f'<text class="line-label" x="{_W - _PAD}" y="{y(value) - 3}" font-size="10" '
                          f'text-anchor="end" fill="{colour}">{label} {value:g} s</text>')
+    label_ends = [0.0, 0.0, 0.0]  # where the last label of each of three rows ends: labels never overlap
     for pause in pauses:
         x = _x(pause["start"], span)
         label = f'{pause["status"]} Retry-After {pause["retry_after"] or "none"}'
+        row = next((i for i, end in enumerate(label_ends) if x > end), None)
+        text = ""
+        if row is not None:  # no free row: the marker keeps its label as a tooltip only
+            label_ends[row] = x + 6.5 * len(label) + 8
+            text = (f'<text x="{x + 3}" y="{_PAD - 24 + 11 * row}" font-size="10" fill="#a4262c">'
+                    f"{escape(label)}</text>")
         parts.append(f'<g class="pause-marker" data-status="{pause["status"]}" data-retry-after="'
-                     f'{escape(pause["retry_after"])}"><line x1="{x}" y1="{_PAD - 20}" x2="{x}" y2="{_H - _PAD}" '
-                     f'stroke="#a4262c" stroke-width="2"/><text x="{x + 3}" y="{_PAD - 10}" font-size="11" '
-                     f'fill="#a4262c">{escape(label)}</text><title>{escape(label)} at {pause["start"]:.2f} s: '
-                     f'{escape(pause["url"])}</title></g>')
+                     f'{escape(pause["retry_after"])}"><line x1="{x}" y1="{_PAD - 34 + 11 * (row or 0)}" x2="{x}" '
+                     f'y2="{_H - _PAD}" stroke="#a4262c" stroke-width="2"/>{text}<title>{escape(label)} at '
+                     f'{pause["start"]:.2f} s: {escape(pause["url"])}</title></g>')
     if gaps:
         points = " ".join(f'{_x(g["start"], span)},{y(g["gap"])}' for g in gaps)
         parts.append(f'<polyline class="gaps" points="{points}" fill="none" stroke="#2a5db0" stroke-width="1"/>')
