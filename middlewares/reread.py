@@ -97,7 +97,7 @@ class RereadMiddleware:
             site = self._runtime.site(url)
             self._runtime.summary.fetch(site)  # ending here, it never reaches response_received
             if self._noindex(response):  # RFC 9111 §4.3.4: a 304's header fields update the stored ones
-                self._runtime.summary.skip(site, "noindex")
+                self._runtime.summary.skip(site, "noindex", url)
                 if await asyncio.to_thread(self._runtime.store().delete_page, kb, url):
                     self._stat("reread/removed/noindex")
                     logger.info("removed from the knowledge base (its 304 now says noindex): %s", url)
@@ -189,5 +189,5 @@ class RemovalListMiddleware:
             assert self._crawler.stats is not None
             self._crawler.stats.inc_value("removals/refused")
             if not request.meta.get("robots_txt"):
-                self._runtime.summary.skip(self._runtime.site(request.url), "never")
+                self._runtime.summary.skip(self._runtime.site(request.url), "never", request.url)
             raise IgnoreRequest(f"on the removal list, never fetched: {request.url}")

@@ -90,7 +90,7 @@ class SynapseSpider(scrapy.Spider):
             scrub_personal_data=profile.scrub_personal_data,
         )
         if page is None:
-            self.runtime.summary.skip(self.runtime.site(response.url), "error")
+            self.runtime.summary.skip(self.runtime.site(response.url), "error", response.url)
         return page
 
     def keep(self, response: Response, page: Page | None) -> Iterator[dict[str, Any]]:
@@ -103,14 +103,14 @@ class SynapseSpider(scrapy.Spider):
         if not self.runtime.profile.accepts_type(page.content_type):
             # No Content-Type to judge at the headers (the gate's part): what the bytes show is judged here
             # (SNA-HTML, YOT-HTTPS, OMN-FETCH).
-            self.runtime.summary.skip(site, "type")
+            self.runtime.summary.skip(site, "type", response.url)
             logger.info("not kept (%s, sniffed; %s does not read it): %s", page.content_type,
                         self.runtime.profile.name, response.url)
             return
         if page.directives.noindex:
             assert self.crawler.stats is not None
             self.crawler.stats.inc_value("directives/noindex")
-            self.runtime.summary.skip(site, "noindex")
+            self.runtime.summary.skip(site, "noindex", response.url)
             logger.info("not indexed (noindex): %s", response.url)
             if self.runtime.store().delete_page(self.crawl.kb, response.url):
                 self.crawler.stats.inc_value("reread/removed/noindex")
@@ -121,7 +121,7 @@ class SynapseSpider(scrapy.Spider):
             # (cut short, locked, garbage) is a failure like a 5xx, so the stored text stays.
             stored = self.runtime.store().get_page(self.crawl.kb, page.url)
             if stored is not None and stored.text:
-                self.runtime.summary.skip(site, "error")
+                self.runtime.summary.skip(site, "error", response.url)
                 logger.info("stored copy kept (this one has no readable text): %s", response.url)
                 return
         yield make_item(

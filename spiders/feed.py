@@ -97,7 +97,7 @@ class FeedSpider(SynapseSpider):
             if hold is not None and hold.until > time.time():
                 logger.info("feed %s: next refresh not before %s (%s, %d failed refreshes in a row)", request.url,
                             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(hold.until)), hold.reason, hold.failures)
-                self.runtime.summary.skip(self.runtime.site(request.url), "paused")
+                self.runtime.summary.skip(self.runtime.site(request.url), "paused", request.url)
                 self._requested.add(canonical(request.url))  # held on purpose: not for the base's re-read
                 continue
             known = await asyncio.to_thread(store.get_page, self.crawl.kb, request.url)
@@ -130,7 +130,7 @@ class FeedSpider(SynapseSpider):
         problems = [*(["cut at the size cap"] if "truncated" in response.flags else []), *feed.problems]
         if not feed.kind:
             logger.warning("feed %s not read: %s", url, "; ".join(problems))
-            self.runtime.summary.skip(self.runtime.site(url), "error")
+            self.runtime.summary.skip(self.runtime.site(url), "error", url)
             return
         if problems:
             logger.warning("feed %s: %s", url, "; ".join(problems))

@@ -59,7 +59,7 @@ class SiteSpider(SynapseSpider):
         if not response.meta.get("depth"):
             self._adopt_directory(response)
         if not in_any(self.scopes, response.url):  # only if a redirect check was switched off
-            self.runtime.summary.skip(self.runtime.site(response.url), "scope")
+            self.runtime.summary.skip(self.runtime.site(response.url), "scope", response.url)
             return
         page = await self.read(response)
         depth = int(response.meta.get("depth", 0))
@@ -74,4 +74,4 @@ class SiteSpider(SynapseSpider):
                 yield scrapy.Request(url, callback=self.parse)
             elif url not in self._left_out:
                 self._left_out.add(url)
-                self.runtime.summary.skip(self.runtime.site(url), "scope")
+                self.runtime.summary.skip(self.runtime.site(url), "scope", url)

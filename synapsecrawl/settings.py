@@ -97,7 +97,10 @@ ITEM_PIPELINES = {
 }
 EXTENSIONS = {
     "middlewares.summary.SummaryExtension": 500,
+    "middlewares.requestlog.RequestLogExtension": 510,  # the request log and crawl report (#18)
 }
+REPORT_ENABLED = True  # write REPORT_DIR/CRAWL_ID/ (requests.jsonl, stats.json, index.html, report.json)
+REPORT_DIR = ""  # empty: reports/ beside a SQLite KB, else .synapsecrawl/reports
 
 LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"
