@@ -9,8 +9,11 @@ falls idle, the stored pages of the source it has not reached are requested
 too, at the link depth a site crawl found them (a changed page's new links are
 followed; a page of unknown depth has none followed), so a page no longer
 linked is still checked and a page added to the site is found; a page now
-marked noindex leaves the KB (SYN-REMOVE, YOT-DIRECTIVES). When the crawl closes, the source is recorded
-with the time its next re-read is due. Validators and the other removals are
+marked noindex leaves the KB (SYN-REMOVE, YOT-DIRECTIVES). Each stored page
+keeps the links it lets a crawl follow, so a page answering 304 still leads a
+site crawl on (``unchanged``): a crawl killed half-way finishes when run again.
+When the crawl closes, the source is recorded with the time its next re-read
+is due, as a last crawl only if it ran its course (``reread.record_crawl``). Validators and the other removals are
 ``middlewares.reread``'s.
 """
 
@@ -26,9 +29,11 @@ import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
+from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
 from middlewares.addon import operator_settings
+from middlewares.reread import Unchanged
 from middlewares.runtime import Runtime
 from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
@@ -71,7 +76,7 @@ class SynapseSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.crawl.urls:
-            yield scrapy.Request(url, callback=self.parse, meta={"depth": 0})
+            yield scrapy.Request(url, callback=self.parse, errback=self.unchanged, meta={"depth": 0})
 
     async def read(self, response: Response) -> Page | None:
         """The Page in ``response`` (never raises on content), read in a worker process (EXTRACT_PROCESSES).
@@ -132,7 +137,28 @@ class SynapseSpider(scrapy.Spider):
             status=response.status,
             etag=(response.headers.get(b"ETag") or b"").decode("latin-1"),
             last_modified=(response.headers.get(b"Last-Modified") or b"").decode("latin-1"),
-        )
+        ) | {"outlinks": self.followable(page)}
+
+    def followable(self, page: Page) -> list[str]:
+        """The links ``page`` lets a crawl follow, canonical, in page order: none under nofollow, and no
+        rel=nofollow link unless the profile follows them (ALL-NOINDEX, SNA-NOFOLLOW). Scope and depth are
+        the following crawl's to judge."""
+        if page.directives.nofollow:
+            return []
+        skip_rel = not self.runtime.profile.follow_rel_nofollow
+        return list(dict.fromkeys(canonical(link.url) for link in page.links if not (skip_rel and link.nofollow)))
+
+    def unchanged(self, failure: Failure) -> list[scrapy.Request]:
+        """Errback: a stored page that answered 304 (``Unchanged``) leads on through its stored links, as
+        its body would have (``follow_stored``); any other failure goes on as it would without an errback."""
+        if not failure.check(Unchanged):
+            failure.raiseException()
+        request: scrapy.Request = failure.request  # type: ignore[attr-defined]
+        return self.follow_stored(request, tuple(request.meta.get("reread_outlinks") or ()))
+
+    def follow_stored(self, request: scrapy.Request, outlinks: tuple[str, ...]) -> list[scrapy.Request]:
+        """The requests an unchanged page's stored ``outlinks`` lead to: none, but in a site crawl."""
+        return []
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         for item in self.keep(response, await self.read(response)):
@@ -172,7 +198,7 @@ class SynapseSpider(scrapy.Spider):
             # new page appears only on a page that changed); of unknown depth, none of its links are.
             depth = depths.get(url)
             meta = {"depth": self.limits.depth if depth is None else depth}
-            self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, meta=meta))
+            self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, errback=self.unchanged, meta=meta))
 
     def closed(self, reason: str) -> None:
         """Record the source this crawl read and when it is due again (SYN-REREAD)."""
