@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import scrapy
@@ -39,6 +40,7 @@ from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
 from synapsecrawl.extract.page import Page
 from synapsecrawl.indexing import make_item
+from synapsecrawl.jobdir import mark_closed
 from synapsecrawl.profiles import Limits
 from synapsecrawl.reread import record_crawl, reread_interval, source_id
 from synapsecrawl.scope import in_any
@@ -66,6 +68,7 @@ class SynapseSpider(scrapy.Spider):
         spider._revisited = False
         crawler.signals.connect(spider._note_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(spider._revisit_stored, signal=signals.spider_idle)
+        crawler.signals.connect(spider._jobdir_closed, signal=signals.engine_stopped)
         return spider
 
     _requested: set[str]
@@ -199,6 +202,12 @@ class SynapseSpider(scrapy.Spider):
             depth = depths.get(url)
             meta = {"depth": self.limits.depth if depth is None else depth}
             self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, errback=self.unchanged, meta=meta))
+
+    def _jobdir_closed(self, **_: Any) -> None:
+        """Scrapy has saved the job state in JOBDIR, whatever the close reason: a next run may trust it."""
+        jobdir = self.crawler.settings.get("JOBDIR")
+        if jobdir:
+            mark_closed(Path(jobdir))
 
     def closed(self, reason: str) -> None:
         """Record the source this crawl read and when it is due again (SYN-REREAD)."""

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from synapsecrawl.jobdir import MARK
 from synapsecrawl.kb.store import open_store
 from tests.conftest import ROOT, _bin
 from tests.site.server import Reply, TestServer
@@ -29,7 +30,6 @@ pytestmark = pytest.mark.e2e
 
 FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted's floor
 ROBOTS_ALL = Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"})
-SECTIONS, PER_SECTION = 6, 9  # 1 + 6 + 54 = 61 pages, two links deep
 
 
 def page(title: str, links: list[str]) -> str:
@@ -38,19 +38,20 @@ def page(title: str, links: list[str]) -> str:
             f"{title.lower()} with enough words to be read as text.</p>{anchors}</main></body></html>")
 
 
-def site_pages() -> dict[str, list[str]]:
-    """path -> the links on it: an index, six sections, nine pages under each."""
-    pages = {"/": [f"/s{s}/" for s in range(SECTIONS)]}
-    for s in range(SECTIONS):
-        pages[f"/s{s}/"] = [f"/s{s}/p{p}.html" for p in range(PER_SECTION)]
-        pages.update({f"/s{s}/p{p}.html": [] for p in range(PER_SECTION)})
+def site_pages(sections: int = 6, per_section: int = 9) -> dict[str, list[str]]:
+    """path -> the links on it: an index, its sections, pages under each (61 pages by default), two deep."""
+    pages = {"/": [f"/s{s}/" for s in range(sections)]}
+    for s in range(sections):
+        pages[f"/s{s}/"] = [f"/s{s}/p{p}.html" for p in range(per_section)]
+        pages.update({f"/s{s}/p{p}.html": [] for p in range(per_section)})
     return pages
 
 
 class Site:
     """The pages with ETags; records each answer, and holds every new 200 past ``gate_after`` until released."""
 
-    def __init__(self, gate_after: int | None = None) -> None:
+    def __init__(self, gate_after: int | None = None, pages: dict[str, list[str]] | None = None) -> None:
+        self.pages = pages or site_pages()
         self.answers: list[tuple[str, int]] = []  # (path, status), in order
         self.gate_after = gate_after
         self.released = threading.Event()
@@ -80,12 +81,12 @@ class Site:
 
     def serve(self, server: TestServer, host: str) -> None:
         server.add(host, {"/robots.txt": ROBOTS_ALL,
-                          **{path: self.route(path, page(path, links)) for path, links in site_pages().items()}})
+                          **{path: self.route(path, page(path, links)) for path, links in self.pages.items()}})
 
 
-def scrapy_command(spider: str, args: dict[str, str], kb_uri: str) -> list[str]:
+def scrapy_command(spider: str, args: dict[str, str], kb_uri: str, extra: dict[str, str]) -> list[str]:
     settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri,
-                "LOG_LEVEL": "INFO", **FAST}
+                "LOG_LEVEL": "INFO", **FAST, **extra}
     command = [_bin("scrapy"), "crawl", spider]
     for key, value in args.items():
         command += ["-a", f"{key}={value}"]
@@ -104,20 +105,25 @@ def stored_count(path: Path) -> int:
         return 0
 
 
+@pytest.mark.parametrize("jobdir", [False, True], ids=["kb", "jobdir"])
 def test_a_site_crawl_killed_half_way_finishes_when_run_again(server: TestServer, host: str, crawl,
-                                                              tmp_path: Path) -> None:
+                                                              tmp_path: Path, jobdir: bool) -> None:
     """SYN-MODES, SYN-REREAD (#13 item 3), the operator's path: a 61-page site with ETags, its crawl killed
-    with SIGKILL once 29 pages are stored, then `scrapy crawl site` again. Every page ends up in the KB;
-    each page stored by the first run costs exactly one 304 in the second; no page is answered 200 twice
-    across the two runs; the source is recorded as crawled only after the second run."""
+    with SIGKILL (its process group) once 29 pages are stored, then `scrapy crawl site` again, with or
+    without a JOBDIR (whose job state a kill leaves stale). Every page ends up in the KB; each page stored
+    by the first run costs exactly one 304 in the second; no page is answered 200 twice across the two runs;
+    the source is recorded as crawled only after the second run. With JOBDIR the site has 251 pages, so that
+    the killed run's request fingerprints outgrow their file buffer and reach requests.seen."""
+    extra = {"JOBDIR": str(tmp_path / "job")} if jobdir else {}
+    pages = site_pages(10, 25) if jobdir else site_pages()
     kb_path = tmp_path / "kb.sqlite3"
     uri = f"sqlite:///{kb_path}"
-    site = Site(gate_after=29)
+    site = Site(gate_after=29, pages=pages)
     site.serve(server, host)
     start = server.url(host, "/")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     log = (tmp_path / "killed.log").open("w")
-    proc = subprocess.Popen(scrapy_command("site", {"url": start}, uri), cwd=ROOT, env=env, stdout=log,
+    proc = subprocess.Popen(scrapy_command("site", {"url": start}, uri, extra), cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 180
@@ -140,17 +146,20 @@ def test_a_site_crawl_killed_half_way_finishes_when_run_again(server: TestServer
         assert all(source.last_crawl == 0 for source in store.sources())  # killed: not a crawl of the source
 
     site.gate_after = None
-    second = crawl("site", args={"url": start}, settings=FAST, kb_uri=uri)
+    second = crawl("site", args={"url": start}, settings={**FAST, **extra}, kb_uri=uri)
     assert second.returncode == 0, second.stderr[-3000:]
     again = site.answers[len(first):]
     with closing(open_store(uri)) as store:
         urls = {page.url for page in store.pages()}
         [source] = store.sources()
-    assert urls == {server.url(host, path) for path in site_pages()}
+    assert urls == {server.url(host, path) for path in pages}
     assert sorted(path for path, status in again if status == 304) == sorted(urlsplit(u).path for u in stored_first)
     oks = [path for path, status in site.answers if status == 200]
-    assert len(oks) == len(set(oks)) == 61  # every page read once, over the two runs
+    assert len(oks) == len(set(oks)) == len(pages)  # every page read once, over the two runs
     assert source.last_crawl > 0 and source.outcome == "finished"
+    if jobdir:
+        assert "JOBDIR" in second.stderr and "job state is dropped" in second.stderr
+        assert not (tmp_path / "job" / MARK).exists()  # closed: Scrapy's state is good for a next run
 
 
 
