@@ -41,8 +41,9 @@ from synapsecrawl.crawlrequest import CrawlRequest
 from synapsecrawl.extract.page import Page
 from synapsecrawl.indexing import make_item
 from synapsecrawl.jobdir import mark_closed
+from synapsecrawl.kb.store import Source
 from synapsecrawl.profiles import Limits
-from synapsecrawl.reread import record_crawl, reread_interval, source_id
+from synapsecrawl.reread import HOLD_RENEWAL, RUNNING, record_crawl, reread_interval, source_id
 from synapsecrawl.scope import in_any
 from synapsecrawl.urls import canonical
 
@@ -68,11 +69,15 @@ class SynapseSpider(scrapy.Spider):
         spider._revisited = False
         crawler.signals.connect(spider._note_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(spider._revisit_stored, signal=signals.spider_idle)
+        spider._held_at = -HOLD_RENEWAL
+        for signal in (signals.spider_opened, signals.request_scheduled, signals.spider_idle):
+            crawler.signals.connect(spider._hold_source, signal=signal)
         crawler.signals.connect(spider._jobdir_closed, signal=signals.engine_stopped)
         return spider
 
     _requested: set[str]
     _revisited: bool
+    _held_at: float  # time.monotonic() of the last renewal of the source's RUNNING record
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **{k: v for k, v in kwargs.items() if k not in {"url", "depth"}})
@@ -209,17 +214,30 @@ class SynapseSpider(scrapy.Spider):
         if jobdir:
             mark_closed(Path(jobdir))
 
+    def _record(self, reason: str) -> Source:
+        """The source this crawl reads, as a crawl of it ending (or running) for ``reason`` leaves it."""
+        profile = self.runtime.profile
+        interval = reread_interval(self.crawler.settings.get("REREAD_DAYS"), profile.reread_days)
+        ident = source_id(self.name, self.crawl.urls, self.crawl.kb, profile.name, profile.deployment)
+        return record_crawl(
+            self.runtime.store().get_source(ident), mode=self.name, urls=self.crawl.urls, kb=self.crawl.kb,
+            profile=profile.name, deployment=profile.deployment, depth=self.crawl.depth,
+            max_pages=self.crawl.max_pages, interval=interval, reason=reason, now=time.time(),
+        )
+
+    def _hold_source(self, **_: Any) -> None:
+        """Record the source as RUNNING, renewed every few minutes while the crawl runs: if the crawl is killed
+        (and never closes), the source is due again within the hour, not after its interval (SYN-REREAD)."""
+        if time.monotonic() - self._held_at < HOLD_RENEWAL:
+            return
+        self._held_at = time.monotonic()
+        self.runtime.store().put_source(self._record(RUNNING))
+
     def closed(self, reason: str) -> None:
         """Record the source this crawl read and when it is due again (SYN-REREAD)."""
         profile = self.runtime.profile
-        interval = reread_interval(self.crawler.settings.get("REREAD_DAYS"), profile.reread_days)
         store = self.runtime.store()
-        ident = source_id(self.name, self.crawl.urls, self.crawl.kb, profile.name, profile.deployment)
-        source = record_crawl(
-            store.get_source(ident), mode=self.name, urls=self.crawl.urls, kb=self.crawl.kb, profile=profile.name,
-            deployment=profile.deployment, depth=self.crawl.depth, max_pages=self.crawl.max_pages,
-            interval=interval, reason=reason, now=time.time(),
-        )
+        source = self._record(reason)
         # A URL deferred by a long Retry-After brings the next run forward, so it is not lost (#4).
         waits = [hold.until for hold in store.url_holds(profile.name, "deferred")
                  if hold.kb == self.crawl.kb and self.owns(hold.url)]

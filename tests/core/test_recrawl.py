@@ -21,6 +21,7 @@ from synapsecrawl.recrawl import (
 from synapsecrawl.reread import (
     DAY,
     RETRY_AFTER_FAILURE,
+    RUNNING,
     after_failure,
     claim,
     is_due,
@@ -57,11 +58,13 @@ def test_a_crawl_stopped_at_a_limit_counts_as_done(reason: str) -> None:
 
 
 @pytest.mark.parametrize("reason", ["shutdown", "cancelled", "closespider_timeout", "closespider_errorcount",
-                                    "memusage_exceeded", "closespider_itemcount", "some_extension_reason"])
+                                    "memusage_exceeded", "closespider_itemcount", "some_extension_reason",
+                                    RUNNING])
 def test_a_crawl_stopped_from_outside_is_retried_within_the_hour(reason: str) -> None:
     """SYN-REREAD, SYN-MODES, #13 item 3: a crawl that closed before its frontier or its page budget ran out
-    (SIGTERM, cancelled, a time limit, an error or memory limit, any reason of an extension) keeps its last
-    good crawl time and is tried again an hour later, not a week later."""
+    (SIGTERM, cancelled, a time limit, an error or memory limit, any reason of an extension), or that is still
+    running (renewed while it runs: if it is killed, this is what stays), keeps its last good crawl time and is
+    tried again an hour later, not a week later."""
     before = crawled()
     after = crawled(reason, now=T0 + WEEK, previous=before)
     assert after.last_crawl == T0 and after.next_due == T0 + WEEK + RETRY_AFTER_FAILURE

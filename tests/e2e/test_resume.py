@@ -23,6 +23,7 @@ import pytest
 
 from synapsecrawl.jobdir import MARK
 from synapsecrawl.kb.store import open_store
+from synapsecrawl.reread import RETRY_AFTER_FAILURE, RUNNING
 from tests.conftest import ROOT, _bin
 from tests.site.server import Reply, TestServer
 
@@ -112,7 +113,8 @@ def test_a_site_crawl_killed_half_way_finishes_when_run_again(server: TestServer
     with SIGKILL (its process group) once 29 pages are stored, then `scrapy crawl site` again, with or
     without a JOBDIR (whose job state a kill leaves stale). Every page ends up in the KB; each page stored
     by the first run costs exactly one 304 in the second; no page is answered 200 twice across the two runs;
-    the source is recorded as crawled only after the second run. With JOBDIR the site has 251 pages, so that
+    the source is recorded as crawled only after the second run (after the first it is running, due again
+    within the hour). With JOBDIR the site has 251 pages, so that
     the killed run's request fingerprints outgrow their file buffer and reach requests.seen."""
     extra = {"JOBDIR": str(tmp_path / "job")} if jobdir else {}
     pages = site_pages(10, 25) if jobdir else site_pages()
@@ -143,7 +145,8 @@ def test_a_site_crawl_killed_half_way_finishes_when_run_again(server: TestServer
     with closing(open_store(uri)) as store:
         stored_first = {page.url for page in store.pages()}
         assert len(stored_first) == 29
-        assert all(source.last_crawl == 0 for source in store.sources())  # killed: not a crawl of the source
+        [held] = store.sources()  # recorded as running: a killed crawl is no crawl of its source, due again soon
+    assert held.last_crawl == 0 and held.outcome == RUNNING and held.next_due <= time.time() + RETRY_AFTER_FAILURE
 
     site.gate_after = None
     second = crawl("site", args={"url": start}, settings={**FAST, **extra}, kb_uri=uri)
