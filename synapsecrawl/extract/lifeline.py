@@ -16,7 +16,9 @@ Two ties, each set up inside the process it ties:
   dies (``bind_worker``). prctl(2) leaves a race, a parent that died before
   the call: so the parent is checked after it, and a process whose parent is
   already gone ends at once. SIGKILL needs no cooperation from a worker stuck
-  in C code.
+  in C code. The kernel sends it when the *thread* that started the process
+  ends: the pool starts the server from the crawler's event loop (its first
+  page to read), whose thread lives as long as the crawl.
 - a lifeline pipe whose only write end the crawler holds: a thread of each
   worker waits on its read end and ends the worker at EOF, which the kernel
   delivers whatever ended the crawler (and where prctl does not exist).
