@@ -8,6 +8,11 @@ brought up to date with the pacer just before it queues. A pause moves the
 slot's last start forward, so the slot's own timer holds the site without a
 middleware sleeping on a global slot.
 
+Downloader middlewares that must act as a request goes on the wire, after
+every wait (the slot's spacing, a pause, a side fetch before it), define
+``process_send(request)``: it is called just before the download handler
+(SigningMiddleware signs there, so a signature's ``created`` is the send time).
+
 It also tells the frontier (``middlewares.frontier``) when each site is due
 and when its last request has left, and measures how late its own event loop
 runs, so that a loop busy with extraction is not mistaken for a late arrival
@@ -55,6 +60,7 @@ class PacedDownloader(Downloader):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self._runtime = Runtime.of(crawler)
+        self._on_send = [mw.process_send for mw in self.middleware.middlewares if hasattr(mw, "process_send")]
         self._in_flight: dict[str, int] = {}  # site -> its requests inside fetch() (robots.txt included)
         self._watchers: list[Callable[[str], None]] = []
         self._lag = LagMeter()
@@ -141,6 +147,8 @@ class PacedDownloader(Downloader):
         slot.lastseen = max(slot.lastseen, arrived)
 
     async def _download(self, slot: Slot, request: Request) -> Response:
+        for on_send in self._on_send:  # may raise IgnoreRequest: then nothing is sent
+            on_send(request)
         dispatched = monotonic()
         try:
             return await super()._download(slot, request)
