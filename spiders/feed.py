@@ -23,8 +23,11 @@ and icons obey robots.txt, except the icons looked for when a feed is first
 added (SER-ROBOTS-PAGES). A feed's copy (its validators) is stored once its
 entries are settled, so a crawl stopped half-way reads the feed again in full.
 
-The first-add fetch waits out Crawl-delay like a scheduled one: the page lets
-it skip that wait, and waiting is never less polite.
+The first-add fetch does not wait for the site's Crawl-delay (meta
+``pacing_skip_crawl_delay``, read by the pacer): the reader who subscribes gets
+the feed at once, spaced from robots.txt by the crawl's delay only. Scheduled
+refreshes (a feed the KB holds) and every other request wait for it
+(SER-ROBOTS-FEEDS).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from middlewares.backoff import RetryScheduled
+from middlewares.pacing import SKIP_CRAWL_DELAY
 from middlewares.reread import Unchanged
 from spiders.base import SynapseSpider
 from synapsecrawl.extract.page import Page
@@ -102,6 +106,8 @@ class FeedSpider(SynapseSpider):
                 continue
             known = await asyncio.to_thread(store.get_page, self.crawl.kb, request.url)
             request.meta["feed_first_add"] = known is None
+            # SER-ROBOTS-FEEDS: the reader who subscribes gets the feed at once; scheduled refreshes wait
+            request.meta[SKIP_CRAWL_DELAY] = known is None
             yield request
 
     def _feed_request(self, url: str) -> scrapy.Request:

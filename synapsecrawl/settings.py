@@ -87,7 +87,8 @@ DOWNLOADER_MIDDLEWARES = {
     # Above redirects (600): sees a 3xx's Retry-After; above ResponseGate (560) and Retry (550): sees
     # every 429/503 (even of a refused type) first, and owns SereneReader's timeouts and 5xx.
     "middlewares.backoff.BackoffMiddleware": 650,
-    "middlewares.signing.SigningMiddleware": 950,  # last: sign what goes on the wire (after 900, HttpCache)
+    # last: signs what goes on the wire (after 900, HttpCache), as it leaves (PacedDownloader calls process_send)
+    "middlewares.signing.SigningMiddleware": 950,
 }
 SPIDER_MIDDLEWARES = {
     "middlewares.labels.LabelsMiddleware": 950,  # OMN-LABELS: nearest the spider, labels items as they leave it
