@@ -12,6 +12,11 @@ linked is still checked and a page added to the site is found; a page now
 marked noindex leaves the KB (SYN-REMOVE, YOT-DIRECTIVES). When the crawl closes, the source is recorded
 with the time its next re-read is due. Validators and the other removals are
 ``middlewares.reread``'s.
+
+Every page request has ``page_failed`` as its errback: a download that got no
+usable answer is one line naming the URL and the reason, counted in the
+summary by kind (``middlewares.failures``), and a stored copy stays as it is
+(SYN-REMOVE: only 404/410, noindex or a new Disallow remove a page).
 """
 
 from __future__ import annotations
@@ -25,10 +30,13 @@ from typing import Any
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
+from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
 from middlewares.addon import operator_settings
+from middlewares.failures import describe
 from middlewares.runtime import Runtime
 from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
@@ -55,6 +63,8 @@ class SynapseSpider(scrapy.Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SynapseSpider:
         spider: SynapseSpider = super().from_crawler(crawler, *args, **kwargs)
         spider.crawl = CrawlRequest.from_args(**kwargs)
+        for skipped in spider.crawl.skipped:
+            logger.warning("%s", skipped)
         spider.limits = check_config(operator_settings(crawler.settings), kwargs).limits
         spider.runtime = Runtime.of(crawler)
         spider._requested = set()
@@ -71,7 +81,24 @@ class SynapseSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.crawl.urls:
-            yield scrapy.Request(url, callback=self.parse, meta={"depth": 0})
+            yield self.page_request(url, meta={"depth": 0})
+
+    def page_request(self, url: str, **kwargs: Any) -> scrapy.Request:
+        """A request for the page at ``url``, read by ``parse``, its failure one line (``page_failed``)."""
+        return scrapy.Request(url, callback=self.parse, errback=self.page_failed, **kwargs)
+
+    def page_failed(self, failure: Failure) -> Failure | None:
+        """A download with no usable answer: one line and a count by kind; nothing stored changes."""
+        if failure.check(IgnoreRequest):
+            return failure  # refused or answered 4xx/5xx: the middleware that decided said so, as before
+        request = getattr(failure, "request", None)
+        url = request.url if request is not None else "?"
+        kind, reason = describe(failure)
+        self.runtime.summary.fail(self.runtime.site(url), kind)
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value(f"download/failed/{kind}")
+        logger.warning("not fetched: %s: %s", url, reason)
+        return None
 
     async def read(self, response: Response) -> Page | None:
         """The Page in ``response`` (never raises on content), read in a worker process (EXTRACT_PROCESSES).
@@ -172,7 +199,7 @@ class SynapseSpider(scrapy.Spider):
             # new page appears only on a page that changed); of unknown depth, none of its links are.
             depth = depths.get(url)
             meta = {"depth": self.limits.depth if depth is None else depth}
-            self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, meta=meta))
+            self.crawler.engine.crawl(self.page_request(url, meta=meta))
 
     def closed(self, reason: str) -> None:
         """Record the source this crawl read and when it is due again (SYN-REREAD)."""

@@ -16,7 +16,6 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
-import scrapy
 from scrapy.http import Response
 
 from spiders.base import SynapseSpider
@@ -71,7 +70,7 @@ class SiteSpider(SynapseSpider):
         skip_rel = not self.runtime.profile.follow_rel_nofollow
         for url in dict.fromkeys(canonical(link.url) for link in page.links if not (skip_rel and link.nofollow)):
             if in_any(self.scopes, url):
-                yield scrapy.Request(url, callback=self.parse)
+                yield self.page_request(url)
             elif url not in self._left_out:
                 self._left_out.add(url)
                 self.runtime.summary.skip(self.runtime.site(url), "scope")

@@ -1,4 +1,10 @@
-"""What a KB user asked a crawl to do, from spider arguments (``-a``)."""
+"""What a KB user asked a crawl to do, from spider arguments (``-a``).
+
+A start URL that cannot be requested (``synapsecrawl.urls.url_problem``) is an
+``ArgumentError``: ``-a url=`` stops the crawl. A urls_file line that cannot be
+is skipped and named in ``skipped`` (one line each for the operator), so one
+typo does not cost the other lines; a file with no usable line stops it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from synapsecrawl.errors import ConfigError
+from synapsecrawl.errors import ArgumentError, ConfigError
+from synapsecrawl.urls import url_problem
 
 __all__ = ["CrawlRequest"]
 
@@ -16,10 +23,17 @@ _KB_NAME = re.compile(r"^[\w.-]{1,100}$")
 
 def _check_url(url: str, argument: str) -> str:
     url = url.strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"{argument} {url!r} is not an http(s) URL")
-    return url
+    problem = url_problem(url)
+    if problem is None:
+        return url
+    try:
+        parts = urlsplit(url)
+        http = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        http = True
+    if not http:
+        raise ArgumentError(f"{argument} {url!r} is not an http(s) URL")
+    raise ArgumentError(f"{argument} {url!r} is not a usable URL: {problem}")
 
 
 @dataclass(frozen=True)
@@ -30,6 +44,7 @@ class CrawlRequest:
     kb: str
     depth: str | None = None
     max_pages: str | None = None
+    skipped: tuple[str, ...] = ()  # urls_file lines left out, one message each
 
     @classmethod
     def from_args(cls, *, url: str | None = None, urls_file: str | None = None, kb: str | None = None,
@@ -48,11 +63,20 @@ class CrawlRequest:
                 lines = path.read_text("utf-8", errors="replace").splitlines()
             except OSError as exc:
                 raise ConfigError(f"urls_file {path}: {exc.strerror or exc}") from None
-            urls = [_check_url(line, f"urls_file {path}:") for line in lines
-                    if line.strip() and not line.lstrip().startswith("#")]
+            urls, skipped = [], []
+            for number, line in enumerate(lines, 1):
+                if not line.strip() or line.lstrip().startswith("#"):
+                    continue
+                try:
+                    urls.append(_check_url(line, f"urls_file {path} line {number}:"))
+                except ArgumentError as exc:
+                    skipped.append(f"{exc}: skipped")
             if not urls:
+                if skipped:
+                    raise ArgumentError(f"urls_file {path} holds no usable URL ({len(skipped)} lines, "
+                                        f"the first: {skipped[0].removesuffix(': skipped')})")
                 raise ConfigError(f"urls_file {path} holds no URL")
         name = kb or "default"
         if not _KB_NAME.match(name):
             raise ConfigError(f"kb {name!r} may hold only letters, digits, '.', '_' and '-'")
-        return cls(tuple(dict.fromkeys(urls)), name, depth, max_pages)
+        return cls(tuple(dict.fromkeys(urls)), name, depth, max_pages, tuple(skipped) if urls_file else ())
