@@ -43,7 +43,7 @@ from spiders.base import SynapseSpider
 from synapsecrawl.robots import parse_robots
 from synapsecrawl.scope import SiteScope, in_any
 from synapsecrawl.sitemaps import MAX_SITEMAP_BYTES, SitemapEntry, order_entries, parse_sitemap
-from synapsecrawl.urls import canonical, origin_of
+from synapsecrawl.urls import canonical, origin_of, url_problem
 
 __all__ = ["SitemapSpider"]
 
@@ -117,6 +117,10 @@ class SitemapSpider(SynapseSpider):
         """The canonical URLs of ``entries`` on the crawl's host; the others are counted and logged."""
         kept, away = [], 0
         for entry in order_entries(entries):
+            problem = url_problem(entry.url)  # a robots.txt Sitemap: line; <loc>s are checked as they are parsed
+            if problem is not None:
+                logger.warning("sitemap %s: %s %r skipped: %s", sitemap_url, what[:-1], entry.url[:200], problem)
+                continue
             url = canonical(entry.url)
             if in_any(self.scopes, url):
                 kept.append(url)

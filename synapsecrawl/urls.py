@@ -44,7 +44,8 @@ def url_problem(url: str) -> str | None:
             return "port 0"
         if any(ch.isspace() for ch in parts.netloc):
             return "white space in the host"
-        canonicalize_url(safe_url_string(url))
+        if not url.isascii():  # only then can w3lib's encoding fail where urlsplit did not (a hypothesis property)
+            canonicalize_url(safe_url_string(url))
     except ValueError as exc:  # "Port out of range 0-65535", "Invalid IPv6 URL", "'zz' does not appear to be ..."
         return str(exc).lower().splitlines()[0][:100] if str(exc) else "unreadable"
     return None
