@@ -73,8 +73,8 @@ def test_a_bad_link_is_skipped_and_named_and_the_page_keeps_its_other_links() ->
 
 def test_a_bad_loc_is_counted_and_the_sitemap_keeps_its_other_entries() -> None:
     """#14 item 3: a <loc> with port 99999 is counted as invalid; the sitemap's /ok entry is kept."""
-    body = ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>http://h.test:99999/x</loc></url>'
-            "<url><loc>http://h.test/ok</loc></url><url><loc>http://[::1/</loc></url></urlset>").encode()
+    body = (b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>http://h.test:99999/x</loc></url>'
+            b"<url><loc>http://h.test/ok</loc></url><url><loc>http://[::1/</loc></url></urlset>")
     sitemap = parse_sitemap(body)
     assert [e.url for e in sitemap.entries] == ["http://h.test/ok"] and sitemap.invalid == 2
 
