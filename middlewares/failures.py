@@ -84,8 +84,8 @@ def describe(failure: Failure | BaseException) -> tuple[str, str]:
     chain = _chain(exc)
     for kinds, kind, reason in _RULES:
         hit = next((e for e in chain if isinstance(e, kinds)), None)
-        if hit is None:
-            continue
+        if hit is None or (hit is exc and kind == "malformed"):
+            continue  # a ValueError of a middleware's own is no malformed answer
         if kind == "timeout":
             request = getattr(failure, "request", None)
             seconds = request.meta.get("download_timeout") if request is not None else None
