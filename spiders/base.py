@@ -85,7 +85,9 @@ class SynapseSpider(scrapy.Spider):
 
     def page_request(self, url: str, **kwargs: Any) -> scrapy.Request:
         """A request for the page at ``url``, read by ``parse``, its failure one line (``page_failed``)."""
-        return scrapy.Request(url, callback=self.parse, errback=self.page_failed, **kwargs)
+        request = scrapy.Request(url, callback=self.parse, errback=self.page_failed, **kwargs)
+        request.meta["summary_counts_failure"] = True  # the backoff leaves a failed download's count to page_failed
+        return request
 
     def page_failed(self, failure: Failure) -> Failure | None:
         """A download with no usable answer: one line and a count by kind; nothing stored changes."""
