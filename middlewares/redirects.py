@@ -75,8 +75,10 @@ class ScopedRedirectMiddleware(RedirectMiddleware):
     def _refuse_unusable(self, request: Request, response: Response) -> None:
         """A redirect whose Location cannot be requested: one line, the page skipped (IgnoreRequest)."""
         location = response.headers.get(b"Location")
-        if location is None or response.status not in (301, 302, 303, 307, 308) or request.meta.get("dont_redirect"):
-            return
+        if (location is None or response.status not in (301, 302, 303, 307, 308) or request.meta.get("dont_redirect")
+                or request.meta.get("handle_httpstatus_all")
+                or response.status in request.meta.get("handle_httpstatus_list", ())):
+            return  # Scrapy would not follow it either
         shown = location.decode("latin-1")[:200]
         try:
             target = response.urljoin(safe_url_string(location))

@@ -96,9 +96,7 @@ class SynapseSpider(scrapy.Spider):
         request = getattr(failure, "request", None)
         url = request.url if request is not None else "?"
         kind, reason = describe(failure)
-        self.runtime.summary.fail(self.runtime.site(url), kind)
-        assert self.crawler.stats is not None
-        self.crawler.stats.inc_value(f"download/failed/{kind}")
+        self.runtime.summary.fail(self.runtime.site(url), kind)  # in the stats as summary/failed/KIND
         logger.warning("not fetched: %s: %s", url, reason)
         return None
 
