@@ -2,8 +2,8 @@
 
 A start URL that cannot be requested (``synapsecrawl.urls.url_problem``) is an
 ``ArgumentError``: ``-a url=`` stops the crawl. A urls_file line that cannot be
-is skipped and named in ``skipped`` (one line each for the operator), so one
-typo does not cost the other lines; a file with no usable line stops it.
+requested is skipped and named in ``skipped`` (one line each for the operator),
+so one typo does not cost the other lines; a file with no usable line stops it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from synapsecrawl.errors import ArgumentError, ConfigError
 from synapsecrawl.urls import url_problem
@@ -26,12 +25,7 @@ def _check_url(url: str, argument: str) -> str:
     problem = url_problem(url)
     if problem is None:
         return url
-    try:
-        parts = urlsplit(url)
-        http = parts.scheme in ("http", "https") and bool(parts.hostname)
-    except ValueError:
-        http = True
-    if not http:
+    if problem.startswith("not an http(s) URL") or problem == "no host":
         raise ArgumentError(f"{argument} {url!r} is not an http(s) URL")
     raise ArgumentError(f"{argument} {url!r} is not a usable URL: {problem}")
 
@@ -55,6 +49,7 @@ class CrawlRequest:
             raise ConfigError(f"unknown spider argument(s): {', '.join(sorted(unknown))}")
         if bool(url) == bool(urls_file):
             raise ConfigError("give exactly one of -a url=URL or -a urls_file=PATH")
+        skipped: list[str] = []
         if url:
             urls = [_check_url(url, "url")]
         else:
@@ -63,7 +58,7 @@ class CrawlRequest:
                 lines = path.read_text("utf-8", errors="replace").splitlines()
             except OSError as exc:
                 raise ConfigError(f"urls_file {path}: {exc.strerror or exc}") from None
-            urls, skipped = [], []
+            urls = []
             for number, line in enumerate(lines, 1):
                 if not line.strip() or line.lstrip().startswith("#"):
                     continue
@@ -79,4 +74,4 @@ class CrawlRequest:
         name = kb or "default"
         if not _KB_NAME.match(name):
             raise ConfigError(f"kb {name!r} may hold only letters, digits, '.', '_' and '-'")
-        return cls(tuple(dict.fromkeys(urls)), name, depth, max_pages, tuple(skipped) if urls_file else ())
+        return cls(tuple(dict.fromkeys(urls)), name, depth, max_pages, tuple(skipped))
