@@ -62,6 +62,21 @@ def test_an_unusable_start_url_is_one_line_and_exit_status_2(server: TestServer,
     assert server.log(host) == []
 
 
+def test_a_urls_file_of_only_unusable_lines_is_one_line_and_exit_status_2(server: TestServer, host: str, crawl,
+                                                                          tmp_path: Path) -> None:
+    """#14 item 3: a urls_file whose every line is unusable stops the crawl before it starts: one line
+    naming the file, how many lines and the first one's reason, exit status 2, no request."""
+    server.add(host, {"/robots.txt": ROBOTS})
+    urls = write_urls(tmp_path / "urls.txt", [f"http://{host}:99999/a", "http://[::1/"])
+    run = crawl("page", args={"urls_file": urls}, settings=FAST)
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert run.returncode == 2, run.stderr[-3000:]
+    expected = (f"synapsecrawl: urls_file {urls} holds no usable URL (2 lines, the first: urls_file {urls} "
+                f"line 1: 'http://{host}:99999/a' is not a usable URL: port out of range 0-65535)")
+    assert lines == [expected], lines
+    assert server.log(host) == []
+
+
 def test_unusable_redirects_and_a_bad_urls_file_line_in_page_mode(server: TestServer, host: str, crawl,
                                                                  tmp_path: Path) -> None:
     """#14 items 2 and 3: in page mode, a redirect to javascript:, to an invalid IPv6 literal and to port
