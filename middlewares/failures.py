@@ -21,11 +21,14 @@ client met::
     SSLError                          tls
 
 ``describe`` returns the kind (``synapsecrawl.summary.FAIL_KINDS``) and a few
-words for the one log line.
+words for the one log line. ``quiet_dataloss_hint`` drops Scrapy's own hint at
+the first body cut short ("set DOWNLOAD_FAIL_ON_DATALOSS = False"): a second
+line for that URL, advising what we refuse on purpose (a cut body is no page).
 """
 
 from __future__ import annotations
 
+import logging
 from ssl import SSLError
 
 from scrapy import exceptions as scrapy_errors
@@ -34,7 +37,7 @@ from twisted.python.failure import Failure
 from twisted.web._newclient import ParseError, ResponseFailed, ResponseNeverReceived
 from twisted.web.http import _DataLoss, _MalformedChunkedDataError
 
-__all__ = ["describe"]
+__all__ = ["describe", "quiet_dataloss_hint"]
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -93,3 +96,16 @@ def describe(failure: Failure | BaseException) -> tuple[str, str]:
             return kind, f"no full answer {within}(DOWNLOAD_TIMEOUT)"
         return kind, reason.format(_detail(hit))
     return "other", _detail(exc)
+
+
+class _DataLossHint(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Got data loss in ")
+
+
+_HINT = _DataLossHint()
+
+
+def quiet_dataloss_hint() -> None:
+    """Keep Scrapy's data-loss hint out of the log (idempotent): ``spiders.base.page_failed`` says it."""
+    logging.getLogger("scrapy.core.downloader.handlers.http11").addFilter(_HINT)

@@ -36,7 +36,7 @@ from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
 from middlewares.addon import operator_settings
-from middlewares.failures import describe
+from middlewares.failures import describe, quiet_dataloss_hint
 from middlewares.runtime import Runtime
 from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
@@ -67,6 +67,7 @@ class SynapseSpider(scrapy.Spider):
             logger.warning("%s", skipped)
         spider.limits = check_config(operator_settings(crawler.settings), kwargs).limits
         spider.runtime = Runtime.of(crawler)
+        quiet_dataloss_hint()
         spider._requested = set()
         spider._revisited = False
         crawler.signals.connect(spider._note_scheduled, signal=signals.request_scheduled)

@@ -59,9 +59,7 @@ class Run:
         """Log lines at WARNING or ERROR naming ``url`` (exactly, not as a prefix of a longer path)."""
         pattern = re.compile(re.escape(url) + r"(?![\w/.-])")
         return [line for line in self.stderr.splitlines()
-                if (" WARNING: " in line or " ERROR: " in line) and pattern.search(line)
-                # Scrapy's hint, once per crawl, at the first body cut short: not ours to silence
-                and "DOWNLOAD_FAIL_ON_DATALOSS" not in line]
+                if (" WARNING: " in line or " ERROR: " in line) and pattern.search(line)]
 
     def summary(self) -> str:
         [line] = [line for line in self.stderr.splitlines() if "crawl summary:" in line]
