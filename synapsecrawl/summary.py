@@ -9,7 +9,7 @@ __all__ = ["SKIP_REASONS", "CrawlSummary"]
 
 SKIP_REASONS = (
     "robots", "noindex", "scope", "type", "size", "limit", "scheme",
-    "address", "paused", "error", "never", "duplicate",
+    "address", "paused", "error", "never", "duplicate", "binary",
 )  # fmt: skip
 
 
@@ -20,6 +20,7 @@ class CrawlSummary:
     fetched: Counter[str] = field(default_factory=Counter)
     stored: Counter[str] = field(default_factory=Counter)
     truncated: Counter[str] = field(default_factory=Counter)
+    bounded: Counter[str] = field(default_factory=Counter)
     skipped: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
 
     def fetch(self, site: str) -> None:
@@ -34,6 +35,10 @@ class CrawlSummary:
         """A page of ``site`` was read only up to the size cap; what came before it is kept (ALL-SIZE)."""
         self.truncated[site] += 1
 
+    def bound(self, site: str) -> None:
+        """A page of ``site`` was read only within extraction's bounds (extract.bounds); what they hold is kept."""
+        self.bounded[site] += 1
+
     def skip(self, site: str, reason: str) -> None:
         """A URL of ``site`` was left out for ``reason`` (one of SKIP_REASONS)."""
         self.skipped[site][reason] += 1
@@ -43,6 +48,8 @@ class CrawlSummary:
         out = {"summary/fetched": sum(self.fetched.values()), "summary/stored": sum(self.stored.values())}
         if self.truncated:
             out["summary/truncated"] = sum(self.truncated.values())
+        if self.bounded:
+            out["summary/bounded"] = sum(self.bounded.values())
         for counts in self.skipped.values():
             for reason, n in counts.items():
                 out[f"summary/skipped/{reason}"] = out.get(f"summary/skipped/{reason}", 0) + n
@@ -57,13 +64,15 @@ class CrawlSummary:
         out = [
             f"crawl summary: fetched {totals['summary/fetched']}, stored {totals['summary/stored']}, "
             + (f"truncated {totals['summary/truncated']}, " if self.truncated else "")
+            + (f"bounded {totals['summary/bounded']}, " if self.bounded else "")
             + f"skipped {sum(v for k, v in totals.items() if 'skipped' in k)}" + (f" ({skipped})" if skipped else "")
         ]
-        for site in sorted(set(self.fetched) | set(self.stored) | set(self.skipped)):
+        for site in sorted(set(self.fetched) | set(self.stored) | set(self.skipped) | set(self.bounded)):
             reasons = ", ".join(f"{r} {n}" for r, n in sorted(self.skipped[site].items()))
             out.append(
                 f"  {site}: fetched {self.fetched[site]}, stored {self.stored[site]}"
                 + (f", truncated {self.truncated[site]}" if self.truncated[site] else "")
+                + (f", bounded {self.bounded[site]}" if self.bounded[site] else "")
                 + (f", skipped {reasons}" if reasons else "")
             )
         return out
