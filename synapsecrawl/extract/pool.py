@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 # modules every worker needs: imported once in the fork server, not per worker
 _PRELOAD = ["synapsecrawl.extract.read", "synapsecrawl.extract.html", "synapsecrawl.extract.pdf",
-            "synapsecrawl.privacy", "synapsecrawl.labels"]
+            "synapsecrawl.privacy"]
 
 
 def extract_processes(value: object, cpus: int | None = None) -> int:
