@@ -31,7 +31,15 @@ _WS = "\t\n\f\r "
 _NAME = f"[^{_WS}/>][^{_WS}/>=]*+"
 _VALUE = f"\"[^\"]*+\"|'[^']*+'|[^{_WS}>]*+"
 _ATTRIBUTE = f"(?>[{_WS}/]*+{_NAME}(?:[{_WS}]*+=[{_WS}]*+(?:{_VALUE}))?+)"
-_OVERFULL = re.compile(f"(<[A-Za-z][^{_WS}/>]*+{_ATTRIBUTE}{{{MAX_ATTRIBUTES}}})({_ATTRIBUTE}++)")
+# An overfull start tag, or else an element whose text the tokenizer reads as text (§13.1.2: raw
+# text and escapable raw text), passed over whole up to its end tag or the end: what a script or a
+# title holds is never cut.
+_RAW = "script|style|textarea|title|xmp|iframe|noembed|noframes"
+_SCAN = re.compile(
+    f"(<[A-Za-z][^{_WS}/>]*+{_ATTRIBUTE}{{{MAX_ATTRIBUTES}}})({_ATTRIBUTE}++)"
+    f"|<(?P<raw>{_RAW})(?=[{_WS}/>])(?>{_ATTRIBUTE}*+)[{_WS}/]*+>.*?(?:</(?P=raw)|\\Z)",
+    re.IGNORECASE | re.DOTALL,
+)
 _ONE = re.compile(_ATTRIBUTE)
 
 
@@ -41,7 +49,9 @@ def cap_attributes(text: str) -> tuple[str, int]:
 
     def keep_head(match: re.Match[str]) -> str:
         nonlocal dropped
+        if match.group(2) is None:
+            return match.group(0)
         dropped += sum(1 for _ in _ONE.finditer(match.group(2)))
         return match.group(1)
 
-    return _OVERFULL.sub(keep_head, text), dropped
+    return _SCAN.sub(keep_head, text), dropped

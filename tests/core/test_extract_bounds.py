@@ -221,3 +221,14 @@ def test_the_summary_counts_bounded_pages_and_binary_ones() -> None:
     assert summary.stats()["summary/skipped/binary"] == 1
     assert summary.lines() == ["crawl summary: fetched 2, stored 1, bounded 1, skipped 1 (binary 1)",
                                "  a.test: fetched 2, stored 1, bounded 1, skipped binary 1"]
+
+
+def test_what_a_script_or_a_title_holds_is_never_cut() -> None:
+    """#14 item 5: text the tokenizer reads as text (a script, a style, a title) is passed over whole,
+    however many attribute-like words follow a '<' in it; the overfull <div> after it is still cut."""
+    words = " ".join(f"w{i}" for i in range(MAX_ATTRIBUTES * 2))
+    text = (f"<html><head><title>Less <than {words}</title><script>var s = '<div {words}';</SCRIPT></head>"
+            f"<body><div {words}>Body.</div></body></html>")
+    out, dropped = cap_attributes(text)
+    assert dropped == MAX_ATTRIBUTES
+    assert f"<title>Less <than {words}</title>" in out and f"var s = '<div {words}';" in out
