@@ -9,11 +9,12 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import random
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CORPUS", "Case", "aside_links", "attributes", "cases", "nested_tables"]
+__all__ = ["CORPUS", "Case", "aside_links", "attributes", "cases", "headless_gzip", "nested_tables"]
 
 CORPUS = Path(__file__).resolve().parent / "data" / "hostile"
 
@@ -57,8 +58,8 @@ def zip_archive() -> bytes:
 
 
 def headless_gzip() -> bytes:
-    """Compressed bytes whose first bytes name no format (a gzip stream without its header)."""
-    return gzip.compress(bytes(range(256)) * 40 + b"words " * 3000, mtime=0)[10:]
+    """Compressed bytes whose first bytes name no format (a gzip stream without its 10-byte header)."""
+    return gzip.compress(random.Random(14).randbytes(16_384), compresslevel=1, mtime=0)[10:]
 
 
 _MAKERS = {"attributes": attributes, "aside_links": aside_links, "nested_tables": nested_tables,

@@ -64,7 +64,7 @@ _PATTERNS: tuple[tuple[re.Pattern[bytes], str], ...] = (
     (re.compile(rb"....ftyp(?:isom|iso2|mp4|avc1|M4V|M4A|qt  |heic|avif|3gp)", re.DOTALL), "a video or image"),
 )
 _ZLIB = re.compile(rb"\x78[\x01\x5e\x9c\xda]")
-_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f\x7f-\x9f]")
 
 
 def binary_signature(body: bytes) -> str:
@@ -80,7 +80,8 @@ def binary_signature(body: bytes) -> str:
 def unreadable_share(text: str) -> str:
     """Why the start of decoded ``text`` is no text ("" when it reads as text).
 
-    Control characters (C0 but tab, line and form feed, carriage return; DEL; C1): text has none,
+    Control characters (C0 but tab, line and form feed, carriage return and the escape of terminal
+    colours; DEL; C1): text has none,
     binary bytes read in any one-byte charset are one in nine. Replacement characters: a few are a
     page declared in the wrong charset (kept, as browsers show it), one in two is no text at all.
     """

@@ -23,6 +23,7 @@ from synapsecrawl.labels import label_html, parse_document
 from synapsecrawl.linkcontext import _Length, link_labelling
 from synapsecrawl.summary import CrawlSummary
 from tests.helpers import make_pdf
+from tests.hostile import headless_gzip
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 TOKENS = ("synapsebot",)
@@ -193,7 +194,8 @@ def test_binary_bytes_are_no_text(body: bytes, content_type: str, says: str) -> 
 def test_bytes_without_a_signature_that_read_as_controls_are_no_text(content_type: str) -> None:
     """#14 item 6: compressed bytes whose first bytes name no format (a stream cut at its header)
     decode to about one control character in nine: refused, with the share said."""
-    body = gzip.compress(bytes(range(256)) * 40 + b"words " * 3000, mtime=0)[10:]
+    body = headless_gzip()
+    assert binary_signature(body) == ""
     page = read_document(body, "https://a.test/x", content_type=content_type, tokens=TOKENS)
     assert re.fullmatch(r"\d+% of its characters are control characters", page.not_text), page.not_text
     assert page.text == ""
@@ -232,3 +234,10 @@ def test_what_a_script_or_a_title_holds_is_never_cut() -> None:
     out, dropped = cap_attributes(text)
     assert dropped == MAX_ATTRIBUTES
     assert f"<title>Less <than {words}</title>" in out and f"var s = '<div {words}';" in out
+
+
+def test_a_log_in_terminal_colours_is_text() -> None:
+    """#14 item 6: escape sequences of terminal colours in a text/plain log are text, not binary bytes."""
+    log = "".join(f"\x1b[32mINFO\x1b[0m step {i} done\n\x1b[31mERR\x1b[0m x\n" for i in range(200)).encode()
+    page = read_document(log, "https://a.test/ci.log", content_type="text/plain", tokens=TOKENS)
+    assert page.not_text == "" and "step 199 done" in page.text
