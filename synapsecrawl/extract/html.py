@@ -2,8 +2,10 @@
 
 The document is decoded once (BOM, HTTP charset, <meta charset>, then a guess:
 WHATWG's order, via w3lib) and parsed once with lxml. Main text comes from
-trafilatura; when it finds nothing, or the tree is too large for it to finish
-quickly, the visible text of <body> is used instead. Text is plain, one
+trafilatura; when it finds nothing, or the tree is too large or too deeply
+nested for it to finish quickly, the visible text of <body> is used instead.
+What is examined is bounded (``extract.bounds``: attributes of one element, links)
+and each bound a page meets is named in ``Page.bounded``. Text is plain, one
 paragraph per block (heading, paragraph, list item, table row), paragraphs
 separated by a blank line. Elements carrying ``data-nosnippet`` (honoured on
 any element, not only span/div/section) are left out of ``snippet_text``.
@@ -367,7 +369,7 @@ def parse_html(
             not_text=not_text,
         )
     bounded = [f"attributes: {dropped:,} past {MAX_ATTRIBUTES} on one element not read"] if dropped else []
-    labels = _labels(root, url) if label else None  # first: text extraction may prune the tree
+    labels = _labels(root, url) if label else None  # before the tree is handed to trafilatura
     if labels is not None:
         bounded.extend(labels[1])
     head = _Head(root, url)
