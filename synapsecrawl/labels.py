@@ -20,9 +20,11 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from urllib.parse import urlsplit
 
 import lxml.html  # type: ignore[import-untyped,unused-ignore]
+from lxml import etree
 from w3lib.encoding import html_to_unicode
 
 from synapsecrawl.extract.html import jsonld_documents, parse_tree
@@ -151,6 +153,10 @@ _DOC_HEADINGS = re.compile(
 )
 
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# headings read for their words: the first 1,000, each up to 300 characters from at most 2,000 nodes
+_MAX_HEADINGS = 1_000
+_HEADING_CHARS = 300
+_HEADING_NODES = 2_000
 
 
 @dataclass(frozen=True)
@@ -176,6 +182,22 @@ def _text(element: lxml.html.HtmlElement) -> str:
         return " ".join(element.text_content().split())
     except ValueError:
         return ""
+
+
+def _short_text(element: lxml.html.HtmlElement, chars: int = _HEADING_CHARS) -> str:
+    """The start of ``_text(element)``, read from at most ``_HEADING_NODES`` of its nodes (#14: headings
+    nested in headings would make reading each heading's whole text quadratic)."""
+    parts: list[str] = []
+    size = 0
+    for seen, (event, node) in enumerate(etree.iterwalk(element, events=("start", "end"))):
+        if seen >= _HEADING_NODES or size > chars:
+            break
+        piece = (node.text if isinstance(node.tag, str) else None) if event == "start" else (
+            node.tail if node is not element else None)
+        if piece:
+            parts.append(piece)
+            size += len(piece)
+    return " ".join("".join(parts).split())[:chars]
 
 
 # -- page kinds -----------------------------------------------------------------
@@ -296,9 +318,9 @@ def _shop_cues(root: lxml.html.HtmlElement, text: str, weights: _Weights) -> Non
 
 
 def _teaching_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, weights: _Weights) -> None:
-    headings = [_text(h) for h in main.iter(*_HEADINGS)]
-    title = next((_text(t) for t in root.iter("title")), "")
-    h1 = next((_text(h) for h in root.iter("h1")), "")
+    headings = [_short_text(h) for h in islice(main.iter(*_HEADINGS), _MAX_HEADINGS)]
+    title = next((_short_text(t) for t in root.iter("title")), "")
+    h1 = next((_short_text(h) for h in root.iter("h1")), "")
     if _TUTORIAL_TITLE.search(h1) or _TUTORIAL_TITLE.search(title):
         weights.add("tutorial", 3, "title:tutorial")
     weights.add_found("tutorial", len(_TUTORIAL_WORDS.findall(_text(main)[:20_000])), "content:tutorial")
@@ -326,8 +348,11 @@ def _writing_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, text
 
 
 def _shape_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, weights: _Weights) -> None:
-    listed = main.xpath(".//article[not(ancestor::aside)]|.//h2[a and normalize-space(.)=normalize-space(a)]"
-                        "|.//h3[a and normalize-space(.)=normalize-space(a)]")
+    listed = main.xpath(".//article[not(ancestor::aside)]")
+    for heading in islice(main.iter("h2", "h3"), _MAX_HEADINGS):  # a heading that is all one link
+        if heading is not main and (link := heading.find("a")) is not None and _short_text(heading) == _short_text(
+                link):
+            listed.append(heading)
     if len(listed) >= 3 and len({id(e.getparent()) for e in listed}) < len(listed):
         weights.add("other", 3, f"markup:listing:{len(listed)}")  # an index of posts is not a post
     if root.xpath("//form[.//input[@type='password']]"):
