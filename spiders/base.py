@@ -49,6 +49,7 @@ from synapsecrawl.extract.page import Page
 from synapsecrawl.indexing import make_item
 from synapsecrawl.jobdir import mark_closed
 from synapsecrawl.kb.store import Source
+from synapsecrawl.labels import LABELLING_PROFILES
 from synapsecrawl.profiles import Limits
 from synapsecrawl.reread import HOLD_RENEWAL, RUNNING, record_crawl, reread_interval, source_id
 from synapsecrawl.scope import in_any
@@ -133,9 +134,12 @@ class SynapseSpider(scrapy.Spider):
             x_robots_tag=[v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")],
             encoding=http_content_type_encoding(content_type),
             scrub_personal_data=profile.scrub_personal_data,
+            label=profile.name in LABELLING_PROFILES,  # OMN-LABELS, read in the worker under its guard
         )
         if page is None:
             self.runtime.summary.skip(self.runtime.site(response.url), "error", response.url)
+        elif page.labels is not None:
+            response.meta["page_labels"] = page.labels  # for middlewares.labels
         return page
 
     def keep(self, response: Response, page: Page | None) -> Iterator[dict[str, Any]]:
@@ -145,6 +149,15 @@ class SynapseSpider(scrapy.Spider):
         site = self.runtime.site(response.url)
         for problem in page.problems:
             logger.warning("%s: %s", response.url, problem)
+        if page.bounded:
+            # What lies within the bounds is kept; the rest of a page written to exhaust a parser is not read (#14).
+            self.runtime.summary.bound(site)
+            logger.warning("%s: read only within bounds: %s", response.url, "; ".join(page.bounded))
+        if page.not_text and not page.directives.noindex:
+            # Binary bytes are no text (#14): nothing is stored, and a stored copy stays (SYN-REMOVE: a failure).
+            self.runtime.summary.skip(site, "binary", response.url)
+            logger.warning("%s: not stored, no text: %s", response.url, page.not_text)
+            return
         if not self.runtime.profile.accepts_type(page.content_type):
             # No Content-Type to judge at the headers (the gate's part): what the bytes show is judged here
             # (SNA-HTML, YOT-HTTPS, OMN-FETCH).

@@ -7,12 +7,9 @@ it lives (its URL path), and what it is made of (prices and carts, bylines and
 datelines, comments, step headings, API signatures). The kind with the most
 weight wins; below ``MIN_WEIGHT`` a page is ``other``.
 
-A link is an ``advertisement`` (``rel="sponsored"``, an ad container: class or
-id words such as ad, ads, advert, sponsor, promo; ad-server URLs; a container
-labelled "Advertisement"), a ``citation`` (inside references or footnotes, or
-set in running text), or ``navigation`` (menus, headers, footers, asides,
-breadcrumbs, pagination, tag lists, and any link standing alone in a list of
-links). Only http(s) links leaving the page are labelled; in-page anchors are not.
+A link is a ``citation``, ``navigation`` or ``advertisement``: ``synapsecrawl.linkcontext``
+decides which. The tree is parsed as extraction parses it (``extract.html.parse_tree``: attributes
+past a cap cut), and OmniscienteBot labels a page in the worker that reads it (``read_document``).
 
 Labelling never raises on content and keeps no text.
 """
@@ -23,13 +20,15 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from itertools import islice
+from urllib.parse import urlsplit
 
 import lxml.html  # type: ignore[import-untyped,unused-ignore]
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
-from synapsecrawl.extract.html import jsonld_documents
+from synapsecrawl.extract.html import jsonld_documents, parse_tree
+from synapsecrawl.linkcontext import LINK_CONTEXTS, LinkLabel, link_labelling
 
 __all__ = [
     "LABELLING_PROFILES",
@@ -41,12 +40,12 @@ __all__ = [
     "label_html",
     "label_links",
     "label_page",
+    "label_url",
     "parse_document",
 ]
 
 LABELLING_PROFILES = frozenset({"omniscientebot"})  # OMN-LABELS
 PAGE_KINDS = ("blog_post", "news_article", "tutorial", "documentation", "product_page", "other")
-LINK_CONTEXTS = ("citation", "navigation", "advertisement")
 MIN_WEIGHT = 3
 _ARTICLE = "article"  # evidence for blog_post and news_article alike
 _TIE_ORDER = ("product_page", "tutorial", "documentation", "blog_post", "news_article", "other")
@@ -152,50 +151,12 @@ _DOC_HEADINGS = re.compile(
     r"deprecated|since version|type|default)\b",
     re.IGNORECASE,
 )
-_REFERENCE_HEADING = re.compile(
-    r"\b(?:references?|sources?|citations?|bibliography|further reading|external links|notes|works cited|"
-    r"specifications?|standards?)\b",
-    re.IGNORECASE,
-)
-_AD_LABEL = re.compile(
-    r"^\s*(?:advertisement|advertising|sponsored(?: content| links?| by)?|promoted|ad|ads|anzeige|publicit[ée]|"
-    r"reklama|partner content|paid (?:post|content))\s*$",
-    re.IGNORECASE,
-)
-_AD_HOSTS = re.compile(
-    r"(?:^|\.)(?:doubleclick\.net|googleadservices\.com|googlesyndication\.com|adnxs\.com|taboola\.com|"
-    r"outbrain\.com|criteo\.com|amazon-adsystem\.com|adsrvr\.org|adform\.net|media\.net|revcontent\.com)$"
-)
-_AD_URL = re.compile(
-    r"[?&]utm_medium=(?:cpc|ppc|paid|display|banner|sponsored|affiliate)\b|/aclk\?|/adclick|/ads?/click", re.IGNORECASE
-)
 
-_WORDS = re.compile(r"[a-z0-9]+")
-_PROSE_WORDS = re.compile(r"[^\W\d_]{2,}")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_AD_TOKENS = frozenset({
-    "ad", "ads", "advert", "adverts", "advertisement", "advertisements", "advertising", "adsbygoogle",
-    "adslot", "adunit", "adbox", "adcontainer", "adwrapper", "sponsor", "sponsors", "sponsored", "promo",
-    "promos", "promoted", "promotion", "dfp", "taboola", "outbrain", "affiliate",
-})  # fmt: skip
-_NAV_TOKENS = frozenset({
-    "nav", "navbar", "navigation", "menu", "menubar", "breadcrumb", "breadcrumbs", "crumbs", "pagination",
-    "pager", "paging", "sidebar", "toc", "footer", "header", "masthead", "topbar", "toolbar", "subnav",
-    "related", "share", "sharing", "social", "tags", "tag", "categories", "category", "skip", "byline",
-    "author", "meta", "postmeta", "widget", "prev", "next", "previous", "dropdown",
-})  # fmt: skip
-_CITE_TOKENS = frozenset({
-    "references", "reflist", "footnotes", "footnote", "citations", "citation", "cite",
-    "sources", "bibliography", "endnotes", "refs",
-})  # fmt: skip
-_NAV_TAGS = frozenset({"nav", "header", "footer", "aside", "menu"})
-_NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "menu", "menubar", "complementary", "tablist"})
-_NAV_RELS = frozenset({"next", "prev", "previous", "tag", "author", "home", "category", "bookmark", "up"})
-_PROSE = frozenset({"p", "blockquote", "figcaption", "dd", "td", "th"})
-_CONTEXT_RANK = {"navigation": 0, "citation": 1, "advertisement": 2}  # a URL met twice keeps its strongest
-_BLOCKS = frozenset({"p", "li", "dd", "dt", "td", "th", "blockquote", "figcaption", "div", "section", "article",
-                     "main", "body", "h1", "h2", "h3", "h4", "h5", "h6", "ol", "ul", "dl", "table", "figure"})
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# headings read for their words: the first 1,000, each up to 300 characters from at most 2,000 nodes
+_MAX_HEADINGS = 1_000
+_HEADING_CHARS = 300
+_HEADING_NODES = 2_000
 
 
 @dataclass(frozen=True)
@@ -206,29 +167,14 @@ class PageLabel:
     evidence: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class LinkLabel:
-    """An outgoing link and its context on the page."""
-
-    url: str
-    context: str
-
-
 def parse_document(body: bytes, *, encoding: str | None = None) -> lxml.html.HtmlElement | None:
     """The HTML tree of ``body`` (``encoding``: the HTTP charset, if any); None when empty."""
     header = f"text/html; charset={encoding}" if encoding else "text/html"
     try:
         _, text = html_to_unicode(header, body)
-        parser = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True, remove_comments=True, no_network=True)
-        root = lxml.html.document_fromstring(text.encode("utf-8", "replace"), parser=parser)
-    except (etree.ParserError, ValueError, LookupError):
+    except (ValueError, LookupError):
         return None
-    return root if isinstance(root, lxml.html.HtmlElement) else None
-
-
-def _tokens(element: lxml.html.HtmlElement) -> set[str]:
-    raw = f"{element.get('class') or ''} {element.get('id') or ''}"
-    return set(_WORDS.findall(_CAMEL.sub(" ", raw).lower()))
+    return parse_tree(text.encode("utf-8", "replace").decode("utf-8"))[0]
 
 
 def _text(element: lxml.html.HtmlElement) -> str:
@@ -236,6 +182,22 @@ def _text(element: lxml.html.HtmlElement) -> str:
         return " ".join(element.text_content().split())
     except ValueError:
         return ""
+
+
+def _short_text(element: lxml.html.HtmlElement, chars: int = _HEADING_CHARS) -> str:
+    """The start of ``_text(element)``, read from at most ``_HEADING_NODES`` of its nodes (#14: headings
+    nested in headings would make reading each heading's whole text quadratic)."""
+    parts: list[str] = []
+    size = 0
+    for seen, (event, node) in enumerate(etree.iterwalk(element, events=("start", "end"))):
+        if seen >= _HEADING_NODES or size > chars:
+            break
+        piece = (node.text if isinstance(node.tag, str) else None) if event == "start" else (
+            node.tail if node is not element else None)
+        if piece:
+            parts.append(piece)
+            size += len(piece)
+    return " ".join("".join(parts).split())[:chars]
 
 
 # -- page kinds -----------------------------------------------------------------
@@ -356,9 +318,9 @@ def _shop_cues(root: lxml.html.HtmlElement, text: str, weights: _Weights) -> Non
 
 
 def _teaching_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, weights: _Weights) -> None:
-    headings = [_text(h) for h in main.iter(*_HEADINGS)]
-    title = next((_text(t) for t in root.iter("title")), "")
-    h1 = next((_text(h) for h in root.iter("h1")), "")
+    headings = [_short_text(h) for h in islice(main.iter(*_HEADINGS), _MAX_HEADINGS)]
+    title = next((_short_text(t) for t in root.iter("title")), "")
+    h1 = next((_short_text(h) for h in root.iter("h1")), "")
     if _TUTORIAL_TITLE.search(h1) or _TUTORIAL_TITLE.search(title):
         weights.add("tutorial", 3, "title:tutorial")
     weights.add_found("tutorial", len(_TUTORIAL_WORDS.findall(_text(main)[:20_000])), "content:tutorial")
@@ -386,12 +348,22 @@ def _writing_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, text
 
 
 def _shape_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, weights: _Weights) -> None:
-    listed = main.xpath(".//article[not(ancestor::aside)]|.//h2[a and normalize-space(.)=normalize-space(a)]"
-                        "|.//h3[a and normalize-space(.)=normalize-space(a)]")
+    listed = main.xpath(".//article[not(ancestor::aside)]")
+    for heading in islice(main.iter("h2", "h3"), _MAX_HEADINGS):  # a heading that is all one link
+        if heading is not main and (link := heading.find("a")) is not None and _short_text(heading) == _short_text(
+                link):
+            listed.append(heading)
     if len(listed) >= 3 and len({id(e.getparent()) for e in listed}) < len(listed):
         weights.add("other", 3, f"markup:listing:{len(listed)}")  # an index of posts is not a post
     if root.xpath("//form[.//input[@type='password']]"):
         weights.add("other", 3, "markup:login")
+
+
+def label_url(url: str) -> PageLabel:
+    """The kind of a page that is no HTML (a PDF, plain text), from its address alone."""
+    weights = _Weights()
+    _from_url(url, weights)
+    return weights.decide()
 
 
 def label_page(root: lxml.html.HtmlElement, url: str) -> PageLabel:
@@ -409,135 +381,12 @@ def label_page(root: lxml.html.HtmlElement, url: str) -> PageLabel:
     return weights.decide()
 
 
-# -- link contexts ----------------------------------------------------------------
-
-
-def _absolute(base: str, href: str | None) -> str:
-    href = (href or "").strip()
-    if not href or href.startswith("#"):
-        return ""
-    try:
-        url = urljoin(base, href).split("#", 1)[0]
-    except ValueError:
-        return ""
-    return url if url[:8].lower().startswith(("http://", "https://")) else ""
-
-
-def _is_ad_url(url: str) -> bool:
-    return bool(_AD_HOSTS.search(urlsplit(url).hostname or "") or _AD_URL.search(url))
-
-
-def _is_ad_attribute(name: str) -> bool:
-    return name == "data-ad" or name.startswith(("data-ad-", "data-ad_", "data-google-query-id"))
-
-
-def _labelled_as_ad(element: lxml.html.HtmlElement) -> bool:
-    """A container marked for readers as an ad: aria-label, or a short caption of its own."""
-    label = f"{element.get('aria-label') or ''} {element.get('title') or ''}".lower()
-    if "advert" in label or "sponsor" in label:
-        return True
-    for child in element.iterchildren():
-        if isinstance(child.tag, str) and child.tag not in ("a", "img") and len(child) == 0 and _AD_LABEL.match(
-                child.text or ""):
-            return True
-    return bool(_AD_LABEL.match(element.text or ""))
-
-
-def _is_content_root(element: lxml.html.HtmlElement) -> bool:
-    return element.tag in ("main", "article") or element.get("role") == "main" or element.get(
-        "itemprop") == "articleBody"
-
-
-def _preceding_heading(element: lxml.html.HtmlElement) -> str:
-    for previous in element.itersiblings(preceding=True):
-        if isinstance(previous.tag, str) and previous.tag in _HEADINGS:
-            return _text(previous)
-        if isinstance(previous.tag, str) and previous.tag in ("p", "ul", "ol", "div", "table", "pre"):
-            break
-    return ""
-
-
-def _is_advertisement(anchor: lxml.html.HtmlElement, url: str, chain: list[lxml.html.HtmlElement]) -> bool:
-    if "sponsored" in (anchor.get("rel") or "").lower().split() or _is_ad_url(url):
-        return True
-    for element in chain:
-        if element.tag in ("body", "html"):
-            return False
-        if element.tag == "ins" or _tokens(element) & _AD_TOKENS or any(map(_is_ad_attribute, element.attrib)):
-            return True
-        if element is not anchor and _labelled_as_ad(element):
-            return True
-    return False
-
-
-def _marked_context(chain: list[lxml.html.HtmlElement]) -> str | None:
-    """What the markup around the link says: references (citation) or page furniture (navigation)."""
-    for element in chain:
-        if element.tag in ("body", "html") or _is_content_root(element):
-            return None  # wrappers around the main content say nothing about one link in it
-        tokens = _tokens(element)
-        if tokens & _CITE_TOKENS or element.tag == "cite":
-            return "citation"
-        if element.tag in ("ol", "ul", "dl", "table") and _REFERENCE_HEADING.search(_preceding_heading(element)):
-            return "citation"
-        if element.tag in _NAV_TAGS or (element.get("role") or "").lower() in _NAV_ROLES or tokens & _NAV_TOKENS:
-            return "navigation"
-    return None
-
-
-def _context(anchor: lxml.html.HtmlElement, url: str) -> str:
-    chain = [anchor, *anchor.iterancestors()]
-    if _is_advertisement(anchor, url, chain):
-        return "advertisement"
-    marked = _marked_context(chain)
-    if marked is not None:
-        return marked
-    if set((anchor.get("rel") or "").lower().split()) & _NAV_RELS:
-        return "navigation"
-    return "citation" if _in_prose(anchor) else "navigation"
-
-
-def _adjacent_words(anchor: lxml.html.HtmlElement) -> int:
-    """Words written right before and after the link, in the same run of text."""
-    previous = anchor.getprevious()
-    parent = anchor.getparent()
-    before = (previous.tail if previous is not None and previous.tag != "br" else None) if previous is not None else (
-        parent.text if parent is not None else None)
-    return len(_PROSE_WORDS.findall(before or "")) + len(_PROSE_WORDS.findall(anchor.tail or ""))
-
-
-def _in_prose(anchor: lxml.html.HtmlElement) -> bool:
-    """Whether the link is set in running text: words next to it, in a block holding more words than links."""
-    if _adjacent_words(anchor) < 1:
-        return False
-    block = next((e for e in anchor.iterancestors() if e.tag in _BLOCKS or e.tag in _PROSE), None)
-    if block is None:
-        return False
-    own = len(_text(block))
-    linked = sum(len(_text(a)) for a in block.iter("a"))
-    prose = own - linked
-    if block.tag in _PROSE:
-        return prose >= 20
-    if block.tag in ("li", "dt"):
-        return prose >= 30
-    return prose >= 40 and linked <= own / 2
+# -- both -------------------------------------------------------------------------
 
 
 def label_links(root: lxml.html.HtmlElement, url: str) -> list[LinkLabel]:
-    """Each distinct outgoing http(s) link of the page, in page order, with its context."""
-    base = next((b.get("href") for b in root.iter("base") if b.get("href")), None)
-    base_url = urljoin(url, base) if base else url
-    here = url.split("#", 1)[0]
-    labels: dict[str, LinkLabel] = {}
-    for anchor in root.iter("a", "area"):
-        target = _absolute(base_url, anchor.get("href"))
-        if not target or target == here:
-            continue
-        context = _context(anchor, target)
-        known = labels.get(target)
-        if known is None or _CONTEXT_RANK[context] > _CONTEXT_RANK[known.context]:
-            labels[target] = LinkLabel(target, context)
-    return list(labels.values())
+    """Each distinct outgoing http(s) link of the page, in page order, with its context (``linkcontext``)."""
+    return list(link_labelling(root, url).labels)
 
 
 def label_html(body: bytes, url: str, *, encoding: str | None = None) -> tuple[PageLabel, tuple[LinkLabel, ...]]:
@@ -545,4 +394,4 @@ def label_html(body: bytes, url: str, *, encoding: str | None = None) -> tuple[P
     root = parse_document(body, encoding=encoding)
     if root is None:
         return PageLabel("other", ("empty",)), ()
-    return label_page(root, url), tuple(label_links(root, url))
+    return label_page(root, url), link_labelling(root, url).labels

@@ -15,7 +15,7 @@ __all__ = ["FAIL_KINDS", "SKIP_REASONS", "CrawlSummary"]
 
 SKIP_REASONS = (
     "robots", "noindex", "scope", "type", "size", "limit", "scheme",
-    "address", "paused", "error", "never", "duplicate",
+    "address", "paused", "error", "never", "duplicate", "binary",
 )  # fmt: skip
 FAIL_KINDS = (
     "timeout",  # no full answer within DOWNLOAD_TIMEOUT (a stall, a slow drip)
@@ -36,6 +36,7 @@ class CrawlSummary:
     fetched: Counter[str] = field(default_factory=Counter)
     stored: Counter[str] = field(default_factory=Counter)
     truncated: Counter[str] = field(default_factory=Counter)
+    bounded: Counter[str] = field(default_factory=Counter)
     skipped: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     # told of each store and skip as (what, site, reason, url): the crawl report's request log listens here
     journal: Callable[[str, str, str, str], None] | None = None
@@ -57,6 +58,10 @@ class CrawlSummary:
         if self.journal is not None:
             self.journal("skip", site, "truncated", url)
 
+    def bound(self, site: str) -> None:
+        """A page of ``site`` was read only within extraction's bounds (extract.bounds); what they hold is kept."""
+        self.bounded[site] += 1
+
     def skip(self, site: str, reason: str, url: str = "") -> None:
         """A URL of ``site`` was left out for ``reason`` (one of SKIP_REASONS)."""
         self.skipped[site][reason] += 1
@@ -72,6 +77,8 @@ class CrawlSummary:
         out = {"summary/fetched": sum(self.fetched.values()), "summary/stored": sum(self.stored.values())}
         if self.truncated:
             out["summary/truncated"] = sum(self.truncated.values())
+        if self.bounded:
+            out["summary/bounded"] = sum(self.bounded.values())
         for counts in self.skipped.values():
             for reason, n in counts.items():
                 out[f"summary/skipped/{reason}"] = out.get(f"summary/skipped/{reason}", 0) + n
@@ -93,15 +100,18 @@ class CrawlSummary:
             f"crawl summary: fetched {totals['summary/fetched']}, stored {totals['summary/stored']}, "
             + (f"truncated {totals['summary/truncated']}, " if self.truncated else "")
             + (f"failed {sum(v for k, v in totals.items() if 'failed/' in k)} ({failed}), " if failed else "")
+            + (f"bounded {totals['summary/bounded']}, " if self.bounded else "")
             + f"skipped {sum(v for k, v in totals.items() if 'skipped' in k)}" + (f" ({skipped})" if skipped else "")
         ]
-        for site in sorted(set(self.fetched) | set(self.stored) | set(self.skipped) | set(self.failed)):
+        sites = set(self.fetched) | set(self.stored) | set(self.skipped) | set(self.failed) | set(self.bounded)
+        for site in sorted(sites):
             reasons = ", ".join(f"{r} {n}" for r, n in sorted(self.skipped[site].items()))
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.failed[site].items()))
             out.append(
                 f"  {site}: fetched {self.fetched[site]}, stored {self.stored[site]}"
                 + (f", truncated {self.truncated[site]}" if self.truncated[site] else "")
                 + (f", failed {kinds}" if kinds else "")
+                + (f", bounded {self.bounded[site]}" if self.bounded[site] else "")
                 + (f", skipped {reasons}" if reasons else "")
             )
         return out

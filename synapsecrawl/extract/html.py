@@ -2,8 +2,10 @@
 
 The document is decoded once (BOM, HTTP charset, <meta charset>, then a guess:
 WHATWG's order, via w3lib) and parsed once with lxml. Main text comes from
-trafilatura; when it finds nothing, or the tree is too large for it to finish
-quickly, the visible text of <body> is used instead. Text is plain, one
+trafilatura; when it finds nothing, or the tree is too large or too deeply
+nested for it to finish quickly, the visible text of <body> is used instead.
+What is examined is bounded (``extract.bounds``: attributes of one element, links)
+and each bound a page meets is named in ``Page.bounded``. Text is plain, one
 paragraph per block (heading, paragraph, list item, table row), paragraphs
 separated by a blank line. Elements carrying ``data-nosnippet`` (honoured on
 any element, not only span/div/section) are left out of ``snippet_text``.
@@ -28,13 +30,19 @@ from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
 
 from synapsecrawl.directives import parse_directives
-from synapsecrawl.extract.page import Directives, Link, Page
+from synapsecrawl.extract.bounds import MAX_ATTRIBUTES, MAX_LINKS, cap_attributes
+from synapsecrawl.extract.page import Directives, Labels, Link, Page
+from synapsecrawl.extract.sniff import unreadable_share
 from synapsecrawl.extract.text import detect_encoding
 from synapsecrawl.urls import url_problem
 
-__all__ = ["MAX_TRAFILATURA_ELEMENTS", "jsonld_documents", "parse_html"]
+__all__ = ["MAX_TRAFILATURA_DEPTHS", "MAX_TRAFILATURA_ELEMENTS", "jsonld_documents", "parse_html", "parse_tree"]
 
 MAX_TRAFILATURA_ELEMENTS = 30_000  # trafilatura needs 2-3 s here; larger trees get the plain walk
+# trafilatura walks each table's and list's descendants again (and justext each paragraph's
+# ancestors): its cost is the sum of the elements' depths, 6 s for 2,048 nested tables (4 M).
+# A 30,000-element page averaging depth 33 is within; real pages average 10 to 25.
+MAX_TRAFILATURA_DEPTHS = 1_000_000
 _MAX_FIELD_CHARS = 1_000
 _MAX_ANCHOR_CHARS = 500
 _MAX_JSONLD_CHARS = 1_000_000
@@ -110,7 +118,12 @@ def _resolve(base: str, href: str | None, encoding: str = "utf-8") -> tuple[str,
     return ("", problem) if problem else (url, None)
 
 
-def _parse_tree(text: str) -> lxml.html.HtmlElement | None:
+def parse_tree(text: str) -> tuple[lxml.html.HtmlElement | None, int]:
+    """The lxml tree of decoded ``text`` (None when empty), and how many attributes past the cap were cut.
+
+    Attributes beyond ``MAX_ATTRIBUTES`` on one element are cut before libxml2 sees them (bounds.py).
+    """
+    text, dropped = cap_attributes(text)
     parser = lxml.html.HTMLParser(
         encoding="utf-8",
         huge_tree=True,
@@ -122,8 +135,8 @@ def _parse_tree(text: str) -> lxml.html.HtmlElement | None:
     try:
         root = lxml.html.document_fromstring(text.encode("utf-8"), parser=parser)
     except etree.ParserError:  # "Document is empty"
-        return None
-    return root if isinstance(root, lxml.html.HtmlElement) else None
+        return None, dropped
+    return (root if isinstance(root, lxml.html.HtmlElement) else None), dropped
 
 
 class _Head:
@@ -222,10 +235,16 @@ def _published(root: lxml.html.HtmlElement, head: _Head) -> str:
     return _squash(found, 64)
 
 
-def _links(root: lxml.html.HtmlElement, base: str, encoding: str, unusable: list[str]) -> tuple[Link, ...]:
-    """The page's http(s) links, once each; an unusable one is skipped and described in ``unusable``."""
+def _links(
+    root: lxml.html.HtmlElement, base: str, encoding: str, unusable: list[str], bounded: list[str]
+) -> tuple[Link, ...]:
+    """The page's http(s) links, once each, the first MAX_LINKS examined; an unusable one is skipped and
+    described in ``unusable``."""
     seen: dict[str, Link] = {}
-    for anchor in root.iter("a", "area"):
+    for examined, anchor in enumerate(root.iter("a", "area")):
+        if examined == MAX_LINKS:
+            bounded.append(f"links: only the first {MAX_LINKS:,} read")
+            break
         url, problem = _resolve(base, anchor.get("href"), encoding)
         if problem is not None:
             unusable.append(f"{_squash(anchor.get('href'), 100)!r}: {problem}")
@@ -278,8 +297,25 @@ def _from_trafilatura(output: str) -> str:
     return "\n\n".join(paragraphs)
 
 
-def _main_text(root: lxml.html.HtmlElement, url: str, problems: list[str]) -> str:
-    if sum(1 for _ in root.iter()) <= MAX_TRAFILATURA_ELEMENTS:
+def _fits_trafilatura(root: lxml.html.HtmlElement) -> bool:
+    """Whether the tree is small and shallow enough for trafilatura (one walk, stopped past the bounds)."""
+    depth = elements = depths = 0
+    for event, _ in etree.iterwalk(root, events=("start", "end")):
+        if event == "end":
+            depth -= 1
+            continue
+        depth += 1
+        elements += 1
+        depths += depth
+        if elements > MAX_TRAFILATURA_ELEMENTS or depths > MAX_TRAFILATURA_DEPTHS:
+            return False
+    return True
+
+
+def _main_text(root: lxml.html.HtmlElement, url: str, problems: list[str], bounded: list[str]) -> str:
+    if not _fits_trafilatura(root):
+        bounded.append("main text: too many or too deeply nested elements for trafilatura; all visible text read")
+    else:
         try:
             with _silenced(_QUIET):
                 output = trafilatura.extract(
@@ -323,6 +359,7 @@ def parse_html(
     x_robots_tag: Sequence[str] = (),
     encoding: str | None = None,
     content_type: str = "text/html",
+    label: bool = False,
 ) -> Page:
     """Read an HTML response. Never raises on content: problems are listed instead.
 
@@ -330,26 +367,33 @@ def parse_html(
     the bot's product token and aliases, for directives addressed to it.
     When every part of the main text is data-nosnippet, the page is marked
     ``nosnippet`` (an empty ``snippet_text`` would mean "same as text").
+    With ``label``, the page carries its OMN-LABELS (``synapsecrawl.labels``), read from the same tree.
     """
     media_type = content_type.split(";", 1)[0].strip().lower() or "text/html"
     header = f"{media_type}; charset={encoding}" if encoding else content_type
     codec, decoded = html_to_unicode(header, body, auto_detect_fun=detect_encoding)
-    root = _parse_tree(_NOISE.sub("", decoded))
+    not_text = unreadable_share(decoded)
+    root, dropped = (None, 0) if not_text else parse_tree(_NOISE.sub("", decoded))
     if root is None:
         return Page(
             url=url,
             content_type=media_type,
             directives=parse_directives((), x_robots_tag, tokens),
-            problems=("html: empty document",),
+            problems=() if not_text else ("html: empty document",),
+            not_text=not_text,
         )
+    bounded = [f"attributes: {dropped:,} past {MAX_ATTRIBUTES} on one element not read"] if dropped else []
+    labels = _labels(root, url) if label else None  # before the tree is handed to trafilatura
+    if labels is not None:
+        bounded.extend(labels[1])
     head = _Head(root, url)
     directives = parse_directives(head.pairs, x_robots_tag, tokens)
     problems: list[str] = []
-    text = _main_text(root, url, problems)
+    text = _main_text(root, url, problems, bounded)
     snippet_text = ""
     trimmed = _without_nosnippet(root)
     if trimmed is not None:
-        snippet_text = _main_text(trimmed, url, problems)
+        snippet_text = _main_text(trimmed, url, problems, [])
         if snippet_text == text:
             snippet_text = ""
         elif not snippet_text and text:
@@ -357,7 +401,7 @@ def parse_html(
     if not text:
         problems.append("html: no text")
     unusable: list[str] = []
-    links = _links(root, head.base, codec, unusable)
+    links = _links(root, head.base, codec, unusable, bounded)
     if unusable:
         problems.append(f"html: {len(unusable)} links without a usable URL skipped (the first {unusable[0]})")
     return Page(
@@ -374,4 +418,24 @@ def parse_html(
         directives=directives,
         snippet_text=snippet_text,
         problems=tuple(dict.fromkeys(problems)),
+        bounded=tuple(dict.fromkeys(bounded)),
+        labels=None if labels is None else labels[0],
     )
+
+
+def _labels(root: lxml.html.HtmlElement, url: str) -> tuple[Labels, tuple[str, ...]]:
+    """OMN-LABELS of the page, and the bounds the labelling met."""
+    from synapsecrawl.labels import label_page  # labels reads JSON-LD with this module
+    from synapsecrawl.linkcontext import link_labelling
+
+    links = link_labelling(root, url)
+    tdm = tuple((name, content) for meta in root.iter("meta")
+                if (name := (meta.get("name") or "")).strip().lower().startswith("tdm-")
+                and (content := meta.get("content")) is not None)
+    kind = label_page(root, url).kind
+    return Labels(kind, tuple((link.url, link.context) for link in links.labels), tdm), links.bounded
+
+
+def _parse_tree(text: str) -> lxml.html.HtmlElement | None:
+    """``parse_tree``'s tree alone (feeds reads entry HTML with it)."""
+    return parse_tree(text)[0]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Directives", "Link", "Page"]
+__all__ = ["Directives", "Labels", "Link", "Page"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,15 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Labels:
+    """OMN-LABELS, read where the page is read: its kind, its links' contexts, its TDM meta tags."""
+
+    kind: str
+    links: tuple[tuple[str, str], ...] = ()  # (url, context), in page order
+    tdm_meta: tuple[tuple[str, str], ...] = ()  # <meta name="tdm-..." content>, for synapsecrawl.tdmrep
+
+
+@dataclass(frozen=True)
 class Page:
     """The indexable content of one response."""
 
@@ -53,3 +62,6 @@ class Page:
     snippet_text: str = ""  # text with data-nosnippet parts removed; "" means same as text
     problems: tuple[str, ...] = ()  # what could not be read, one short phrase each
     scrubbed: bool = False  # personal data already taken out of text and snippet_text (synapsecrawl.privacy)
+    bounded: tuple[str, ...] = ()  # the bounds (extract.bounds) the page met, one phrase each; read up to them
+    not_text: str = ""  # why a body meant as text is none (extract.sniff): nothing of it is kept
+    labels: Labels | None = None  # asked for (read_document's ``label``): OmniscienteBot's

@@ -87,10 +87,15 @@ class Reader:
         x_robots_tag: Sequence[str] = (),
         encoding: str | None = None,
         scrub_personal_data: bool = False,
+        label: bool = False,
     ) -> Page | None:
-        """The Page in ``body`` (never raises on content); None when its worker died or hung on it."""
+        """The Page in ``body`` (never raises on content); None when its worker died or hung on it.
+
+        ``label``: the page's OMN-LABELS are read in the same worker, under the same guard.
+        """
         job = partial(self.function, body, url, content_type=content_type, tokens=tuple(tokens),
-                      x_robots_tag=tuple(x_robots_tag), encoding=encoding, scrub_personal_data=scrub_personal_data)
+                      x_robots_tag=tuple(x_robots_tag), encoding=encoding, scrub_personal_data=scrub_personal_data,
+                      label=label)
         if self.processes == 0:
             return job()
         if self._slots is None:

@@ -1,11 +1,16 @@
-"""Choosing the reader for a response: HTML, plain text or PDF, by type, then by sniffing."""
+"""Choosing the reader for a response: HTML, plain text or PDF, by type, then by sniffing.
+
+Binary bytes are no text, whatever type they came under (``extract.sniff``): such a page comes
+back with ``not_text`` saying what the bytes are, and nothing of it is read.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
 
-from synapsecrawl.extract.page import Page
+from synapsecrawl.extract.page import Labels, Page
+from synapsecrawl.extract.sniff import binary_signature
 
 __all__ = ["media_type", "read_document"]
 
@@ -32,13 +37,20 @@ def read_document(
     x_robots_tag: Sequence[str] = (),
     encoding: str | None = None,
     scrub_personal_data: bool = False,
+    label: bool = False,
 ) -> Page:
     """Extract a Page from any readable response; never raises on content.
 
-    With ``scrub_personal_data``, its text comes back scrubbed (a profile's privacy promise),
-    so the work is done where the reading is (a worker process), not on the crawl's event loop.
+    With ``scrub_personal_data``, its text comes back scrubbed (a profile's privacy promise), and
+    with ``label`` it carries its OMN-LABELS (``Page.labels``), so the work is done where the
+    reading is (a worker process, under its time guard), not on the crawl's event loop.
     """
-    page = _read(body, url, content_type=content_type, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding)
+    page = _read(body, url, content_type=content_type, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding,
+                 label=label)
+    if label and page.labels is None and not page.not_text:
+        from synapsecrawl.labels import label_url
+
+        page = replace(page, labels=Labels(label_url(url).kind))  # no HTML: what its address says
     if not scrub_personal_data:
         return page
     from synapsecrawl.privacy import scrub
@@ -49,9 +61,16 @@ def read_document(
 
 def _read(
     body: bytes, url: str, *, content_type: str, tokens: Sequence[str], x_robots_tag: Sequence[str],
-    encoding: str | None,
+    encoding: str | None, label: bool,
 ) -> Page:
     media = media_type(content_type, body)
+    signature = binary_signature(body)
+    if signature and media != "application/pdf":
+        from synapsecrawl.directives import parse_directives
+
+        sent = f"sent as {content_type.split(';', 1)[0].strip().lower()}" if content_type.strip() else "sent untyped"
+        return Page(url=url, content_type=media, directives=parse_directives((), x_robots_tag, tokens),
+                    not_text=f"the body is {signature}, {sent}")
     if media == "application/pdf":
         from synapsecrawl.extract.pdf import parse_pdf
 
@@ -62,4 +81,5 @@ def _read(
         return parse_text(body, url, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding)
     from synapsecrawl.extract.html import parse_html
 
-    return parse_html(body, url, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding, content_type=media)
+    return parse_html(body, url, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding, content_type=media,
+                      label=label)

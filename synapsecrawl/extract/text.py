@@ -17,6 +17,7 @@ from w3lib.encoding import read_bom, resolve_encoding, to_unicode
 
 from synapsecrawl.directives import parse_directives
 from synapsecrawl.extract.page import Page
+from synapsecrawl.extract.sniff import unreadable_share
 
 __all__ = ["clean_text", "decode", "detect_encoding", "parse_text"]
 
@@ -90,6 +91,10 @@ def parse_text(
 ) -> Page:
     """Read a text/plain response; the title is its first non-empty line."""
     _, raw = decode(body, encoding)
+    not_text = unreadable_share(raw)
+    if not_text:
+        return Page(url=url, content_type="text/plain", directives=parse_directives((), x_robots_tag, tokens),
+                    not_text=not_text)
     raw = _CONTROL.sub("", raw)
     text = clean_text(raw)
     return Page(
