@@ -29,7 +29,7 @@ HTTPCACHE_ENABLED = False
 # 429 and 503 are the backoff's to judge; an immediate retry ignores Retry-After.
 RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
 RETRY_TIMES = 2
-REREAD_DAYS = 0  # days between re-reads of a source; 0 = the profile's (synapsebot: 7)
+REREAD_DAYS = None  # days between re-reads of a source, above 0; unset = the profile's (synapsebot: 7)
 REMOVAL_LIST = ""  # a file of domains and URL prefixes deleted from the KB and never fetched
 BACKOFF_MAX_WAIT = 0  # seconds a crawl may wait on one paused site; 0 = the profile's [backoff] max_wait
 ONDEMAND_HOST = "127.0.0.1"  # `scrapy crawl ondemand` listens here only (SNA-ONDEMAND)
