@@ -20,7 +20,7 @@ demo: install
 	$(BIN)/python -m synapsecrawl.demo
 
 lint: install
-	$(BIN)/ruff check synapsecrawl spiders middlewares pipelines tests bench
+	$(BIN)/ruff check synapsecrawl spiders middlewares pipelines tests bench tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -28,8 +28,8 @@ test: install lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 fmt: install
-	$(BIN)/ruff check --fix synapsecrawl spiders middlewares pipelines tests bench
-	$(BIN)/ruff format synapsecrawl spiders middlewares pipelines tests bench
+	$(BIN)/ruff check --fix synapsecrawl spiders middlewares pipelines tests bench tools
+	$(BIN)/ruff format synapsecrawl spiders middlewares pipelines tests bench tools
 
 clean:
 	rm -rf $(VENV) .synapsecrawl build *.egg-info

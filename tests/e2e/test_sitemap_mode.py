@@ -120,10 +120,8 @@ def test_malformed_and_oversized_sitemaps_do_not_stop_the_rest(server: TestServe
         "/maps/good.xml": Reply(urlset((u("/p/good"), None)), headers=XML),
         "/p/before-break": page("Before"), "/p/good": page("Good"), "/p/ok": page("OK"),
     })  # fmt: skip
-    started = time.monotonic()
     run = crawl("sitemap", args={"url": u("/index.xml")}, settings=FAST)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert time.monotonic() - started < 60
     assert "Traceback" not in run.stderr
     assert sorted(pages(server.log(host))) == ["/p/before-break", "/p/good", "/p/ok"]
     assert sorted(str(p["title"]) for p in run.kb()) == ["Before", "Good", "OK"]
