@@ -52,3 +52,28 @@ def test_a_refused_name_keeps_its_reason_until_it_resolves_elsewhere(installed: 
     resolver.host_map = parse_host_resolve("kb.test=93.184.216.34")
     assert resolve(resolver, "kb.test") == "93.184.216.34"
     assert refusal("kb.test") is None
+
+
+def test_a_page_whose_name_is_refused_at_resolution_is_an_address_refusal(installed: None) -> None:
+    """#13 item 5, the address guard: a page request (robots.txt already judged) whose name the resolver
+    refused comes back from the download as a plain lookup failure; the guard middleware turns it into
+    the address refusal with the resolver's reason, which on-demand answers as `address_refused`."""
+    from scrapy import Request
+    from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
+    from scrapy.utils.misc import build_from_crawler
+
+    from middlewares.netguard import NetGuardMiddleware
+    from spiders.ondemand import _fetch_error
+    from tests.adapters.test_addon import crawler_for
+
+    resolver = make(allow_private=False, spec="rebound.test=10.0.0.7")
+    GuardedResolver.installed = resolver
+    assert isinstance(resolve(resolver, "rebound.test"), AddressRefused)
+    crawler = crawler_for(BOT_PROFILE="snagabot")
+    guard = build_from_crawler(NetGuardMiddleware, crawler)
+    request = Request("http://rebound.test/page")
+    with pytest.raises(IgnoreRequest) as caught:
+        guard.process_exception(request, CannotResolveHostError("no results for hostname lookup: rebound.test"))
+    assert "10.0.0.7, a private address" in str(caught.value)
+    assert _fetch_error(request, caught.value).code == "address_refused"
+    assert guard.process_exception(Request("http://other.test/"), CannotResolveHostError("x")) is None
