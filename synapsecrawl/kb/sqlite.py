@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from datetime import datetime
@@ -159,6 +160,19 @@ def _found(path: Path) -> Found:
                      db.execute("PRAGMA application_id").fetchone()[0], version)
 
 
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Switch a file to WAL. Crawls opening one new file at once can each hold a read lock while one
+    switches, and SQLite answers that "database is locked" at once, without its busy timeout: try again."""
+    for attempt in range(100):
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 99:
+                raise
+            time.sleep(0.05)
+
+
 def _mark(db: sqlite3.Connection) -> None:
     """Mark the file as our KB: SQLite's application id, and the meta table's rows."""
     db.execute("BEGIN IMMEDIATE")
@@ -179,8 +193,10 @@ class SQLiteStore(SharedTables):
             path.parent.mkdir(parents=True, exist_ok=True)
             state = judge(_found(path), where=str(path), ours=_OURS, required=_REQUIRED)  # before any write
             self._db = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _use_wal(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
+            if state == "new":  # marked first: a crawl opening it meanwhile knows it as ours, not half-made
+                _mark(self._db)
             self._db.executescript(_SCHEMA)
             present = {row[1] for row in self._db.execute("PRAGMA table_info(pages)")}
             for column, declaration in _ADDED_PAGE_COLUMNS:
@@ -195,7 +211,7 @@ class SQLiteStore(SharedTables):
                 self._db.execute("BEGIN IMMEDIATE")
                 content.backfill_passages(self._db)
                 self._db.execute("COMMIT")
-            if state != "ours":
+            if state == "adopt":
                 _mark(self._db)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open knowledge base {self.path}: {exc}") from None

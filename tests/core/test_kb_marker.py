@@ -201,3 +201,16 @@ def test_an_empty_postgres_schema_becomes_a_kb_and_an_old_one_is_adopted(postgre
         store.close()
     with psycopg.connect(postgres_schema_uri, autocommit=True) as raw:
         assert raw.execute(f"SELECT count(*) FROM {META_TABLE}").fetchone() == (2,)  # noqa: S608
+
+
+def test_crawls_opening_one_new_file_at_once_all_know_it_as_ours(tmp_path: Path) -> None:
+    """#14 item 8: several crawls starting at once on one new KB file (Scrapyd jobs, a cron line) all open
+    it: the first marks it before making its tables, so no other sees a half-made KB as a foreign one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    for round_ in range(5):
+        uri = f"sqlite:///{tmp_path / f'kb{round_}.db'}"
+        with ThreadPoolExecutor(8) as pool:
+            stores = list(pool.map(open_store, [uri] * 8))
+        for store in stores:
+            store.close()
