@@ -232,7 +232,7 @@ class BackoffGateMiddleware:
             request.meta["backoff_held"] = True  # due: fetch it, and release the hold once answered
             return
         self._book.stat(f"backoff/skipped/{hold.kind}")
-        self._runtime.summary.skip(site, "error" if hold.kind == "gone" else "paused")
+        self._runtime.summary.skip(site, "error" if hold.kind == "gone" else "paused", request.url)
         logger.info("backoff: not fetching %s before %s (%s %s)", request.url, _when(hold.until), hold.kind,
                     hold.reason)
         raise UrlHeld(f"{request.url} is held until {_when(hold.until)} ({hold.kind} {hold.reason})")
@@ -339,7 +339,7 @@ class BackoffMiddleware:
             if not _is_side_fetch(request) and not request.meta.get("feed"):  # a feed keeps its own delay
                 await self._book.hold(request, site, kind="deferred", until=exception.until, reason=exception.reason)
                 self._book.stat("backoff/deferred")
-                self._runtime.summary.skip(site, "paused")
+                self._runtime.summary.skip(site, "paused", request.url)
             return None
         if request.meta.get("feed") and not isinstance(exception, IgnoreRequest) and not (
             request.meta.get("dont_backoff")
@@ -383,7 +383,7 @@ class BackoffMiddleware:
         self._book.stat("backoff/deferred")
         if decision.gave_up:
             self._book.stat("backoff/gave_up")
-        self._runtime.summary.skip(site, "error" if decision.gave_up else "paused")
+        self._runtime.summary.skip(site, "error" if decision.gave_up else "paused", request.url)
         what = "giving up this crawl" if decision.gave_up else "no retry in this crawl"
         logger.info("backoff: %s for %s (%s): deferred until %s", what, request.url, decision.reason, _when(until))
         if answered:

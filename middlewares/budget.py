@@ -50,7 +50,7 @@ class PageBudgetMiddleware:
         if self.limit and self._spent >= self.limit:
             assert self._crawler.stats is not None
             self._crawler.stats.inc_value("budget/over_limit")
-            self._runtime.summary.skip(self._runtime.site(request.url), "limit")
+            self._runtime.summary.skip(self._runtime.site(request.url), "limit", request.url)
             raise IgnoreRequest(f"page limit {self.limit} reached: {request.url}")
         self._spent += 1
         request.meta["budget_counted"] = True

@@ -177,7 +177,7 @@ class PacingGateMiddleware:
         downloader = self._crawler.engine.downloader if self._crawler.engine else None
         if not isinstance(downloader, PacedDownloader):
             return None
-        due = downloader.due(downloader.get_slot_key(request), ignoring=1)
+        due = downloader.due(downloader.get_slot_key(request), ignoring=1, request=request)
         if due is None or due <= monotonic() + 2 * _LEAD_SECONDS:
             return None
         assert self._crawler.stats is not None

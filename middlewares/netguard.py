@@ -46,7 +46,7 @@ class NetGuardMiddleware:
         assert self._crawler.stats is not None
         self._crawler.stats.inc_value(f"netguard/{stat}")
         site = self._runtime.site(request.url)
-        self._runtime.summary.skip(site, stat)
+        self._runtime.summary.skip(site, stat, request.url)
         if f"{site} {stat}" not in self._logged:  # one line per site and reason
             self._logged.add(f"{site} {stat}")
             logger.warning("refused %s: %s", request.url, reason)

@@ -8,6 +8,17 @@ brought up to date with the pacer just before it queues. A pause moves the
 slot's last start forward, so the slot's own timer holds the site without a
 middleware sleeping on a global slot.
 
+Downloader middlewares that must act as a request goes on the wire, after
+every wait (the slot's spacing, a pause, a side fetch before it), define
+``process_send(request)``: it is called just before the download handler
+(SigningMiddleware signs there, so a signature's ``created`` is the send time).
+
+A request whose meta ``pacing_skip_crawl_delay`` is true (a feed's first add,
+SER-ROBOTS-FEEDS) is spaced by the crawl's delay but not by the site's
+Crawl-delay; a pause holds it like any other, and the site's next request
+waits the full Crawl-delay after it. Under shared pacing (Redis) it waits the
+Crawl-delay too: Redis grants each start for all machines, the polite reading.
+
 It also tells the frontier (``middlewares.frontier``) when each site is due
 and when its last request has left, and measures how late its own event loop
 runs, so that a loop busy with extraction is not mistaken for a late arrival
@@ -26,7 +37,7 @@ from scrapy.utils.asyncio import CallLaterResult, call_later
 from scrapy.utils.defer import _schedule_coro
 
 from middlewares.runtime import Runtime
-from synapsecrawl.pacing import LagMeter, reached_server_by
+from synapsecrawl.pacing import LagMeter, SiteClock, reached_server_by
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -36,7 +47,9 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from twisted.internet.defer import Deferred
 
-__all__ = ["PacedDownloader"]
+__all__ = ["SKIP_CRAWL_DELAY", "PacedDownloader"]
+
+SKIP_CRAWL_DELAY = "pacing_skip_crawl_delay"  # meta: the site's Crawl-delay does not hold this request
 
 # The server sees arrivals, not our starts: a fresh connection's set-up can
 # delay one request's arrival but not the next one's, so each gap carries a
@@ -55,6 +68,7 @@ class PacedDownloader(Downloader):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self._runtime = Runtime.of(crawler)
+        self._on_send = [mw.process_send for mw in self.middleware.middlewares if hasattr(mw, "process_send")]
         self._in_flight: dict[str, int] = {}  # site -> its requests inside fetch() (robots.txt included)
         self._watchers: list[Callable[[str], None]] = []
         self._lag = LagMeter()
@@ -117,14 +131,18 @@ class PacedDownloader(Downloader):
         """Call ``watcher(site)`` whenever ``site`` has no request left in the downloader."""
         self._watchers.append(watcher)
 
-    def due(self, site: str, ignoring: int = 0) -> float | None:
+    def due(self, site: str, ignoring: int = 0, request: Request | None = None) -> float | None:
         """When ``site`` may start its next request (monotonic), or ``None`` while it has all it may have in flight.
 
-        ``ignoring`` requests of it in flight are not counted (the one asking).
+        ``ignoring`` requests of it in flight are not counted (the one asking). For a ``request`` that
+        skips the Crawl-delay only a pause counts: it waits out the crawl's delay (a second or so) in
+        its slot, not in the frontier, which holds sites to their Crawl-delay.
         """
         if self._in_flight.get(site, 0) - ignoring >= self._runtime.profile.concurrency:
             return None
         due = self._runtime.pacer.paused_until(site)
+        if request is not None and self._skips_crawl_delay(request):
+            return due
         slot = self.slots.get(site)
         if slot is not None:
             due = max(due, slot.lastseen + max(slot.delay, self._delay_for(site)))
@@ -141,6 +159,8 @@ class PacedDownloader(Downloader):
         slot.lastseen = max(slot.lastseen, arrived)
 
     async def _download(self, slot: Slot, request: Request) -> Response:
+        for on_send in self._on_send:  # may raise IgnoreRequest: then nothing is sent
+            on_send(request)
         dispatched = monotonic()
         try:
             return await super()._download(slot, request)
@@ -183,8 +203,15 @@ class PacedDownloader(Downloader):
             deferred.errback(error(request))
         return len(queued)
 
-    def _delay_for(self, key: str) -> float:
-        spacing = self._runtime.pacer.spacing(key)
+    def _skips_crawl_delay(self, request: Request) -> bool:
+        return bool(request.meta.get(SKIP_CRAWL_DELAY)) and isinstance(self._runtime.pacer, SiteClock)
+
+    def _delay_for(self, key: str, *, crawl_delay: bool = True) -> float:
+        pacer = self._runtime.pacer
+        if crawl_delay or not isinstance(pacer, SiteClock):
+            spacing = pacer.spacing(key)
+        else:
+            spacing = pacer.spacing_without_crawl_delay(key)
         return spacing + min(spacing * _MARGIN_RATIO, 0.05) + _MARGIN_SECONDS
 
     def _pace(self, key: str, slot: Slot) -> None:
@@ -201,7 +228,19 @@ class PacedDownloader(Downloader):
 
     def _process_queue(self, slot: Slot) -> None:
         if self._shared is None:
-            super()._process_queue(slot)
+            head = slot.queue[0][0] if slot.queue else None
+            if head is None or not self._skips_crawl_delay(head):
+                super()._process_queue(slot)
+                return
+            key = head.meta[self.DOWNLOAD_SLOT]
+            if self._runtime.pacer.paused_until(key) > monotonic():
+                super()._process_queue(slot)  # a pause holds it, Crawl-delay and all: the polite reading
+                return
+            spaced, slot.delay = slot.delay, self._delay_for(key, crawl_delay=False)
+            try:
+                super()._process_queue(slot)
+            finally:
+                slot.delay = spaced
             return
         if slot.latercall or not slot.queue or slot.free_transfer_slots() <= 0:
             return

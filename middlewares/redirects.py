@@ -77,5 +77,5 @@ class ScopedRedirectMiddleware(RedirectMiddleware):
         assert self.crawler.stats is not None
         self.crawler.stats.inc_value(f"redirect/refused/{reason}")
         if not request.meta.get("robots_txt"):
-            self._runtime.summary.skip(self._runtime.site(request.url), reason)
+            self._runtime.summary.skip(self._runtime.site(request.url), reason, request.url)
         logger.info("%s", message)

@@ -4,7 +4,8 @@
 the crawl's KB already holds it sends the stored validators (the KB keeps
 them, not Scrapy's HTTP cache), then judges the final answer, after redirects
 and before the type gate could drop it: a 304 marks the copy verified and
-ends the request (``Unchanged``), unless its X-Robots-Tag now says noindex
+ends the request (``Unchanged``, with the page's stored outlinks in
+``reread_outlinks`` for the spider's errback), unless its X-Robots-Tag now says noindex
 (RFC 9111 §4.3.4: a 304's fields update the stored ones), which deletes the
 copy; 404 and 410 delete the copy; a 2xx goes on to the spider, whose item
 replaces it. A stored page that now redirects for good (301, 308) loses its
@@ -97,13 +98,14 @@ class RereadMiddleware:
             site = self._runtime.site(url)
             self._runtime.summary.fetch(site)  # ending here, it never reaches response_received
             if self._noindex(response):  # RFC 9111 §4.3.4: a 304's header fields update the stored ones
-                self._runtime.summary.skip(site, "noindex")
+                self._runtime.summary.skip(site, "noindex", url)
                 if await asyncio.to_thread(self._runtime.store().delete_page, kb, url):
                     self._stat("reread/removed/noindex")
                     logger.info("removed from the knowledge base (its 304 now says noindex): %s", url)
                 request.meta["reread_noindex"] = True
                 raise IgnoreRequest(f"not indexed (noindex in its 304): {url}")
-            await asyncio.to_thread(self._verify, kb, url, response)
+            # its links, for the spider's errback: a 304 has no body to find them in (base.unchanged)
+            request.meta["reread_outlinks"] = await asyncio.to_thread(self._verify, kb, url, response)
             self._stat("reread/unchanged")
             raise Unchanged(f"unchanged since stored (304): {url}")
         if effect == "remove" and await asyncio.to_thread(self._runtime.store().delete_page, kb, url):
@@ -123,15 +125,17 @@ class RereadMiddleware:
         headers = [value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag")]
         return bool(headers) and parse_directives((), headers, self._runtime.profile.tokens).noindex
 
-    def _verify(self, kb: str, url: str, response: Response) -> None:
+    def _verify(self, kb: str, url: str, response: Response) -> tuple[str, ...]:
+        """Mark the stored copy verified; its stored outlinks."""
         store = self._runtime.store()
         stored = store.get_page(kb, url)
         if stored is None:
-            return
+            return ()
         # RFC 9111 §4.3.4: a 304's validators freshen the stored ones.
         etag = (response.headers.get(b"ETag") or b"").decode("latin-1") or stored.etag
         modified = (response.headers.get(b"Last-Modified") or b"").decode("latin-1") or stored.last_modified
         store.put_page(replace(stored, verified_at=utcnow(), etag=etag, last_modified=modified))
+        return stored.outlinks
 
     async def process_exception(self, request: Request, exception: Exception) -> None:
         if not (isinstance(exception, IgnoreRequest) and request.meta.get("robots_disallowed")):
@@ -189,5 +193,5 @@ class RemovalListMiddleware:
             assert self._crawler.stats is not None
             self._crawler.stats.inc_value("removals/refused")
             if not request.meta.get("robots_txt"):
-                self._runtime.summary.skip(self._runtime.site(request.url), "never")
+                self._runtime.summary.skip(self._runtime.site(request.url), "never", request.url)
             raise IgnoreRequest(f"on the removal list, never fetched: {request.url}")

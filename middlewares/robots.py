@@ -59,12 +59,12 @@ class RobotsMiddleware:
             refused = refusal(urlparse_cached(request).hostname or "")
             if refused:  # robots.txt was unreachable because the address guard refused the host
                 self._crawler.stats.inc_value("netguard/address")
-                self._runtime.summary.skip(site, "address")
+                self._runtime.summary.skip(site, "address", request.url)
                 raise IgnoreRequest(f"refused {request.url}: {refused}")
             reason = "disallowed" if outcome.kind == "parsed" else f"robots.txt {outcome.kind}"
             self._crawler.stats.inc_value("robots/disallowed")
             if not request.meta.get("render_subresource"):  # a page's script is not a page left out
-                self._runtime.summary.skip(site, "robots")
+                self._runtime.summary.skip(site, "robots", request.url)
             request.meta["robots_disallowed"] = True
             request.meta["robots_outcome"] = outcome.kind  # only "parsed" rules remove a stored page
             raise IgnoreRequest(f"robots.txt ({reason}) forbids {request.url}")

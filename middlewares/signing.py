@@ -1,10 +1,14 @@
 """Web Bot Auth on the wire: every request of a signing profile leaves signed.
 
-A thin adapter over ``synapsecrawl.signing``. It runs last in the downloader
+A thin adapter over ``synapsecrawl.signing``. It sits last in the downloader
 middleware chain (950), after everything that changes a request (Scrapy's
 default headers, User-Agent, retries and redirects), so what it signs is what
-is sent. Retries and redirects copy the previous attempt's headers, so every
-pass signs afresh and overwrites: a new ``created``, ``expires`` and nonce.
+is sent. It signs when the request goes on the wire: ``PacedDownloader`` calls
+``process_send`` after every wait (the site's spacing, a pause), so
+``created`` is the send time, not the time the request joined its site's
+queue (#13 item 2). Under another downloader it signs in ``process_request``.
+Retries and redirects copy the previous attempt's headers, so every pass
+signs afresh and overwrites: a new ``created``, ``expires`` and nonce.
 
 Signing profiles (SER-SIGN, OMN-SIGN) always sign, robots.txt included; any
 other profile signs when the operator sets ``SIGNING_KEY``. ``check_config``
@@ -20,7 +24,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.misc import load_object
 
+from middlewares.pacing import PacedDownloader
 from middlewares.runtime import Runtime
 from synapsecrawl.errors import SigningError
 from synapsecrawl.signing import SigningKey, load_private_key, sign_request, signature_agent_url
@@ -50,6 +56,7 @@ class SigningMiddleware:
         expires_in: int = 300,
         nonce: bool = True,
         clock: Callable[[], float] = time.time,
+        on_send: bool = False,
     ) -> None:
         self._crawler = crawler
         self._key = key
@@ -57,6 +64,7 @@ class SigningMiddleware:
         self._expires_in = expires_in
         self._nonce = nonce
         self._clock = clock
+        self._on_send = on_send  # the downloader calls process_send as each request leaves
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SigningMiddleware:
@@ -77,9 +85,15 @@ class SigningMiddleware:
             signature_agent=agent,
             expires_in=settings.getint("SIGNING_EXPIRES", 300),
             nonce=settings.getbool("SIGNING_NONCE_ENABLED", True),
+            on_send=issubclass(load_object(settings["DOWNLOADER"]), PacedDownloader),
         )
 
     def process_request(self, request: Request) -> None:
+        if not self._on_send:
+            self.process_send(request)
+
+    def process_send(self, request: Request) -> None:
+        """Sign ``request`` (replacing any signature it carries); refuse it if it cannot be signed."""
         try:
             headers = sign_request(
                 self._key,

@@ -81,14 +81,14 @@ class ResponseGateMiddleware:
         if refused:
             assert self._crawler.stats is not None
             self._crawler.stats.inc_value("gate/type_refused")
-            self._runtime.summary.skip(self._runtime.site(request.url), "type")
+            self._runtime.summary.skip(self._runtime.site(request.url), "type", request.url)
             raise IgnoreRequest(f"{self._profile.name} does not read {refused}: {request.url}")
         cap = self.cap_for(request)
         if len(response.body) > cap or request.meta.get("size_truncated"):
             assert self._crawler.stats is not None
             self._crawler.stats.inc_value("gate/truncated")
             if not (request.meta.get("robots_txt") or request.meta.get("tdmrep_fetch")):  # side fetches are not pages
-                self._runtime.summary.truncate(self._runtime.site(request.url))
+                self._runtime.summary.truncate(self._runtime.site(request.url), request.url)
             logger.info("read %s only up to %d bytes (%s's cap)", request.url, cap, self._profile.name)
             return response.replace(body=response.body[:cap], flags=[*response.flags, "truncated"])
         return response

@@ -35,5 +35,5 @@ class IndexPipeline:
             await asyncio.to_thread(store.put_labels, labels)
         assert self._crawler.stats is not None
         self._crawler.stats.inc_value("kb/stored")
-        self._runtime.summary.store(record.site)
+        self._runtime.summary.store(record.site, record.url)
         return item

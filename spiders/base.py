@@ -9,8 +9,11 @@ falls idle, the stored pages of the source it has not reached are requested
 too, at the link depth a site crawl found them (a changed page's new links are
 followed; a page of unknown depth has none followed), so a page no longer
 linked is still checked and a page added to the site is found; a page now
-marked noindex leaves the KB (SYN-REMOVE, YOT-DIRECTIVES). When the crawl closes, the source is recorded
-with the time its next re-read is due. Validators and the other removals are
+marked noindex leaves the KB (SYN-REMOVE, YOT-DIRECTIVES). Each stored page
+keeps the links it lets a crawl follow, so a page answering 304 still leads a
+site crawl on (``unchanged``): a crawl killed half-way finishes when run again.
+When the crawl closes, the source is recorded with the time its next re-read
+is due, as a last crawl only if it ran its course (``reread.record_crawl``). Validators and the other removals are
 ``middlewares.reread``'s.
 """
 
@@ -20,22 +23,27 @@ import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response
+from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
 from middlewares.addon import operator_settings
+from middlewares.reread import Unchanged
 from middlewares.runtime import Runtime
 from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
 from synapsecrawl.extract.page import Page
 from synapsecrawl.indexing import make_item
+from synapsecrawl.jobdir import mark_closed
+from synapsecrawl.kb.store import Source
 from synapsecrawl.profiles import Limits
-from synapsecrawl.reread import record_crawl, reread_interval, source_id
+from synapsecrawl.reread import HOLD_RENEWAL, RUNNING, record_crawl, reread_interval, source_id
 from synapsecrawl.scope import in_any
 from synapsecrawl.urls import canonical
 
@@ -61,17 +69,22 @@ class SynapseSpider(scrapy.Spider):
         spider._revisited = False
         crawler.signals.connect(spider._note_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(spider._revisit_stored, signal=signals.spider_idle)
+        spider._held_at = -HOLD_RENEWAL
+        for signal in (signals.spider_opened, signals.request_scheduled, signals.spider_idle):
+            crawler.signals.connect(spider._hold_source, signal=signal)
+        crawler.signals.connect(spider._jobdir_closed, signal=signals.engine_stopped)
         return spider
 
     _requested: set[str]
     _revisited: bool
+    _held_at: float  # time.monotonic() of the last renewal of the source's RUNNING record
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **{k: v for k, v in kwargs.items() if k not in {"url", "depth"}})
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.crawl.urls:
-            yield scrapy.Request(url, callback=self.parse, meta={"depth": 0})
+            yield scrapy.Request(url, callback=self.parse, errback=self.unchanged, meta={"depth": 0})
 
     async def read(self, response: Response) -> Page | None:
         """The Page in ``response`` (never raises on content), read in a worker process (EXTRACT_PROCESSES).
@@ -90,7 +103,7 @@ class SynapseSpider(scrapy.Spider):
             scrub_personal_data=profile.scrub_personal_data,
         )
         if page is None:
-            self.runtime.summary.skip(self.runtime.site(response.url), "error")
+            self.runtime.summary.skip(self.runtime.site(response.url), "error", response.url)
         return page
 
     def keep(self, response: Response, page: Page | None) -> Iterator[dict[str, Any]]:
@@ -103,14 +116,14 @@ class SynapseSpider(scrapy.Spider):
         if not self.runtime.profile.accepts_type(page.content_type):
             # No Content-Type to judge at the headers (the gate's part): what the bytes show is judged here
             # (SNA-HTML, YOT-HTTPS, OMN-FETCH).
-            self.runtime.summary.skip(site, "type")
+            self.runtime.summary.skip(site, "type", response.url)
             logger.info("not kept (%s, sniffed; %s does not read it): %s", page.content_type,
                         self.runtime.profile.name, response.url)
             return
         if page.directives.noindex:
             assert self.crawler.stats is not None
             self.crawler.stats.inc_value("directives/noindex")
-            self.runtime.summary.skip(site, "noindex")
+            self.runtime.summary.skip(site, "noindex", response.url)
             logger.info("not indexed (noindex): %s", response.url)
             if self.runtime.store().delete_page(self.crawl.kb, response.url):
                 self.crawler.stats.inc_value("reread/removed/noindex")
@@ -121,7 +134,7 @@ class SynapseSpider(scrapy.Spider):
             # (cut short, locked, garbage) is a failure like a 5xx, so the stored text stays.
             stored = self.runtime.store().get_page(self.crawl.kb, page.url)
             if stored is not None and stored.text:
-                self.runtime.summary.skip(site, "error")
+                self.runtime.summary.skip(site, "error", response.url)
                 logger.info("stored copy kept (this one has no readable text): %s", response.url)
                 return
         yield make_item(
@@ -132,7 +145,28 @@ class SynapseSpider(scrapy.Spider):
             status=response.status,
             etag=(response.headers.get(b"ETag") or b"").decode("latin-1"),
             last_modified=(response.headers.get(b"Last-Modified") or b"").decode("latin-1"),
-        )
+        ) | {"outlinks": self.followable(page)}
+
+    def followable(self, page: Page) -> list[str]:
+        """The links ``page`` lets a crawl follow, canonical, in page order: none under nofollow, and no
+        rel=nofollow link unless the profile follows them (ALL-NOINDEX, SNA-NOFOLLOW). Scope and depth are
+        the following crawl's to judge."""
+        if page.directives.nofollow:
+            return []
+        skip_rel = not self.runtime.profile.follow_rel_nofollow
+        return list(dict.fromkeys(canonical(link.url) for link in page.links if not (skip_rel and link.nofollow)))
+
+    def unchanged(self, failure: Failure) -> list[scrapy.Request]:
+        """Errback: a stored page that answered 304 (``Unchanged``) leads on through its stored links, as
+        its body would have (``follow_stored``); any other failure goes on as it would without an errback."""
+        if not failure.check(Unchanged):
+            failure.raiseException()
+        request: scrapy.Request = failure.request  # type: ignore[attr-defined]
+        return self.follow_stored(request, tuple(request.meta.get("reread_outlinks") or ()))
+
+    def follow_stored(self, request: scrapy.Request, outlinks: tuple[str, ...]) -> list[scrapy.Request]:
+        """The requests an unchanged page's stored ``outlinks`` lead to: none, but in a site crawl."""
+        return []
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         for item in self.keep(response, await self.read(response)):
@@ -172,19 +206,38 @@ class SynapseSpider(scrapy.Spider):
             # new page appears only on a page that changed); of unknown depth, none of its links are.
             depth = depths.get(url)
             meta = {"depth": self.limits.depth if depth is None else depth}
-            self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, meta=meta))
+            self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, errback=self.unchanged, meta=meta))
+
+    def _jobdir_closed(self, **_: Any) -> None:
+        """Scrapy has saved the job state in JOBDIR, whatever the close reason: a next run may trust it."""
+        jobdir = self.crawler.settings.get("JOBDIR")
+        if jobdir:
+            mark_closed(Path(jobdir))
+
+    def _record(self, reason: str) -> Source:
+        """The source this crawl reads, as a crawl of it ending (or running) for ``reason`` leaves it."""
+        profile = self.runtime.profile
+        interval = reread_interval(self.crawler.settings.get("REREAD_DAYS"), profile.reread_days)
+        ident = source_id(self.name, self.crawl.urls, self.crawl.kb, profile.name, profile.deployment)
+        return record_crawl(
+            self.runtime.store().get_source(ident), mode=self.name, urls=self.crawl.urls, kb=self.crawl.kb,
+            profile=profile.name, deployment=profile.deployment, depth=self.crawl.depth,
+            max_pages=self.crawl.max_pages, interval=interval, reason=reason, now=time.time(),
+        )
+
+    def _hold_source(self, **_: Any) -> None:
+        """Record the source as RUNNING, renewed every few minutes while the crawl runs: if the crawl is killed
+        (and never closes), the source is due again within the hour, not after its interval (SYN-REREAD)."""
+        if time.monotonic() - self._held_at < HOLD_RENEWAL:
+            return
+        self._held_at = time.monotonic()
+        self.runtime.store().put_source(self._record(RUNNING))
 
     def closed(self, reason: str) -> None:
         """Record the source this crawl read and when it is due again (SYN-REREAD)."""
         profile = self.runtime.profile
-        interval = reread_interval(self.crawler.settings.get("REREAD_DAYS"), profile.reread_days)
         store = self.runtime.store()
-        ident = source_id(self.name, self.crawl.urls, self.crawl.kb, profile.name, profile.deployment)
-        source = record_crawl(
-            store.get_source(ident), mode=self.name, urls=self.crawl.urls, kb=self.crawl.kb, profile=profile.name,
-            deployment=profile.deployment, depth=self.crawl.depth, max_pages=self.crawl.max_pages,
-            interval=interval, reason=reason, now=time.time(),
-        )
+        source = self._record(reason)
         # A URL deferred by a long Retry-After brings the next run forward, so it is not lost (#4).
         waits = [hold.until for hold in store.url_holds(profile.name, "deferred")
                  if hold.kb == self.crawl.kb and self.owns(hold.url)]

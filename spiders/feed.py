@@ -23,8 +23,11 @@ and icons obey robots.txt, except the icons looked for when a feed is first
 added (SER-ROBOTS-PAGES). A feed's copy (its validators) is stored once its
 entries are settled, so a crawl stopped half-way reads the feed again in full.
 
-The first-add fetch waits out Crawl-delay like a scheduled one: the page lets
-it skip that wait, and waiting is never less polite.
+The first-add fetch does not wait for the site's Crawl-delay (meta
+``pacing_skip_crawl_delay``, read by the pacer): the reader who subscribes gets
+the feed at once, spaced from robots.txt by the crawl's delay only. Scheduled
+refreshes (a feed the KB holds) and every other request wait for it
+(SER-ROBOTS-FEEDS).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from middlewares.backoff import RetryScheduled
+from middlewares.pacing import SKIP_CRAWL_DELAY
 from middlewares.reread import Unchanged
 from spiders.base import SynapseSpider
 from synapsecrawl.extract.page import Page
@@ -97,11 +101,13 @@ class FeedSpider(SynapseSpider):
             if hold is not None and hold.until > time.time():
                 logger.info("feed %s: next refresh not before %s (%s, %d failed refreshes in a row)", request.url,
                             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(hold.until)), hold.reason, hold.failures)
-                self.runtime.summary.skip(self.runtime.site(request.url), "paused")
+                self.runtime.summary.skip(self.runtime.site(request.url), "paused", request.url)
                 self._requested.add(canonical(request.url))  # held on purpose: not for the base's re-read
                 continue
             known = await asyncio.to_thread(store.get_page, self.crawl.kb, request.url)
             request.meta["feed_first_add"] = known is None
+            # SER-ROBOTS-FEEDS: the reader who subscribes gets the feed at once; scheduled refreshes wait
+            request.meta[SKIP_CRAWL_DELAY] = known is None
             yield request
 
     def _feed_request(self, url: str) -> scrapy.Request:
@@ -130,7 +136,7 @@ class FeedSpider(SynapseSpider):
         problems = [*(["cut at the size cap"] if "truncated" in response.flags else []), *feed.problems]
         if not feed.kind:
             logger.warning("feed %s not read: %s", url, "; ".join(problems))
-            self.runtime.summary.skip(self.runtime.site(url), "error")
+            self.runtime.summary.skip(self.runtime.site(url), "error", url)
             return
         if problems:
             logger.warning("feed %s: %s", url, "; ".join(problems))

@@ -21,7 +21,6 @@ from scrapy.http import Response
 
 from spiders.base import SynapseSpider
 from synapsecrawl.scope import SiteScope, in_any
-from synapsecrawl.urls import canonical
 
 __all__ = ["SiteSpider"]
 
@@ -59,19 +58,30 @@ class SiteSpider(SynapseSpider):
         if not response.meta.get("depth"):
             self._adopt_directory(response)
         if not in_any(self.scopes, response.url):  # only if a redirect check was switched off
-            self.runtime.summary.skip(self.runtime.site(response.url), "scope")
+            self.runtime.summary.skip(self.runtime.site(response.url), "scope", response.url)
             return
         page = await self.read(response)
         depth = int(response.meta.get("depth", 0))
         for item in self.keep(response, page):
             item["depth"] = depth  # a re-read reads it again from here (base._revisit_stored)
             yield item
-        if page is None or page.directives.nofollow or depth >= self.limits.depth:
+        if page is None or depth >= self.limits.depth:
             return
-        skip_rel = not self.runtime.profile.follow_rel_nofollow
-        for url in dict.fromkeys(canonical(link.url) for link in page.links if not (skip_rel and link.nofollow)):
+        for url in self.followable(page):
             if in_any(self.scopes, url):
-                yield scrapy.Request(url, callback=self.parse)
+                yield scrapy.Request(url, callback=self.parse, errback=self.unchanged)
             elif url not in self._left_out:
                 self._left_out.add(url)
-                self.runtime.summary.skip(self.runtime.site(url), "scope")
+                self.runtime.summary.skip(self.runtime.site(url), "scope", url)
+
+    def follow_stored(self, request: scrapy.Request, outlinks: tuple[str, ...]) -> list[scrapy.Request]:
+        """An unchanged page's stored links, as ``parse`` follows a read page's: within depth and scope
+        (SYN-LIMITS, SYN-SCOPE). Its errback bypasses the spider middlewares, so depth and the breadth-first
+        priority (DEPTH_PRIORITY, as Scrapy's DepthMiddleware sets it) are set here."""
+        depth = int(request.meta.get("depth", 0))
+        if depth >= self.limits.depth:
+            return []
+        priority = -(depth + 1) * self.settings.getint("DEPTH_PRIORITY")
+        return [scrapy.Request(url, callback=self.parse, errback=self.unchanged, priority=priority,
+                               meta={"depth": depth + 1})
+                for url in outlinks if in_any(self.scopes, url)]

@@ -121,7 +121,7 @@ class SitemapSpider(SynapseSpider):
                 kept.append(url)
             else:
                 away += 1
-                self.runtime.summary.skip(self.runtime.site(url), "scope")
+                self.runtime.summary.skip(self.runtime.site(url), "scope", url)
         if away:
             logger.warning("sitemap %s: %d %s on other hosts not fetched", sitemap_url, away, what)
         return kept
@@ -164,7 +164,7 @@ class SitemapSpider(SynapseSpider):
         if released:
             raise DontCloseSpider
         for url in self.backlog:
-            self.runtime.summary.skip(self.runtime.site(url), "limit")
+            self.runtime.summary.skip(self.runtime.site(url), "limit", url)
         if self.backlog:
             logger.info("page limit reached: %d sitemap entries not fetched", len(self.backlog))
         self.backlog.clear()

@@ -5,6 +5,9 @@
     synapsecrawl robots check --robots FILE --agent TOKEN URL [URL ...]
     synapsecrawl robots check --robots FILE --agent TOKEN --crawl-delay
     synapsecrawl recrawl [--uri KB_URI] [--scrapyd URL] [--project NAME]   (synapsecrawl.recrawl)
+    synapsecrawl report [PATH] [--uri KB_URI]     rebuild a crawl report (the latest crawl under PATH)
+    synapsecrawl botpage --profile NAME [--format md|html] [--toml FILE]   a bot's public page, from its profile
+    synapsecrawl publish --out DIR [--profile NAME] [--key PATH]    (synapsecrawl.publish)
 
 Errors are one line on stderr and exit status 2 (usage) or 1 (everything else).
 """
@@ -21,6 +24,8 @@ from typing import Any
 from synapsecrawl.errors import SynapseError
 from synapsecrawl.kb.store import DEFAULT_KB_URI, PageRecord, open_store
 from synapsecrawl.keyscli import register as register_keys
+from synapsecrawl.profiles import PROFILE_NAMES
+from synapsecrawl.publish import register as register_publish
 from synapsecrawl.recrawl import register as register_recrawl
 
 __all__ = ["main"]
@@ -104,6 +109,43 @@ def _robots_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from synapsecrawl.report import build_report, default_report_dir
+    from synapsecrawl.requestlog import LOG_NAME
+
+    path = Path(args.path) if args.path else default_report_dir(args.uri)
+    if not (path / LOG_NAME).is_file():  # a REPORT_DIR: its latest crawl (crawl ids sort by start time)
+        crawls = sorted(p for p in path.glob(f"*/{LOG_NAME}")) if path.is_dir() else []
+        if not crawls:
+            raise SynapseError(f"{path}: no crawl report here (no {LOG_NAME})")
+        path = crawls[-1].parent
+    sys.stdout.write(f"{build_report(path)}\n")
+    return 0
+
+
+def _botpage(args: argparse.Namespace) -> int:
+    sys.stdout.write(_bot_page(args.profile, args.format, args.toml))
+    return 0
+
+
+def _bot_page(name: str, fmt: str, toml_path: str | None) -> str:
+    import tomllib
+
+    from synapsecrawl.botpage import bot_of, render
+    from synapsecrawl.profiles.profile import read_profile_data
+
+    if toml_path is None:
+        return render(bot_of(name, read_profile_data(name)), fmt)
+    try:
+        with open(toml_path, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SynapseError(f"--toml {toml_path}: {getattr(exc, 'strerror', None) or exc}") from None
+    return render(bot_of(name, data), fmt)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="synapsecrawl", description="Look at and operate synapsecrawl.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -129,8 +171,20 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("urls", nargs="*")
     check.set_defaults(handler=_robots_check)
 
+    report = commands.add_parser("report", help="rebuild a crawl report from its request log and stats")
+    report.add_argument("path", nargs="?", help="a crawl's report directory, or REPORT_DIR for its latest crawl")
+    report.add_argument("--uri", default=DEFAULT_KB_URI, help="KB_URI whose default REPORT_DIR to use")
+    report.set_defaults(handler=_report)
+
+    botpage = commands.add_parser("botpage", help="print a bot's public page, written from its profile")
+    botpage.add_argument("--profile", required=True, choices=PROFILE_NAMES)
+    botpage.add_argument("--format", choices=("md", "html"), default="md")
+    botpage.add_argument("--toml", help="render from this copy of the profile's TOML instead of the shipped one")
+    botpage.set_defaults(handler=_botpage)
+
     register_keys(commands)
     register_recrawl(commands)
+    register_publish(commands)
     return parser
 
 

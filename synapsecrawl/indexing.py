@@ -83,6 +83,7 @@ def record_from_item(item: Mapping[str, Any]) -> PageRecord:
         published=str(item.get("published") or ""),
         feed=str(item.get("feed") or ""),
         depth=None if item.get("depth") is None else int(item["depth"]),
+        outlinks=tuple(str(url) for url in item.get("outlinks") or ()),
     )
 
 

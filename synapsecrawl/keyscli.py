@@ -39,7 +39,7 @@ from synapsecrawl.signing import (
     verify_request,
 )
 
-__all__ = ["parse_request_head", "register"]
+__all__ = ["directory_body", "parse_request_head", "register"]
 
 _DIRECTORY_MAX_BYTES = 1_000_000
 _FETCH_TIMEOUT = 15.0
@@ -115,9 +115,14 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def directory_body(key_paths: list[str]) -> str:
+    """The JWKS of the public halves of the private keys at ``key_paths``, as served at DIRECTORY_PATH."""
+    return json.dumps(key_directory([load_private_key(path) for path in key_paths]), indent=2) + "\n"
+
+
 def _directory(args: argparse.Namespace) -> int:
     keys = [load_private_key(path) for path in args.key]
-    body = json.dumps(key_directory(keys), indent=2) + "\n"
+    body = directory_body(args.key)
     if not args.authority:
         sys.stdout.write(body)
         return 0

@@ -99,6 +99,11 @@ class SiteClock:
         """Seconds between starts for ``site``."""
         return max(self._spacing.get(site, self.delay), self._slow.get(site, 0.0))
 
+    def spacing_without_crawl_delay(self, site: str) -> float:
+        """Seconds between starts for ``site`` for a request its Crawl-delay does not hold (SER-ROBOTS-FEEDS:
+        a feed's first add); the crawl's delay and a slow server's spacing still do."""
+        return max(self.delay, self._slow.get(site, 0.0))
+
     def set_crawl_delay(self, site: str, crawl_delay: float | None) -> float:
         """Record the site's Crawl-delay; return the spacing that now applies."""
         spacing = spacing_for(self.delay, crawl_delay, self.crawl_delay_cap)

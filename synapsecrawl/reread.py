@@ -26,8 +26,11 @@ from synapsecrawl.numbers import read_number
 
 __all__ = [
     "DAY",
+    "FINISHED_REASONS",
+    "HOLD_RENEWAL",
     "REMOVING_STATUSES",
     "RETRY_AFTER_FAILURE",
+    "RUNNING",
     "Effect",
     "after_failure",
     "check_operations",
@@ -43,7 +46,11 @@ __all__ = [
 DAY = 86400.0
 REMOVING_STATUSES = frozenset({404, 410})  # SYN-REMOVE: gone, and said so
 RETRY_AFTER_FAILURE = 3600.0  # a crawl that did not finish, or did not start, is tried again an hour later
-_UNFINISHED = frozenset({"shutdown", "cancelled"})  # Scrapy's reasons for a crawl stopped from outside
+RUNNING = "running"  # the outcome a crawl records while it runs, renewed every HOLD_RENEWAL seconds
+HOLD_RENEWAL = 600.0
+# Scrapy's close reasons of a crawl that ran its course: its frontier ran out, or its page budget did. Any
+# other (shutdown, cancelled, closespider_timeout, memusage_exceeded, ...) left pages unread.
+FINISHED_REASONS = frozenset({"finished", "closespider_pagecount"})
 
 Effect = Literal["unchanged", "replace", "remove", "keep"]
 
@@ -106,14 +113,18 @@ def record_crawl(
 ) -> Source:
     """The source after a crawl of it closed for ``reason`` (Scrapy's finish reason) at ``now``.
 
-    A crawl that ran its course (finished, or stopped at a limit) sets the
-    next re-read ``interval`` later; one stopped from outside is retried sooner.
+    A crawl that ran its course (its frontier done, or its page budget spent)
+    is recorded as the last crawl and sets the next re-read ``interval`` later;
+    one that closed for any other reason is not a last crawl, and is retried
+    sooner. A crawl records ``RUNNING`` as it starts and renews it while it
+    runs: a crawl killed outright is then due again within the hour, and one
+    still running is not due.
     """
     ident = source_id(mode, urls, kb, profile, deployment)
     base = previous or Source(id=ident, mode=mode, urls=tuple(urls), kb=kb, profile=profile,
                               deployment=deployment, added_at=now)
     source = replace(base, depth=depth or "", max_pages=max_pages or "", interval=interval, outcome=reason)
-    if reason in _UNFINISHED:
+    if reason not in FINISHED_REASONS:
         return replace(source, next_due=now + min(RETRY_AFTER_FAILURE, interval))
     return replace(source, last_crawl=now, next_due=now + interval)
 

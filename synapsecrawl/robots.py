@@ -17,7 +17,8 @@ Parsing never raises on content; what it skips it counts.
 
 Written here rather than taken from Protego (which Scrapy ships) because Protego 0.7 departs from
 RFC 9309 where a site owner would notice: it matches "Foo" groups for "FooBot", equates "%3F" with
-"?" and "/index.html" with "/", and reads a leading byte-order mark as part of the first key.
+"?" and "/index.html" with "/", ends a user-agent run at a Crawl-delay line (RFC 9309 §2.2.4 says
+other records must not interfere with grouping), and reads a leading byte-order mark as part of the first key.
 tests/core/test_robots.py shows each of these and checks that everywhere else we allow exactly what
 Protego allows.
 """
@@ -200,6 +201,7 @@ class RobotsFile:
             return ALLOW_ALL
         rules = dict.fromkeys(rule for group in groups for rule in group.rules)
         ordered = sorted(rules, key=lambda rule: (-rule.length, not rule.allow))
+        # several Crawl-delays in the merged groups: the longest, as it asks less of the site
         delays = [delay for group in groups for delay in group.crawl_delays]
         return RobotsRules(tuple(ordered), max(delays) if delays else None, label)
 
@@ -289,13 +291,10 @@ class _Builder:
                 self.invalid += 1
             else:
                 self.delays.append(delay)
-            # Crawl-delay counts as one of the group's rules, so a user-agent line after it starts a new
-            # group, as Bing, Yandex and Protego read it. RFC 9309 leaves Crawl-delay out (§2.2.4), and
-            # Google, which ignores it, lets it neither end nor split a group; but the bot pages' own example
-            # is a group of "User-agent: OurBot" and "Crawl-delay: 10" alone, and a site owner who writes it
-            # above "User-agent: *", "Disallow: /" invites us at 10 s, where Google's reading shuts us out
-            # (OMN-CD: "A Crawl-delay written for another crawler does not apply to us").
-            self.after_rule = True
+            # RFC 9309 §2.2.4: Crawl-delay is an "other record" and must not interfere with grouping, so
+            # it does not end the user-agent run (Google agrees; Protego, Bing and Yandex end it there).
+            # User-agent lines on both sides of it make one group, which gets every rule and Crawl-delay
+            # of the run; `rules_for` takes the longest delay, the reading that asks less of the site.
         else:
             self.after_rule = True
             rule = _Rule.parse(kind == "allow", value) if value else None  # RFC 9309 §2.2.2: empty = no rule

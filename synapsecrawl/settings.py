@@ -87,7 +87,8 @@ DOWNLOADER_MIDDLEWARES = {
     # Above redirects (600): sees a 3xx's Retry-After; above ResponseGate (560) and Retry (550): sees
     # every 429/503 (even of a refused type) first, and owns SereneReader's timeouts and 5xx.
     "middlewares.backoff.BackoffMiddleware": 650,
-    "middlewares.signing.SigningMiddleware": 950,  # last: sign what goes on the wire (after 900, HttpCache)
+    # last: signs what goes on the wire (after 900, HttpCache), as it leaves (PacedDownloader calls process_send)
+    "middlewares.signing.SigningMiddleware": 950,
 }
 SPIDER_MIDDLEWARES = {
     "middlewares.labels.LabelsMiddleware": 950,  # OMN-LABELS: nearest the spider, labels items as they leave it
@@ -97,7 +98,10 @@ ITEM_PIPELINES = {
 }
 EXTENSIONS = {
     "middlewares.summary.SummaryExtension": 500,
+    "middlewares.requestlog.RequestLogExtension": 510,  # the request log and crawl report (#18)
 }
+REPORT_ENABLED = True  # write REPORT_DIR/CRAWL_ID/ (requests.jsonl, stats.json, index.html, report.json)
+REPORT_DIR = ""  # empty: reports/ beside a SQLite KB, else .synapsecrawl/reports
 
 LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = ["SKIP_REASONS", "CrawlSummary"]
@@ -21,22 +22,30 @@ class CrawlSummary:
     stored: Counter[str] = field(default_factory=Counter)
     truncated: Counter[str] = field(default_factory=Counter)
     skipped: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    # told of each store and skip as (what, site, reason, url): the crawl report's request log listens here
+    journal: Callable[[str, str, str, str], None] | None = None
 
     def fetch(self, site: str) -> None:
         """A page (not robots.txt) came back from ``site``."""
         self.fetched[site] += 1
 
-    def store(self, site: str) -> None:
+    def store(self, site: str, url: str = "") -> None:
         """A page of ``site`` went into the knowledge base."""
         self.stored[site] += 1
+        if self.journal is not None:
+            self.journal("store", site, "", url)
 
-    def truncate(self, site: str) -> None:
+    def truncate(self, site: str, url: str = "") -> None:
         """A page of ``site`` was read only up to the size cap; what came before it is kept (ALL-SIZE)."""
         self.truncated[site] += 1
+        if self.journal is not None:
+            self.journal("skip", site, "truncated", url)
 
-    def skip(self, site: str, reason: str) -> None:
+    def skip(self, site: str, reason: str, url: str = "") -> None:
         """A URL of ``site`` was left out for ``reason`` (one of SKIP_REASONS)."""
         self.skipped[site][reason] += 1
+        if self.journal is not None:
+            self.journal("skip", site, reason, url)
 
     def stats(self) -> dict[str, int]:
         """Flat counters for Scrapy's stats, as paths."""

@@ -8,6 +8,9 @@ runs spiders through ``scrapy.cmdline`` too, so its jobs pass through here.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
@@ -18,6 +21,7 @@ from middlewares.addon import operator_settings
 from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
 from synapsecrawl.errors import ConfigError, StoreError
+from synapsecrawl.jobdir import clear_stale, mark_running
 from synapsecrawl.kb.store import DEFAULT_KB_URI, open_store
 from synapsecrawl.numbers import check_numbers
 from synapsecrawl.ondemand import check_arguments, check_serving
@@ -45,8 +49,24 @@ class Command(ScrapyCrawl):
             _check_kinds(self.settings)
             # A KB that cannot be opened would otherwise show first when a page is kept: fetched for nothing.
             open_store(self.settings.get("KB_URI") or DEFAULT_KB_URI).close()
+            _claim_jobdir(self.settings.get("JOBDIR"))
         except (ConfigError, StoreError) as exc:
             raise SystemExit(f"synapsecrawl: {exc}") from None
+
+
+def _claim_jobdir(jobdir: str | None) -> None:
+    """Drop the job state a killed crawl left in JOBDIR (it would stop this one at once: synapsecrawl.jobdir),
+    then mark the JOBDIR as this crawl's until its engine stops (spiders.base)."""
+    if not jobdir:
+        return
+    try:
+        if clear_stale(Path(jobdir), os.getpid()):
+            sys.stderr.write(f"synapsecrawl: JOBDIR {jobdir} was left by a crawl that did not close (killed?): "
+                             "its Scrapy job state is dropped, the knowledge base resumes the crawl\n")
+        mark_running(Path(jobdir), os.getpid())
+    except OSError as exc:
+        raise ConfigError(f"JOBDIR {jobdir}: {exc}") from None
+
 
 _DEFAULT = SETTINGS_PRIORITIES["default"]
 

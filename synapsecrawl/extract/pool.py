@@ -23,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
 
+from synapsecrawl.extract import lifeline
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.read import read_document
 
@@ -30,9 +31,10 @@ __all__ = ["Reader", "extract_processes"]
 
 logger = logging.getLogger(__name__)
 
-# modules every worker needs: imported once in the fork server, not per worker
-_PRELOAD = ["synapsecrawl.extract.read", "synapsecrawl.extract.html", "synapsecrawl.extract.pdf",
-            "synapsecrawl.privacy"]
+# modules every worker needs: imported once in the fork server, not per worker; the first ties the server
+# to the crawler (extract.lifeline: no process outlives its crawl)
+_PRELOAD = ["synapsecrawl.extract.forkserver_tie", "synapsecrawl.extract.read", "synapsecrawl.extract.html",
+            "synapsecrawl.extract.pdf", "synapsecrawl.privacy"]
 
 
 def extract_processes(value: object, cpus: int | None = None) -> int:
@@ -72,7 +74,8 @@ class Reader:
         # and sockets (fork there is unsafe); the server imports the extractors once.
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(_PRELOAD)
-        return ProcessPoolExecutor(max_workers=processes, mp_context=context)
+        return ProcessPoolExecutor(max_workers=processes, mp_context=context, initializer=lifeline.bind_worker,
+                                   initargs=(lifeline.lifeline(),))
 
     async def read(
         self,

@@ -67,6 +67,7 @@ CREATE TABLE IF NOT EXISTS pages (
     published TEXT NOT NULL DEFAULT '',
     feed TEXT NOT NULL DEFAULT '',
     depth INTEGER,
+    outlinks TEXT NOT NULL DEFAULT '',
     fts TSVECTOR GENERATED ALWAYS AS (
         setweight(to_tsvector('english'::regconfig, title), 'A')
         || setweight(to_tsvector('english'::regconfig, left(text, 400000)), 'B')
@@ -162,6 +163,7 @@ _ADDED_PAGE_COLUMNS = (
     ("published", "TEXT NOT NULL DEFAULT ''"),
     ("feed", "TEXT NOT NULL DEFAULT ''"),
     ("depth", "INTEGER"),
+    ("outlinks", "TEXT NOT NULL DEFAULT ''"),
 )
 
 # ts_rank_cd weights {D, C, B, A}: a title word counts five times a text word, as SQLite's bm25(5, 1).

@@ -38,7 +38,7 @@ __all__ = [
 PAGE_COLUMNS = (
     "kb", "url", "title", "text", "snippet_text", "content_type", "status", "fetched_at", "verified_at", "etag",
     "last_modified", "nosnippet", "max_snippet", "site", "language", "description", "image", "published", "feed",
-    "depth",
+    "depth", "outlinks",
 )  # fmt: skip
 HIT_COLUMNS = "url, kb, title, nosnippet, max_snippet"  # what ``search_hit`` reads of a page
 PAGE_CANDIDATES = 1000
@@ -65,6 +65,7 @@ def page_record(row: Sequence[Any]) -> PageRecord:
     page["fetched_at"] = _when(page["fetched_at"])
     page["verified_at"] = _when(page["verified_at"]) if page["verified_at"] else None
     page["nosnippet"] = bool(page["nosnippet"])
+    page["outlinks"] = tuple(link for link in (page["outlinks"] or "").split("\n") if link)
     return PageRecord(**page)
 
 
@@ -190,7 +191,9 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
         return {row[0]: row[1] for row in self._select("pages", ("url", "depth"), {"kb": kb})}
 
     def _page_values(self, page: PageRecord) -> tuple[Any, ...]:
-        return tuple(self._held(getattr(page, column)) for column in PAGE_COLUMNS)
+        """The row of ``page``; its outlinks one a line in both back-ends (a URL holds no newline)."""
+        links = "\n".join(link for link in page.outlinks if "\n" not in link)
+        return tuple(self._held(links if column == "outlinks" else getattr(page, column)) for column in PAGE_COLUMNS)
 
     def put_labels(self, labels: LabelRecord) -> None:
         """Replace a page's labels (OMN-LABELS) and TDM policy (OMN-FETCH)."""

@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS pages (
     published TEXT NOT NULL DEFAULT '',
     feed TEXT NOT NULL DEFAULT '',
     depth INTEGER,
+    outlinks TEXT NOT NULL DEFAULT '',
     UNIQUE (kb, url)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS pages_fts USING fts5(
@@ -104,6 +105,7 @@ _ADDED_PAGE_COLUMNS = (
     ("published", "TEXT NOT NULL DEFAULT ''"),
     ("feed", "TEXT NOT NULL DEFAULT ''"),
     ("depth", "INTEGER"),
+    ("outlinks", "TEXT NOT NULL DEFAULT ''"),
 )
 # Site icons found by the feed spider (synapsecrawl.feeds, SER-ICON). Unix seconds.
 _ICONS_SCHEMA = """

@@ -65,6 +65,7 @@ class PageRecord:
     published: str = ""  # ISO 8601 as the page or feed entry states it; "" when unknown
     feed: str = ""  # for a feed entry, the URL of the feed it came from
     depth: int | None = None  # the link depth a site crawl found it at (a re-read follows its links from there)
+    outlinks: tuple[str, ...] = ()  # the links it lets a crawl follow, so a 304 still leads to them
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ message is one line naming the setting and the cap.
 
 from __future__ import annotations
 
+import copy
 import math
 import tomllib
 from collections.abc import Callable
@@ -29,6 +30,8 @@ __all__ = [
     "Profile",
     "RobotsPolicy",
     "load_profile",
+    "parse_profile",
+    "read_profile_data",
     "resolve_limits",
 ]
 
@@ -230,7 +233,16 @@ def _verdict(name: str, value: object) -> RobotsVerdict:
 @cache
 def load_profile(name: str, deployment: str | None = None) -> Profile:
     """Read and validate profile ``name`` for ``deployment`` (its default if None)."""
-    data = _read(name)
+    return parse_profile(name, _read(name), deployment)
+
+
+def read_profile_data(name: str) -> dict[str, Any]:
+    """Profile ``name``'s TOML as data (a copy), for what describes a bot beyond its behaviour (its page)."""
+    return copy.deepcopy(_read(name))
+
+
+def parse_profile(name: str, data: dict[str, Any], deployment: str | None = None) -> Profile:
+    """Validate the TOML ``data`` of profile ``name`` for ``deployment`` (its default if None)."""
     deployments = _section(data, "deployments")
     chosen = deployment or str(data.get("default_deployment", ""))
     if chosen not in deployments:

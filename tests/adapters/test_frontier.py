@@ -1,10 +1,17 @@
-"""The compact in-memory frontier queue (#8): requests come back as they went in."""
+"""The compact in-memory frontier queue (#8): requests come back as they went in; when a site is due."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from time import monotonic
+
+import pytest
 import scrapy
+from scrapy.utils.test import get_crawler
 
 from middlewares.frontier import CompactFifoQueue
+from middlewares.pacing import SKIP_CRAWL_DELAY, PacedDownloader
+from middlewares.runtime import Runtime
 
 
 class _Spider(scrapy.Spider):
@@ -48,3 +55,24 @@ def test_a_request_that_cannot_be_pickled_is_kept_as_it_is() -> None:
     request = scrapy.Request("http://a.test/", callback=lambda response: None)
     queue.push(request)
     assert queue.pop() is request
+
+
+async def test_a_first_add_is_due_without_the_crawl_delay_but_not_without_a_pause(signing_key: Path) -> None:
+    """SER-ROBOTS-FEEDS (#13 item 7): a request flagged pacing_skip_crawl_delay (a feed's first add) is due
+    right after robots.txt, where the site's other requests wait its Crawl-delay (20 s); a pause holds it
+    like any other request."""
+    crawler = get_crawler(settings_dict={"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(signing_key)})
+    downloader = PacedDownloader(crawler)
+    await downloader.handlers._close()  # nothing is downloaded here
+    pacer = Runtime.of(crawler).pacer
+    first_add = scrapy.Request("http://feeds.test/feed.xml", meta={SKIP_CRAWL_DELAY: True})
+    refresh = scrapy.Request("http://feeds.test/other.xml")
+    site, slot = downloader._get_slot(refresh)
+    pacer.set_crawl_delay(site, 20.0)
+    downloader.refresh(site)
+    slot.lastseen = sent = monotonic()  # robots.txt has just left
+    assert downloader.due(site, request=refresh) == pytest.approx(sent + 20.0, abs=0.3)
+    assert downloader.due(site) == downloader.due(site, request=refresh)
+    assert downloader.due(site, request=first_add) == 0.0  # it waits the crawl's 1 s in its slot
+    pacer.pause(site, until=sent + 300.0)
+    assert downloader.due(site, request=first_add) == sent + 300.0

@@ -8,9 +8,11 @@ import http_sf
 import pytest
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
+from middlewares.pacing import PacedDownloader
 from middlewares.signing import SigningMiddleware
 from synapsecrawl.settings import DOWNLOADER_MIDDLEWARES
 from synapsecrawl.signing import (
@@ -137,3 +139,49 @@ def test_an_unsignable_request_is_dropped_not_sent_unsigned(key_file: Path) -> N
     mw = SigningMiddleware(get_crawler(), load_private_key(key_file), signature_agent="https://omnisciente.dev")
     with pytest.raises(IgnoreRequest, match="cannot sign"):
         mw.process_request(Request("data:text/plain,hello"))
+
+
+class _Wire:
+    """Stands in for the download handlers: notes the headers a request has when it is handed over."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, str]] = []
+
+    async def download_request_async(self, request: Request) -> Response:
+        self.seen.append(request.headers.to_unicode_dict())
+        return Response(request.url, request=request)
+
+
+async def test_a_request_is_signed_as_the_downloader_hands_it_over(key_file: Path) -> None:
+    """SER-SIGN, OMN-SIGN (#13 item 2): under the crawl's PacedDownloader the middleware chain leaves
+    a request unsigned and the downloader signs it at its last step, as it gives it to the download
+    handler (after the slot's spacing and any pause), so `created` is the send time."""
+    crawler = get_crawler(settings_dict={
+        "BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key_file),
+        "DOWNLOADER": "middlewares.pacing.PacedDownloader",
+        "DOWNLOADER_MIDDLEWARES": {"middlewares.signing.SigningMiddleware": 950},
+    })  # fmt: skip
+    downloader = PacedDownloader(crawler)
+    [signer] = [mw for mw in downloader.middleware.middlewares if isinstance(mw, SigningMiddleware)]
+    request = Request(URL)
+    signer.process_request(request)
+    assert b"Signature" not in request.headers
+    await downloader.handlers._close()  # the real handlers are not used: nothing goes to the network
+    wire = _Wire()
+    downloader.handlers = wire  # type: ignore[assignment]
+    _, slot = downloader._get_slot(request)
+    await downloader._download(slot, request)
+    [headers] = wire.seen
+    assert {"Signature", "Signature-Input", "Signature-Agent"} <= set(headers)
+    created = signature_params(request)["created"]
+    assert verify(request, load_private_key(key_file), now=created)[0]  # type: ignore[arg-type]
+
+
+def test_outside_the_paced_downloader_the_chain_signs(key_file: Path) -> None:
+    """SER-SIGN: under any other downloader nothing would call process_send, so process_request signs:
+    a signing profile never sends unsigned."""
+    mw = middleware({"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key_file),
+                     "DOWNLOADER": "scrapy.core.downloader.Downloader"})
+    request = Request(URL)
+    mw.process_request(request)
+    assert b"Signature" in request.headers

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -80,3 +84,58 @@ def test_extract_processes_setting(value: object, cpus: int, count: int) -> None
 def test_a_bad_extract_processes_is_one_line_before_the_crawl(value: str) -> None:
     with pytest.raises(ConfigError, match=r"^EXTRACT_PROCESSES must be a whole number >= 0 or 'auto', not"):
         check_config({"EXTRACT_PROCESSES": value}, {})
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_process_tied_to_its_parent_dies_with_it() -> None:
+    """#13 item 4: die_with_parent arms the parent-death signal: a child tied to its parent is killed by the
+    kernel when that parent is SIGKILLed, though the child itself would sleep for a minute."""
+    parent = textwrap.dedent("""
+        import os, subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import os, time; "
+            "from synapsecrawl.extract.lifeline import die_with_parent; "
+            f"die_with_parent({os.getpid()}); print('armed', flush=True); time.sleep(60)"],
+            stdout=subprocess.PIPE, text=True)
+        assert child.stdout.readline() == "armed\\n"
+        print(child.pid, flush=True)
+        time.sleep(60)
+    """)
+    with subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True) as proc:
+        child = int(proc.stdout.readline())  # type: ignore[union-attr]
+        assert _alive(child)
+        proc.kill()
+        proc.wait(30)
+    deadline = time.monotonic() + 30
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = _alive(child)
+    if alive:
+        os.kill(child, signal.SIGKILL)
+    assert not alive
+
+
+def test_a_process_whose_parent_is_already_gone_ends_at_once() -> None:
+    """#13 item 4: the race prctl(2) leaves (the parent died before the signal was armed) is closed: a process
+    told its parent is another than the one it has ends at once, without running on."""
+    code = "from synapsecrawl.extract.lifeline import die_with_parent; die_with_parent(1); print('ran on')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+
+
+def test_binding_the_server_does_nothing_in_the_crawler_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """#13 item 4: the forkserver's tie reads the crawler's pid; run in the crawler (its own pid) or with no
+    crawler named, it does nothing, so importing it anywhere else is harmless."""
+    from synapsecrawl.extract import lifeline
+
+    for value in (str(os.getpid()), "", "not-a-pid"):
+        monkeypatch.setenv(lifeline.PARENT_ENV, value)
+        lifeline.bind_server()
+        assert lifeline._ends.server_pid is None

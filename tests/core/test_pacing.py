@@ -49,6 +49,18 @@ def test_crawl_delay_and_pause_hold_only_their_site() -> None:
     assert clock.reserve("b.test", now=10.0) == 0.0
 
 
+def test_spacing_without_crawl_delay_keeps_the_delay_and_a_slow_servers_spacing() -> None:
+    """SER-ROBOTS-FEEDS (#13 item 7): a request the Crawl-delay does not hold (a feed's first add) is
+    still spaced by the crawl's delay and by a slow server's spacing (SNA-SLOW), never by the Crawl-delay."""
+    clock = SiteClock(delay=1.0, crawl_delay_cap=60.0)
+    clock.set_crawl_delay("a.test", 20.0)
+    assert clock.spacing("a.test") == 20.0
+    assert clock.spacing_without_crawl_delay("a.test") == 1.0
+    clock.set_spacing("a.test", 7.0)
+    assert clock.spacing_without_crawl_delay("a.test") == 7.0
+    assert clock.spacing_without_crawl_delay("b.test") == 1.0
+
+
 def test_slow_server_spacing_never_drops_below_the_delay() -> None:
     """SNA-SLOW: a longer spacing can be set for a slow site, never a shorter one."""
     clock = SiteClock(delay=1.0, crawl_delay_cap=30.0)

@@ -21,6 +21,7 @@ from synapsecrawl.recrawl import (
 from synapsecrawl.reread import (
     DAY,
     RETRY_AFTER_FAILURE,
+    RUNNING,
     after_failure,
     claim,
     is_due,
@@ -49,16 +50,21 @@ def test_a_finished_crawl_is_due_again_after_the_interval() -> None:
     assert is_due(source, T0 + WEEK)
 
 
-@pytest.mark.parametrize("reason", ["closespider_pagecount", "finished", "closespider_timeout"])
+@pytest.mark.parametrize("reason", ["closespider_pagecount", "finished"])
 def test_a_crawl_stopped_at_a_limit_counts_as_done(reason: str) -> None:
-    """SYN-REREAD: a crawl that ran its course, to a limit or to the end, waits the whole interval."""
+    """SYN-REREAD: a crawl that ran its course, to its page budget or to the end of its frontier, waits the
+    whole interval."""
     assert crawled(reason).next_due == T0 + WEEK
 
 
-@pytest.mark.parametrize("reason", ["shutdown", "cancelled"])
+@pytest.mark.parametrize("reason", ["shutdown", "cancelled", "closespider_timeout", "closespider_errorcount",
+                                    "memusage_exceeded", "closespider_itemcount", "some_extension_reason",
+                                    RUNNING])
 def test_a_crawl_stopped_from_outside_is_retried_within_the_hour(reason: str) -> None:
-    """SYN-REREAD: a crawl interrupted (SIGTERM, cancelled) keeps its last good crawl time and is tried again
-    an hour later, not a week later."""
+    """SYN-REREAD, SYN-MODES, #13 item 3: a crawl that closed before its frontier or its page budget ran out
+    (SIGTERM, cancelled, a time limit, an error or memory limit, any reason of an extension), or that is still
+    running (renewed while it runs: if it is killed, this is what stays), keeps its last good crawl time and is
+    tried again an hour later, not a week later."""
     before = crawled()
     after = crawled(reason, now=T0 + WEEK, previous=before)
     assert after.last_crawl == T0 and after.next_due == T0 + WEEK + RETRY_AFTER_FAILURE

@@ -177,11 +177,15 @@ def test_empty_or_star_tokens_of_ours_match_nothing():
 # --- RFC 9309 §2.1, §2.2.4: what ends a group ----------------------------------------------------
 
 GROUPING_CASES = [
-    # a Crawl-delay is one of the group's rules: a user-agent line after it starts a new group (OMN-CD)
-    ("User-agent: FooBot\nCrawl-delay: 1\nUser-agent: BarBot\nDisallow: /\n", ("FooBot",), "/x", True),
-    ("User-agent: FooBot\nCrawl-delay: 2\n\nUser-agent: *\nDisallow: /\n", ("FooBot",), "/x", True),
-    ("User-agent: *\nCrawl-delay: 10\n\nUser-agent: BadBot\nDisallow: /\n", ("FooBot",), "/x", True),
+    # a Crawl-delay is an "other record" (RFC 9309 §2.2.4): it neither ends nor splits the user-agent
+    # run, as Google reads it (Protego ends the run there: a deviation, #13 item 1)
+    ("User-agent: FooBot\nCrawl-delay: 1\nUser-agent: BarBot\nDisallow: /\n", ("FooBot",), "/x", False),
+    ("User-agent: FooBot\nCrawl-delay: 2\n\nUser-agent: *\nDisallow: /\n", ("FooBot",), "/x", False),
+    ("User-agent: *\nCrawl-delay: 10\n\nUser-agent: BadBot\nDisallow: /\n", ("FooBot",), "/x", False),
     ("User-agent: *\nCrawl-delay: 10\n\nUser-agent: BadBot\nDisallow: /\n", ("BadBot",), "/x", False),
+    # a rule in the group ends it, whichever side of the Crawl-delay it is on
+    ("User-agent: FooBot\nCrawl-delay: 2\nAllow: /\n\nUser-agent: *\nDisallow: /\n", ("FooBot",), "/x", True),
+    ("User-agent: FooBot\nAllow: /\nCrawl-delay: 2\n\nUser-agent: *\nDisallow: /\n", ("FooBot",), "/x", True),
     # other records neither end nor split the user-agent run (RFC 9309 §2.2.4)
     ("User-agent: FooBot\nHost: a.test\nUser-agent: BarBot\nDisallow: /\n", ("FooBot",), "/x", False),
     (
@@ -215,9 +219,9 @@ GROUPING_CASES = [
 
 @pytest.mark.parametrize(("robots", "tokens", "url", "expected"), GROUPING_CASES)
 def test_only_a_user_agent_line_after_a_rule_ends_a_group(robots, tokens, url, expected):
-    """ALL-RFC9309: a group ends only at a user-agent line that follows a rule (RFC 9309 §2.1) or a
-    Crawl-delay (which we read as one of the group's rules); Sitemap, Host and garbage lines neither
-    end nor split it (§2.2.4)."""
+    """ALL-RFC9309, ALL-CD, OMN-CD (#13 item 1): a group ends only at a user-agent line that follows an
+    Allow or Disallow line (RFC 9309 §2.1); Crawl-delay, Sitemap, Host and garbage lines neither end
+    nor split it (§2.2.4), and neither does a blank line."""
     assert allowed(robots, url, tokens) is expected
 
 
@@ -529,15 +533,19 @@ CRAWL_DELAY_CASES = [
         "User-agent: *\nDisallow: /a\nCrawl-delay: 5\n\nUser-agent: BarBot\nDisallow: /b\nCrawl-delay: 9\n",
         5.0,
     ),
-    # a Crawl-delay belongs to the group of the user-agent lines above it (OMN-CD)
-    ("User-agent: *\nCrawl-delay: 5\n\nUser-agent: BarBot\nCrawl-delay: 9\n", 5.0),
-    ("User-agent: *\nCrawl-delay: 60\n\nUser-agent: FooBot\nCrawl-delay: 6.5\n", 6.5),
-    ("User-agent: FooBot\nCrawl-delay: 6.5\n\nUser-agent: *\nCrawl-delay: 60\n", 6.5),
-    ("User-agent: BarBot\nCrawl-delay: 7\nUser-agent: FooBot\nDisallow: /x\n", None),
-    ("User-agent: BarBot\nCrawl-delay: 7\n\nUser-agent: FooBot\nDisallow: /\n", None),
+    # a Crawl-delay does not end the user-agent run (RFC 9309 §2.2.4), so the user-agent lines before
+    # and after it make one group, and its longest Crawl-delay holds (#13 item 1)
+    ("User-agent: *\nCrawl-delay: 5\n\nUser-agent: BarBot\nCrawl-delay: 9\n", 9.0),
+    ("User-agent: *\nCrawl-delay: 60\n\nUser-agent: FooBot\nCrawl-delay: 6.5\n", 60.0),
+    ("User-agent: FooBot\nCrawl-delay: 6.5\n\nUser-agent: *\nCrawl-delay: 60\n", 60.0),
+    ("User-agent: BarBot\nCrawl-delay: 7\nUser-agent: FooBot\nDisallow: /x\n", 7.0),
+    ("User-agent: BarBot\nCrawl-delay: 7\n\nUser-agent: FooBot\nDisallow: /\n", 7.0),
+    ("User-agent: FooBot\nCrawl-delay: 1\nUser-agent: BarBot\nDisallow: /x\nCrawl-delay: 8\n", 8.0),
+    # a rule between them keeps the groups apart
+    ("User-agent: *\nCrawl-delay: 60\nDisallow: /a\n\nUser-agent: FooBot\nCrawl-delay: 6.5\n", 6.5),
+    ("User-agent: BarBot\nDisallow: /x\nCrawl-delay: 7\nUser-agent: FooBot\nDisallow: /\n", None),
     ("User-agent: BarBot\nUser-agent: FooBot\nCrawl-delay: 3\n", 3.0),
     ("User-agent: *\nUser-agent: FooBot\nCrawl-delay: 3\n", 3.0),
-    ("User-agent: FooBot\nCrawl-delay: 1\nUser-agent: BarBot\nDisallow: /x\nCrawl-delay: 8\n", 1.0),
     # merged groups and several lines: the longest delay
     ("User-agent: FooBot\nCrawl-delay: 2\nDisallow:\n\nUser-agent: FooBot\nCrawl-delay: 3\n", 3.0),
     ("User-agent: FooBot\nCrawl-delay: 3\nCrawl-delay: 1\n", 3.0),
@@ -549,16 +557,35 @@ CRAWL_DELAY_CASES = [
 def test_crawl_delay(robots, expected):
     """ALL-CD: Crawl-delay comes only from the group(s) that apply; decimals are allowed; negative,
     NaN, infinite or unreadable values are ignored; across merged groups the longest one holds.
-    A Crawl-delay is one of its group's rules, so the user-agent lines after it open another group:
-    "User-agent: *", "Crawl-delay: 60", then "User-agent: FooBot", "Crawl-delay: 6.5" gives FooBot
-    6.5 s (OMN-CD)."""
+    A Crawl-delay does not end a group (RFC 9309 §2.2.4), so "User-agent: *", "Crawl-delay: 60", then
+    "User-agent: FooBot", "Crawl-delay: 6.5" is one group for both, and FooBot waits 60 s: of several
+    Crawl-delays in one group the longest holds (OMN-CD, #13 item 1)."""
     assert rules(robots).crawl_delay == expected
 
 
 def test_crawl_delay_of_an_alias_group():
     """ALL-CD, YOT-TOKEN: a Crawl-delay in the YottaSearch group applies to YottaBot-SearchBot."""
-    robots = "User-agent: *\nCrawl-delay: 1\n\nUser-agent: YottaSearch\nCrawl-delay: 12.5\n"
+    robots = "User-agent: *\nCrawl-delay: 30\nDisallow: /a\n\nUser-agent: YottaSearch\nCrawl-delay: 12.5\n"
     assert rules(robots, YOTTA).crawl_delay == 12.5
+
+
+def test_a_crawl_delay_group_above_the_star_group_shuts_the_bot_out():
+    """ALL-RFC9309, ALL-CD, OMN-CD (#13 item 1): "User-agent: SynapseBot", "Crawl-delay: 2" above
+    "User-agent: *", "Disallow: /" is one group under RFC 9309 (a Crawl-delay line does not end the
+    user-agent run, §2.2.4), so SynapseBot is kept out and its Crawl-delay is 2, as Google reads it.
+    A Disallow or Allow line in SynapseBot's group, or the groups in the other order, let it in."""
+    shut = "User-agent: SynapseBot\nCrawl-delay: 2\n\nUser-agent: *\nDisallow: /\n"
+    assert not allowed(shut, "/page", ("SynapseBot",))
+    assert rules(shut, ("SynapseBot",)).crawl_delay == 2.0
+    assert rules(shut, ("OtherBot",)).crawl_delay == 2.0
+    with_rule = "User-agent: SynapseBot\nCrawl-delay: 2\nDisallow:\n\nUser-agent: *\nDisallow: /\n"
+    assert allowed(with_rule, "/page", ("SynapseBot",))
+    assert rules(with_rule, ("SynapseBot",)).crawl_delay == 2.0
+    assert not allowed(with_rule, "/page", ("OtherBot",))
+    assert rules(with_rule, ("OtherBot",)).crawl_delay is None
+    reordered = "User-agent: *\nDisallow: /\n\nUser-agent: SynapseBot\nCrawl-delay: 2\n"
+    assert allowed(reordered, "/page", ("SynapseBot",))
+    assert rules(reordered, ("SynapseBot",)).crawl_delay == 2.0
 
 
 def test_invalid_crawl_delays_are_counted():
@@ -748,10 +775,14 @@ def test_escaping_unreserved_characters_changes_nothing(pattern, path, data):
 
 _SEGMENTS = ["a", "b", "ab", "x", "a.html", "b.php", "1", "-", "_"]
 _PATTERN = st.lists(st.sampled_from([*_SEGMENTS, "*", "a$"]), max_size=4).map(lambda parts: "/" + "/".join(parts))
+_RULE = st.tuples(st.sampled_from(["Allow", "Disallow"]), _PATTERN)
+# Crawl-delay lines only after a group's first rule: Protego ends a user-agent run at a Crawl-delay line
+# that comes before any rule, where RFC 9309 does not (test_crawl_delay_before_any_rule_unlike_protego).
 _GROUP = st.tuples(
     st.lists(st.sampled_from(["*", "FooBot", "BarBot"]), min_size=1, max_size=2),
-    st.lists(st.one_of(st.tuples(st.sampled_from(["Allow", "Disallow"]), _PATTERN), st.just(("Crawl-delay", "2"))),
-             min_size=1, max_size=5),
+    st.tuples(_RULE, st.lists(st.one_of(_RULE, st.just(("Crawl-delay", "2"))), max_size=4)).map(
+        lambda rules: [rules[0], *rules[1]]
+    ),
 )
 _PATH = st.lists(st.sampled_from([*_SEGMENTS, "q?x=1"]), max_size=4).map(lambda parts: "/" + "/".join(parts))
 
@@ -760,12 +791,22 @@ _PATH = st.lists(st.sampled_from([*_SEGMENTS, "q?x=1"]), max_size=4).map(lambda 
 @given(st.lists(_GROUP, min_size=1, max_size=4), _PATH, st.sampled_from(["FooBot", "BazBot"]))
 def test_agrees_with_protego_outside_its_deviations(groups, path, agent):
     """ALL-RFC9309, CARD-DEPS: on files that avoid the deviations above (no percent-escapes, no BOM, no
-    agent that is a prefix of another, no index.html), our
-    matcher allows exactly what Protego allows: groups (a Crawl-delay line among the rules included),
-    merging, "*" and "$", longest match, Allow on ties. Protego is the reference we measured ourselves against; it is not what the crawler runs."""
+    agent that is a prefix of another, no index.html, no Crawl-delay line before a group's first
+    rule), our matcher allows exactly what Protego allows: groups (Crawl-delay lines among the rules
+    included), merging, "*" and "$", longest match, Allow on ties. Protego is the reference we
+    measured ourselves against; it is not what the crawler runs."""
     text = "".join(
         "".join(f"User-agent: {name}\n" for name in agents) + "".join(f"{kind}: {value}\n" for kind, value in rules)
         for agents, rules in groups
     )
     url = "http://h.test" + path
     assert parse_robots(text.encode()).rules_for((agent,)).allows(url) == Protego.parse(text).can_fetch(url, agent)
+
+
+def test_crawl_delay_before_any_rule_unlike_protego():
+    """ALL-RFC9309, OMN-CD (#13 item 1): Protego 0.7 ends a user-agent run at a Crawl-delay line, so it
+    lets FooBot in below; RFC 9309 §2.2.4 says other records must not interfere with grouping, so
+    FooBot and BarBot share one group and "Disallow: /" keeps FooBot out (as Google's matcher does)."""
+    text = "User-agent: FooBot\nCrawl-delay: 2\nUser-agent: BarBot\nDisallow: /\n"
+    assert Protego.parse(text).can_fetch("http://h.test/x", "FooBot")
+    assert not allowed(text, "http://h.test/x", ("FooBot",))

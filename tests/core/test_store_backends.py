@@ -475,3 +475,57 @@ def test_an_older_sqlite_kb_gets_the_depth_column(tmp_path: Path) -> None:
         assert reopened.page_depths("docs") == {"http://a.test/": 1}
     finally:
         reopened.close()
+
+
+def test_a_page_keeps_its_outlinks(store: Store) -> None:
+    """SYN-REREAD, SYN-MODES, #13 item 3: a stored page keeps the links it lets a crawl follow, in order, so a
+    304 still leads to them; a new copy replaces them, a 304's verification keeps them."""
+    links = ("http://a.test/b", "http://a.test/c?x=1", "http://other.test/")
+    store.put_page(replace(record("http://a.test/", "x"), depth=0, outlinks=links))
+    store.put_page(record("http://a.test/p", "x"))
+    page = store.get_page("docs", "http://a.test/")
+    assert page is not None and page.outlinks == links
+    assert store.get_page("docs", "http://a.test/p").outlinks == ()  # type: ignore[union-attr]
+    store.put_page(replace(page, verified_at=WHEN))
+    assert store.get_page("docs", "http://a.test/").outlinks == links  # type: ignore[union-attr]
+    store.put_page(replace(page, outlinks=("http://a.test/d",)))
+    assert [p.outlinks for p in store.pages("docs")] == [("http://a.test/d",), ()]
+
+
+def test_an_older_sqlite_kb_gets_the_outlinks_column(tmp_path: Path) -> None:
+    """SYN-REREAD, #13 item 3: a SQLite KB written before pages kept their outlinks opens, keeps its pages
+    (with no outlinks: a 304 of theirs leads nowhere, as before) and keeps outlinks after."""
+    uri = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    opened = open_store(uri)
+    opened.put_page(replace(record("http://a.test/", "kept"), depth=0))
+    opened.close()
+    with sqlite3.connect(tmp_path / "old.sqlite3") as db:
+        db.execute("ALTER TABLE pages DROP COLUMN outlinks")
+        assert "outlinks" not in {row[1] for row in db.execute("PRAGMA table_info(pages)")}
+    reopened = open_store(uri)
+    try:
+        old = reopened.get_page("docs", "http://a.test/")
+        assert old is not None and old.outlinks == () and old.text == "kept" and old.depth == 0
+        reopened.put_page(replace(old, outlinks=("http://a.test/next",)))
+        assert reopened.get_page("docs", "http://a.test/").outlinks == ("http://a.test/next",)  # type: ignore[union-attr]
+    finally:
+        reopened.close()
+
+
+def test_an_older_postgres_kb_gets_the_outlinks_column(postgres_schema_uri: str) -> None:
+    """SYN-REREAD, #13 item 3: a PostgreSQL KB written before pages kept their outlinks gains the column on
+    open; its old pages have none, new ones keep theirs."""
+    import psycopg
+
+    open_store(postgres_schema_uri).close()
+    with psycopg.connect(postgres_schema_uri, autocommit=True) as raw:
+        raw.execute("ALTER TABLE pages DROP COLUMN outlinks")
+        raw.execute("INSERT INTO pages (kb, url, fetched_at) VALUES ('docs', 'http://a.test/old', now())")
+    store = open_store(postgres_schema_uri)
+    try:
+        old = store.get_page("docs", "http://a.test/old")
+        assert old is not None and old.outlinks == ()
+        store.put_page(replace(old, outlinks=("http://a.test/a", "http://a.test/b")))
+        assert store.get_page("docs", "http://a.test/old").outlinks == ("http://a.test/a", "http://a.test/b")  # type: ignore[union-attr]
+    finally:
+        store.close()

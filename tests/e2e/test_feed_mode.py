@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from synapsecrawl.kb.store import SiteState
+from synapsecrawl.urls import origin_of
 from tests.conftest import CrawlRun, gaps, write_urls
 from tests.helpers import store_of
 from tests.site.server import Hit, Reply, TestServer
@@ -226,6 +227,42 @@ def test_crawl_delay_spaces_article_pages(server: TestServer, host: str, crawl, 
     assert min(gaps(hits)) >= 2.0 - 0.05
     assert sorted(str(row["image"]) for row in run.kb() if "/p/" in str(row["url"])) == [
         server.url(host, f"/og/{n}.png") for n in range(3)]
+
+
+def test_a_first_add_does_not_wait_the_crawl_delay_and_a_refresh_does(
+    server: TestServer, host: str, crawl, signing_key: Path
+) -> None:
+    """SER-ROBOTS-FEEDS (#13 item 7): "Crawl-delay applies to scheduled feed fetches ...; the first-add
+    fetch ... [doesn't] wait for it". With `Crawl-delay: 20` for SereneReader, a feed the KB does not
+    hold yet is asked for less than 20 s after robots.txt (the reader who subscribes gets it at once);
+    the next request, the site's icon, still waits 20 s after it. A refresh of the same feed, once its
+    robots.txt copy has aged (stored two days ago), is asked 20 s or more after robots.txt."""
+    server.add(host, {
+        "/robots.txt": text("User-agent: SereneReader\nCrawl-delay: 20\n"),
+        "/feed.xml": Reply('<rss version="2.0"><channel><title>T</title><image><url>/i.png</url></image>'
+                           '<item><title>Post</title><link>/p/1</link><enclosure url="/p/1.png" type="image/png"/>'
+                           "</item></channel></rss>", headers={"Content-Type": "application/rss+xml"}),
+        "/i.png": image(),
+    })  # fmt: skip
+    feed_url = server.url(host, "/feed.xml")
+    first = crawl("feed", args={"url": feed_url}, settings=serene(signing_key))
+    assert first.returncode == 0, first.stderr[-3000:]
+    hits = server.log(host)
+    assert paths(hits) == ["/robots.txt", "/feed.xml", "/i.png"]
+    assert hits[1].start - hits[0].start < 20.0, gaps(hits)
+    assert hits[2].start - hits[1].start >= 20.0, gaps(hits)
+    assert {row["url"] for row in first.kb()} == {feed_url, server.url(host, "/p/1")}
+
+    with store_of(first) as store:
+        copy = store.get_robots("serenereader", origin_of(feed_url))
+        assert copy is not None
+        store.put_robots("serenereader", replace(copy, fetched_at=time.time() - 2 * 86400))
+    seen = len(hits)
+    again = crawl("feed", args={"url": feed_url}, settings=serene(signing_key))
+    assert again.returncode == 0, again.stderr[-3000:]
+    refresh = server.log(host)[seen:]
+    assert paths(refresh) == ["/robots.txt", "/feed.xml"]
+    assert refresh[1].start - refresh[0].start >= 20.0, gaps(refresh)
 
 
 def test_a_broken_feed_is_one_line_and_the_other_feeds_are_read(

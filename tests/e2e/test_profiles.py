@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import gaps, write_urls
+from tests.conftest import gaps, synapsecrawl, write_urls
 from tests.site.server import Reply, TestServer
 
 UA = {
@@ -137,12 +137,12 @@ def test_snagabot_sends_no_cookie_login_or_form(server: TestServer, host: str, c
 def test_omniscientebot_crawl_delay_decimals_from_its_own_group(
     server: TestServer, host: str, crawl, signing_key: Path, tmp_path: Path
 ) -> None:
-    """OMN-CD: a decimal Crawl-delay of OmniscienteBot's own group (6.5 s, the page's own example of a
-    group) replaces the 5 s default because it is longer; the `*` group around it, which shuts
-    everyone else out at 60 s, does not apply (a Crawl-delay line ends the user-agent run)."""
+    """OMN-CD: a decimal Crawl-delay of OmniscienteBot's own group (6.5 s) replaces the 5 s default
+    because it is longer; the `*` groups around it, which shut everyone else out at 60 s, do not
+    apply (a Disallow line in OmniscienteBot's group ends it before the next User-agent line)."""
     server.add(host, {
         "/robots.txt": Reply("User-agent: *\nCrawl-delay: 60\nDisallow: /\n\nUser-agent: OmniscienteBot\n"
-                             "Crawl-delay: 6.5\n\nUser-agent: *\nDisallow: /\n",
+                             "Crawl-delay: 6.5\nDisallow: /private/\n\nUser-agent: *\nDisallow: /\n",
                              headers={"Content-Type": "text/plain"}),
         **{f"/{n}.html": html(f"Page {n}") for n in range(3)},
     })  # fmt: skip
@@ -158,3 +158,36 @@ def test_omniscientebot_crawl_delay_decimals_from_its_own_group(
     assert all(gap >= 6.5 for gap in every), every
     assert all(gap < 60 for gap in every), every
     assert len(run.kb()) == 3
+
+
+def test_a_crawl_delay_line_does_not_end_a_group(server: TestServer, host: str, crawl, tmp_path: Path) -> None:
+    """ALL-RFC9309, ALL-CD, OMN-CD (#13 item 1): a Crawl-delay line is an "other record" that must not
+    interfere with grouping (RFC 9309 §2.2.4), and a blank line does not end a group either. On
+    `shut.HOST`, "User-agent: SynapseBot", "Crawl-delay: 1.5" above "User-agent: *", "Disallow: /"
+    is one group: only robots.txt is asked for, and `robots check` agrees (disallowed, Crawl-delay
+    1.5). On `other.HOST`, "User-agent: OtherBot", "Crawl-delay: 1.5" above "User-agent: SynapseBot",
+    "Disallow: /private/" is one group too: SynapseBot never asks for /private/ and waits 1.5 s."""
+    shut, other = f"shut.{host}", f"other.{host}"
+    shut_robots = "User-agent: SynapseBot\nCrawl-delay: 1.5\n\nUser-agent: *\nDisallow: /\n"
+    other_robots = "User-agent: OtherBot\nCrawl-delay: 1.5\n\nUser-agent: SynapseBot\nDisallow: /private/\n"
+    text = {"Content-Type": "text/plain"}
+    server.add(shut, {"/robots.txt": Reply(shut_robots, headers=text), "*": html("Shut")})
+    server.add(other, {"/robots.txt": Reply(other_robots, headers=text), "*": html("Open")})
+    urls = [server.url(shut, "/a.html"), server.url(other, "/a.html"), server.url(other, "/b.html"),
+            server.url(other, "/private/c.html")]
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
+                settings={"DOWNLOAD_DELAY": "0.1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    assert [h.path for h in server.log(shut)] == ["/robots.txt"]
+    other_hits = server.log(other)
+    assert other_hits[0].path == "/robots.txt"
+    assert sorted(h.path for h in other_hits[1:]) == ["/a.html", "/b.html"]
+    assert all(gap >= 1.5 for gap in gaps(other_hits[1:])), gaps(other_hits)
+    robots_file = tmp_path / "robots.txt"
+    robots_file.write_text(shut_robots)
+    check = synapsecrawl("robots", "check", "--robots", str(robots_file), "--agent", "SynapseBot",
+                         server.url(shut, "/a.html"))
+    assert check.stdout.split()[0] == "disallowed", check.stdout + check.stderr
+    delay = synapsecrawl("robots", "check", "--robots", str(robots_file), "--agent", "SynapseBot", "--crawl-delay")
+    assert delay.stdout.strip() == "1.5", delay.stdout + delay.stderr

@@ -8,8 +8,11 @@ with the http-message-signatures library's and with ``synapsecrawl verify``.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
+import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,3 +221,49 @@ def test_synapsebot_signs_only_with_an_operator_key(
         return
     agent = 'sig1="https://bots.example.org/.well-known/http-message-signatures-directory"'
     assert_every_request_verifies(server, host, publish(key), agent)
+
+
+def _first_then(first: Reply, then: Reply) -> Callable[[object], Reply]:
+    """A route that answers ``first`` once, then ``then``."""
+    calls = itertools.count()
+    return lambda _: first if next(calls) == 0 else then
+
+
+@pytest.mark.parametrize("profile", ["omniscientebot", "serenereader"])
+def test_a_request_is_signed_as_it_leaves_after_every_wait(
+    profile: str, server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SER-SIGN, OMN-SIGN (#13 item 2): a signature is made when its request goes on the wire, after
+    the site's spacing (OmniscienteBot's 5 s; SereneReader's 3 s Crawl-delay here), the side fetches
+    before a page (robots.txt, tdmrep.json) and a 503 Retry-After: 6 pause that holds the site, so
+    every request's `created` is within a second of when the server saw it (`created` counts whole
+    seconds, so it is compared with the arrival's whole second) and it verifies at its arrival."""
+    key = keygen(tmp_path / "key.pem")
+    directory = json.loads(publish(key).read_text())
+    busy = Reply("busy", status=503, headers={"Content-Type": "text/plain", "Retry-After": "6"})
+    server.add(host, {
+        "/robots.txt": Reply("User-agent: SereneReader\nCrawl-delay: 3\nAllow: /\n",
+                             headers={"Content-Type": "text/plain"}),
+        "/held.html": _first_then(busy, html("Held")),
+        **{f"/{n}.html": html(f"Page {n}") for n in range(3)},
+    })  # fmt: skip
+    urls = [server.url(host, "/0.html"), server.url(host, "/held.html"), server.url(host, "/1.html"),
+            server.url(host, "/2.html")]
+    urls_file = tmp_path / "urls.txt"
+    urls_file.write_text("\n".join(urls) + "\n")
+    run = crawl("page", args={"urls_file": str(urls_file)},
+                settings={"BOT_PROFILE": profile, "SIGNING_KEY": str(key)})
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    hits = server.log(host)
+    assert [h.path for h in hits].count("/held.html") == 2, [h.path for h in hits]  # the 503, then its retry
+    assert {h.path for h in hits} >= {"/robots.txt", "/0.html", "/1.html", "/2.html"}
+    late = [(h.path, round(h.arrived_at - float(signature_params(h)["created"]), 1)) for h in hits]  # type: ignore[arg-type]
+    for hit in hits:
+        created = signature_params(hit)["created"]
+        assert isinstance(created, int)
+        assert created >= math.floor(hit.arrived_at) - 1, late
+        result = verify_request(method=hit.method, url=server.url(host, hit.path), headers=hit.headers,
+                                directory=directory, now=int(hit.arrived_at))
+        assert result.ok, (hit.path, result.reason)
+    assert sorted(p["url"] for p in run.kb()) == sorted(urls)

@@ -4,7 +4,8 @@ Routing is by ``Host``; each host has its own routes, so each test owns its
 hosts. The log keeps, per request, when it arrived and finished
 (``time.monotonic()``), the host, path and headers, and how many requests to
 the same host were in flight: tests assert on it (order, headers, gaps,
-concurrency), never on wall time. Fault routes follow Scrapy's mock server.
+concurrency), never on wall time. The wall-clock arrival is kept too, only to
+compare with times a request states (a signature's ``created``). Fault routes follow Scrapy's mock server.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class Hit:
     end: float
     concurrent: int  # requests to this host in flight when it arrived, itself included
     bytes_sent: int
+    arrived_at: float = 0.0  # wall clock (time.time()) at ``start``: to compare with what a request states
 
     def header(self, name: str) -> str | None:
         """A request header, case-insensitively."""
@@ -81,7 +83,7 @@ class _Handler(BaseHTTPRequestHandler):
         given = (self.headers.get("Host") or "").lower()
         host = given if given.endswith("]") else given.rsplit(":", 1)[0]  # "[::1]:8080" and "[::1]" are "[::1]"
         path = self.path if self.path.startswith("/") else urlsplit(self.path).path
-        start = time.monotonic()
+        start, arrived_at = time.monotonic(), time.time()
         with owner.lock:
             owner.in_flight[host] = owner.in_flight.get(host, 0) + 1
             concurrent = owner.in_flight[host]
@@ -119,7 +121,7 @@ class _Handler(BaseHTTPRequestHandler):
             with owner.lock:
                 owner.in_flight[host] -= 1
                 owner.hits.append(
-                    Hit(host, path, self.command, dict(self.headers.items()), start, end, concurrent, sent)
+                    Hit(host, path, self.command, dict(self.headers.items()), start, end, concurrent, sent, arrived_at)
                 )
 
 

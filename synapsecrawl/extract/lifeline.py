@@ -1,0 +1,112 @@
+"""Extraction processes end with their crawler, however it ends (#13 item 4).
+
+The pool (``synapsecrawl.extract.pool``) runs on multiprocessing's forkserver:
+the crawler starts the server and the resource tracker, the server forks the
+workers. A crawler killed outright (SIGKILL, the OOM killer, a timeout) runs
+no code of its own, and none of them notices: each worker holds the write ends
+of its own queues and a copy of the server's "alive" pipe, so it waits for work
+forever; the server waits for that pipe to close, and the tracker for its own
+pipe, which both hold.
+
+Two ties, each set up inside the process it ties:
+
+- a parent-death signal (Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)``): the
+  server is killed when the crawler dies (``bind_server``, run by the
+  server's preload, ``extract.forkserver_tie``), each worker when the server
+  dies (``bind_worker``). prctl(2) leaves a race, a parent that died before
+  the call: so the parent is checked after it, and a process whose parent is
+  already gone ends at once. SIGKILL needs no cooperation from a worker stuck
+  in C code. The kernel sends it when the *thread* that started the process
+  ends: the pool starts the server from the crawler's event loop (its first
+  page to read), whose thread lives as long as the crawl.
+- a lifeline pipe whose only write end the crawler holds: a thread of each
+  worker waits on its read end and ends the worker at EOF, which the kernel
+  delivers whatever ended the crawler (and where prctl does not exist).
+
+The resource tracker is left alone: once the crawler, the server and the
+workers are gone its pipe ends and it exits, after unlinking what they leaked;
+killing it would leave that behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+__all__ = ["PARENT_ENV", "bind_server", "bind_worker", "die_with_parent", "lifeline"]
+
+PARENT_ENV = "SYNAPSECRAWL_EXTRACT_PARENT"  # the crawler's pid, read by the forkserver it starts
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+
+@dataclass
+class _Ends:
+    """This process's part: in the crawler, its lifeline; in the forkserver and its workers (through fork),
+    the server's pid."""
+
+    reader: Connection | None = None
+    writer: Connection | None = None  # the crawler's end: never written, closed only by the crawler's exit
+    server_pid: int | None = None
+
+
+_ends = _Ends()
+
+
+def die_with_parent(parent: int) -> bool:
+    """Have the kernel SIGKILL this process when its parent dies; end now if ``parent`` is already gone.
+
+    Written with ctypes: the standard library has no prctl, and the packages that wrap it need a compiler
+    and libcap for one call. False where prctl does not exist (not Linux) or refused.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    armed = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    if os.getppid() != parent:  # it died before the signal was armed: nobody would send it
+        os._exit(0)
+    return bool(armed)
+
+
+def lifeline() -> Connection:
+    """In the crawler: the read end of its lifeline (one per process), for ``bind_worker``; also names this
+    process as the parent the forkserver it is about to start binds to (``PARENT_ENV``)."""
+    if _ends.reader is None:
+        _ends.reader, _ends.writer = multiprocessing.Pipe(duplex=False)
+    os.environ[PARENT_ENV] = str(os.getpid())
+    return _ends.reader
+
+
+def bind_server() -> None:
+    """In the forkserver, as it starts: die with the crawler named in ``PARENT_ENV``.
+
+    Does nothing in the crawler itself (the pid is its own) or where no crawler is named.
+    """
+    try:
+        parent = int(os.environ.get(PARENT_ENV) or 0)
+    except ValueError:
+        return
+    if parent <= 0 or parent == os.getpid():
+        return
+    _ends.server_pid = os.getpid()
+    die_with_parent(parent)
+
+
+def bind_worker(line: Connection) -> None:
+    """A worker's initializer: die with the forkserver that forked it, and end when ``line`` does."""
+    if _ends.server_pid is not None:
+        die_with_parent(_ends.server_pid)
+    threading.Thread(target=_watch, args=(line,), name="lifeline", daemon=True).start()
+
+
+def _watch(line: Connection) -> None:
+    with contextlib.suppress(EOFError, OSError):
+        line.recv_bytes()  # the crawler never writes: this returns at EOF, when the crawler is gone
+    os._exit(1)

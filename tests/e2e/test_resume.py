@@ -1,0 +1,200 @@
+"""An interrupted crawl finishes when run again (SYN-MODES, SYN-REREAD; #13 item 3).
+
+A site crawl killed half-way left its stored pages in the KB and nothing else:
+the run after it must reach every page, paying one 304 for each page already
+stored, and the source counts as crawled only once a run has finished.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from contextlib import closing
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from synapsecrawl.jobdir import MARK
+from synapsecrawl.kb.store import open_store
+from synapsecrawl.reread import RETRY_AFTER_FAILURE, RUNNING
+from tests.conftest import ROOT, _bin
+from tests.site.server import Reply, TestServer
+
+pytestmark = pytest.mark.e2e
+
+FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted's floor
+ROBOTS_ALL = Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"})
+
+
+def page(title: str, links: list[str]) -> str:
+    anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
+    return (f"<html><head><title>{title}</title></head><body><main><p>{title} is a page about "
+            f"{title.lower()} with enough words to be read as text.</p>{anchors}</main></body></html>")
+
+
+def site_pages(sections: int = 6, per_section: int = 9) -> dict[str, list[str]]:
+    """path -> the links on it: an index, its sections, pages under each (61 pages by default), two deep."""
+    pages = {"/": [f"/s{s}/" for s in range(sections)]}
+    for s in range(sections):
+        pages[f"/s{s}/"] = [f"/s{s}/p{p}.html" for p in range(per_section)]
+        pages.update({f"/s{s}/p{p}.html": [] for p in range(per_section)})
+    return pages
+
+
+class Site:
+    """The pages with ETags; records each answer, and holds every new 200 past ``gate_after`` until released."""
+
+    def __init__(self, gate_after: int | None = None, pages: dict[str, list[str]] | None = None) -> None:
+        self.pages = pages or site_pages()
+        self.answers: list[tuple[str, int]] = []  # (path, status), in order
+        self.gate_after = gate_after
+        self.released = threading.Event()
+        self.lock = threading.Lock()
+
+    def route(self, path: str, body: str) -> Callable[[BaseHTTPRequestHandler], Reply]:
+        etag = f'"{abs(hash(path)) % 10**8}"'
+
+        def answer(handler: BaseHTTPRequestHandler) -> Reply:
+            if handler.headers.get("If-None-Match") == etag:
+                with self.lock:
+                    self.answers.append((path, 304))
+                return Reply(b"", status=304, headers={"ETag": etag})
+            with self.lock:
+                held = self.gate_after is not None and self.ok_count() >= self.gate_after
+                if not held:
+                    self.answers.append((path, 200))
+            if held:  # the crawl is to be killed with this request in flight: it never gets an answer
+                self.released.wait(60)
+                return Reply(drop=True)
+            return Reply(body, headers={"Content-Type": "text/html; charset=utf-8", "ETag": etag})
+
+        return answer
+
+    def ok_count(self) -> int:
+        return sum(1 for _, status in self.answers if status == 200)
+
+    def serve(self, server: TestServer, host: str) -> None:
+        server.add(host, {"/robots.txt": ROBOTS_ALL,
+                          **{path: self.route(path, page(path, links)) for path, links in self.pages.items()}})
+
+
+def scrapy_command(spider: str, args: dict[str, str], kb_uri: str, extra: dict[str, str]) -> list[str]:
+    settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri,
+                "LOG_LEVEL": "INFO", **FAST, **extra}
+    command = [_bin("scrapy"), "crawl", spider]
+    for key, value in args.items():
+        command += ["-a", f"{key}={value}"]
+    for key, value in settings.items():
+        command += ["-s", f"{key}={value}"]
+    return command
+
+
+def stored_count(path: Path) -> int:
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
+            return int(db.execute("SELECT count(*) FROM pages").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+@pytest.mark.parametrize("jobdir", [False, True], ids=["kb", "jobdir"])
+def test_a_site_crawl_killed_half_way_finishes_when_run_again(server: TestServer, host: str, crawl,
+                                                              tmp_path: Path, jobdir: bool) -> None:
+    """SYN-MODES, SYN-REREAD (#13 item 3), the operator's path: a 61-page site with ETags, its crawl killed
+    with SIGKILL (its process group) once 29 pages are stored, then `scrapy crawl site` again, with or
+    without a JOBDIR (whose job state a kill leaves stale). Every page ends up in the KB; each page stored
+    by the first run costs exactly one 304 in the second; no page is answered 200 twice across the two runs;
+    the source is recorded as crawled only after the second run (after the first it is running, due again
+    within the hour). With JOBDIR the site has 251 pages, so that
+    the killed run's request fingerprints outgrow their file buffer and reach requests.seen."""
+    extra = {"JOBDIR": str(tmp_path / "job")} if jobdir else {}
+    pages = site_pages(10, 25) if jobdir else site_pages()
+    kb_path = tmp_path / "kb.sqlite3"
+    uri = f"sqlite:///{kb_path}"
+    site = Site(gate_after=29, pages=pages)
+    site.serve(server, host)
+    start = server.url(host, "/")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    log = (tmp_path / "killed.log").open("w")
+    proc = subprocess.Popen(scrapy_command("site", {"url": start}, uri, extra), cwd=ROOT, env=env, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while stored_count(kb_path) < 29 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert stored_count(kb_path) == 29, (tmp_path / "killed.log").read_text()[-3000:]
+        assert proc.poll() is None, "the crawl ended before it was killed"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        log.close()
+        site.released.set()
+    assert proc.returncode == -signal.SIGKILL
+    first = list(site.answers)
+    assert [status for _, status in first] == [200] * 29
+    with closing(open_store(uri)) as store:
+        stored_first = {page.url for page in store.pages()}
+        assert len(stored_first) == 29
+        [held] = store.sources()  # recorded as running: a killed crawl is no crawl of its source, due again soon
+    assert held.last_crawl == 0 and held.outcome == RUNNING and held.next_due <= time.time() + RETRY_AFTER_FAILURE
+
+    site.gate_after = None
+    second = crawl("site", args={"url": start}, settings={**FAST, **extra}, kb_uri=uri)
+    assert second.returncode == 0, second.stderr[-3000:]
+    again = site.answers[len(first):]
+    with closing(open_store(uri)) as store:
+        urls = {page.url for page in store.pages()}
+        [source] = store.sources()
+    assert urls == {server.url(host, path) for path in pages}
+    assert sorted(path for path, status in again if status == 304) == sorted(urlsplit(u).path for u in stored_first)
+    oks = [path for path, status in site.answers if status == 200]
+    assert len(oks) == len(set(oks)) == len(pages)  # every page read once, over the two runs
+    assert source.last_crawl > 0 and source.outcome == "finished"
+    if jobdir:
+        assert "JOBDIR" in second.stderr and "job state is dropped" in second.stderr
+        assert not (tmp_path / "job" / MARK).exists()  # closed: Scrapy's state is good for a next run
+
+
+
+def test_a_304_leads_to_the_stored_links_in_postgres(server: TestServer, host: str, crawl,
+                                                      postgres_uri: str) -> None:
+    """SYN-MODES, SYN-REREAD (#13 item 3) on PostgreSQL: a site crawl stopped at its page budget keeps each
+    stored page's links; the next crawl's 304 for the start page and for the section it had read leads to
+    the pages never reached, within depth and scope: an out-of-scope link stays unfollowed, a page deeper
+    than `depth` is not requested."""
+    routes = {
+        "/docs/": ["/docs/a/", "/docs/b.html", "/elsewhere.html"],
+        "/docs/a/": ["/docs/a/deep.html"],
+        "/docs/a/deep.html": ["/docs/a/deeper.html"],
+        "/docs/b.html": [],
+        "/docs/a/deeper.html": [],
+        "/elsewhere.html": [],
+    }
+    site = Site()
+    server.add(host, {"/robots.txt": ROBOTS_ALL,
+                      **{path: site.route(path, page(path, links)) for path, links in routes.items()}})
+    start = server.url(host, "/docs/")
+    first = crawl("site", args={"url": start, "max_pages": "2", "depth": "2"}, settings=FAST, kb_uri=postgres_uri)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert site.answers == [("/docs/", 200), ("/docs/a/", 200)]
+    with closing(open_store(postgres_uri)) as store:
+        kept = {page.url: page.outlinks for page in store.pages()}
+    assert kept[start] == tuple(server.url(host, p) for p in routes["/docs/"])
+
+    second = crawl("site", args={"url": start, "depth": "2"}, settings=FAST, kb_uri=postgres_uri)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert sorted(site.answers[2:]) == sorted([("/docs/", 304), ("/docs/a/", 304), ("/docs/b.html", 200),
+                                               ("/docs/a/deep.html", 200)])
+    with closing(open_store(postgres_uri)) as store:
+        assert {urlsplit(p.url).path for p in store.pages()} == {"/docs/", "/docs/a/", "/docs/b.html",
+                                                                 "/docs/a/deep.html"}
