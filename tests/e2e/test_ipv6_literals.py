@@ -19,15 +19,21 @@ def page(title: str) -> Reply:
     return Reply(f"<html><head><title>{title}</title></head><body><p>{title} text.</p></body></html>")
 
 
-def test_a_crawl_of_an_ipv6_literal_is_fetched_after_its_robots_txt(server6: TestServer, crawl) -> None:
+@pytest.mark.parametrize("named", [False, True])
+def test_a_crawl_of_an_ipv6_literal_is_fetched_after_its_robots_txt(
+    server6: TestServer, crawl, host: str, named: bool
+) -> None:
     """#13 item 5, ALL-RFC9309: with ALLOW_PRIVATE_ADDRESSES, `scrapy crawl page -a url=http://[::1]:PORT/`
-    fetches robots.txt, then the page, and keeps it (it failed as a DNS lookup of "::1")."""
-    server6.add("[::1]", {"/robots.txt": ROBOTS, "/crawl.html": page("Six")})
-    run = crawl("page", args={"url": server6.url("[::1]", "/crawl.html")}, settings={"DOWNLOAD_DELAY": "0.1"})
+    fetches robots.txt, then the page, and keeps it (it failed as a DNS lookup of "::1"); so does a name
+    HOST_RESOLVE maps to the IPv6 literal ::1."""
+    name = host if named else "[::1]"
+    path = f"/crawl-{host}.html"
+    server6.add(name, {"/robots.txt": ROBOTS, path: page("Six")})
+    run = crawl("page", args={"url": server6.url(name, path)},
+                settings={"DOWNLOAD_DELAY": "0.1", "HOST_RESOLVE": f"{host}=::1"})
     assert run.returncode == 0, run.stderr[-3000:]
-    assert [h.path for h in server6.log("[::1]") if h.path in ("/robots.txt", "/crawl.html")][-2:] == [
-        "/robots.txt", "/crawl.html"]
-    assert [(p["url"], p["title"]) for p in run.kb()] == [(server6.url("[::1]", "/crawl.html"), "Six")]
+    assert [h.path for h in server6.log(name) if h.path in ("/robots.txt", path)][-2:] == ["/robots.txt", path]
+    assert [(p["url"], p["title"]) for p in run.kb()] == [(server6.url(name, path), "Six")]
     assert "DNS lookup failed" not in run.stderr
 
 
