@@ -383,7 +383,8 @@ class BackoffMiddleware:
         self._book.stat("backoff/deferred")
         if decision.gave_up:
             self._book.stat("backoff/gave_up")
-        self._runtime.summary.skip(site, "error" if decision.gave_up else "paused", request.url)
+        if answered or not request.meta.get("summary_counts_failure"):  # else the spider's errback counts it by kind
+            self._runtime.summary.skip(site, "error" if decision.gave_up else "paused", request.url)
         what = "giving up this crawl" if decision.gave_up else "no retry in this crawl"
         logger.info("backoff: %s for %s (%s): deferred until %s", what, request.url, decision.reason, _when(until))
         if answered:

@@ -10,6 +10,11 @@ address guards, pacing), and counts once toward the page limit.
 
 robots.txt fetches follow their redirects wherever they lead, up to the
 profile's limit (RFC 9309 §2.3.1.2), although they ask for every status.
+
+A page's redirect to a Location that cannot be requested (``javascript:``, an
+invalid IPv6 literal, port 99999: ``synapsecrawl.urls.url_problem``) is one
+line and the page counted as skipped, not a traceback; a robots.txt's is
+"unreachable" (``middlewares.robots``).
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ from typing import TYPE_CHECKING, Self
 from scrapy import Request
 from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
+from w3lib.url import safe_url_string
 
 from middlewares.runtime import Runtime
 from synapsecrawl.scope import redirect_refusal
+from synapsecrawl.urls import url_problem
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -53,6 +60,7 @@ class ScopedRedirectMiddleware(RedirectMiddleware):
             if isinstance(result, Request):
                 result.meta["handle_httpstatus_all"] = True
             return result
+        self._refuse_unusable(request, response)
         result = self._follow(request, response)
         if not isinstance(result, Request) or robots_txt:
             return result
@@ -63,6 +71,26 @@ class ScopedRedirectMiddleware(RedirectMiddleware):
             return result
         self._skip(request, "scope", f"redirect from {request.url} to {result.url} not followed: {reason}")
         raise IgnoreRequest(f"redirect to {result.url} not followed: {reason}")
+
+    def _refuse_unusable(self, request: Request, response: Response) -> None:
+        """A redirect whose Location cannot be requested: one line, the page skipped (IgnoreRequest)."""
+        location = response.headers.get(b"Location")
+        if (location is None or response.status not in (301, 302, 303, 307, 308) or request.meta.get("dont_redirect")
+                or request.meta.get("handle_httpstatus_all")
+                or response.status in request.meta.get("handle_httpstatus_list", ())):
+            return  # Scrapy would not follow it either
+        shown = location.decode("latin-1")[:200]
+        try:
+            target = response.urljoin(safe_url_string(location))
+        except ValueError as exc:
+            problem: str | None = str(exc).lower() or "unreadable"
+        else:
+            problem = url_problem(target)
+        if problem is None:
+            return
+        reason = "scheme" if problem.startswith("not an http(s) URL") else "error"
+        self._skip(request, reason, f"redirect from {request.url} to {shown!r} not followed: {problem}")
+        raise IgnoreRequest(f"redirect to {shown!r} not followed: {problem}")
 
     def _follow(self, request: Request, response: Response) -> Request | Response:
         try:

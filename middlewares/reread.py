@@ -104,7 +104,7 @@ class RereadMiddleware:
                     logger.info("removed from the knowledge base (its 304 now says noindex): %s", url)
                 request.meta["reread_noindex"] = True
                 raise IgnoreRequest(f"not indexed (noindex in its 304): {url}")
-            # its links, for the spider's errback: a 304 has no body to find them in (base.unchanged)
+            # its links, for the spider's errback: a 304 has no body to find them in (base.page_failed)
             request.meta["reread_outlinks"] = await asyncio.to_thread(self._verify, kb, url, response)
             self._stat("reread/unchanged")
             raise Unchanged(f"unchanged since stored (304): {url}")

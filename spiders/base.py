@@ -11,10 +11,15 @@ followed; a page of unknown depth has none followed), so a page no longer
 linked is still checked and a page added to the site is found; a page now
 marked noindex leaves the KB (SYN-REMOVE, YOT-DIRECTIVES). Each stored page
 keeps the links it lets a crawl follow, so a page answering 304 still leads a
-site crawl on (``unchanged``): a crawl killed half-way finishes when run again.
+site crawl on (``page_failed``): a crawl killed half-way finishes when run again.
 When the crawl closes, the source is recorded with the time its next re-read
 is due, as a last crawl only if it ran its course (``reread.record_crawl``). Validators and the other removals are
 ``middlewares.reread``'s.
+
+Every page request has ``page_failed`` as its errback: a download that got no
+usable answer is one line naming the URL and the reason, counted in the
+summary by kind (``middlewares.failures``), and a stored copy stays as it is
+(SYN-REMOVE: only 404/410, noindex or a new Disallow remove a page).
 """
 
 from __future__ import annotations
@@ -29,11 +34,13 @@ from typing import Any
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
 from middlewares.addon import operator_settings
+from middlewares.failures import describe, quiet_dataloss_hint
 from middlewares.reread import Unchanged
 from middlewares.runtime import Runtime
 from synapsecrawl.config import check_config
@@ -63,8 +70,11 @@ class SynapseSpider(scrapy.Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SynapseSpider:
         spider: SynapseSpider = super().from_crawler(crawler, *args, **kwargs)
         spider.crawl = CrawlRequest.from_args(**kwargs)
+        for skipped in spider.crawl.skipped:
+            logger.warning("%s", skipped)
         spider.limits = check_config(operator_settings(crawler.settings), kwargs).limits
         spider.runtime = Runtime.of(crawler)
+        quiet_dataloss_hint()
         spider._requested = set()
         spider._revisited = False
         crawler.signals.connect(spider._note_scheduled, signal=signals.request_scheduled)
@@ -84,7 +94,29 @@ class SynapseSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.crawl.urls:
-            yield scrapy.Request(url, callback=self.parse, errback=self.unchanged, meta={"depth": 0})
+            yield self.page_request(url, meta={"depth": 0})
+
+    def page_request(self, url: str, **kwargs: Any) -> scrapy.Request:
+        """A request for the page at ``url``, read by ``parse``, its failure one line (``page_failed``)."""
+        request = scrapy.Request(url, callback=self.parse, errback=self.page_failed, **kwargs)
+        request.meta["summary_counts_failure"] = True  # the backoff leaves a failed download's count to page_failed
+        return request
+
+    def page_failed(self, failure: Failure) -> Failure | list[scrapy.Request] | None:
+        """A stored page that answered 304 (``Unchanged``) leads on through its stored links, as its body
+        would have (``follow_stored``); a download with no usable answer is one line and a count by kind;
+        nothing stored changes."""
+        if failure.check(Unchanged):
+            unchanged: scrapy.Request = failure.request  # type: ignore[attr-defined]
+            return self.follow_stored(unchanged, tuple(unchanged.meta.get("reread_outlinks") or ()))
+        if failure.check(IgnoreRequest):
+            return failure  # refused or answered 4xx/5xx: the middleware that decided said so, as before
+        request = getattr(failure, "request", None)
+        url = request.url if request is not None else "?"
+        kind, reason = describe(failure)
+        self.runtime.summary.fail(self.runtime.site(url), kind)  # in the stats as summary/failed/KIND
+        logger.warning("not fetched: %s: %s", url, reason)
+        return None
 
     async def read(self, response: Response) -> Page | None:
         """The Page in ``response`` (never raises on content), read in a worker process (EXTRACT_PROCESSES).
@@ -156,14 +188,6 @@ class SynapseSpider(scrapy.Spider):
         skip_rel = not self.runtime.profile.follow_rel_nofollow
         return list(dict.fromkeys(canonical(link.url) for link in page.links if not (skip_rel and link.nofollow)))
 
-    def unchanged(self, failure: Failure) -> list[scrapy.Request]:
-        """Errback: a stored page that answered 304 (``Unchanged``) leads on through its stored links, as
-        its body would have (``follow_stored``); any other failure goes on as it would without an errback."""
-        if not failure.check(Unchanged):
-            failure.raiseException()
-        request: scrapy.Request = failure.request  # type: ignore[attr-defined]
-        return self.follow_stored(request, tuple(request.meta.get("reread_outlinks") or ()))
-
     def follow_stored(self, request: scrapy.Request, outlinks: tuple[str, ...]) -> list[scrapy.Request]:
         """The requests an unchanged page's stored ``outlinks`` lead to: none, but in a site crawl."""
         return []
@@ -206,7 +230,7 @@ class SynapseSpider(scrapy.Spider):
             # new page appears only on a page that changed); of unknown depth, none of its links are.
             depth = depths.get(url)
             meta = {"depth": self.limits.depth if depth is None else depth}
-            self.crawler.engine.crawl(scrapy.Request(url, callback=self.parse, errback=self.unchanged, meta=meta))
+            self.crawler.engine.crawl(self.page_request(url, meta=meta))
 
     def _jobdir_closed(self, **_: Any) -> None:
         """Scrapy has saved the job state in JOBDIR, whatever the close reason: a next run may trust it."""

@@ -40,11 +40,13 @@ from typing import Any
 
 import scrapy
 from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from middlewares.backoff import RetryScheduled
+from middlewares.failures import describe
 from middlewares.pacing import SKIP_CRAWL_DELAY
 from middlewares.reread import Unchanged
 from spiders.base import SynapseSpider
@@ -300,4 +302,6 @@ class FeedSpider(SynapseSpider):
 def _why(failure: Failure) -> str:
     if failure.check(HttpError):
         return f"it answered {failure.value.response.status}"
-    return failure.getErrorMessage()
+    if failure.check(IgnoreRequest):
+        return failure.getErrorMessage()
+    return describe(failure)[1]

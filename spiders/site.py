@@ -69,7 +69,7 @@ class SiteSpider(SynapseSpider):
             return
         for url in self.followable(page):
             if in_any(self.scopes, url):
-                yield scrapy.Request(url, callback=self.parse, errback=self.unchanged)
+                yield self.page_request(url)
             elif url not in self._left_out:
                 self._left_out.add(url)
                 self.runtime.summary.skip(self.runtime.site(url), "scope", url)
@@ -82,6 +82,5 @@ class SiteSpider(SynapseSpider):
         if depth >= self.limits.depth:
             return []
         priority = -(depth + 1) * self.settings.getint("DEPTH_PRIORITY")
-        return [scrapy.Request(url, callback=self.parse, errback=self.unchanged, priority=priority,
-                               meta={"depth": depth + 1})
+        return [self.page_request(url, priority=priority, meta={"depth": depth + 1})
                 for url in outlinks if in_any(self.scopes, url)]

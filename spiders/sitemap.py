@@ -30,19 +30,20 @@ from urllib.parse import urlsplit
 import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DontCloseSpider
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.http import Response
 from scrapy.http.request import NO_CALLBACK
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from middlewares.budget import PageBudgetMiddleware
+from middlewares.failures import describe
 from middlewares.robots import RobotsMiddleware
 from spiders.base import SynapseSpider
 from synapsecrawl.robots import parse_robots
 from synapsecrawl.scope import SiteScope, in_any
 from synapsecrawl.sitemaps import MAX_SITEMAP_BYTES, SitemapEntry, order_entries, parse_sitemap
-from synapsecrawl.urls import canonical, origin_of
+from synapsecrawl.urls import canonical, origin_of, url_problem
 
 __all__ = ["SitemapSpider"]
 
@@ -116,6 +117,10 @@ class SitemapSpider(SynapseSpider):
         """The canonical URLs of ``entries`` on the crawl's host; the others are counted and logged."""
         kept, away = [], 0
         for entry in order_entries(entries):
+            problem = url_problem(entry.url)  # a robots.txt Sitemap: line; <loc>s are checked as they are parsed
+            if problem is not None:
+                logger.warning("sitemap %s: %s %r skipped: %s", sitemap_url, what[:-1], entry.url[:200], problem)
+                continue
             url = canonical(entry.url)
             if in_any(self.scopes, url):
                 kept.append(url)
@@ -152,7 +157,7 @@ class SitemapSpider(SynapseSpider):
         remaining = budget.remaining if budget is not None else None
         count = len(self.backlog) if remaining is None else min(remaining, len(self.backlog))
         for _ in range(count):
-            yield scrapy.Request(self.backlog.popleft(), callback=self.parse, meta={"depth_reset": True})
+            yield self.page_request(self.backlog.popleft(), meta={"depth_reset": True})
 
     def release_on_idle(self) -> None:
         """Top up from the backlog when all else is done; count what the limit leaves out."""
@@ -174,6 +179,8 @@ class SitemapSpider(SynapseSpider):
         url = request.url if request is not None else "?"
         if failure.check(HttpError):
             reason = f"it answered {failure.value.response.status}"
-        else:
+        elif failure.check(IgnoreRequest):
             reason = failure.getErrorMessage()
+        else:
+            reason = describe(failure)[1]
         logger.warning("sitemap %s not read: %s", url, reason)

@@ -1,13 +1,19 @@
-"""What a KB user asked a crawl to do, from spider arguments (``-a``)."""
+"""What a KB user asked a crawl to do, from spider arguments (``-a``).
+
+A start URL that cannot be requested (``synapsecrawl.urls.url_problem``) is an
+``ArgumentError``: ``-a url=`` stops the crawl. A urls_file line that cannot be
+requested is skipped and named in ``skipped`` (one line each for the operator),
+so one typo does not cost the other lines; a file with no usable line stops it.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from synapsecrawl.errors import ConfigError
+from synapsecrawl.errors import ArgumentError, ConfigError
+from synapsecrawl.urls import url_problem
 
 __all__ = ["CrawlRequest"]
 
@@ -16,10 +22,12 @@ _KB_NAME = re.compile(r"^[\w.-]{1,100}$")
 
 def _check_url(url: str, argument: str) -> str:
     url = url.strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"{argument} {url!r} is not an http(s) URL")
-    return url
+    problem = url_problem(url)
+    if problem is None:
+        return url
+    if problem.startswith("not an http(s) URL") or problem == "no host":
+        raise ArgumentError(f"{argument} {url!r} is not an http(s) URL")
+    raise ArgumentError(f"{argument} {url!r} is not a usable URL: {problem}")
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,7 @@ class CrawlRequest:
     kb: str
     depth: str | None = None
     max_pages: str | None = None
+    skipped: tuple[str, ...] = ()  # urls_file lines left out, one message each
 
     @classmethod
     def from_args(cls, *, url: str | None = None, urls_file: str | None = None, kb: str | None = None,
@@ -40,6 +49,7 @@ class CrawlRequest:
             raise ConfigError(f"unknown spider argument(s): {', '.join(sorted(unknown))}")
         if bool(url) == bool(urls_file):
             raise ConfigError("give exactly one of -a url=URL or -a urls_file=PATH")
+        skipped: list[str] = []
         if url:
             urls = [_check_url(url, "url")]
         else:
@@ -48,11 +58,20 @@ class CrawlRequest:
                 lines = path.read_text("utf-8", errors="replace").splitlines()
             except OSError as exc:
                 raise ConfigError(f"urls_file {path}: {exc.strerror or exc}") from None
-            urls = [_check_url(line, f"urls_file {path}:") for line in lines
-                    if line.strip() and not line.lstrip().startswith("#")]
+            urls = []
+            for number, line in enumerate(lines, 1):
+                if not line.strip() or line.lstrip().startswith("#"):
+                    continue
+                try:
+                    urls.append(_check_url(line, f"urls_file {path} line {number}:"))
+                except ArgumentError as exc:
+                    skipped.append(f"{exc}: skipped")
             if not urls:
+                if skipped:
+                    raise ArgumentError(f"urls_file {path} holds no usable URL ({len(skipped)} lines, "
+                                        f"the first: {skipped[0].removesuffix(': skipped')})")
                 raise ConfigError(f"urls_file {path} holds no URL")
         name = kb or "default"
         if not _KB_NAME.match(name):
             raise ConfigError(f"kb {name!r} may hold only letters, digits, '.', '_' and '-'")
-        return cls(tuple(dict.fromkeys(urls)), name, depth, max_pages)
+        return cls(tuple(dict.fromkeys(urls)), name, depth, max_pages, tuple(skipped))

@@ -2,7 +2,8 @@
 
     SynapseError            anything synapsecrawl raises on purpose
     ├── ConfigError         a setting or spider argument is wrong or beyond a cap
-    │   └── ProfileError    a profile file is missing or invalid
+    │   ├── ProfileError    a profile file is missing or invalid
+    │   └── ArgumentError   a start URL (-a url, urls_file) cannot be requested: exit status 2
     ├── StoreError          the knowledge base cannot be opened or written
     └── SigningError        a key cannot be read or a signature cannot be made
 
@@ -13,7 +14,7 @@ fit to show them as it is.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "ProfileError", "SigningError", "StoreError", "SynapseError"]
+__all__ = ["ArgumentError", "ConfigError", "ProfileError", "SigningError", "StoreError", "SynapseError"]
 
 
 class SynapseError(Exception):
@@ -26,6 +27,10 @@ class ConfigError(SynapseError):
 
 class ProfileError(ConfigError):
     """A profile file is missing or does not validate."""
+
+
+class ArgumentError(ConfigError):
+    """A spider argument names a URL that cannot be requested (a usage error: exit status 2)."""
 
 
 class StoreError(SynapseError):

@@ -29,6 +29,9 @@ HTTPCACHE_ENABLED = False
 # 429 and 503 are the backoff's to judge; an immediate retry ignores Retry-After.
 RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
 RETRY_TIMES = 2
+# A page whose retries are spent is one WARNING line from its spider's errback (spiders.base.page_failed,
+# #14), naming the URL and the reason in words; Scrapy's own give-up line would be a second, at ERROR.
+RETRY_GIVE_UP_LOG_LEVEL = "DEBUG"
 REREAD_DAYS = None  # days between re-reads of a source, above 0; unset = the profile's (synapsebot: 7)
 REMOVAL_LIST = ""  # a file of domains and URL prefixes deleted from the KB and never fetched
 BACKOFF_MAX_WAIT = 0  # seconds a crawl may wait on one paused site; 0 = the profile's [backoff] max_wait

@@ -25,6 +25,8 @@ from typing import Literal
 
 from lxml import etree
 
+from synapsecrawl.urls import url_problem
+
 __all__ = [
     "MAX_ENTRIES",
     "MAX_SITEMAP_BYTES",
@@ -104,18 +106,19 @@ def decompress(body: bytes, max_bytes: int = MAX_SITEMAP_BYTES) -> tuple[bytes, 
 def parse_lastmod(value: str) -> datetime | None:
     """A W3C datetime (YYYY, YYYY-MM, YYYY-MM-DD, with time and zone) as UTC; None when invalid.
 
-    A time without a zone is taken as UTC.
+    A time without a zone is taken as UTC. An unreadable one (a zone of +99:99, a 25th hour) is no
+    lastmod: its entry is kept, ordered with the entries that have none.
     """
     match = _LASTMOD.fullmatch(value.strip())
     if match is None:
         return None
     year, month, day, hour, minute, second, zone = match.groups()
     tz = UTC
-    if zone and zone not in ("Z", "z"):
-        sign = -1 if zone[0] == "-" else 1
-        digits = zone[1:].replace(":", "")
-        tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
     try:
+        if zone and zone not in ("Z", "z"):
+            sign = -1 if zone[0] == "-" else 1
+            digits = zone[1:].replace(":", "")
+            tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))  # +99:99 raises
         stamp = datetime(int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0),
                          int(second or 0), tzinfo=tz)
         return stamp.astimezone(UTC)
@@ -130,8 +133,8 @@ def order_entries(entries: Iterable[SitemapEntry]) -> list[SitemapEntry]:
 
 def _usable(url: str) -> str | None:
     url = url.strip()
-    if len(url) >= _MAX_URL_CHARS or not _URL.fullmatch(url):
-        return None
+    if len(url) >= _MAX_URL_CHARS or not _URL.fullmatch(url) or url_problem(url) is not None:
+        return None  # counted in Sitemap.invalid; the other entries are read on (port 99999, #14)
     return url
 
 

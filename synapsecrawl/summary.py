@@ -1,4 +1,9 @@
-"""The crawl summary: what was fetched, stored and skipped, and why, per site."""
+"""The crawl summary: what was fetched, stored, skipped and failed, and why, per site.
+
+A failed URL is one whose download got no usable answer (a timeout, a
+connection closed or reset, an answer that is not HTTP, a body cut short);
+it is counted under one of FAIL_KINDS.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,21 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["SKIP_REASONS", "CrawlSummary"]
+__all__ = ["FAIL_KINDS", "SKIP_REASONS", "CrawlSummary"]
 
 SKIP_REASONS = (
     "robots", "noindex", "scope", "type", "size", "limit", "scheme",
     "address", "paused", "error", "never", "duplicate",
+)  # fmt: skip
+FAIL_KINDS = (
+    "timeout",  # no full answer within DOWNLOAD_TIMEOUT (a stall, a slow drip)
+    "closed",  # the connection closed or was reset before any answer
+    "malformed",  # the answer is not HTTP/1.x as RFC 9112 frames it (status line, Content-Length, chunks)
+    "cut-short",  # the body ended before its Content-Length or last chunk
+    "refused",  # nothing listens on the port
+    "dns",  # the name does not resolve
+    "tls",  # the TLS handshake failed
+    "other",
 )  # fmt: skip
 
 
@@ -24,6 +39,7 @@ class CrawlSummary:
     skipped: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     # told of each store and skip as (what, site, reason, url): the crawl report's request log listens here
     journal: Callable[[str, str, str, str], None] | None = None
+    failed: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
 
     def fetch(self, site: str) -> None:
         """A page (not robots.txt) came back from ``site``."""
@@ -47,6 +63,10 @@ class CrawlSummary:
         if self.journal is not None:
             self.journal("skip", site, reason, url)
 
+    def fail(self, site: str, kind: str) -> None:
+        """A URL of ``site`` got no usable answer, of ``kind`` (one of FAIL_KINDS)."""
+        self.failed[site][kind] += 1
+
     def stats(self) -> dict[str, int]:
         """Flat counters for Scrapy's stats, as paths."""
         out = {"summary/fetched": sum(self.fetched.values()), "summary/stored": sum(self.stored.values())}
@@ -55,6 +75,9 @@ class CrawlSummary:
         for counts in self.skipped.values():
             for reason, n in counts.items():
                 out[f"summary/skipped/{reason}"] = out.get(f"summary/skipped/{reason}", 0) + n
+        for counts in self.failed.values():
+            for kind, n in counts.items():
+                out[f"summary/failed/{kind}"] = out.get(f"summary/failed/{kind}", 0) + n
         return out
 
     def lines(self) -> list[str]:
@@ -63,16 +86,22 @@ class CrawlSummary:
         skipped = ", ".join(
             f"{k.rsplit('/', 1)[1]} {v}" for k, v in sorted(totals.items()) if k.startswith("summary/skipped/")
         )
+        failed = ", ".join(
+            f"{k.rsplit('/', 1)[1]} {v}" for k, v in sorted(totals.items()) if k.startswith("summary/failed/")
+        )
         out = [
             f"crawl summary: fetched {totals['summary/fetched']}, stored {totals['summary/stored']}, "
             + (f"truncated {totals['summary/truncated']}, " if self.truncated else "")
+            + (f"failed {sum(v for k, v in totals.items() if 'failed/' in k)} ({failed}), " if failed else "")
             + f"skipped {sum(v for k, v in totals.items() if 'skipped' in k)}" + (f" ({skipped})" if skipped else "")
         ]
-        for site in sorted(set(self.fetched) | set(self.stored) | set(self.skipped)):
+        for site in sorted(set(self.fetched) | set(self.stored) | set(self.skipped) | set(self.failed)):
             reasons = ", ".join(f"{r} {n}" for r, n in sorted(self.skipped[site].items()))
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.failed[site].items()))
             out.append(
                 f"  {site}: fetched {self.fetched[site]}, stored {self.stored[site]}"
                 + (f", truncated {self.truncated[site]}" if self.truncated[site] else "")
+                + (f", failed {kinds}" if kinds else "")
                 + (f", skipped {reasons}" if reasons else "")
             )
         return out

@@ -12,9 +12,9 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from publicsuffixlist import PublicSuffixList
-from w3lib.url import canonicalize_url
+from w3lib.url import canonicalize_url, safe_url_string
 
-__all__ = ["canonical", "host_of", "origin_of", "registrable_domain", "site_of"]
+__all__ = ["canonical", "host_of", "is_usable", "origin_of", "registrable_domain", "site_of", "url_problem"]
 
 _PSL = PublicSuffixList()
 
@@ -22,6 +22,38 @@ _PSL = PublicSuffixList()
 def canonical(url: str) -> str:
     """w3lib's canonical form without the fragment: one page, one key."""
     return canonicalize_url(url, keep_fragments=False)
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be requested, in a few words; None when it can.
+
+    Usable: an absolute http(s) URL with a host and a port in 1-65535 that
+    w3lib can make safe and canonical, as every Request and KB key needs.
+    Called wherever a URL from outside (a page, sitemap, feed, robots.txt,
+    redirect or spider argument) becomes a request, so one bad URL is skipped
+    and never takes its document down with it.
+    """
+    try:
+        parts = urlsplit(url)
+        if parts.scheme.lower() not in ("http", "https"):
+            return f"not an http(s) URL ({parts.scheme or 'no'} scheme)"
+        if not parts.hostname:
+            return "no host"
+        port = parts.port
+        if port == 0:
+            return "port 0"
+        if any(ch.isspace() for ch in parts.netloc):
+            return "white space in the host"
+        if not url.isascii():  # only then can w3lib's encoding fail where urlsplit did not (a hypothesis property)
+            canonicalize_url(safe_url_string(url))
+    except ValueError as exc:  # "Port out of range 0-65535", "Invalid IPv6 URL", "'zz' does not appear to be ..."
+        return str(exc).lower().splitlines()[0][:100] if str(exc) else "unreadable"
+    return None
+
+
+def is_usable(url: str) -> bool:
+    """Whether ``url`` can be requested (``url_problem`` finds nothing wrong)."""
+    return url_problem(url) is None
 
 
 def host_of(url: str) -> str:

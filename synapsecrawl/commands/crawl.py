@@ -20,7 +20,7 @@ import synapsecrawl.settings as project_settings
 from middlewares.addon import operator_settings
 from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
-from synapsecrawl.errors import ConfigError, StoreError
+from synapsecrawl.errors import ArgumentError, ConfigError, StoreError
 from synapsecrawl.jobdir import clear_stale, mark_running
 from synapsecrawl.kb.store import DEFAULT_KB_URI, open_store
 from synapsecrawl.numbers import check_numbers
@@ -50,6 +50,9 @@ class Command(ScrapyCrawl):
             # A KB that cannot be opened would otherwise show first when a page is kept: fetched for nothing.
             open_store(self.settings.get("KB_URI") or DEFAULT_KB_URI).close()
             _claim_jobdir(self.settings.get("JOBDIR"))
+        except ArgumentError as exc:  # a start URL that cannot be requested: a usage error, as argparse exits
+            print(f"synapsecrawl: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
         except (ConfigError, StoreError) as exc:
             raise SystemExit(f"synapsecrawl: {exc}") from None
 

@@ -30,6 +30,7 @@ from w3lib.url import safe_url_string
 from synapsecrawl.directives import parse_directives
 from synapsecrawl.extract.page import Directives, Link, Page
 from synapsecrawl.extract.text import detect_encoding
+from synapsecrawl.urls import url_problem
 
 __all__ = ["MAX_TRAFILATURA_ELEMENTS", "jsonld_documents", "parse_html"]
 
@@ -89,17 +90,24 @@ def _squash(value: str | None, limit: int = _MAX_FIELD_CHARS) -> str:
 
 
 def _absolute(base: str, href: str | None, encoding: str = "utf-8") -> str:
-    """`href` made absolute, fragment dropped; "" unless http(s)."""
+    """`href` made absolute, fragment dropped; "" unless a usable http(s) URL (``urls.url_problem``)."""
+    return _resolve(base, href, encoding)[0]
+
+
+def _resolve(base: str, href: str | None, encoding: str = "utf-8") -> tuple[str, str | None]:
+    """(`_absolute`'s URL, why an http(s) `href` is unusable or None): port 99999 costs one link, not the page's."""
     href = strip_html5_whitespace(href or "")
     if not href:
-        return ""
+        return "", None
     try:
         url = urljoin(base, href).split("#", 1)[0]
         if not url[:8].lower().startswith(("http://", "https://")):
-            return ""
-        return url if _URI_CHARS.fullmatch(url) else safe_url_string(url, encoding=encoding)
-    except (ValueError, LookupError):  # "http://[::1" is no URL; an odd page codec
-        return ""
+            return "", None
+        url = url if _URI_CHARS.fullmatch(url) else safe_url_string(url, encoding=encoding)
+    except (ValueError, LookupError) as exc:  # "http://[::1" is no URL; an odd page codec
+        return "", str(exc).lower()[:100] or "unreadable"
+    problem = url_problem(url)
+    return ("", problem) if problem else (url, None)
 
 
 def _parse_tree(text: str) -> lxml.html.HtmlElement | None:
@@ -214,10 +222,13 @@ def _published(root: lxml.html.HtmlElement, head: _Head) -> str:
     return _squash(found, 64)
 
 
-def _links(root: lxml.html.HtmlElement, base: str, encoding: str) -> tuple[Link, ...]:
+def _links(root: lxml.html.HtmlElement, base: str, encoding: str, unusable: list[str]) -> tuple[Link, ...]:
+    """The page's http(s) links, once each; an unusable one is skipped and described in ``unusable``."""
     seen: dict[str, Link] = {}
     for anchor in root.iter("a", "area"):
-        url = _absolute(base, anchor.get("href"), encoding)
+        url, problem = _resolve(base, anchor.get("href"), encoding)
+        if problem is not None:
+            unusable.append(f"{_squash(anchor.get('href'), 100)!r}: {problem}")
         if not url or url in seen:
             continue
         label = anchor.get("alt") if anchor.tag == "area" else anchor.text_content()
@@ -345,6 +356,10 @@ def parse_html(
             directives = Directives(directives.noindex, directives.nofollow, True, 0)
     if not text:
         problems.append("html: no text")
+    unusable: list[str] = []
+    links = _links(root, head.base, codec, unusable)
+    if unusable:
+        problems.append(f"html: {len(unusable)} links without a usable URL skipped (the first {unusable[0]})")
     return Page(
         url=url,
         content_type=media_type,
@@ -355,7 +370,7 @@ def parse_html(
         canonical=_canonical(root, head.base),
         og_image=_absolute(head.base, head.first("og:image", "og:image:url", "og:image:secure_url")),
         published=_published(root, head),
-        links=_links(root, head.base, codec),
+        links=links,
         directives=directives,
         snippet_text=snippet_text,
         problems=tuple(dict.fromkeys(problems)),

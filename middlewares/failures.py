@@ -1,0 +1,111 @@
+"""Why a download failed, in the crawl summary's words: the one place Twisted's errors are translated.
+
+Scrapy hands a failed download to the request's errback as a Twisted
+``Failure``. Scrapy 2.19 wraps Twisted's errors in its own
+(``DownloadTimeoutError``, ``DownloadFailedError``, ``ResponseDataLossError``,
+the Twisted one as ``__cause__``), and Twisted's are often wrappers
+(``ResponseNeverReceived``, ``ResponseFailed``) around the reasons its HTTP/1.1
+client met::
+
+    TimeoutError                      timeout     DOWNLOAD_TIMEOUT passed (a stall, a slow drip)
+    ResponseFailed[...]               the reasons:
+        ParseError, ValueError,       malformed   not HTTP/1.x framing (status line, Content-Length,
+        KeyError                                  an unknown Transfer-Encoding)
+        _MalformedChunkedDataError    malformed   a chunk size that is no number
+        _DataLoss                     cut-short   ended before its Content-Length or last chunk
+        ConnectionDone/Lost           closed      closed or reset before a status line and headers
+                                                  (HTTP/0.9, 1xx then close, a header line past
+                                                  Twisted's 16 KiB limit, on which it closes)
+    ConnectionRefusedError            refused
+    DNSLookupError                    dns
+    SSLError                          tls
+
+``describe`` returns the kind (``synapsecrawl.summary.FAIL_KINDS``) and a few
+words for the one log line. ``quiet_dataloss_hint`` drops Scrapy's own hint at
+the first body cut short ("set DOWNLOAD_FAIL_ON_DATALOSS = False"): a second
+line for that URL, advising what we refuse on purpose (a cut body is no page).
+"""
+
+from __future__ import annotations
+
+import logging
+from ssl import SSLError
+
+from scrapy import exceptions as scrapy_errors
+from twisted.internet import error as net
+from twisted.python.failure import Failure
+from twisted.web._newclient import ParseError, ResponseFailed, ResponseNeverReceived
+from twisted.web.http import _DataLoss, _MalformedChunkedDataError
+
+__all__ = ["describe", "quiet_dataloss_hint"]
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc``, what caused it, and the reasons inside Twisted's wrappers, outermost first."""
+    out: list[BaseException] = []
+    todo = [exc]
+    while todo and len(out) < 20:
+        current = todo.pop(0)
+        if any(current is seen for seen in out):
+            continue
+        out.append(current)
+        if current.__cause__ is not None:
+            todo.append(current.__cause__)
+        todo.extend(r.value if isinstance(r, Failure) else r for r in getattr(current, "reasons", None) or ())
+    return [e for e in out if isinstance(e, BaseException)]
+
+
+def _detail(exc: BaseException) -> str:
+    if isinstance(exc, ParseError) and len(exc.args) >= 2:
+        data = exc.args[1]
+        shown = data[:60].decode("latin-1") if isinstance(data, bytes) else str(data)[:60]
+        return f"{exc.args[0]}: {shown!r}"
+    if isinstance(exc, KeyError):
+        return f"unknown Transfer-Encoding {exc.args[0]!r}" if exc.args else "unknown Transfer-Encoding"
+    text = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+    return text
+
+
+_CUT = "the body was cut short (the connection ended before its end)"
+_RULES: tuple[tuple[tuple[type[BaseException], ...], str, str], ...] = (  # first match wins
+    ((scrapy_errors.DownloadTimeoutError, net.TimeoutError, TimeoutError), "timeout", ""),
+    ((scrapy_errors.DownloadConnectionRefusedError, net.ConnectionRefusedError), "refused", "connection refused"),
+    ((scrapy_errors.CannotResolveHostError, net.DNSLookupError), "dns", "the name does not resolve"),
+    ((net.SSLError, SSLError), "tls", "TLS failed ({})"),
+    ((_MalformedChunkedDataError,), "malformed", "malformed body ({})"),
+    ((ParseError, ValueError, KeyError), "malformed", "malformed answer ({})"),
+    ((scrapy_errors.ResponseDataLossError, _DataLoss), "cut-short", _CUT),
+    ((ResponseNeverReceived, net.ConnectionDone, net.ConnectionLost), "closed",
+     "no complete HTTP answer before the connection closed"),
+    ((ResponseFailed,), "cut-short", _CUT),
+)
+
+
+def describe(failure: Failure | BaseException) -> tuple[str, str]:
+    """(kind, reason) of a failed download."""
+    exc = failure.value if isinstance(failure, Failure) else failure  # a Failure is a BaseException too
+    chain = _chain(exc)
+    for kinds, kind, reason in _RULES:
+        hit = next((e for e in chain if isinstance(e, kinds)), None)
+        if hit is None or (hit is exc and kind == "malformed"):
+            continue  # a ValueError of a middleware's own is no malformed answer
+        if kind == "timeout":
+            request = getattr(failure, "request", None)
+            seconds = request.meta.get("download_timeout") if request is not None else None
+            within = f"within {seconds:g} s " if isinstance(seconds, int | float) else ""
+            return kind, f"no full answer {within}(DOWNLOAD_TIMEOUT)"
+        return kind, reason.format(_detail(hit))
+    return "other", _detail(exc)
+
+
+class _DataLossHint(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Got data loss in ")
+
+
+_HINT = _DataLossHint()
+
+
+def quiet_dataloss_hint() -> None:
+    """Keep Scrapy's data-loss hint out of the log (idempotent): ``spiders.base.page_failed`` says it."""
+    logging.getLogger("scrapy.core.downloader.handlers.http11").addFilter(_HINT)
