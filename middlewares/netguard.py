@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet.error import DNSLookupError
 
-from middlewares.resolver import AddressRefused
+from middlewares.resolver import AddressRefused, refusal
 from middlewares.runtime import Runtime
 from synapsecrawl.netguard import forbidden_reason
 
@@ -62,5 +63,8 @@ class NetGuardMiddleware:
             raise self._refuse(request, f"{url.hostname} is a {reason} (ALLOW_PRIVATE_ADDRESSES is off)", "address")
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        if isinstance(exception, AddressRefused):
-            raise self._refuse(request, str(exception), "address")
+        # Twisted turns the resolver's AddressRefused into a plain lookup failure: ask the resolver why
+        lookup_failed = isinstance(exception, DNSLookupError | CannotResolveHostError)
+        reason = refusal(urlparse_cached(request).hostname or "") if lookup_failed else None
+        if isinstance(exception, AddressRefused) or reason:
+            raise self._refuse(request, reason or str(exception), "address")

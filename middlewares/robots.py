@@ -18,6 +18,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.httpobj import urlparse_cached
 
+from middlewares.resolver import refusal
 from middlewares.runtime import Runtime
 from synapsecrawl.kb.store import RobotsCopy
 from synapsecrawl.removals import remove_disallowed
@@ -55,7 +56,7 @@ class RobotsMiddleware:
         if not outcome.rules.allows(request.url) and not self._feed_exempt(request, outcome):
             assert self._crawler.stats is not None
             site = self._runtime.site(request.url)
-            refused = self._runtime.refused_hosts.get(urlparse_cached(request).hostname or "")
+            refused = refusal(urlparse_cached(request).hostname or "")
             if refused:  # robots.txt was unreachable because the address guard refused the host
                 self._crawler.stats.inc_value("netguard/address")
                 self._runtime.summary.skip(site, "address", request.url)

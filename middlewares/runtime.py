@@ -38,7 +38,6 @@ class Runtime:
     reader: Reader = field(default_factory=lambda: Reader(0))  # extraction, in worker processes (EXTRACT_PROCESSES)
     summary: CrawlSummary = field(default_factory=CrawlSummary)
     started_at: float = field(default_factory=time.time)
-    refused_hosts: dict[str, str] = field(default_factory=dict)  # host -> why the resolver refused it
     _store: Store | None = None
 
     @classmethod

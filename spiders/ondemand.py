@@ -60,6 +60,7 @@ class OndemandSpider(SynapseSpider):
     server: OndemandServer
     recent: RecentFetches
     wait_seconds: float
+    url_limit: int
     _pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]]
     _inflight: dict[str, asyncio.Future[dict[str, Any]]]
     _serving: bool
@@ -80,6 +81,7 @@ class OndemandSpider(SynapseSpider):
         spider.server = OndemandServer(spider.web_fetch, host=host, port=port, name=f"{profile.token} web_fetch")
         spider.recent = RecentFetches(profile.ondemand_min_refetch)
         spider.wait_seconds = settings.getfloat("ONDEMAND_WAIT")
+        spider.url_limit = settings.getint("URLLENGTH_LIMIT")
         spider._pending, spider._inflight, spider._serving = {}, {}, False
         spider._keys = itertools.count()
         crawler.signals.connect(spider._stay_open, signal=signals.spider_idle)
@@ -102,7 +104,7 @@ class OndemandSpider(SynapseSpider):
 
     async def web_fetch(self, url: object) -> dict[str, Any]:
         """The page at ``url`` as an agent sees it; raises FetchError."""
-        asked = check_fetch_url(url)
+        asked = check_fetch_url(url, self.url_limit)
         if not self._serving:
             raise FetchError("unavailable", "the on-demand fetcher is shutting down")
         profile = self.runtime.profile

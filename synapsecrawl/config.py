@@ -7,6 +7,7 @@ way of starting a crawl gets the same answer).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 from synapsecrawl.errors import ConfigError, SigningError
 from synapsecrawl.extract.pool import extract_processes
 from synapsecrawl.netguard import HostMap, parse_host_resolve
+from synapsecrawl.numbers import read_number
 from synapsecrawl.profiles import Limits, Profile, load_profile, resolve_limits
 from synapsecrawl.signing import load_private_key, signature_agent_url
 
@@ -49,12 +51,10 @@ def check_config(operator: Mapping[str, object], arguments: Mapping[str, object]
     )
     timeout = profile.timeout
     if operator.get("DOWNLOAD_TIMEOUT") is not None:
-        try:
-            timeout = float(str(operator["DOWNLOAD_TIMEOUT"]))
-        except ValueError:
-            raise ConfigError(f"DOWNLOAD_TIMEOUT {operator['DOWNLOAD_TIMEOUT']!r} is not a number") from None
-        if not 0 < timeout <= profile.timeout:
+        timeout = read_number("DOWNLOAD_TIMEOUT", operator["DOWNLOAD_TIMEOUT"], positive=True)
+        if timeout > profile.timeout:
             raise ConfigError(f"DOWNLOAD_TIMEOUT {timeout:g} is beyond {profile.name}'s cap {profile.timeout:g} s")
+    _check_log_level(operator.get("LOG_LEVEL"))
     user_agent = operator.get("USER_AGENT")
     if user_agent and profile.token.lower() not in str(user_agent).lower():
         raise ConfigError(f"USER_AGENT must name {profile.name}'s product token {profile.token}")
@@ -75,6 +75,16 @@ def check_config(operator: Mapping[str, object], arguments: Mapping[str, object]
         raise ConfigError(str(error)) from None
     return CrawlConfig(profile=profile, limits=limits, timeout=timeout, host_map=host_map, signing_key=key,
                        extract_processes=processes)
+
+
+def _check_log_level(level: object) -> None:
+    """Refuse a LOG_LEVEL that Python's logging, which Scrapy hands it to, would raise on."""
+    if level is None:
+        return
+    try:
+        logging.Handler().setLevel(level)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ConfigError(f"LOG_LEVEL {level!r} is not a log level: DEBUG, INFO, WARNING, ERROR or CRITICAL") from None
 
 
 def _check_signing(operator: Mapping[str, object], profile: Profile, key: str) -> None:

@@ -78,8 +78,9 @@ def http_status(code: str) -> int:
     return _STATUS.get(code, 500)
 
 
-def check_fetch_url(url: object) -> str:
-    """The URL an agent asked for, stripped; raises FetchError("bad_url") for anything but http(s) with a host."""
+def check_fetch_url(url: object, max_length: int = 0) -> str:
+    """The URL an agent asked for, stripped; raises FetchError("bad_url") for anything but http(s) with a
+    host, or longer, as it would be requested, than ``max_length`` (Scrapy's URLLENGTH_LIMIT; 0: no limit)."""
     if not isinstance(url, str) or not url.strip():
         raise FetchError("bad_url", "give the page as {\"url\": \"https://...\"}")
     url = url.strip()
@@ -91,6 +92,10 @@ def check_fetch_url(url: object) -> str:
         raise FetchError("bad_url", f"not a valid URL: {url!r}") from None
     if parts.scheme not in ("http", "https") or not host:
         raise FetchError("bad_url", f"not an http(s) URL: {url!r}")
+    length = len(page_address(url))
+    if 0 < max_length < length:  # the crawl drops such a URL (UrlLengthMiddleware): so does an ask
+        raise FetchError("bad_url", f"the URL is {length} characters long, over the limit of {max_length} "
+                         "(URLLENGTH_LIMIT)")
     return url
 
 

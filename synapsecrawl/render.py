@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.numbers import read_number
 
 __all__ = [
     "FETCHED_TYPES", "RENDERED_MODES", "PageRender", "RenderBudget", "RenderConfig", "Verdict", "should_render",
@@ -50,10 +51,7 @@ def _number(settings: Mapping[str, Any], name: str, default: float, low: float, 
     value = settings.get(name)
     if value is None or value == "":
         return default
-    try:
-        number = float(str(value))
-    except ValueError:
-        raise ConfigError(f"{name} {value!r} is not a number") from None
+    number = read_number(name, value, signed=True)
     if not low <= number <= high:
         raise ConfigError(f"{name} {number:g} is outside {low:g} to {high:g}")
     return number

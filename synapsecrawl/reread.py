@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Literal
 
-from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.store import Source
+from synapsecrawl.numbers import read_number
 
 __all__ = [
     "DAY",
@@ -84,15 +83,9 @@ def source_id(mode: str, urls: Sequence[str], kb: str, profile: str, deployment:
 
 def reread_interval(setting: object, profile_days: float) -> float:
     """Seconds between re-reads: ``REREAD_DAYS`` when the operator set it, else the profile's."""
-    if setting in (None, "", 0, "0"):
+    if setting in (None, ""):
         return profile_days * DAY
-    try:
-        days = float(str(setting).strip())
-    except ValueError:
-        raise ConfigError(f"REREAD_DAYS {setting!r} is not a number of days") from None
-    if not math.isfinite(days) or days <= 0:
-        raise ConfigError(f"REREAD_DAYS {setting!r} must be a number of days above 0")
-    return days * DAY
+    return read_number("REREAD_DAYS", setting, positive=True) * DAY
 
 
 def check_operations(settings: Mapping[str, object]) -> None:

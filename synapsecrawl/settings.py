@@ -32,7 +32,7 @@ RETRY_TIMES = 2
 # A page whose retries are spent is one WARNING line from its spider's errback (spiders.base.page_failed,
 # #14), naming the URL and the reason in words; Scrapy's own give-up line would be a second, at ERROR.
 RETRY_GIVE_UP_LOG_LEVEL = "DEBUG"
-REREAD_DAYS = 0  # days between re-reads of a source; 0 = the profile's (synapsebot: 7)
+REREAD_DAYS = None  # days between re-reads of a source, above 0; unset = the profile's (synapsebot: 7)
 REMOVAL_LIST = ""  # a file of domains and URL prefixes deleted from the KB and never fetched
 BACKOFF_MAX_WAIT = 0  # seconds a crawl may wait on one paused site; 0 = the profile's [backoff] max_wait
 ONDEMAND_HOST = "127.0.0.1"  # `scrapy crawl ondemand` listens here only (SNA-ONDEMAND)

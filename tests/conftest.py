@@ -65,6 +65,18 @@ def server() -> Iterator[TestServer]:
 
 
 @pytest.fixture(scope="session")
+def server6() -> Iterator[TestServer]:
+    """The HTTP test server listening on ::1 (IPv6 loopback) instead; skipped where ::1 is not available."""
+    from tests.site.server import ipv6_loopback
+
+    if not ipv6_loopback():
+        pytest.skip("no IPv6 loopback (::1) on this machine")
+    srv = TestServer(address="::1").start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
 def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestServer]:
     """The HTTPS test server (self-signed; Scrapy does not verify by default)."""
     srv = TestServer(certfile=_self_signed(tmp_path_factory.mktemp("tls") / "cert.pem")).start()

@@ -23,6 +23,7 @@ from synapsecrawl.crawlrequest import CrawlRequest
 from synapsecrawl.errors import ArgumentError, ConfigError, StoreError
 from synapsecrawl.jobdir import clear_stale, mark_running
 from synapsecrawl.kb.store import DEFAULT_KB_URI, open_store
+from synapsecrawl.numbers import check_numbers
 from synapsecrawl.ondemand import check_arguments, check_serving
 from synapsecrawl.pacing_redis import check_redis
 from synapsecrawl.render import RenderConfig
@@ -74,20 +75,15 @@ _DEFAULT = SETTINGS_PRIORITIES["default"]
 
 
 def _check_kinds(settings: BaseSettings) -> None:
-    """A setting given a word where it takes a number or True/False is one line here, not a traceback from
-    inside Scrapy (``-s CONCURRENT_REQUESTS=abc``, ``-s ALLOW_PRIVATE_ADDRESSES=maybe``). Numbers are only
-    checked to be numbers: Scrapy reads some integer defaults (DOWNLOAD_TIMEOUT) as floats."""
+    """A setting given a word where it takes True/False, or anything but a finite number >= 0 where it takes a
+    number (synapsecrawl.numbers), is one line here, not a traceback or a silent misreading inside Scrapy
+    (``-s CONCURRENT_REQUESTS=abc``, ``=-1``, ``=nan``, ``-s ALLOW_PRIVATE_ADDRESSES=maybe``)."""
     defaults = {**vars(default_settings), **vars(project_settings)}
     given = {name: held.value for name, held in settings.attributes.items() if held.priority > _DEFAULT}
+    check_numbers(given, defaults)
     for name, value in sorted(given.items()):
-        default = defaults.get(name)
-        if value == default or default is None:
-            continue
-        try:
-            if isinstance(default, bool):
+        if isinstance(defaults.get(name), bool) and value != defaults[name]:
+            try:
                 settings.getbool(name)
-            elif isinstance(default, int | float):
-                settings.getfloat(name)
-        except (TypeError, ValueError):
-            kind = "neither True nor False" if isinstance(default, bool) else "not a number"
-            raise ConfigError(f"{name} {value!r} is {kind}") from None
+            except (TypeError, ValueError):
+                raise ConfigError(f"{name} {value!r} is neither True nor False") from None

@@ -16,6 +16,7 @@ robots.txt, backoff and source times are unix seconds (double precision).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 
 from synapsecrawl.errors import StoreError
+from synapsecrawl.kb.marker import META_TABLE, Found, judge, meta_rows
 from synapsecrawl.kb.rows import (
     HIT_COLUMNS,
     PAGE_CANDIDATES,
@@ -187,11 +189,19 @@ def _one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-def _create_schema(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
-    """Create what is missing, one process at a time; ALTER and CREATE INDEX (which lock a table) only if needed."""
+def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> None:
+    """Create what is missing, one process at a time; ALTER and CREATE INDEX (which lock a table) only if needed.
+    A schema that is not our KB (kb.marker) is refused before anything is written to it."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        state = judge(_found(conn), where=where, ours=_OURS, required=("pages", "passages", "robots_cache"))
         conn.execute(_SCHEMA)
+        if state != "ours":
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {META_TABLE} (key TEXT COLLATE \"C\" PRIMARY KEY, "
+                         "value TEXT NOT NULL)")
+            with conn.cursor() as cursor:
+                cursor.executemany(f"INSERT INTO {META_TABLE} (key, value) VALUES (%s, %s) "  # noqa: S608
+                                   "ON CONFLICT (key) DO UPDATE SET value = excluded.value", meta_rows())
         present = {row[0] for row in conn.execute(
             "SELECT attname FROM pg_attribute WHERE attrelid = 'pages'::regclass AND NOT attisdropped")}
         for column, declaration in _ADDED_PAGE_COLUMNS:
@@ -200,6 +210,24 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
         for name, create in _INDEXES.items():
             if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() == (None,):
                 conn.execute(create)
+
+
+_OURS = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA))
+
+
+def _found(conn: psycopg.Connection[tuple[Any, ...]]) -> Found:
+    """What the schema the KB's tables go to (the search_path's first) holds, read only."""
+    tables = frozenset(name for (name,) in conn.execute(
+        "SELECT relname FROM pg_class WHERE relnamespace = to_regnamespace(current_schema()) "
+        "AND relkind IN ('r', 'p', 'v', 'm', 'f')"))
+    columns = frozenset(name for (name,) in conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = 'pages'"))
+    if META_TABLE not in tables:
+        return Found(tables, columns)
+    held = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())  # noqa: S608
+    number = {k: int(v) if str(v).lstrip("-").isdigit() else 0 for k, v in held.items()}
+    return Found(tables, columns, number.get("application_id", 0), number.get("schema_version", 0))
 
 
 class PostgresStore(SharedTables):
@@ -216,10 +244,13 @@ class PostgresStore(SharedTables):
         except psycopg.Error as exc:
             raise StoreError(f"cannot open knowledge base {self.uri}: {_one_line(exc)}") from None
         try:
-            _create_schema(self._conn)
+            _create_schema(self._conn, self.uri)
         except psycopg.Error as exc:
             self._conn.close()
             raise StoreError(f"cannot open knowledge base {self.uri}: {_one_line(exc)}") from None
+        except StoreError:
+            self._conn.close()
+            raise
 
     def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
         conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=10, application_name="synapsecrawl")

@@ -7,16 +7,19 @@ same file from another process.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from synapsecrawl.errors import StoreError
 from synapsecrawl.kb import content
+from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, Found, judge, meta_rows
 from synapsecrawl.kb.rows import PAGE_COLUMNS, SharedTables
 from synapsecrawl.kb.store import PageRecord, SearchHit
 
@@ -134,6 +137,53 @@ CREATE TABLE IF NOT EXISTS sources (
 """
 
 
+# Knowing our KB (kb.marker): every table our schemas create, FTS5's shadow tables, and those every KB had.
+_OURS = frozenset(
+    f"{name}{shadow}"
+    for name in re.findall(r"CREATE (?:VIRTUAL )?TABLE IF NOT EXISTS (\w+)",
+                           _SCHEMA + _ICONS_SCHEMA + _BACKOFF_SCHEMA + _SOURCES_SCHEMA + content.SCHEMA)
+    for shadow in ("", *(("_data", "_idx", "_content", "_docsize", "_config") if name.endswith("_fts") else ()))
+)
+_REQUIRED = frozenset({"pages", "pages_fts", "robots_cache"})
+
+
+def _found(path: Path) -> Found:
+    """What the file holds, read through a read-only connection (nothing of it can change)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return Found(frozenset())
+    with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+        tables = frozenset(name for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite~_%' ESCAPE '~'"))
+        version = None
+        if META_TABLE in tables:
+            held = dict(db.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())  # noqa: S608
+            version = int(held["schema_version"]) if str(held.get("schema_version", "")).isdigit() else 0
+        return Found(tables, frozenset(row[1] for row in db.execute("PRAGMA table_info(pages)")),
+                     db.execute("PRAGMA application_id").fetchone()[0], version)
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Switch a file to WAL. Crawls opening one new file at once can each hold a read lock while one
+    switches, and SQLite answers that "database is locked" at once, without its busy timeout: try again."""
+    for attempt in range(100):
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 99:
+                raise
+            time.sleep(0.05)
+
+
+def _mark(db: sqlite3.Connection) -> None:
+    """Mark the file as our KB: SQLite's application id, and the meta table's rows."""
+    db.execute("BEGIN IMMEDIATE")
+    db.execute(f"CREATE TABLE IF NOT EXISTS {META_TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.executemany(f"INSERT OR REPLACE INTO {META_TABLE} (key, value) VALUES (?, ?)", meta_rows())  # noqa: S608
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    db.execute("COMMIT")
+
+
 class SQLiteStore(SharedTables):
     """A knowledge base in one SQLite file (the tables and methods both back-ends share: kb.rows)."""
 
@@ -143,9 +193,12 @@ class SQLiteStore(SharedTables):
         self.path = path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            state = judge(_found(path), where=str(path), ours=_OURS, required=_REQUIRED)  # before any write
             self._db = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _use_wal(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
+            if state == "new":  # marked first: a crawl opening it meanwhile knows it as ours, not half-made
+                _mark(self._db)
             self._db.executescript(_SCHEMA)
             present = {row[1] for row in self._db.execute("PRAGMA table_info(pages)")}
             for column, declaration in _ADDED_PAGE_COLUMNS:
@@ -160,6 +213,8 @@ class SQLiteStore(SharedTables):
                 self._db.execute("BEGIN IMMEDIATE")
                 content.backfill_passages(self._db)
                 self._db.execute("COMMIT")
+            if state == "adopt":
+                _mark(self._db)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open knowledge base {self.path}: {exc}") from None
         self._lock = threading.Lock()

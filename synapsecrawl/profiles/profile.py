@@ -20,6 +20,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from synapsecrawl.errors import ConfigError, ProfileError
+from synapsecrawl.numbers import read_number
 
 __all__ = [
     "PROFILE_NAMES",
@@ -306,14 +307,7 @@ def parse_profile(name: str, data: dict[str, Any], deployment: str | None = None
 
 
 def _number(setting: str, raw: object, *, integer: bool) -> float:
-    try:
-        value = float(str(raw).strip())
-    except ValueError:
-        raise ConfigError(f"{setting} {raw!r} is not a number") from None
-    if not math.isfinite(value) or value < 0 or (integer and value != int(value)):
-        kind = "a whole number" if integer else "a number"
-        raise ConfigError(f"{setting} {raw!r} must be {kind} >= 0")
-    return value
+    return read_number(setting, raw, whole=integer)
 
 
 def resolve_limits(

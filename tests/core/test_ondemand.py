@@ -85,6 +85,19 @@ def test_other_asks_are_bad_urls(url: object) -> None:
     assert caught.value.code == "bad_url" and http_status(caught.value.code) == 400
 
 
+def test_a_url_longer_than_the_crawl_follows_is_a_bad_url() -> None:
+    """SNA-ONDEMAND, #13 item 5: a URL longer, as it would be requested (escaped, without its fragment),
+    than URLLENGTH_LIMIT is a bad_url (400), as the crawl drops it; 0 means no limit, as in Scrapy."""
+    url = "https://a.test/" + "a" * 2068  # 2083 characters
+    assert check_fetch_url(url, 2083) == url
+    assert check_fetch_url(url + "#" + "f" * 5000, 2083) == url + "#" + "f" * 5000
+    assert check_fetch_url(url + "b" * 8000, 0) == url + "b" * 8000
+    for longer in (url + "b", url[:-3] + "\u00e9"):  # é is six characters once escaped
+        with pytest.raises(FetchError, match=r"URLLENGTH_LIMIT") as caught:
+            check_fetch_url(longer, 2083)
+        assert caught.value.code == "bad_url" and http_status(caught.value.code) == 400
+
+
 @given(st.text())
 def test_checking_a_url_never_raises_anything_but_fetch_error(text: str) -> None:
     """SNA-ONDEMAND: any string an agent sends is either a URL or a bad_url error."""

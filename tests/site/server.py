@@ -1,4 +1,4 @@
-"""The test web server: many virtual hosts on 127.0.0.1, and a log of every request.
+"""The test web server: many virtual hosts on 127.0.0.1 (or on ::1, asked), and a log of every request.
 
 Routing is by ``Host``; each host has its own routes, so each test owns its
 hosts. The log keeps, per request, when it arrived and finished
@@ -11,6 +11,7 @@ compare with times a request states (a signature's ``created``). Fault routes fo
 from __future__ import annotations
 
 import gzip
+import socket
 import ssl
 import threading
 import time
@@ -20,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-__all__ = ["Hit", "Reply", "TestServer"]
+__all__ = ["Hit", "Reply", "TestServer", "ipv6_loopback"]
 
 
 @dataclass
@@ -79,7 +80,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         owner = self.server.owner
-        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
+        given = (self.headers.get("Host") or "").lower()
+        host = given if given.endswith("]") else given.rsplit(":", 1)[0]  # "[::1]:8080" and "[::1]" are "[::1]"
         path = self.path if self.path.startswith("/") else urlsplit(self.path).path
         start, arrived_at = time.monotonic(), time.time()
         with owner.lock:
@@ -128,17 +130,33 @@ class _Server(ThreadingHTTPServer):
     owner: TestServer
 
 
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+def ipv6_loopback() -> bool:
+    """Whether this machine can listen on and connect to ::1."""
+    try:
+        with socket.socket(socket.AF_INET6) as listener:
+            listener.bind(("::1", 0))
+            listener.listen()
+            socket.create_connection(listener.getsockname()[:2], timeout=5).close()
+    except OSError:
+        return False
+    return True
+
+
 class TestServer:
-    """A threaded HTTP(S) server on 127.0.0.1 with per-host routes and a request log."""
+    """A threaded HTTP(S) server on 127.0.0.1 (or, asked, on ::1) with per-host routes and a request log."""
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, certfile: Path | None = None) -> None:
+    def __init__(self, certfile: Path | None = None, *, address: str = "127.0.0.1") -> None:
         self.routes: dict[str, dict[str, Route]] = {}
         self.hits: list[Hit] = []
         self.in_flight: dict[str, int] = {}
         self.lock = threading.Lock()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = (_Server6 if ":" in address else _Server)((address, 0), _Handler)
         self._server.owner = self
         self.scheme = "http"
         if certfile is not None:

@@ -1,0 +1,61 @@
+"""The one rule for numbers an operator or KB user types (#14 item 7): finite, not negative unless signed."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from synapsecrawl.errors import ConfigError
+from synapsecrawl.numbers import check_numbers, read_number
+
+
+@pytest.mark.parametrize(("raw", "options", "message"), [
+    ("abc", {}, "X 'abc' is not a number"),
+    ("nan", {}, "X 'nan' must be a number >= 0"),
+    ("inf", {}, "X 'inf' must be a number >= 0"),
+    ("-inf", {"signed": True}, "X '-inf' must be a finite number"),
+    ("-5", {"positive": True}, "X '-5' must be a number above 0"),
+    ("0", {"positive": True}, "X '0' must be a number above 0"),
+    ("nan", {"positive": True}, "X 'nan' must be a number above 0"),
+    ("1.5", {"whole": True}, "X '1.5' must be a whole number >= 0"),
+    (-1, {}, "X -1 must be a number >= 0"),
+])  # fmt: skip
+def test_a_bad_number_says_what_it_must_be(raw: object, options: dict[str, bool], message: str) -> None:
+    """#14 item 7: the message says what is wrong with the value (not a number, not finite, negative,
+    not above 0, not whole), in one line naming the setting."""
+    with pytest.raises(ConfigError) as caught:
+        read_number("X", raw, **options)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("raw", "options", "value"), [
+    ("0", {}, 0.0), (" 2.5 ", {}, 2.5), (3, {"whole": True}, 3.0), ("-1", {"signed": True}, -1.0),
+    ("0.1", {"positive": True}, 0.1),
+])  # fmt: skip
+def test_a_good_number_is_read(raw: object, options: dict[str, bool], value: float) -> None:
+    """#14 item 7: what is right is read as it was typed."""
+    assert read_number("X", raw, **options) == value
+
+
+def test_only_numeric_settings_are_checked_and_priorities_may_be_negative() -> None:
+    """#14 item 7: a setting whose default is a number must be a finite number >= 0, except a priority;
+    True/False, text and unknown settings are left to their own checks."""
+    defaults = {"CONCURRENT_REQUESTS": 16, "DOWNLOAD_DELAY": 0.0, "DEPTH_PRIORITY": 0,
+                "RETRY_PRIORITY_ADJUST": -1, "ROBOTSTXT_OBEY": True, "LOG_LEVEL": "DEBUG"}
+    check_numbers({"CONCURRENT_REQUESTS": "8", "DEPTH_PRIORITY": "-1", "RETRY_PRIORITY_ADJUST": "-3",
+                   "ROBOTSTXT_OBEY": "yes", "LOG_LEVEL": "LOUD", "UNKNOWN": "-1"}, defaults)
+    for name, value in (("CONCURRENT_REQUESTS", "-1"), ("DOWNLOAD_DELAY", "nan"), ("DEPTH_PRIORITY", "inf")):
+        with pytest.raises(ConfigError, match=f"^{name} '{value}' must be"):
+            check_numbers({name: value}, defaults)
+
+
+@given(st.one_of(st.text(max_size=20), st.floats(), st.integers()))
+def test_read_number_returns_a_finite_number_or_raises_config_error(raw: object) -> None:
+    """#14 item 7: whatever is typed, the answer is a finite number >= 0 or one ConfigError line."""
+    try:
+        value = read_number("X", raw)
+    except ConfigError as error:
+        assert "\n" not in str(error)
+    else:
+        assert 0 <= value < float("inf")
