@@ -379,3 +379,25 @@ async def test_snagabot_spaces_a_slow_site_ten_times_its_response_time(tmp_path:
     c.downloaded("http://slow.test/", 200, download_latency=0.5)
     assert c.runtime.pacer.spacing("slow.test") == pytest.approx(5.0)
     assert c.stat("backoff/slow") == 1
+
+
+async def test_a_shorter_pause_never_cuts_a_longer_one(tmp_path: Path) -> None:
+    """Fail toward politeness: a 503 asking 10 s while a 300 s pause holds leaves the 300 s standing, in
+    the pacer and in the store."""
+    c = crawl(tmp_path)
+    m0 = monotonic()
+    await c.answered("http://a.test/1", 503, "300")
+    await c.answered("http://a.test/2", 503, "10")
+    low, high = c.paused_for("a.test", m0, monotonic())
+    assert low <= 300 <= high
+    state = c.site_state("a.test")
+    assert state is not None and state.pause_reason == "503, Retry-After 300 s"
+
+
+async def test_the_stored_reason_says_how_a_clamped_retry_after_was_taken(tmp_path: Path) -> None:
+    """YOT-429: the site's pause reason names the stated Retry-After and the clamped wait used, for the
+    operator reading the KB's site state."""
+    c = crawl(tmp_path, "yottabot")
+    await c.answered("https://docs.test/a", 429, "5")
+    state = c.site_state("docs.test")
+    assert state is not None and state.pause_reason == "429, Retry-After 5.0 s taken as 60 s"
