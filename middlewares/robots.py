@@ -26,6 +26,8 @@ from synapsecrawl.robotspolicy import RobotsOutcome, is_fresh, judge_fetch
 from synapsecrawl.urls import origin_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.crawler import Crawler
 
 __all__ = ["RobotsMiddleware"]
@@ -42,6 +44,7 @@ class RobotsMiddleware:
         self._profile = runtime.profile
         self._outcomes: dict[str, tuple[float, asyncio.Future[RobotsOutcome]]] = {}
         self._sites: dict[str, dict[str, float | None]] = {}  # site -> origins asked -> Crawl-delay (None: none)
+        self.clock: Callable[[], float] = time.time  # unix seconds; tests pass a fake clock
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
@@ -106,7 +109,7 @@ class RobotsMiddleware:
     async def outcome_for(self, url: str) -> RobotsOutcome:
         """The robots outcome for ``url``'s origin, fetching it when no fresh copy exists."""
         origin = origin_of(url)
-        now = time.time()
+        now = self.clock()
         known = self._outcomes.get(origin)
         if known is not None:
             fetched_at, future = known
@@ -155,7 +158,7 @@ class RobotsMiddleware:
         if outcome.kind != "parsed":
             verdict = "nothing fetched from it" if not outcome.rules.allows("/") else "everything allowed"
             logger.warning("robots.txt of %s: %s (%s): %s", origin, outcome.kind, status or "no answer", verdict)
-        fetched_at = time.time()
+        fetched_at = self.clock()
         await asyncio.to_thread(store.put_robots, self._profile.name, RobotsCopy(origin, status, body, fetched_at))
         return fetched_at, outcome
 

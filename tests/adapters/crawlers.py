@@ -1,0 +1,82 @@
+"""Crawlers for adapter tests: built from settings, no reactor, no network.
+
+``crawler_for`` gives a crawler whose KB is a SQLite file under the test's
+``tmp_path``, with stats and a spider stand-in carrying what adapters read
+(``crawl.kb``, ``scopes``, ``limits``). ``SideFetches`` stands in for the one
+engine call side fetches make (``engine.download_async``): the middlewares
+have no other seam for robots.txt and tdmrep.json, so it answers from a table
+and notes what was asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from scrapy.statscollectors import MemoryStatsCollector
+from scrapy.utils.test import get_crawler
+
+from synapsecrawl import settings as project_settings
+
+__all__ = ["SideFetches", "crawler_for", "project"]
+
+
+def project(**overrides: object) -> dict[str, Any]:
+    """The project's settings (so the profile add-on runs) with ``overrides``."""
+    values = {name: value for name, value in vars(project_settings).items() if name.isupper()}
+    values.update(overrides)
+    return values
+
+
+def crawler_for(tmp_path: Path, *, kb: str | None = "kb1", scopes: tuple[str, ...] = (), limits: object = None,
+                name: str = "site", **settings: object) -> Crawler:
+    """A crawler under the project's settings and ``settings``, its KB in ``tmp_path``."""
+    crawler = get_crawler(settings_dict=project(KB_URI=f"sqlite:///{tmp_path}/kb.sqlite3", **settings))
+    crawler.stats = MemoryStatsCollector(crawler)
+    spider = SimpleNamespace(name=name, scopes=scopes, crawl=SimpleNamespace(kb=kb) if kb else None)
+    if limits is not None:
+        spider.limits = limits
+    crawler.spider = spider  # type: ignore[assignment]
+    return crawler
+
+
+@dataclass
+class _Downloader:
+    dropped: list[tuple[str, Any]] = field(default_factory=list)
+    refreshed: list[str] = field(default_factory=list)
+
+    def drop_queued(self, site: str, why: Any) -> None:
+        self.dropped.append((site, why))
+
+    def refresh(self, site: str) -> None:
+        self.refreshed.append(site)
+
+
+@dataclass
+class SideFetches:
+    """The engine's ``download_async`` for side fetches: answers by URL, (status, body) or an exception."""
+
+    answers: dict[str, tuple[int, bytes] | BaseException] = field(default_factory=dict)
+    asked: list[Request] = field(default_factory=list)
+    downloader: _Downloader = field(default_factory=_Downloader)
+    spider: object = True
+
+    async def download_async(self, request: Request) -> Response:
+        self.asked.append(request)
+        answer = self.answers.get(request.url, (404, b""))
+        if isinstance(answer, BaseException):
+            raise answer
+        status, body = answer
+        return Response(request.url, status=status, body=body, request=request)
+
+    def urls(self) -> list[str]:
+        return [request.url for request in self.asked]
+
+    def install(self, crawler: Crawler) -> SideFetches:
+        crawler.engine = self  # type: ignore[assignment]
+        return self
