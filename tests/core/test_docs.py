@@ -172,13 +172,20 @@ def test_profiles_page_numbers_are_the_profiles() -> None:
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
 
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text("utf-8"), flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
 def _doc_pages() -> list[Path]:
     return [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def test_every_relative_link_in_the_docs_resolves() -> None:
     """#15 step 6: every relative markdown link in README.md, CHANGELOG.md and docs/*.md points at a file
-    that exists (relative to the page; its #fragment aside), so moving a page cannot leave a dead link."""
+    that exists (relative to the page), and a #fragment into a markdown page at one of its headings, so
+    moving a page or renaming a section cannot leave a dead link."""
     broken, seen = [], 0
     for page in _doc_pages():
         if not page.exists():
@@ -187,7 +194,11 @@ def test_every_relative_link_in_the_docs_resolves() -> None:
             if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
                 continue  # an absolute URL (https:, mailto:) or an anchor in the same page
             seen += 1
-            if not (page.parent / target.split("#", 1)[0]).exists():
+            path, _, fragment = target.partition("#")
+            linked = page.parent / path
+            if not linked.exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif fragment and linked.suffix == ".md" and fragment not in _anchors(linked):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
     assert seen, "no relative links found: the pattern is broken"
     assert broken == []
