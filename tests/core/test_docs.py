@@ -1,12 +1,16 @@
-"""Docs stay true: every setting our code reads is in the README's table, and the public
-surface of the core is what ``__all__`` says."""
+"""Docs stay true: every setting our code reads is in docs/settings.md, the profile numbers in
+docs/profiles.md are the profiles', every relative link resolves, and the public surface of the core
+is what ``__all__`` says."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
 import re
+import tomllib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scrapy.settings import default_settings
@@ -24,9 +28,9 @@ def _setting_names() -> set[str]:
 
 
 def test_every_setting_we_read_is_documented() -> None:
-    """CONTRACT settings: each setting of our own that the code reads has a row in the README."""
-    readme = (ROOT / "README.md").read_text("utf-8")
-    documented = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", readme, flags=re.MULTILINE))
+    """CONTRACT settings: each setting of our own that the code reads has a row in docs/settings.md."""
+    page = (ROOT / "docs" / "settings.md").read_text("utf-8")
+    documented = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", page, flags=re.MULTILINE))
     ours = {name for name in _setting_names() if not hasattr(default_settings, name)}
     assert ours, "no settings found: the pattern is broken"
     assert ours - documented == set()
@@ -67,3 +71,134 @@ def test_promises_page_lists_the_tests_that_hold_each_promise() -> None:
     assert tool["main"](["--check"]) == 0, "docs/promises.md is stale: run `python tools/promises.py`"
     page = (ROOT / "docs" / "promises.md").read_text("utf-8")
     assert "| SYN-RATE |" in page and "test_second_request_waits_out_the_interval" in page
+
+
+# -- docs/profiles.md: the numbers table is rendered here from the profile TOMLs, so it cannot drift --
+
+_PROFILES = ("synapsebot", "snagabot", "serenereader", "omniscientebot", "yottabot")
+
+
+def _duration(seconds: float) -> str:
+    if seconds % 86400 == 0 and seconds >= 86400:
+        days = int(seconds // 86400)
+        return f"{days} day" + ("s" if days > 1 else "")
+    if seconds % 3600 == 0 and seconds >= 3600:
+        return f"{int(seconds // 3600)} h"
+    if seconds % 60 == 0 and seconds >= 120:
+        return f"{int(seconds // 60)} min"
+    return f"{seconds:g} s"
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:g} MB"
+
+
+def _count(number: float) -> str:
+    return f"{int(number):,}"
+
+
+def _per_deployment(profile: dict[str, Any], cell: Callable[[dict[str, Any]], str]) -> str:
+    """One value if every deployment has the same, else `deployment: value` for each."""
+    values = {name: cell(deployment) for name, deployment in profile["deployments"].items()}
+    if len(set(values.values())) == 1:
+        return next(iter(values.values()))
+    return "; ".join(f"{name}: {value}" for name, value in values.items())
+
+
+def _bound(bound: dict[str, float], fmt: Callable[[float], str], word: str) -> str:
+    limit = bound.get("cap", bound.get("floor"))
+    return fmt(bound["default"]) if limit == bound["default"] else f"{fmt(bound['default'])} ({word} {fmt(limit)})"
+
+
+def _robots_outcome(verdict: str) -> str:
+    return {"allow": "everything allowed", "disallow": "nothing fetched"}[verdict]
+
+
+def _robots_4xx(robots: dict[str, Any]) -> str:
+    text = _robots_outcome(robots["on_4xx"])
+    if "on_404_410" in robots and robots["on_404_410"] != robots["on_4xx"]:
+        return f"404/410: {_robots_outcome(robots['on_404_410'])}; other 4xx: {text}"
+    return text
+
+
+def _robots_5xx(robots: dict[str, Any]) -> str:
+    five, none = _robots_outcome(robots["on_5xx"]), _robots_outcome(robots["on_unreachable"])
+    return five if five == none else f"5xx: {five}; no answer: {none}"
+
+
+def _profile_rows() -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
+    return [
+        ("site", lambda p: {"host": "host", "registrable_domain": "registrable domain"}[p["site"]]),
+        ("spacing per site (floor)", lambda p: _per_deployment(p, lambda d: _bound(d["delay"], _duration, "floor"))),
+        ("concurrent requests per site", lambda p: str(p["concurrency"])),
+        ("Crawl-delay honoured up to", lambda p: _duration(p["crawl_delay_cap"])),
+        ("robots.txt 4xx", lambda p: _robots_4xx(p["robots"])),
+        ("robots.txt 5xx / no answer", lambda p: _robots_5xx(p["robots"])),
+        ("robots.txt kept", lambda p: "once per crawl" if p["robots"]["cache"] == "crawl"
+         else _duration(p["robots"]["max_age"])),
+        ("schemes", lambda p: ", ".join(p["schemes"])),
+        ("size cap", lambda p: _megabytes(p["size_bytes"]) + (
+            f" ({_megabytes(p['ondemand_size_bytes'])} on demand)" if "ondemand_size_bytes" in p else "")),
+        ("timeout", lambda p: _duration(p["timeout"])),
+        ("link depth (cap)", lambda p: _per_deployment(
+            p, lambda d: "0 (follows no links)" if d["depth"]["cap"] == 0 else _bound(d["depth"], _count, "cap"))),
+        ("pages per crawl (cap)", lambda p: _per_deployment(p, lambda d: _bound(d["pages"], _count, "cap"))),
+        ("longest wait on a paused site in one crawl", lambda p: _duration(p["backoff"]["max_wait"])),
+        ("re-read every", lambda p: _duration(p["reread_days"] * 86400)),
+        ("signs every request", lambda p: "yes" if p["signs"] else "no"),
+    ]
+
+
+def profiles_table() -> str:
+    """The table docs/profiles.md must hold, rendered from synapsecrawl/profiles/*.toml."""
+    profiles = [
+        tomllib.loads((ROOT / "synapsecrawl" / "profiles" / f"{name}.toml").read_text("utf-8"))
+        for name in _PROFILES
+    ]
+    lines = ["| | " + " | ".join(f"`{name}`" for name in _PROFILES) + " |", "|---" * (len(_PROFILES) + 1) + "|"]
+    lines += [f"| {label} | " + " | ".join(cell(p) for p in profiles) + " |" for label, cell in _profile_rows()]
+    return "\n".join(lines) + "\n"
+
+
+def test_profiles_page_numbers_are_the_profiles() -> None:
+    """#15 step 6: every number in docs/profiles.md's table is the profile TOML's value (the table is
+    rendered from the TOMLs here; a changed profile makes the page stale, and this prints the new table)."""
+    assert set(_PROFILES) == {path.stem for path in (ROOT / "synapsecrawl" / "profiles").glob("*.toml")}
+    page = (ROOT / "docs" / "profiles.md").read_text("utf-8")
+    expected = profiles_table()
+    assert expected in page, "docs/profiles.md is stale; its table should read:\n" + expected
+
+
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text("utf-8"), flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
+def _doc_pages() -> list[Path]:
+    return [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_every_relative_link_in_the_docs_resolves() -> None:
+    """#15 step 6: every relative markdown link in README.md, CHANGELOG.md and docs/*.md points at a file
+    that exists (relative to the page), and a #fragment into a markdown page at one of its headings, so
+    moving a page or renaming a section cannot leave a dead link."""
+    broken, seen = [], 0
+    for page in _doc_pages():
+        if not page.exists():
+            continue
+        for target in _LINK.findall(page.read_text("utf-8")):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                continue  # an absolute URL (https:, mailto:) or an anchor in the same page
+            seen += 1
+            path, _, fragment = target.partition("#")
+            linked = page.parent / path
+            if not linked.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif fragment and linked.suffix == ".md" and fragment not in _anchors(linked):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert seen, "no relative links found: the pattern is broken"
+    assert broken == []
