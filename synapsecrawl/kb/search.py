@@ -118,12 +118,14 @@ def split_passages(text: str, title: str = "") -> list[str]:
     passage shorter than ``PASSAGE_MIN_CHARS`` takes in the next paragraph
     (so a heading stays with what it heads), and none grows past
     ``PASSAGE_MAX_CHARS``. A first heading the page ``title`` contains is
-    left out: a result shows the title already.
+    left out, since a result shows the title already, unless it is all the
+    page says: a result always shows a passage (YOT-RESULTS).
     """
-    paragraphs = [" ".join(_CONTROL.sub(" ", p).split()) for p in re.split(r"\n\s*\n", text)]
-    if paragraphs and _is_heading(paragraphs[0]) and paragraphs[0].casefold() in " ".join(title.split()).casefold():
+    paragraphs = [p for p in (" ".join(_CONTROL.sub(" ", p).split()) for p in re.split(r"\n\s*\n", text)) if p]
+    if (len(paragraphs) > 1 and _is_heading(paragraphs[0])
+            and paragraphs[0].casefold() in " ".join(title.split()).casefold()):
         paragraphs = paragraphs[1:]  # the <h1>, and the <title> says it too ("Page — Site")
-    pieces = [piece for p in paragraphs if p for piece in _sentences(p, PASSAGE_MAX_CHARS)]
+    pieces = [piece for p in paragraphs for piece in _sentences(p, PASSAGE_MAX_CHARS)]
     passages: list[str] = []
     current: list[str] = []
     size = 0

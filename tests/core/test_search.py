@@ -62,6 +62,15 @@ def test_headings_stay_with_what_they_head() -> None:
     assert split_passages(text)[0].startswith("Restoring files\n")
 
 
+def test_a_title_heading_that_is_the_whole_text_stays_a_passage() -> None:
+    """YOT-RESULTS (#13 item 6): the title heading is left out of the passages only when other text
+    follows it; a page whose only text is its title line keeps that line as its one passage."""
+    assert split_passages("quokka notes in plain text", title="quokka notes in plain text") == [
+        "quokka notes in plain text"]
+    assert split_passages("Quokka\n\n\n\n", title="Quokka") == ["Quokka"]
+    assert split_passages("Quokka\n\nThey live on Rottnest.", title="Quokka") == ["They live on Rottnest."]
+
+
 def test_long_paragraphs_are_cut_at_sentence_ends() -> None:
     """No passage exceeds PASSAGE_MAX_CHARS; a long paragraph is cut between sentences, so no
     sentence is split while it fits."""

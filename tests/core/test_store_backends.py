@@ -277,6 +277,21 @@ def test_snippets_follow_the_pages_rules(store: Store) -> None:
     assert [h.url for h in found] == ["http://a.test/secret"] and "Secret" not in found[0].snippet
 
 
+def test_a_one_line_page_shows_its_line_as_a_passage(store: Store) -> None:
+    """YOT-RESULTS (#13 item 6): a text/plain page whose whole text is one line, which is also its
+    title, is found with that line as its passage, its snippet and its anchor, on both back-ends."""
+    from synapsecrawl.extract.text import parse_text
+
+    url = "http://a.test/notes.txt"
+    parsed = parse_text(b"quokka notes in plain text\n", url, tokens=("SynapseBot",))
+    store.put_page(record(url, parsed.text, title=parsed.title))
+    (hit,) = store.search("quokka")
+    assert hit.title == "quokka notes in plain text"
+    assert plain(hit.snippet) == "quokka notes in plain text" and "«quokka»" in hit.snippet
+    assert hit.passage == 0 and [p.passage for p in hit.passages] == [0]
+    assert hit.anchor == f"{url}#:~:text=quokka%20notes%20in%20plain%20text"
+
+
 def test_stemmed_words_match_and_are_marked(store: Store) -> None:
     """YOT-RESULTS: a query word finds its other forms (stemming) and the snippet marks them."""
     store.put_page(record("http://a.test/1", "The crawler was crawling pages all night."))
