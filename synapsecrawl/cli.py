@@ -5,6 +5,7 @@
     synapsecrawl robots check --robots FILE --agent TOKEN URL [URL ...]
     synapsecrawl robots check --robots FILE --agent TOKEN --crawl-delay
     synapsecrawl recrawl [--uri KB_URI] [--scrapyd URL] [--project NAME]   (synapsecrawl.recrawl)
+    synapsecrawl serve [--uri KB_URI] [--host 127.0.0.1] [--port 8766]     (synapsecrawl.serve)
 
 Errors are one line on stderr and exit status 2 (usage) or 1 (everything else).
 """
@@ -15,13 +16,14 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from synapsecrawl.errors import SynapseError
 from synapsecrawl.kb.store import DEFAULT_KB_URI, PageRecord, open_store
 from synapsecrawl.keyscli import register as register_keys
 from synapsecrawl.recrawl import register as register_recrawl
+from synapsecrawl.searchapi import hit_json
+from synapsecrawl.serve import register as register_serve
 
 __all__ = ["main"]
 
@@ -78,7 +80,7 @@ def _kb_search(args: argparse.Namespace) -> int:
         hits = store.search(args.query, args.kb, limit=args.limit)
     finally:
         store.close()
-    _print_rows((asdict(h) for h in hits), args.format, ("score", "url", "title", "snippet"))
+    _print_rows((hit_json(h) for h in hits), args.format, ("score", "url", "title", "snippet"))
     return 0
 
 
@@ -131,6 +133,7 @@ def _parser() -> argparse.ArgumentParser:
 
     register_keys(commands)
     register_recrawl(commands)
+    register_serve(commands)
     return parser
 
 

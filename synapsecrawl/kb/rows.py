@@ -40,7 +40,7 @@ PAGE_COLUMNS = (
     "last_modified", "nosnippet", "max_snippet", "site", "language", "description", "image", "published", "feed",
     "depth",
 )  # fmt: skip
-HIT_COLUMNS = "url, kb, title, nosnippet, max_snippet"  # what ``search_hit`` reads of a page
+HIT_COLUMNS = "url, kb, title, nosnippet, max_snippet, fetched_at"  # what ``search_hit`` reads of a page
 PAGE_CANDIDATES = 1000
 PASSAGE_CANDIDATES = 3000
 _PASSAGES_PER_HIT = 2
@@ -98,7 +98,7 @@ def search_hit(
 ) -> SearchHit:
     """The result for ``page`` (a row of ``HIT_COLUMNS``); ``mark`` highlights passages by id."""
     assert page is not None
-    url, kb, title, nosnippet, max_snippet = page
+    url, kb, title, nosnippet, max_snippet, fetched_at = page
     marked = mark([passage_id for _, passage_id in passages]) if passages and not nosnippet else {}
     snippet, shown = compose_snippet(
         url,
@@ -115,6 +115,7 @@ def search_hit(
         passage=shown[0].passage if shown else None,
         anchor=shown[0].anchor if shown else url,
         passages=shown,
+        fetched_at=_when(fetched_at),
     )
 
 
@@ -184,6 +185,11 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
     def pages(self, kb: str | None = None) -> Iterator[PageRecord]:
         """Stored pages in URL order, of one KB or all."""
         return (page_record(row) for row in self._select("pages", PAGE_COLUMNS, {"kb": kb}, "kb, url"))
+
+    def kbs(self) -> list[tuple[str, int, datetime]]:
+        """(name, pages, last fetched_at) of each knowledge base that holds a page, by name."""
+        rows = self._rows("SELECT kb, COUNT(*), MAX(fetched_at) FROM pages GROUP BY kb ORDER BY kb")
+        return [(row[0], int(row[1]), _when(row[2])) for row in rows]
 
     def page_depths(self, kb: str) -> dict[str, int | None]:
         """URL -> the link depth a site crawl found it at (None: unknown), of one KB's stored pages."""
