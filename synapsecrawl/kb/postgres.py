@@ -170,9 +170,7 @@ _ADDED_PAGE_COLUMNS = (
     ("depth", "INTEGER"),
 )
 
-# ts_rank_cd weights {D, C, B, A}: a title word counts five times a text word, as SQLite's bm25(5, 1),
-# to choose the candidates; the title (A) and the text (B) are then ranked apart (kb.search.rank_results).
-_PAGE_WEIGHTS = "{0.04, 0.04, 0.2, 1.0}"
+# ts_rank_cd weights {D, C, B, A}: the title (A) and the text (B) are ranked apart (kb.search.rank_results).
 _TITLE_WEIGHTS = "{0, 0, 0, 1.0}"
 _TEXT_WEIGHTS = "{0, 0, 1.0, 0}"
 _RANK_NORMALIZATION = 33  # 1 | 32: divided by 1 + log(length), then rank / (rank + 1): per word, as BM25 saturates
@@ -384,13 +382,12 @@ def _search(conn: psycopg.Connection[tuple[Any, ...]], terms: list[str], kb: str
     weighted = _weighted(conn, terms, where, scope)
     title, title_params = _rank_sql(weighted, "fts", _TITLE_WEIGHTS)
     text, text_params = _rank_sql(weighted, "fts", _TEXT_WEIGHTS)
-    both, both_params = _rank_sql(weighted, "fts", _PAGE_WEIGHTS)
     pages = [
         PageRank(int(row[0]), str(row[1]), float(row[2]), float(row[3]))
         for row in conn.execute(
-            f"SELECT id, url, {title}, {text} FROM pages WHERE fts @@ %s::tsquery{where} "  # noqa: S608
-            f"ORDER BY {both} DESC, id LIMIT %s",
-            (*title_params, *text_params, match, *scope, *both_params, PAGE_CANDIDATES),
+            f"SELECT * FROM (SELECT id, url, {title} AS title, {text} AS text FROM pages "  # noqa: S608
+            f"WHERE fts @@ %s::tsquery{where}) ranked ORDER BY text + title DESC, id LIMIT %s",
+            (*title_params, *text_params, match, *scope, PAGE_CANDIDATES),
         ).fetchall()
     ]
     passage_rank = _rank_sql(weighted, "passages.fts", None)
