@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres", default=os.environ.get("SYNAPSECRAWL_TEST_POSTGRES",
                                                              "postgresql://postgres@127.0.0.1:5432/test"))
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true", help="reuse the SQLite KB of a run of the same size")
     args = parser.parse_args(argv)
     crawl = args.workdir / "crawl.sqlite3"
     if not crawl.exists():
@@ -145,15 +146,17 @@ def main(argv: list[str] | None = None) -> int:
     for backend in args.backends.split(","):
         if backend == "sqlite":
             path = args.workdir / f"latency-{args.pages}.sqlite3"
-            for suffix in ("", "-wal", "-shm"):
+            kept = args.keep and path.exists()
+            for suffix in ("", "-wal", "-shm") if not kept else ():
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
             uri = f"sqlite:///{path}"
         else:
+            kept = False
             uri = _fresh_schema(args.postgres)
         try:
             store = open_store(uri)
             started = time.perf_counter()
-            for page in pages:
+            for page in pages if not kept else ():
                 store.put_page(page)
             filled = time.perf_counter() - started
             print(f"{backend}: {len(pages)} pages written in {filled:.0f} s", file=sys.stderr, flush=True)

@@ -41,6 +41,7 @@ from synapsecrawl.kb.search import (
     phrase_pairs,
     rank_results,
     search_terms,
+    shortlist,
     split_passages,
 )
 from synapsecrawl.kb.store import PageRecord, SearchHit
@@ -390,10 +391,13 @@ def _search(conn: psycopg.Connection[tuple[Any, ...]], terms: list[str], kb: str
             (*title_params, *text_params, match, *scope, PAGE_CANDIDATES),
         ).fetchall()
     ]
+    pages = shortlist(pages, limit)
+    among = where + " AND passages.page_id = ANY(%s)"
+    within = (*scope, [page.page_id for page in pages])
     passage_rank = _rank_sql(weighted, "passages.fts", None)
     phrase_rank = ("ts_rank_cd(passages.fts, %s::tsquery, 1)", (phrases,))
-    ranked = rank_results(pages, _passages(conn, match, passage_rank, where, scope),
-                          _passages(conn, phrases, phrase_rank, where, scope), terms, limit)
+    ranked = rank_results(pages, _passages(conn, match, passage_rank, among, within),
+                          _passages(conn, phrases, phrase_rank, among, within), terms, limit)
 
     def highlight(passage_ids: list[int]) -> dict[int, str]:
         return dict(
