@@ -3,7 +3,9 @@
 One Starlette app, served by uvicorn inside the crawl's own asyncio loop, so
 every fetch goes through the running crawler. The MCP server (the official
 SDK's ``MCPServer``, streamable HTTP, stateless, JSON responses) is mounted at
-``/mcp`` beside the JSON API. uvicorn's own signal handling is left out:
+``/mcp`` beside the JSON API. It also serves the search service's routes and
+tools (``synapsecrawl.searchweb.add_search``: /api/search, search, list_kbs),
+its ``fetch`` tool being web_fetch, so an agent searches what was fetched. uvicorn's own signal handling is left out:
 Ctrl-C and SIGTERM are Scrapy's, which closes the spider and, with it, this.
 """
 
@@ -13,7 +15,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import socket
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -24,6 +25,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from synapsecrawl.ondemand import FetchError, http_status
+from synapsecrawl.searchapi import SearchService
+from synapsecrawl.searchweb import add_search, bind_socket
 
 __all__ = ["OndemandServer"]
 
@@ -43,8 +46,9 @@ class _QuietServer(uvicorn.Server):
 class OndemandServer:
     """Serves ``fetch`` over HTTP (JSON) and MCP on ``host:port`` until stopped."""
 
-    def __init__(self, fetch: Fetch, *, host: str, port: int, name: str) -> None:
+    def __init__(self, fetch: Fetch, *, host: str, port: int, name: str, search: SearchService | None = None) -> None:
         self._fetch = fetch
+        self._search = search
         self.host = host
         self.port = port
         self._mcp = MCPServer(name, instructions=f"web_fetch(url): one page as {name} reads it, "
@@ -54,6 +58,8 @@ class OndemandServer:
             "title, description and opening passages with links to them. Refused when the site's robots.txt "
             "disallows it."))
         self._mcp.custom_route("/api/web_fetch", methods=["POST"])(self._api)
+        if search is not None:
+            add_search(self._mcp, search, fetch=self._fetch)
         app = self._mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
                                             json_response=True, host=host)
         config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
@@ -63,14 +69,7 @@ class OndemandServer:
 
     async def start(self) -> None:
         """Listen; returns once the socket is bound (raises OSError if it cannot be)."""
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((self.host, self.port))
-        except OSError:
-            sock.close()
-            raise
+        sock = bind_socket(self.host, self.port)
         self.port = int(sock.getsockname()[1])
         self._task = asyncio.ensure_future(self._server.serve(sockets=[sock]))
         while not self._server.started:
@@ -78,7 +77,7 @@ class OndemandServer:
                 self._task.result()
                 raise OSError(f"cannot serve on {self.host}:{self.port}")
             await asyncio.sleep(0.01)
-        logger.info("on-demand fetch listening on http://%s:%d (POST /api/web_fetch, MCP at /mcp)",
+        logger.info("on-demand fetch listening on http://%s:%d (POST /api/web_fetch, /api/search, MCP at /mcp)",
                     self.host, self.port)
 
     async def stop(self) -> None:
@@ -91,6 +90,8 @@ class OndemandServer:
         if not self._task.done():
             self._server.force_exit = True
             self._task.cancel()
+        if self._search is not None:
+            await asyncio.to_thread(self._search.close)
 
     async def _tool(self, url: str) -> dict[str, Any]:
         try:

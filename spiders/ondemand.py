@@ -45,6 +45,7 @@ from synapsecrawl.ondemand import (
     page_address,
     shape_page,
 )
+from synapsecrawl.searchapi import SearchService
 
 if TYPE_CHECKING:
     from middlewares.ondemand_server import OndemandServer
@@ -78,7 +79,9 @@ class OndemandSpider(SynapseSpider):
         profile = spider.runtime.profile
         host = settings.get("ONDEMAND_HOST")
         port = check_serving(profile, host, settings.get("ONDEMAND_PORT"))
-        spider.server = OndemandServer(spider.web_fetch, host=host, port=port, name=f"{profile.token} web_fetch")
+        search = SearchService(spider.runtime.kb_uri, profile)  # search what the agents' fetches stored
+        spider.server = OndemandServer(spider.web_fetch, host=host, port=port, name=f"{profile.token} web_fetch",
+                                       search=search)
         spider.recent = RecentFetches(profile.ondemand_min_refetch)
         spider.wait_seconds = settings.getfloat("ONDEMAND_WAIT")
         spider.url_limit = settings.getint("URLLENGTH_LIMIT")

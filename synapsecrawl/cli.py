@@ -8,6 +8,7 @@
     synapsecrawl report [PATH] [--uri KB_URI]     rebuild a crawl report (the latest crawl under PATH)
     synapsecrawl botpage --profile NAME [--format md|html] [--toml FILE]   a bot's public page, from its profile
     synapsecrawl publish --out DIR [--profile NAME] [--key PATH]    (synapsecrawl.publish)
+    synapsecrawl serve [--uri KB_URI] [--host 127.0.0.1] [--port 8766]     (synapsecrawl.serve)
 
 Errors are one line on stderr and exit status 2 (usage) or 1 (everything else).
 """
@@ -18,7 +19,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from synapsecrawl.errors import SynapseError
@@ -27,6 +27,8 @@ from synapsecrawl.keyscli import register as register_keys
 from synapsecrawl.profiles import PROFILE_NAMES
 from synapsecrawl.publish import register as register_publish
 from synapsecrawl.recrawl import register as register_recrawl
+from synapsecrawl.searchapi import hit_json
+from synapsecrawl.serve import register as register_serve
 
 __all__ = ["main"]
 
@@ -83,7 +85,7 @@ def _kb_search(args: argparse.Namespace) -> int:
         hits = store.search(args.query, args.kb, limit=args.limit)
     finally:
         store.close()
-    _print_rows((asdict(h) for h in hits), args.format, ("score", "url", "title", "snippet"))
+    _print_rows((hit_json(h) for h in hits), args.format, ("score", "url", "title", "snippet"))
     return 0
 
 
@@ -185,6 +187,7 @@ def _parser() -> argparse.ArgumentParser:
     register_keys(commands)
     register_recrawl(commands)
     register_publish(commands)
+    register_serve(commands)
     return parser
 
 

@@ -55,6 +55,11 @@ _STATUS = {
     "unreachable": 502,
     "timeout": 504,
     "unavailable": 503,
+    # the search service's (synapsecrawl.searchapi)
+    "unknown_kb": 404,
+    "not_found": 404,
+    "unauthorized": 401,
+    "bad_host": 403,
 }
 # Outcomes of a request that reached the site: asked again, they are answered from memory.
 REMEMBERED_CODES = frozenset({"type_refused", "noindex", "http_status"})

@@ -2,10 +2,11 @@
 
 ``passages`` holds each page cut into passages (``search.split_passages``),
 indexed with FTS5 like the pages themselves; they are rewritten with the page
-and deleted with it (a trigger on ``pages``). ``search`` ranks pages by BM25
-over the whole page (title weighted 5, text 1) plus BM25 of the page's best
-passage, so a page about the question whose one paragraph answers it comes
-first, and the result shows that paragraph.
+and deleted with it (a trigger on ``pages``). ``search`` gives
+``search.rank_results`` FTS5's BM25 of each candidate page's title and text,
+of its passages, and of its passages holding two query words side by side,
+so a page about the question whose one paragraph answers it comes first, and
+the result shows that paragraph.
 
 ``page_labels`` and ``link_labels`` hold OmniscienteBot's labels and TDM
 policy (OMN-LABELS, OMN-FETCH): a page's kind, each link's context, no text;
@@ -19,8 +20,17 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from synapsecrawl.kb.rows import HIT_COLUMNS, PAGE_CANDIDATES, PASSAGE_CANDIDATES, rank_pages, search_hit
-from synapsecrawl.kb.search import HIT_CLOSE, HIT_OPEN, search_terms, split_passages
+from synapsecrawl.kb.rows import HIT_COLUMNS, PAGE_CANDIDATES, PASSAGE_CANDIDATES, search_hit
+from synapsecrawl.kb.search import (
+    HIT_CLOSE,
+    HIT_OPEN,
+    PageRank,
+    phrase_pairs,
+    rank_results,
+    search_terms,
+    shortlist,
+    split_passages,
+)
 from synapsecrawl.kb.store import SearchHit
 
 __all__ = ["SCHEMA", "backfill_passages", "search", "write_passages"]
@@ -94,29 +104,31 @@ def backfill_passages(db: sqlite3.Connection) -> None:
         write_passages(db, kb, url, snippet_text or text, title)
 
 
+def _phrase_query(terms: list[str]) -> str:
+    return " OR ".join(f'"{a} {b}"' for a, b in phrase_pairs(terms))
+
+
 def search(db: sqlite3.Connection, query: str, kb: str | None, limit: int) -> list[SearchHit]:
-    """Pages for ``query``, best first, each with its best passages."""
+    """Pages for ``query``, best first, each with its best passages (ranked by ``search.rank_results``)."""
+    terms = search_terms(query)
     match = _fts_query(query)
     if not match or limit <= 0:
         return []
     where = " AND pages.kb = ?" if kb is not None else ""
     scope: tuple[Any, ...] = (kb,) if kb is not None else ()
-    pages = db.execute(
-        f"SELECT pages.id, bm25(pages_fts, {PAGE_WEIGHTS[0]}, {PAGE_WEIGHTS[1]}) AS rank FROM pages_fts "  # noqa: S608
-        f"JOIN pages ON pages.id = pages_fts.rowid WHERE pages_fts MATCH ?{where} ORDER BY rank LIMIT ?",
-        (match, *scope, PAGE_CANDIDATES),
-    )
-    passages = db.execute(
-        "SELECT passages.page_id, passages.ordinal, passages.id, bm25(passages_fts) AS rank FROM passages_fts "  # noqa: S608
-        "JOIN passages ON passages.id = passages_fts.rowid JOIN pages ON pages.id = passages.page_id "
-        f"WHERE passages_fts MATCH ?{where} ORDER BY rank LIMIT ?",
-        (match, *scope, PASSAGE_CANDIDATES),
-    )
-    ranked = rank_pages(  # bm25 is smaller-is-better
-        ((page_id, -rank) for page_id, rank in pages),
-        ((page_id, ordinal, rowid, -rank) for page_id, ordinal, rowid, rank in passages),
-        limit,
-    )
+    pages = [  # bm25 is smaller-is-better: negated
+        PageRank(page_id, url, -title, -text)
+        for page_id, url, title, text in db.execute(
+            "SELECT pages.id, pages.url, bm25(pages_fts, 1, 0), bm25(pages_fts, 0, 1) FROM pages_fts "  # noqa: S608
+            f"JOIN pages ON pages.id = pages_fts.rowid WHERE pages_fts MATCH ?{where} "
+            f"ORDER BY bm25(pages_fts, {PAGE_WEIGHTS[0]}, {PAGE_WEIGHTS[1]}) LIMIT ?",
+            (match, *scope, PAGE_CANDIDATES),
+        )
+    ]
+    pages = shortlist(pages, limit)
+    among = f" AND passages.page_id IN ({', '.join(str(page.page_id) for page in pages)})" if pages else ""
+    ranked = rank_results(pages, _passages(db, match, where + among, scope),
+                          _passages(db, _phrase_query(terms), where + among, scope), terms, limit)
     return [
         search_hit(
             db.execute(f"SELECT {HIT_COLUMNS} FROM pages WHERE id=?", (page_id,)).fetchone(),  # noqa: S608
@@ -125,6 +137,23 @@ def search(db: sqlite3.Connection, query: str, kb: str | None, limit: int) -> li
             lambda rowids: _highlight(db, match, rowids),
         )
         for page_id, score, best in ranked
+    ]
+
+
+def _passages(
+    db: sqlite3.Connection, match: str, where: str, scope: tuple[Any, ...]
+) -> list[tuple[int, int, int, float]]:
+    """(page id, ordinal, passage id, rank) of the passages matching ``match``, best first."""
+    if not match:
+        return []
+    return [
+        (page_id, ordinal, rowid, -rank)
+        for page_id, ordinal, rowid, rank in db.execute(
+            "SELECT passages.page_id, passages.ordinal, passages.id, bm25(passages_fts) AS rank FROM passages_fts "  # noqa: S608
+            "JOIN passages ON passages.id = passages_fts.rowid JOIN pages ON pages.id = passages.page_id "
+            f"WHERE passages_fts MATCH ?{where} ORDER BY rank LIMIT ?",
+            (match, *scope, PASSAGE_CANDIDATES),
+        )
     ]
 
 

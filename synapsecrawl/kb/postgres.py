@@ -5,7 +5,7 @@ Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.content``
 icons) and are created on open; the methods that read and write them alike
 are ``kb.rows``'s. Search uses a stored ``tsvector`` per page (title weight A,
 text B, the ``english`` configuration: Snowball stems, like FTS5's Porter)
-and per passage, ranked with ``ts_rank_cd``; snippets come from the same pure
+and per passage, ranked with ``ts_rank_cd`` and combined by ``kb.search.rank_results``; snippets come from the same pure
 functions as SQLite's (``synapsecrawl.kb.search``), with the query words
 marked by ``ts_headline``, so both back-ends show the same kind of result.
 
@@ -17,6 +17,7 @@ robots.txt, backoff and source times are unix seconds (double precision).
 from __future__ import annotations
 
 import re
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,10 +34,18 @@ from synapsecrawl.kb.rows import (
     PAGE_COLUMNS,
     PASSAGE_CANDIDATES,
     SharedTables,
-    rank_pages,
     search_hit,
 )
-from synapsecrawl.kb.search import HIT_CLOSE, HIT_OPEN, search_terms, split_passages
+from synapsecrawl.kb.search import (
+    HIT_CLOSE,
+    HIT_OPEN,
+    PageRank,
+    phrase_pairs,
+    rank_results,
+    search_terms,
+    shortlist,
+    split_passages,
+)
 from synapsecrawl.kb.store import PageRecord, SearchHit
 
 __all__ = ["PostgresStore", "redact_uri"]
@@ -166,9 +175,10 @@ _ADDED_PAGE_COLUMNS = (
     ("outlinks", "TEXT NOT NULL DEFAULT ''"),
 )
 
-# ts_rank_cd weights {D, C, B, A}: a title word counts five times a text word, as SQLite's bm25(5, 1).
-_PAGE_WEIGHTS = "{0.04, 0.04, 0.2, 1.0}"
-_RANK_NORMALIZATION = 1  # divided by 1 + log(length): long pages don't win by repetition alone
+# ts_rank_cd weights {D, C, B, A}: the title (A) and the text (B) are ranked apart (kb.search.rank_results).
+_TITLE_WEIGHTS = "{0, 0, 0, 1.0}"
+_TEXT_WEIGHTS = "{0, 0, 1.0, 0}"
+_RANK_NORMALIZATION = 33  # 1 | 32: divided by 1 + log(length), then rank / (rank + 1): per word, as BM25 saturates
 _HEADLINE = f"HighlightAll=true, StartSel={HIT_OPEN}, StopSel={HIT_CLOSE}"
 _SCHEMA_LOCK = 0x5E_C4_A7  # advisory lock: one process creates the tables at a time
 
@@ -337,26 +347,90 @@ class PostgresStore(SharedTables):
             self._conn.close()
 
 
+def _tsquery(conn: psycopg.Connection[tuple[Any, ...]], function: str, parts: list[str]) -> str:
+    """The OR of ``function(part)`` for each part, as tsquery text ("" when the configuration ignores them all)."""
+    if not parts:
+        return ""
+    either = " || ".join([f"{function}('english', %s)"] * len(parts))
+    row = conn.execute(f"SELECT ({either})::text", tuple(parts)).fetchone()
+    return str(row[0]) if row is not None and row[0] else ""
+
+
+def _weighted(conn: psycopg.Connection[tuple[Any, ...]], terms: list[str], where: str,
+              scope: tuple[Any, ...]) -> list[tuple[str, float]]:
+    """Each query word's tsquery and its BM25 inverse document frequency among the pages in scope.
+
+    ts_rank_cd knows no document frequency: a word on every page would count as much as a rare one.
+    """
+    words = [(word, _tsquery(conn, "plainto_tsquery", [word])) for word in terms]
+    words = [(word, query) for word, query in words if query]
+    if not words:
+        return []
+    clause = where.replace(" AND ", " WHERE ", 1)
+    total_row = conn.execute(f"SELECT count(*) FROM pages{clause}", scope).fetchone()  # noqa: S608
+    total = int(total_row[0]) if total_row else 0
+    weighted = []
+    for _, query in words:  # one count per word: each an index scan (GIN), not a pass over every page
+        row = conn.execute(f"SELECT count(*) FROM pages WHERE fts @@ %s::tsquery{where}", (query, *scope)).fetchone()  # noqa: S608
+        df = int(row[0]) if row else 0
+        weighted.append((query, math.log(1 + (total - df + 0.5) / (df + 0.5))))
+    return weighted
+
+
+def _rank_sql(weighted: list[tuple[str, float]], vector: str, weights: str | None) -> tuple[str, tuple[Any, ...]]:
+    """SQL adding each word's ts_rank_cd times its inverse document frequency, and its parameters."""
+    parts, params = [], []
+    for query, idf in weighted:
+        if weights is None:
+            parts.append(f"%s * ts_rank_cd({vector}, %s::tsquery, {_RANK_NORMALIZATION})")
+            params += [idf, query]
+        else:
+            parts.append(f"%s * ts_rank_cd(%s::float4[], {vector}, %s::tsquery, {_RANK_NORMALIZATION})")
+            params += [idf, weights, query]
+    return " + ".join(parts), tuple(params)
+
+
+def _passages(conn: psycopg.Connection[tuple[Any, ...]], match: str, rank: tuple[str, tuple[Any, ...]],
+              where: str, scope: tuple[Any, ...]) -> list[tuple[int, int, int, float]]:
+    """(page id, ordinal, passage id, rank) of the passages matching ``match``, best first."""
+    if not match:
+        return []
+    return [
+        (int(row[0]), int(row[1]), int(row[2]), float(row[3]))
+        for row in conn.execute(
+            f"SELECT passages.page_id, passages.ordinal, passages.id, {rank[0]} AS rank FROM passages "  # noqa: S608
+            "JOIN pages ON pages.id = passages.page_id "
+            f"WHERE passages.fts @@ %s::tsquery{where} ORDER BY rank DESC, passages.id LIMIT %s",
+            (*rank[1], match, *scope, PASSAGE_CANDIDATES),
+        ).fetchall()
+    ]
+
+
 def _search(conn: psycopg.Connection[tuple[Any, ...]], terms: list[str], kb: str | None, limit: int) -> list[SearchHit]:
-    either = " || ".join(["plainto_tsquery('english', %s)"] * len(terms))  # each word, any of them
-    tsquery = conn.execute(f"SELECT ({either})::text", tuple(terms)).fetchone()
-    if tsquery is None or not tsquery[0]:
+    match = _tsquery(conn, "plainto_tsquery", terms)  # each word, any of them
+    if not match:
         return []  # only words the configuration ignores
-    match = str(tsquery[0])
+    phrases = _tsquery(conn, "phraseto_tsquery", [f"{a} {b}" for a, b in phrase_pairs(terms)])
     where = " AND pages.kb = %s" if kb is not None else ""
     scope: tuple[Any, ...] = (kb,) if kb is not None else ()
-    pages = conn.execute(
-        f"SELECT id, ts_rank_cd(%s::float4[], fts, %s::tsquery, {_RANK_NORMALIZATION}) AS rank FROM pages "  # noqa: S608
-        f"WHERE fts @@ %s::tsquery{where} ORDER BY rank DESC, id LIMIT %s",
-        (_PAGE_WEIGHTS, match, match, *scope, PAGE_CANDIDATES),
-    ).fetchall()
-    passages = conn.execute(
-        "SELECT passages.page_id, passages.ordinal, passages.id, "  # noqa: S608
-        f"ts_rank_cd(passages.fts, %s::tsquery, {_RANK_NORMALIZATION}) AS rank FROM passages "
-        "JOIN pages ON pages.id = passages.page_id "
-        f"WHERE passages.fts @@ %s::tsquery{where} ORDER BY rank DESC, passages.id LIMIT %s",
-        (match, match, *scope, PASSAGE_CANDIDATES),
-    ).fetchall()
+    weighted = _weighted(conn, terms, where, scope)
+    title, title_params = _rank_sql(weighted, "fts", _TITLE_WEIGHTS)
+    text, text_params = _rank_sql(weighted, "fts", _TEXT_WEIGHTS)
+    pages = [
+        PageRank(int(row[0]), str(row[1]), float(row[2]), float(row[3]))
+        for row in conn.execute(
+            f"SELECT * FROM (SELECT id, url, {title} AS title, {text} AS text FROM pages "  # noqa: S608
+            f"WHERE fts @@ %s::tsquery{where}) ranked ORDER BY text + title DESC, id LIMIT %s",
+            (*title_params, *text_params, match, *scope, PAGE_CANDIDATES),
+        ).fetchall()
+    ]
+    pages = shortlist(pages, limit)
+    among = where + " AND passages.page_id = ANY(%s)"
+    within = (*scope, [page.page_id for page in pages])
+    passage_rank = _rank_sql(weighted, "passages.fts", None)
+    phrase_rank = ("ts_rank_cd(passages.fts, %s::tsquery, 1)", (phrases,))
+    ranked = rank_results(pages, _passages(conn, match, passage_rank, among, within),
+                          _passages(conn, phrases, phrase_rank, among, within), terms, limit)
 
     def highlight(passage_ids: list[int]) -> dict[int, str]:
         return dict(
@@ -373,5 +447,5 @@ def _search(conn: psycopg.Connection[tuple[Any, ...]], terms: list[str], kb: str
             best,
             highlight,
         )
-        for page_id, score, best in rank_pages(pages, passages, limit)
+        for page_id, score, best in ranked
     ]

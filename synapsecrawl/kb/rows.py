@@ -5,8 +5,9 @@ with the same columns. They differ in the placeholder (``?``, ``%s``), in how a
 few values are held (SQLite: ISO 8601 text, 0/1, URLs one a line; PostgreSQL:
 timestamptz, boolean, text[], no NUL in text) and in how they rank (bm25,
 ts_rank_cd). ``SharedTables`` writes every Store method whose SQL does not
-differ, once, over the back-end's connection; ``rank_pages`` and
-``search_hit`` turn either engine's ranks into the same results.
+differ, once, over the back-end's connection; ``search_hit`` turns either
+engine's hits into the same results (their ranks are combined by
+``kb.search.rank_results``).
 
 The one convention: a rank here is larger-is-better (negate SQLite's bm25).
 """
@@ -14,8 +15,7 @@ The one convention: a rank here is larger-is-better (negate SQLite's bm25).
 from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing
 from dataclasses import fields
 from datetime import datetime
@@ -31,7 +31,6 @@ __all__ = [
     "PASSAGE_CANDIDATES",
     "SharedTables",
     "page_record",
-    "rank_pages",
     "search_hit",
 ]
 
@@ -40,10 +39,9 @@ PAGE_COLUMNS = (
     "last_modified", "nosnippet", "max_snippet", "site", "language", "description", "image", "published", "feed",
     "depth", "outlinks",
 )  # fmt: skip
-HIT_COLUMNS = "url, kb, title, nosnippet, max_snippet"  # what ``search_hit`` reads of a page
+HIT_COLUMNS = "url, kb, title, nosnippet, max_snippet, fetched_at"  # what ``search_hit`` reads of a page
 PAGE_CANDIDATES = 1000
 PASSAGE_CANDIDATES = 3000
-_PASSAGES_PER_HIT = 2
 
 
 def _columns(record: type) -> tuple[str, ...]:
@@ -69,28 +67,6 @@ def page_record(row: Sequence[Any]) -> PageRecord:
     return PageRecord(**page)
 
 
-def rank_pages(
-    page_ranks: Iterable[tuple[int, float]], passage_ranks: Iterable[tuple[int, int, int, float]], limit: int
-) -> list[tuple[int, float, list[tuple[int, int]]]]:
-    """The ``limit`` best pages as (page id, score, [(ordinal, passage id), ...]), best first.
-
-    ``page_ranks`` rank whole pages, ``passage_ranks`` (page id, ordinal,
-    passage id, rank) rank passages, each best first. A page scores its own rank
-    plus its best passage's, so the page whose paragraph answers comes first.
-    """
-    score: dict[int, float] = defaultdict(float)
-    for page_id, rank in page_ranks:
-        score[page_id] += rank
-    best: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for page_id, ordinal, passage_id, rank in passage_ranks:
-        if len(best[page_id]) < _PASSAGES_PER_HIT:
-            if not best[page_id]:
-                score[page_id] += rank
-            best[page_id].append((ordinal, passage_id))
-    chosen = sorted(score, key=lambda page_id: (-score[page_id], page_id))[:limit]
-    return [(page_id, score[page_id], best.get(page_id, [])) for page_id in chosen]
-
-
 def search_hit(
     page: Sequence[Any] | None,
     score: float,
@@ -99,7 +75,7 @@ def search_hit(
 ) -> SearchHit:
     """The result for ``page`` (a row of ``HIT_COLUMNS``); ``mark`` highlights passages by id."""
     assert page is not None
-    url, kb, title, nosnippet, max_snippet = page
+    url, kb, title, nosnippet, max_snippet, fetched_at = page
     marked = mark([passage_id for _, passage_id in passages]) if passages and not nosnippet else {}
     snippet, shown = compose_snippet(
         url,
@@ -116,6 +92,7 @@ def search_hit(
         passage=shown[0].passage if shown else None,
         anchor=shown[0].anchor if shown else url,
         passages=shown,
+        fetched_at=_when(fetched_at),
     )
 
 
@@ -185,6 +162,11 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
     def pages(self, kb: str | None = None) -> Iterator[PageRecord]:
         """Stored pages in URL order, of one KB or all."""
         return (page_record(row) for row in self._select("pages", PAGE_COLUMNS, {"kb": kb}, "kb, url"))
+
+    def kbs(self) -> list[tuple[str, int, datetime]]:
+        """(name, pages, last fetched_at) of each knowledge base that holds a page, by name."""
+        rows = self._rows("SELECT kb, COUNT(*), MAX(fetched_at) FROM pages GROUP BY kb ORDER BY kb")
+        return [(row[0], int(row[1]), _when(row[2])) for row in rows]
 
     def page_depths(self, kb: str) -> dict[str, int | None]:
         """URL -> the link depth a site crawl found it at (None: unknown), of one KB's stored pages."""

@@ -19,13 +19,27 @@ plain text, and rare in technical writing, where ``**`` (globs, ``**kwargs``)
 is common. The marks are not page text. The index finds the words (FTS5, Porter stems) and marks them with
 ``HIT_OPEN``/``HIT_CLOSE``, two control characters that never occur in stored
 passages; this module turns them into what a reader sees.
+
+Ranking (``rank_results``) is written here once for both back-ends; each
+back-end gives its engine's ranks (SQLite's BM25, PostgreSQL's ts_rank_cd),
+larger-is-better. Each kind of rank is divided by its best among the
+candidates, so no one of them swamps the others by its scale, and they are
+added with ``RANK_WEIGHTS``: the page's text, its title, its best passage,
+its best passage holding two query words side by side (phrase proximity), and
+the page's own address naming a query word (``library/subprocess.html`` for
+"subprocess.run"). The passages shown are the page's best by passage and
+phrase rank together. Measured on the Python 3.11 docs (bench/search_eval.py,
+docs/search.md): this puts the page that defines a thing above the overview
+pages (whatsnew, indexes) that mention it as often.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from urllib.parse import quote
 
 __all__ = [
@@ -34,12 +48,19 @@ __all__ = [
     "HIT_OPEN",
     "MARK_CLOSE",
     "MARK_OPEN",
+    "RANK_WEIGHTS",
+    "RERANK_PAGES",
     "SEPARATOR",
+    "PageRank",
     "ShownPassage",
+    "address_words",
     "compose_snippet",
     "make_snippet",
+    "phrase_pairs",
     "query_terms",
+    "rank_results",
     "search_terms",
+    "shortlist",
     "snippet_limit",
     "split_passages",
     "text_fragment",
@@ -80,6 +101,104 @@ def search_terms(query: str) -> list[str]:
     return [t for t in terms if t not in _STOPWORDS] or terms
 
 
+# -- ranking ------------------------------------------------------------------
+
+# Weights of the ranks a score adds, each divided by its best among the candidates.
+RANK_WEIGHTS = {"text": 1.0, "title": 0.5, "passage": 0.5, "phrase": 0.25, "address": 0.25}
+RERANK_PAGES = 100  # pages whose passages are ranked (``shortlist``)
+_PASSAGES_PER_HIT = 2
+_PASSAGE_CANDIDATES_PER_PAGE = 8
+
+
+@dataclass(frozen=True)
+class PageRank:
+    """A candidate page and its engine's ranks (larger-is-better) of its title and its text."""
+
+    page_id: int
+    url: str
+    title: float
+    text: float
+
+
+def shortlist(pages: Iterable[PageRank], limit: int) -> list[PageRank]:
+    """The candidates whose passages are ranked: the best ``RERANK_PAGES`` (or ``limit``) by title and text.
+
+    Ranking every passage that holds a common word costs seconds on a large KB; the page
+    that answers is among the best pages by its own title and text.
+    """
+    candidates = list(pages)
+    title = _scaled({n: page.title for n, page in enumerate(candidates)})
+    text = _scaled({n: page.text for n, page in enumerate(candidates)})
+    order = sorted(range(len(candidates)), key=lambda n: -(RANK_WEIGHTS["text"] * text.get(n, 0.0)
+                                                          + RANK_WEIGHTS["title"] * title.get(n, 0.0)))
+    return [candidates[n] for n in order[: max(RERANK_PAGES, limit)]]
+
+
+def phrase_pairs(terms: Sequence[str]) -> list[tuple[str, str]]:
+    """The query words side by side, in the query's order: what phrase proximity looks for."""
+    return list(pairwise(terms))
+
+
+def address_words(url: str) -> set[str]:
+    """The lowercased words of the last segment of ``url``'s path, its extension dropped."""
+    path = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    last = path.rsplit("/", 1)[-1]
+    return {w.lower() for w in _WORD.findall(re.sub(r"\.(html?|php|aspx?|md|txt|pdf)$", "", last, flags=re.IGNORECASE))}
+
+
+def _scaled(values: dict[int, float]) -> dict[int, float]:
+    top = max(values.values(), default=0.0)
+    return {key: value / top for key, value in values.items()} if top > 0 else {}
+
+
+def rank_results(
+    pages: Iterable[PageRank],
+    passages: Iterable[tuple[int, int, int, float]],
+    phrases: Iterable[tuple[int, int, int, float]],
+    terms: Sequence[str],
+    limit: int,
+) -> list[tuple[int, float, list[tuple[int, int]]]]:
+    """The ``limit`` best pages as (page id, score, [(ordinal, passage id), ...] shown), best first.
+
+    ``passages`` rank passages holding any query word, ``phrases`` those holding two
+    query words side by side, each as (page id, ordinal, passage id, rank), best first.
+    """
+    candidates = {page.page_id: page for page in pages}
+    title = _scaled({key: page.title for key, page in candidates.items()})
+    text = _scaled({key: page.text for key, page in candidates.items()})
+    by_passage: dict[int, dict[int, list[float]]] = defaultdict(dict)  # page -> passage id -> [ordinal, rank, phrase]
+    best: dict[str, dict[int, float]] = {"passage": {}, "phrase": {}}
+    for kind, ranked in (("passage", passages), ("phrase", phrases)):
+        column = 1 if kind == "passage" else 2
+        for page_id, ordinal, passage_id, rank in ranked:
+            if page_id not in candidates or rank <= 0:
+                continue
+            best[kind].setdefault(page_id, rank)
+            held = by_passage[page_id]
+            if passage_id in held or len(held) < _PASSAGE_CANDIDATES_PER_PAGE:
+                row = held.setdefault(passage_id, [float(ordinal), 0.0, 0.0])
+                row[column] = max(row[column], rank)
+    passage, phrase = _scaled(best["passage"]), _scaled(best["phrase"])
+    top_passage, top_phrase = max(best["passage"].values(), default=1.0), max(best["phrase"].values(), default=1.0)
+    words = set(terms)
+    score: dict[int, float] = {}
+    for key, page in candidates.items():
+        named = address_words(page.url)
+        address = sum(1 for t in words if t in named or any(_matches(w, {t}) for w in named)) / max(1, len(words))
+        score[key] = (RANK_WEIGHTS["text"] * text.get(key, 0.0) + RANK_WEIGHTS["title"] * title.get(key, 0.0)
+                      + RANK_WEIGHTS["passage"] * passage.get(key, 0.0) + RANK_WEIGHTS["phrase"] * phrase.get(key, 0.0)
+                      + RANK_WEIGHTS["address"] * address)
+    chosen = sorted(score, key=lambda key: (-score[key], key))[:limit]
+    phrase_share = RANK_WEIGHTS["phrase"] / RANK_WEIGHTS["passage"]
+    results = []
+    for key in chosen:
+        held = by_passage.get(key, {})
+        order = sorted(held, key=lambda pid: (-(held[pid][1] / top_passage + phrase_share * held[pid][2] / top_phrase),
+                                              held[pid][0]))
+        results.append((key, score[key], [(int(held[pid][0]), pid) for pid in order[:_PASSAGES_PER_HIT]]))
+    return results
+
+
 # -- cutting a page into passages --------------------------------------------
 
 
@@ -118,12 +237,14 @@ def split_passages(text: str, title: str = "") -> list[str]:
     passage shorter than ``PASSAGE_MIN_CHARS`` takes in the next paragraph
     (so a heading stays with what it heads), and none grows past
     ``PASSAGE_MAX_CHARS``. A first heading the page ``title`` contains is
-    left out: a result shows the title already.
+    left out, since a result shows the title already, unless it is all the
+    page says: a result always shows a passage (YOT-RESULTS).
     """
-    paragraphs = [" ".join(_CONTROL.sub(" ", p).split()) for p in re.split(r"\n\s*\n", text)]
-    if paragraphs and _is_heading(paragraphs[0]) and paragraphs[0].casefold() in " ".join(title.split()).casefold():
+    paragraphs = [p for p in (" ".join(_CONTROL.sub(" ", p).split()) for p in re.split(r"\n\s*\n", text)) if p]
+    if (len(paragraphs) > 1 and _is_heading(paragraphs[0])
+            and paragraphs[0].casefold() in " ".join(title.split()).casefold()):
         paragraphs = paragraphs[1:]  # the <h1>, and the <title> says it too ("Page — Site")
-    pieces = [piece for p in paragraphs if p for piece in _sentences(p, PASSAGE_MAX_CHARS)]
+    pieces = [piece for p in paragraphs for piece in _sentences(p, PASSAGE_MAX_CHARS)]
     passages: list[str] = []
     current: list[str] = []
     size = 0

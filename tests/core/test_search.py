@@ -62,6 +62,15 @@ def test_headings_stay_with_what_they_head() -> None:
     assert split_passages(text)[0].startswith("Restoring files\n")
 
 
+def test_a_title_heading_that_is_the_whole_text_stays_a_passage() -> None:
+    """YOT-RESULTS (#13 item 6): the title heading is left out of the passages only when other text
+    follows it; a page whose only text is its title line keeps that line as its one passage."""
+    assert split_passages("quokka notes in plain text", title="quokka notes in plain text") == [
+        "quokka notes in plain text"]
+    assert split_passages("Quokka\n\n\n\n", title="Quokka") == ["Quokka"]
+    assert split_passages("Quokka\n\nThey live on Rottnest.", title="Quokka") == ["They live on Rottnest."]
+
+
 def test_long_paragraphs_are_cut_at_sentence_ends() -> None:
     """No passage exceeds PASSAGE_MAX_CHARS; a long paragraph is cut between sentences, so no
     sentence is split while it fits."""
@@ -262,3 +271,31 @@ def test_labels_round_trip(tmp_path: Path) -> None:
     store.put_labels(LabelRecord("docs", "http://a.test/1", "other"))
     assert store.get_labels("docs", "http://a.test/1") == LabelRecord("docs", "http://a.test/1", "other")
     store.close()
+
+
+# -- ranking ---------------------------------------------------------------------------
+
+
+def test_address_words_and_phrase_pairs() -> None:
+    """YOT-RESULTS (#19 ranking): a page's address names its last path segment's words, extension
+    dropped; phrase proximity looks at the query words side by side, in order."""
+    assert search.address_words("http://d.test/library/asyncio-task.html#x") == {"asyncio", "task"}
+    assert search.address_words("http://d.test/library/os.path.html?v=2") == {"os", "path"}
+    assert search.phrase_pairs(["run", "coroutines", "concurrently"]) == [("run", "coroutines"),
+                                                                          ("coroutines", "concurrently")]
+    assert search.phrase_pairs(["alone"]) == []
+
+
+def test_each_rank_is_scaled_so_none_swamps_the_others() -> None:
+    """YOT-RESULTS (#19 ranking): a passage rank ten times larger than the pages' ranks does not decide
+    alone; the page whose text, title and address answer wins over one with a single loud passage,
+    and the shortlist keeps the best pages by title and text."""
+    pages = [search.PageRank(1, "http://d.test/whatsnew.html", 0.0, 1.0),
+             search.PageRank(2, "http://d.test/kettle.html", 2.0, 0.9)]
+    passages = [(1, 0, 10, 30.0), (2, 3, 20, 25.0), (2, 1, 21, 5.0)]
+    ranked = search.rank_results(pages, passages, [(2, 1, 21, 4.0)], ["kettle", "boil"], 10)
+    assert [page_id for page_id, _, _ in ranked] == [2, 1]
+    assert ranked[0][2] == [(3, 20), (1, 21)]  # best passage first, each (ordinal, passage id)
+    many = [search.PageRank(n, f"http://d.test/{n}.html", 0.0, float(n)) for n in range(300)]
+    assert [p.page_id for p in search.shortlist(many, 10)][:3] == [299, 298, 297]
+    assert len(search.shortlist(many, 10)) == search.RERANK_PAGES and len(search.shortlist(many, 150)) == 150

@@ -257,6 +257,31 @@ def test_the_page_and_passage_that_answer_come_first(store: Store, query: str, p
     assert unquote(best.anchor.removeprefix(f"{best.url}#:~:text=").split(",")[0]) in stored.text
 
 
+def test_the_defining_page_ranks_above_overview_pages_that_repeat_the_name(store: Store) -> None:
+    """YOT-RESULTS (#19 ranking): a module's own page, whose title and address name the module and whose
+    passage defines the function, ranks above a long changelog and a cookbook whose code examples
+    repeat the function's name more often; its shown passage is the definition (both back-ends)."""
+    others = ("teapot", "saucer", "spoon", "sugar", "milk", "lemon", "honey", "biscuit")
+    definition = "kettle.boil(water, *, timeout=None)\n\nBoil the water and return the seconds it took."
+    store.put_page(record("http://docs.test/library/kettle.html", "kettle — Boiling water\n\n"
+                          "This module heats water for tea.\n\n" + definition + "\n\n"
+                          "kettle.pour(cup)\n\nPour the hot water into a cup.",
+                          title="kettle — Boiling water — Tea 3.9 documentation"))
+    examples = "\n\n".join(f"t = kettle.boil(water)\nkettle.boil(water, timeout={n})\n{name}.serve(t)"
+                            for n, name in enumerate(others))
+    store.put_page(record("http://docs.test/whatsnew/3.9.html", "What's New In Tea 3.9\n\n" + "\n\n".join(
+        f"The {name} module gained options. {name.title()} now warms faster." for name in others * 3)
+        + "\n\n" + examples, title="What's New In Tea 3.9 — Tea 3.9 documentation"))
+    store.put_page(record("http://docs.test/howto/cookbook.html", "Cookbook\n\n" + examples.replace("=", " = "),
+                          title="Tea cookbook — Tea 3.9 documentation"))
+    for name in others:
+        store.put_page(record(f"http://docs.test/library/{name}.html", f"{name} — {name.title()}s\n\n"
+                              f"The {name} module serves tea with water.", title=f"{name} — Tea 3.9 documentation"))
+    hits = store.search("kettle.boil", "docs")
+    assert [h.url for h in hits][:1] == ["http://docs.test/library/kettle.html"], [h.url for h in hits]
+    assert "kettle.boil(water, *, timeout=None) Boil the water" in plain(hits[0].passages[0].text), hits[0].passages
+
+
 def test_snippets_follow_the_pages_rules(store: Store) -> None:
     """SNA-SNIPPET: a nosnippet page is found but shows no text and no fragment; a max-snippet:20
     page shows at most 20 characters; data-nosnippet text (not in snippet_text) is findable but
@@ -275,6 +300,21 @@ def test_snippets_follow_the_pages_rules(store: Store) -> None:
                           snippet_text="Public kettle facts."))
     found = store.search("secret recipe")
     assert [h.url for h in found] == ["http://a.test/secret"] and "Secret" not in found[0].snippet
+
+
+def test_a_one_line_page_shows_its_line_as_a_passage(store: Store) -> None:
+    """YOT-RESULTS (#13 item 6): a text/plain page whose whole text is one line, which is also its
+    title, is found with that line as its passage, its snippet and its anchor, on both back-ends."""
+    from synapsecrawl.extract.text import parse_text
+
+    url = "http://a.test/notes.txt"
+    parsed = parse_text(b"quokka notes in plain text\n", url, tokens=("SynapseBot",))
+    store.put_page(record(url, parsed.text, title=parsed.title))
+    (hit,) = store.search("quokka")
+    assert hit.title == "quokka notes in plain text"
+    assert plain(hit.snippet) == "quokka notes in plain text" and "«quokka»" in hit.snippet
+    assert hit.passage == 0 and [p.passage for p in hit.passages] == [0]
+    assert hit.anchor == f"{url}#:~:text=quokka%20notes%20in%20plain%20text"
 
 
 def test_stemmed_words_match_and_are_marked(store: Store) -> None:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,6 +39,16 @@ class Fetcher:
                                          headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=90) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            with error:
+                return error.code, json.loads(error.read())
+
+    def search(self, **params: str) -> tuple[int, dict[str, Any]]:
+        """GET /api/search with ``params``: the search the on-demand server also serves."""
+        try:
+            with urllib.request.urlopen(f"{self.base}/api/search?{urllib.parse.urlencode(params)}",
+                                        timeout=60) as response:
                 return response.status, json.loads(response.read())
         except urllib.error.HTTPError as error:
             with error:

@@ -6,6 +6,7 @@ against the local test site; each test uses its own host.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import threading
@@ -183,6 +184,33 @@ async def test_mcp_client_lists_and_calls_web_fetch(fetcher: Fetcher, server: Te
         refused = await client.call_tool("web_fetch", {"url": server.url(host, "/private/m.html")})
         assert refused.is_error and "robots_disallowed" in refused.content[0].text
     assert [h.path for h in server.log(host)] == ["/robots.txt", "/m.html"]
+
+
+async def test_the_on_demand_server_also_searches_what_it_fetched(
+    fetcher: Fetcher, server: TestServer, host: str
+) -> None:
+    """SNA-ONDEMAND, YOT-RESULTS (#19): beside web_fetch, the on-demand server answers /api/search and the
+    MCP tools search, list_kbs and fetch; fetch is web_fetch with all its rules (robots.txt first),
+    and a fetched page is then found by search with its passages and anchors."""
+    from mcp import Client
+
+    server.add(host, {"/robots.txt": ROBOTS, "/q.html": page("Quokka census", "The quokka census counts "
+                                                           "marsupials on Rottnest every spring."),
+                      "/private/q.html": page("No", "no")})
+    url = server.url(host, "/q.html")
+    async with Client(f"{fetcher.base}/mcp") as client:
+        assert {"web_fetch", "search", "fetch", "list_kbs"} <= {t.name for t in (await client.list_tools()).tools}
+        fetched = await client.call_tool("fetch", {"url": url})
+        assert not fetched.is_error and fetched.structured_content["title"] == "Quokka census", fetched
+        refused = await client.call_tool("fetch", {"url": server.url(host, "/private/q.html")})
+        assert refused.is_error and "robots_disallowed" in refused.content[0].text
+        found = await client.call_tool("search", {"query": "quokka census marsupials", "kb": "agents"})
+        assert not found.is_error, found
+        assert found.structured_content["results"][0]["url"] == url
+    assert [h.path for h in server.log(host)] == ["/robots.txt", "/q.html"]
+    status, body = await asyncio.to_thread(fetcher.search, query="quokka census", kb="agents")
+    results = body["results"]
+    assert status == 200 and results[0]["url"] == url and results[0]["passages"][0]["anchor"].startswith(f"{url}#:~:text=")
 
 
 def test_ondemand_refuses_a_profile_that_promises_no_on_demand_fetch(tmp_path: Path) -> None:
