@@ -5,6 +5,7 @@
     synapsecrawl robots check --robots FILE --agent TOKEN URL [URL ...]
     synapsecrawl robots check --robots FILE --agent TOKEN --crawl-delay
     synapsecrawl recrawl [--uri KB_URI] [--scrapyd URL] [--project NAME]   (synapsecrawl.recrawl)
+    synapsecrawl crawl add|status --crawl NAME ...                         (synapsecrawl.crawlcli)
 
 Errors are one line on stderr and exit status 2 (usage) or 1 (everything else).
 """
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from synapsecrawl.crawlcli import register as register_crawl
 from synapsecrawl.errors import SynapseError
 from synapsecrawl.kb.store import DEFAULT_KB_URI, PageRecord, open_store
 from synapsecrawl.keyscli import register as register_keys
@@ -131,6 +133,7 @@ def _parser() -> argparse.ArgumentParser:
 
     register_keys(commands)
     register_recrawl(commands)
+    register_crawl(commands)
     return parser
 
 
