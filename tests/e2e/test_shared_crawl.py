@@ -85,4 +85,102 @@ def _kb(shared: SharedCrawl) -> list[dict[str, object]]:
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 
-_unused = (itertools, time)
+def test_a_site_crawl_shared_by_three_workers_keeps_its_depth_and_its_page_limit_across_them(
+    server: TestServer, host: str, shared: SharedCrawl
+) -> None:
+    """#16 (site mode shared; SYN-LIMITS, SYN-SCOPE): `crawl add --mode site --depth 2 --max-pages 6`
+    on a site whose pages link to each other (a tree 3 wide, 3 deep, plus links back to the start):
+    3 workers together fetch 6 pages, each once, none deeper than 2 links from the start, robots.txt
+    once; a second start added on another site with no limit is crawled to its depth in full, once
+    per page."""
+    tree = {"/": ("/a/", "/b/", "/c/")}
+    for top in ("a", "b", "c"):
+        tree[f"/{top}/"] = (*(f"/{top}/{n}/" for n in range(3)), "/")
+        for n in range(3):
+            tree[f"/{top}/{n}/"] = (f"/{top}/{n}/deep.html", "/")
+    limited, full = f"limited.{host}", f"full.{host}"
+    for site in (limited, full):
+        server.add(site, {"/robots.txt": NO_ROBOTS, **{path: _page(path, links) for path, links in tree.items()},
+                          "*": _page("deep")})
+    assert shared.add("--url", server.url(limited, "/"), "--mode", "site", "--depth", "2",
+                      "--max-pages", "6").returncode == 0
+    assert shared.add("--url", server.url(full, "/"), "--mode", "site", "--depth", "1").returncode == 0
+    shared.start(3)
+    shared.wait()
+    got = fetched(server.log(limited))
+    assert got.pop((limited, "/robots.txt")) == 1
+    assert sum(got.values()) == 6 and set(got.values()) == {1}, got
+    assert all(path.count("/") <= 3 and not path.endswith("deep.html") for _, path in got)
+    wide = fetched(server.log(full))
+    assert wide == {(full, path): 1 for path in ("/robots.txt", "/", "/a/", "/b/", "/c/")}
+
+
+def test_a_sitemap_and_a_feed_shared_by_three_workers_are_read_once_and_their_pages_fetched_once(
+    server: TestServer, host: str, shared: SharedCrawl
+) -> None:
+    """#16 (sitemap and feed modes shared; SYN-MODES, SER-FEEDS): a sitemap listing 8 pages and an
+    RSS feed of 2 entries, added to one crawl of 3 workers: the sitemap, the feed, each listed page
+    and robots.txt are each fetched once; the KB holds the 8 pages, the feed and its 2 entries."""
+    from tests.e2e.test_feed_mode import feed
+
+    maps, feeds = f"maps.{host}", f"feeds.{host}"
+    pages = [server.url(maps, f"/p{n}.html") for n in range(8)]
+    items = "".join(f"<url><loc>{url}</loc></url>" for url in pages)
+    server.add(maps, {"/robots.txt": NO_ROBOTS, "/sitemap.xml": Reply(
+        f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{items}</urlset>',
+        headers={"Content-Type": "application/xml"}), "*": _page("listed")})
+    server.add(feeds, {"/robots.txt": NO_ROBOTS, "/feed.xml": feed("rss2.xml")})
+    assert shared.add("--url", server.url(maps, "/sitemap.xml"), "--mode", "sitemap").returncode == 0
+    assert shared.add("--url", server.url(feeds, "/feed.xml"), "--mode", "feed", "--kb", "news").returncode == 0
+    shared.start(3)
+    shared.wait()
+    assert fetched(server.log(maps)) == {(maps, p): 1 for p in ["/robots.txt", "/sitemap.xml",
+                                                             *(f"/p{n}.html" for n in range(8))]}
+    assert fetched(server.log(feeds)) == {(feeds, "/robots.txt"): 1, (feeds, "/feed.xml"): 1}
+    stored = {str(row["url"]): row for row in _kb(shared)}
+    assert set(pages) <= set(stored)
+    news = {url for url, row in stored.items() if row["kb"] == "news"}
+    assert news == {server.url(feeds, "/feed.xml"), server.url(feeds, "/posts/tomatoes"),
+                    server.url(feeds, "/posts/compost")}
+
+
+def test_a_worker_killed_mid_crawl_loses_nothing_its_leases_go_back_and_are_fetched_once_more_at_most(
+    server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path
+) -> None:
+    """#16 (failure: SIGKILL): 3 workers on 3 sites x 10 slow pages (0.8 s an answer); one is killed
+    with SIGKILL once the server has seen 6 pages. The others finish the crawl: every URL answered
+    200 at least once; a URL fetched twice is one the killed worker held at the kill, so at most 3
+    of them (one per site: concurrency 1), each fetched again only after its lease expired
+    (timeout 5 s + 15 s); robots.txt once per site; the KB holds every page once."""
+    sites = [f"k{i}.{host}" for i in range(3)]
+    for site in sites:
+        server.add(site, {"/robots.txt": NO_ROBOTS, "*": Reply("<title>slow</title><p>slow page text</p>",
+                                                               delay=0.8)})
+    urls = [server.url(site, f"/p{n}.html") for site in sites for n in range(10)]
+    assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
+    shared.settings["DOWNLOAD_TIMEOUT"] = "5"
+    victim, *_ = shared.start(3)
+    deadline = time.monotonic() + 120
+    while sum(1 for s in sites for h in server.log(s) if h.path != "/robots.txt") < 6:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    victim.kill()
+    killed_at = time.monotonic()
+    victim.wait(timeout=30)
+    shared.wait()
+    hits = [hit for site in sites for hit in server.log(site)]
+    counts = fetched(hits)
+    assert {(s, "/robots.txt") for s in sites} <= set(counts)
+    assert all(counts[(s, "/robots.txt")] == 1 for s in sites)
+    pages = {key: n for key, n in counts.items() if key[1] != "/robots.txt"}
+    assert set(pages) == {(s, f"/p{n}.html") for s in sites for n in range(10)}
+    twice = [key for key, n in pages.items() if n > 1]
+    assert all(pages[key] == 2 for key in twice) and len(twice) <= 3, twice
+    for key in twice:
+        first, second = [h for h in hits if (h.host, h.path) == key]
+        assert first.start <= killed_at <= second.start
+        assert second.start - killed_at >= 5.0  # not before the lease could expire (20 s after its last renewal)
+    assert sorted(str(row["url"]) for row in _kb(shared)) == sorted(urls)
+
+
+_unused = itertools
