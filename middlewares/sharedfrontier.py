@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
+from middlewares.backoff import left_elsewhere
 from synapsecrawl.frontier_redis import BadEntry, Entry, FrontierUnreachable, Lease, SharedFrontier
 
 if TYPE_CHECKING:
@@ -197,6 +198,8 @@ class SharedScheduler(BaseScheduler):
                 self._try_ack([lease])
                 continue
             self.held[lease.member] = lease
+            if lease.left is not None:  # another worker left the site: this one defers it too
+                left_elsewhere(self.crawler, lease.site, *lease.left)
             if request is not None:
                 return request
             # a source's start, run by the spider: it ends the lease itself

@@ -221,6 +221,7 @@ class Lease:
     site: str
     id: str
     data: bytes
+    left: tuple[float, str] | None = None  # the site was left to a later crawl: (paused until, why)
 
     @property
     def member(self) -> str:
@@ -325,9 +326,11 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
     local next_start = tonumber(redis.call('HGET', state, 'next') or '0')
     local paused = tonumber(redis.call('HGET', state, 'paused') or '0')
     local wait = math.max(next_start - now, paused - now)
+    local left = redis.call('HGET', P .. ':left', site)
+    if left then wait = 0 end  -- a site left to a later crawl: handed out to be deferred, not fetched
     if wait > 0 then
       redis.call('ZADD', P .. ':ready', now + wait, site)
-    elseif tonumber(redis.call('HGET', P .. ':flight', site) or '0') >= concurrency then
+    elseif (not left) and tonumber(redis.call('HGET', P .. ':flight', site) or '0') >= concurrency then
       redis.call('ZADD', P .. ':ready', now + poll, site)
     else
       local q = P .. ':q:' .. site
@@ -347,8 +350,9 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
           local value = tonumber(redis.call('HGET', state, name) or '0')
           if value > spacing then spacing = value end
         end
+        if left then spacing = 0 end
         redis.call('ZADD', P .. ':ready', now + spacing, site)
-        return {1, site, id, data, reclaimed}
+        return {1, site, id, data, reclaimed, left or ''}
       end
     end
   end
@@ -488,7 +492,8 @@ class SharedFrontier:
         if int(reply[0]) == 1:
             site, ident = (p.decode("utf-8") if isinstance(p, bytes) else str(p) for p in reply[1:3])
             data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
-            return Lease(site, ident, data), 0.0, int(reply[4])
+            left = reply[5].decode("utf-8") if isinstance(reply[5], bytes) else str(reply[5])
+            return Lease(site, ident, data, _left(left)), 0.0, int(reply[4])
         return None, float(reply[1]), int(reply[2])
 
     def ack(self, worker: str, leases: Sequence[Lease]) -> int:
@@ -503,6 +508,17 @@ class SharedFrontier:
         """The worker is alive: renew its leases. Returns how many were still its own."""
         return int(self._run("heartbeat", _HEARTBEAT, [worker, self.lease_seconds,
                                                         *(lease.member for lease in leases)]))
+
+    def leave(self, site: str, until: float, reason: str) -> None:
+        """``site`` is paused past what the crawl waits (unix ``until``): its pending requests are handed out
+        at once, to be deferred to a later crawl by whichever worker leases them, not held for the pause."""
+        try:
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hsetnx(f"{self.root}:left", site, json.dumps([until, reason]))
+            pipe.zadd(f"{self.root}:ready", {site: 0})
+            pipe.execute()
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
 
     def take_page(self, source: str, limit: int) -> bool:
         """Count one page of ``source`` against its limit across all workers; False when it is spent."""
@@ -591,6 +607,16 @@ class SharedFrontier:
             await self._async.aclose()
             self._async = None
         self._client.close()
+
+
+def _left(raw: str) -> tuple[float, str] | None:
+    if not raw:
+        return None
+    try:
+        until, reason = json.loads(raw)
+        return float(until), str(reason)
+    except (ValueError, TypeError):
+        return (0.0, "left")
 
 
 def _decoded(raw: Mapping[bytes, bytes]) -> dict[str, str]:

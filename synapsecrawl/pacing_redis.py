@@ -118,6 +118,30 @@ keep(tonumber(redis.call('HGET', state, 'paused') or '0'))
 return 1
 """
 
+# ARGV: delay, signal (0|1: a 429/503 or a Retry-After), status (0: none), 403s in a row that pause (0: never).
+# Applies one answer to the site's streaks (synapsecrawl.backoff._judge_site's arithmetic) and returns them
+# as they were before it: answers from every machine are counted in Redis's order.
+_STREAKS = _PRELUDE + """
+local slow = tonumber(redis.call('HGET', state, 'slow_streak') or '0')
+local forbidden = tonumber(redis.call('HGET', state, 'forbidden_streak') or '0')
+local status, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+local new_slow, new_forbidden = slow, forbidden
+if ARGV[2] == '1' then new_slow = slow + 1 elseif status > 0 and status < 400 then new_slow = 0 end
+if status == 403 then new_forbidden = forbidden + 1 elseif status > 0 then new_forbidden = 0 end
+if limit > 0 and new_forbidden >= limit then new_forbidden = 0 end
+redis.call('HSET', state, 'slow_streak', new_slow, 'forbidden_streak', new_forbidden)
+keep(tonumber(redis.call('HGET', state, 'paused') or '0'))
+return {slow, forbidden}
+"""
+
+# ARGV: delay, slow streak, forbidden streak: what the store remembers, unless Redis already knows the site.
+_SEED = _PRELUDE + """
+redis.call('HSETNX', state, 'slow_streak', ARGV[2])
+redis.call('HSETNX', state, 'forbidden_streak', ARGV[3])
+keep(tonumber(redis.call('HGET', state, 'paused') or '0'))
+return 1
+"""
+
 
 @dataclass(frozen=True)
 class Turn:
@@ -244,6 +268,24 @@ class RedisPacing:
             await self._script("release", _RELEASE, asynchronous=True)(
                 keys=self._keys(site), args=[self.delay, lease, ago])
         except redis.RedisError as error:  # the lease expires on its own
+            self._unreachable(site, error)
+
+    def streaks(self, site: str, *, signal: bool, status: int | None, forbidden_limit: int) -> tuple[int, int] | None:
+        """Count one answer in the site's shared streaks (pauses in a row, 403s in a row); return them as
+        they stood before it, so every machine's 403s count toward one streak. None if Redis failed."""
+        try:
+            slow, forbidden = self._script("streaks", _STREAKS)(
+                keys=self._keys(site), args=[self.delay, 1 if signal else 0, status or 0, forbidden_limit])
+        except redis.RedisError as error:
+            self._unreachable(site, error)
+            return None
+        return int(slow), int(forbidden)
+
+    def seed_streaks(self, site: str, slow: int, forbidden: int) -> None:
+        """What the store remembers of the site's streaks, unless another machine already counts them."""
+        try:
+            self._script("seed", _SEED)(keys=self._keys(site), args=[self.delay, slow, forbidden])
+        except redis.RedisError as error:
             self._unreachable(site, error)
 
     def _write(self, site: str, name: str, value: float) -> None:

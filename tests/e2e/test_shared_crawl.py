@@ -184,3 +184,50 @@ def test_a_worker_killed_mid_crawl_loses_nothing_its_leases_go_back_and_are_fetc
 
 
 _unused = itertools
+
+
+def test_three_403s_on_different_workers_are_one_streak_and_leave_the_site_for_every_worker(
+    server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path, signing_key: Path
+) -> None:
+    """#16 (403 counts hold for all workers; OMN-PAUSE "repeated 403" = three in a row -> 24 h): a site
+    answering 403 to every page, crawled by 3 OmniscienteBot workers: the server sees 3 pages, not 3
+    per worker; the third 403 leaves the site for the crawl on every worker (its other pages deferred,
+    not fetched, and the crawl ends instead of waiting a day)."""
+    site = f"forbid.{host}"
+    server.add(site, {"/robots.txt": NO_ROBOTS, "/.well-known/tdmrep.json": NO_ROBOTS,
+                      "*": Reply("no", status=403, headers={"Content-Type": "text/plain"})})
+    urls = [server.url(site, f"/p{n}.html") for n in range(8)]
+    assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
+    shared.settings.update({"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)})
+    shared.start(3)
+    shared.wait(timeout=240)
+    pages = [hit for hit in server.log(site) if hit.path.startswith("/p")]
+    assert len(pages) == 3, [h.path for h in pages]
+    assert all(gap >= 5.0 for gap in gaps(server.log(site)))
+    assert _kb(shared) == []
+
+
+def test_a_429_seen_by_one_worker_pauses_the_site_for_all_of_them(
+    server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path
+) -> None:
+    """#16 (pauses hold for all workers; SYN-BACKOFF): the first page of a site answers 429 with
+    Retry-After: 6; 3 workers crawl its 6 pages: no request of any worker reaches the site within
+    6 s after the 429, then every page is fetched (the 429'd one retried) and stored."""
+    site = f"busy.{host}"
+    served: list[int] = []
+
+    def first_busy(handler):  # type: ignore[no-untyped-def]
+        served.append(1)
+        if len(served) == 1:
+            return Reply("busy", status=429, headers={"Content-Type": "text/plain", "Retry-After": "6"})
+        return _page("fine")
+
+    server.add(site, {"/robots.txt": NO_ROBOTS, "*": first_busy})
+    urls = [server.url(site, f"/p{n}.html") for n in range(6)]
+    assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
+    shared.start(3)
+    shared.wait(timeout=240)
+    hits = [hit for hit in server.log(site) if hit.path.startswith("/p")]
+    assert len(hits) == 7
+    assert hits[1].start - hits[0].start >= 6.0, gaps(hits)
+    assert sorted(str(row["url"]) for row in _kb(shared)) == sorted(urls)
