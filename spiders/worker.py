@@ -132,6 +132,7 @@ class WorkerSpider(scrapy.Spider):
         except FrontierUnreachable as error:
             raise ConfigError(f"PACING_REDIS_URL {pacer.url!r} does not answer: {error}") from None
         runtime.shared_crawl = spider.frontier
+        pacer.report_outages = False  # the scheduler says in one line that Redis does not answer, and when it does
         spider.limits = replace(runtime.limits, pages=0)  # each source's limit is counted in Redis
         spider.stay = stay
         spider._delegates: dict[str, SynapseSpider] = {}

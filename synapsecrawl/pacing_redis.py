@@ -178,6 +178,7 @@ class RedisPacing:
     prefix: str = DEFAULT_PREFIX
     poll_seconds: float = 0.25
     clock: Callable[[], float] = time.monotonic
+    report_outages: bool = True  # one warning per site whose turn Redis failed to give
     _local: SiteClock = field(init=False)
     _shared_spacing: dict[str, float] = field(init=False, default_factory=dict)
     _written: dict[tuple[str, str], float] = field(init=False, default_factory=dict)
@@ -301,6 +302,9 @@ class RedisPacing:
     def _unreachable(self, site: str, error: redis.RedisError) -> None:
         if site not in self._failing:
             self._failing.add(site)
+            if not self.report_outages:  # a shared crawl's frontier says it once for the whole worker
+                logger.debug("pacing: Redis failed for %s (%s)", site, error)
+                return
             logger.warning("pacing: Redis at %s failed for %s (%s): holding the site until it answers",
                            self.url, site, error)
 
