@@ -475,6 +475,17 @@ class SharedFrontier:
             found[key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key)] = source
         return found
 
+    def new_round(self) -> bool:
+        """If the crawl is drained, forget what it has seen and counted, so its sources can be read again
+        (``recrawl``); True if it was drained. A crawl still running keeps its duplicate filter."""
+        if not self.drained():
+            return False
+        try:
+            self._client.delete(*(f"{self.root}:{name}" for name in ("seen", "budget", "meta", "left")))
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+        return True
+
     def started_at(self) -> float:
         """When the crawl started (unix seconds, Redis time): its robots.txt copies are fresh from then."""
         return float(self._run("started", _STARTED, []))

@@ -305,3 +305,37 @@ def test_redis_gone_for_a_minute_mid_crawl_workers_say_so_once_wait_and_go_on_lo
         crawl.stop()
         redis_proc.terminate()
         redis_proc.wait(timeout=30)
+
+
+def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
+    server: TestServer, host: str, shared: SharedCrawl
+) -> None:
+    """#16 (recrawl of a shared source; SYN-REREAD): a site crawled by 2 workers is recorded in the KB
+    as a source; a week later `synapsecrawl recrawl --crawl NAME` queues it in the shared crawl again
+    (a new round: the crawl was drained) instead of crawling it here, and 2 workers read it again:
+    every page fetched once per round, the source's next re-read due a week on."""
+    from tests.conftest import synapsecrawl
+    from tests.e2e.test_recrawl import make_due
+    from synapsecrawl.kb.store import open_store
+
+    site = f"again.{host}"
+    server.add(site, {"/robots.txt": NO_ROBOTS, "/": _page("start", ("/a.html", "/b.html")), "*": _page("leaf")})
+    assert shared.add("--url", server.url(site, "/"), "--mode", "site").returncode == 0
+    shared.start(2)
+    shared.wait()
+    make_due(shared.kb_uri)
+    out = synapsecrawl("recrawl", "--uri", shared.kb_uri, "--crawl", shared.name, "--redis", shared.redis_url,
+                       "--prefix", shared.frontier_prefix)
+    assert out.returncode == 0, out.stderr
+    assert "queued" in out.stdout and "new round" in out.stdout, out.stdout
+    shared.workers.clear()
+    shared.start(2)
+    shared.wait()
+    pages = fetched([hit for hit in server.log(site) if hit.path != "/robots.txt"])
+    assert pages == {(site, path): 2 for path in ("/", "/a.html", "/b.html")}
+    store = open_store(shared.kb_uri)
+    try:
+        (source,) = store.sources()
+    finally:
+        store.close()
+    assert source.mode == "site" and source.next_due > time.time() + 6.9 * 86400
