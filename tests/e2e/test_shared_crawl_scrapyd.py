@@ -24,7 +24,8 @@ pytestmark = pytest.mark.e2e
 
 
 def test_two_scrapyd_worker_jobs_share_one_crawl(
-    deployed: str, server: TestServer, host: str, redis_prefix: str, postgres_schema_uri: str, tmp_path: Path
+    deployed: str, server: TestServer, host: str, redis_prefix: str, postgres_schema_uri: str,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     """#16 (Scrapyd running N workers; CARD-USE): a URL list added to a shared crawl, and 2 worker jobs
     of the project deployed with scrapyd-deploy, scheduled through schedule.json (as `recrawl --crawl
