@@ -187,7 +187,8 @@ class SharedScheduler(BaseScheduler):
             return None
         self._ack_pending()
         for _ in range(16):
-            lease = self._lease(sweep=now >= self._sweep_after)
+            # Not the first call after an outage: other workers' leases may look expired until they renew.
+            lease = self._lease(sweep=self._down_since is None and now >= self._sweep_after)
             if lease is None:
                 return None
             try:

@@ -10,10 +10,13 @@ leaves its requests there, not in a lost memory. Around the streams:
 - ``ready``: a sorted set of the sites with pending requests, scored by when
   each may be asked next. A worker leases one request of the first site whose
   score has come, after checking the shared pacer's own state for that site
-  (its next start, its pause; ``synapsecrawl.pacing_redis``): a site is handed
-  out in pacing order and at most ``concurrency`` of its requests are leased at
-  once across all workers, so none waits in one worker's memory while another
-  worker idles. The pacer's grant in the downloader stays the authority.
+  (its next start, its pause, its downloads in flight; ``synapsecrawl.pacing_redis``):
+  a site is handed out in pacing order, one request a spacing, and not while
+  ``concurrency`` of its downloads are in flight on any worker, so none waits in
+  one worker's memory while another worker idles. The pacer's grant in the
+  downloader stays the authority. A lease outlives its download (it ends once
+  the answer is read and its links queued), so a site's pace does not wait on
+  extraction.
 - ``inflight``: each lease with its expiry (Redis ``TIME`` + the profile's
   timeout + 15 s), renewed by its worker's heartbeat. A lease left to expire
   (its worker killed) is put back at the end of its site's stream by the next
@@ -330,7 +333,7 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
     if left then wait = 0 end  -- a site left to a later crawl: handed out to be deferred, not fetched
     if wait > 0 then
       redis.call('ZADD', P .. ':ready', now + wait, site)
-    elseif (not left) and tonumber(redis.call('HGET', P .. ':flight', site) or '0') >= concurrency then
+    elseif (not left) and redis.call('ZCOUNT', pacer .. ':{' .. site .. '}:leases', now, '+inf') >= concurrency then
       redis.call('ZADD', P .. ':ready', now + poll, site)
     else
       local q = P .. ':q:' .. site

@@ -68,35 +68,36 @@ def test_the_duplicate_filter_keeps_one_request_per_canonical_url(frontier: Shar
     assert (first, again, forced) == (1, 0, 1)
 
 
-def test_a_site_is_leased_once_at_a_time_and_not_before_the_pacers_next_start(
+def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_flight(
     frontier: SharedFrontier, redis_prefix: str
 ) -> None:
-    """#16 (requests handed out in pacing order, never waiting in one worker's memory): with a
-    concurrency of 1, a second request of a site is not leased to any worker while the first is
-    held; once it is acknowledged, not before the shared pacer's next start for the site; another
-    site's request is leased meanwhile."""
+    """#16 (requests handed out in pacing order, never waiting in one worker's memory): a site's second
+    request is not leased to any worker within a spacing of its first, nor while the shared pacer
+    counts the site's one allowed download in flight (concurrency 1), nor before the pacer's next
+    start once that download is given back; another site's request is leased meanwhile."""
+    import asyncio
+
     frontier.add([("a.test", Entry(f"http://a.test/{n}", "s")) for n in range(2)])
     frontier.add([("b.test", Entry("http://b.test/0", "s"))])
     first, _, _ = frontier.lease("w1")
     assert first is not None and first.site == "a.test"
     other, _, _ = frontier.lease("w2")
     assert other is not None and other.site == "b.test"
-    assert frontier.lease("w2")[0] is None  # a.test is held by w1
-    # the pacer grants w1's start: the next one is booked 2 s later
+    assert frontier.lease("w2")[0] is None  # within a spacing (0.5 s) of a.test's lease
     pacer = RedisPacing(REDIS_URL, delay=2.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0,
                         prefix=f"{redis_prefix}:pacing")
-    import asyncio
 
-    async def grant() -> None:
+    async def download() -> None:
         turn = await pacer.acquire("a.test")
         assert turn.lease is not None
+        await asyncio.sleep(0.6)
+        assert frontier.lease("w2")[0] is None  # a spacing on, but a.test's download is in flight
         await pacer.release("a.test", turn.lease)
         await pacer.aclose()
 
-    asyncio.run(grant())
-    frontier.ack("w1", [first])
-    assert frontier.lease("w2")[0] is None  # acknowledged, but the site's next start has not come
-    time.sleep(2.2)
+    asyncio.run(download())
+    assert frontier.lease("w2")[0] is None  # given back, but the pacer's next start (2 s) has not come
+    time.sleep(2.0)
     second, _, _ = frontier.lease("w2")
     assert second is not None and second.site == "a.test"
 
