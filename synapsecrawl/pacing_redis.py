@@ -56,7 +56,8 @@ for _, name in ipairs({'spacing', 'slow'}) do
   local value = tonumber(redis.call('HGET', state, name) or '0')
   if value > spacing then spacing = value end
 end
-local gap = spacing + math.min(spacing * $ratio, $cap) + $seconds
+local function gap_of(s) return s + math.min(s * $ratio, $cap) + $seconds end
+local gap = gap_of(spacing)
 local function keep(until_)
   local ms = math.ceil((math.max(until_ - now, 0) + $keep) * 1000)
   redis.call('PEXPIRE', state, ms)
@@ -80,7 +81,7 @@ if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   return reply(0, math.max(math.min(tonumber(first[2]) - now, tonumber(ARGV[5])), 0.001))
 end
-redis.call('HSET', state, 'next', string.format('%.6f', now + gap))
+redis.call('HSET', state, 'next', string.format('%.6f', now + gap), 'last', string.format('%.6f', now))
 redis.call('ZADD', KEYS[2], string.format('%.6f', now + tonumber(ARGV[3])), ARGV[4])
 keep(math.max(now + tonumber(ARGV[3]), paused))
 return reply(1, 0)
@@ -94,6 +95,9 @@ if ago >= 0 then
   local next_start = tonumber(redis.call('HGET', state, 'next') or '0')
   if now - ago + gap > next_start then
     redis.call('HSET', state, 'next', string.format('%.6f', now - ago + gap))
+  end
+  if now - ago > tonumber(redis.call('HGET', state, 'last') or '0') then
+    redis.call('HSET', state, 'last', string.format('%.6f', now - ago))
   end
 end
 return 1
@@ -114,6 +118,13 @@ return string.format('%.6f', paused - now)
 # ARGV: delay, field ('spacing' or 'slow'), seconds.
 _SET = _PRELUDE + """
 redis.call('HSET', state, ARGV[2], string.format('%.6f', tonumber(ARGV[3])))
+-- A longer spacing learned after a start (robots.txt's Crawl-delay, read once it answered) counts from that
+-- start: a machine without a local record of it must not start a spacing of the old length after it (#16).
+local longer = math.max(spacing, tonumber(ARGV[3]))
+local last = tonumber(redis.call('HGET', state, 'last') or '0')
+if last > 0 and last + gap_of(longer) > tonumber(redis.call('HGET', state, 'next') or '0') then
+  redis.call('HSET', state, 'next', string.format('%.6f', last + gap_of(longer)))
+end
 keep(tonumber(redis.call('HGET', state, 'paused') or '0'))
 return 1
 """

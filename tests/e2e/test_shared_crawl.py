@@ -339,3 +339,22 @@ def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
     finally:
         store.close()
     assert source.mode == "site" and source.next_due > time.time() + 6.9 * 86400
+
+
+def test_a_crawl_delay_read_by_one_worker_holds_for_all_of_them(
+    server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path
+) -> None:
+    """#16 (Crawl-delays hold for all workers; SYN-RATE, ALL-CD): a site whose robots.txt says
+    Crawl-delay: 3, its 5 pages crawled by 3 workers: robots.txt fetched once (by one worker), and
+    every request to the site, whichever worker sent it, at least 3 s after the one before."""
+    site = f"slowly.{host}"
+    server.add(site, {"/robots.txt": Reply("User-agent: *\nCrawl-delay: 3\n", headers={"Content-Type": "text/plain"}),
+                      "*": _page("paced")})
+    urls = [server.url(site, f"/p{n}.html") for n in range(5)]
+    assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
+    shared.start(3)
+    shared.wait()
+    hits = server.log(site)
+    assert fetched(hits) == {(site, p): 1 for p in ["/robots.txt", *(f"/p{n}.html" for n in range(5))]}
+    assert hits[0].path == "/robots.txt"
+    assert all(gap >= 3.0 for gap in gaps(hits)), gaps(hits)
