@@ -344,16 +344,30 @@ def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
 def test_a_crawl_delay_read_by_one_worker_holds_for_all_of_them(
     server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path
 ) -> None:
-    """#16 (Crawl-delays hold for all workers; SYN-RATE, ALL-CD): a site whose robots.txt says
-    Crawl-delay: 3, its 5 pages crawled by 3 workers: robots.txt fetched once (by one worker), and
-    every request to the site, whichever worker sent it, at least 3 s after the one before."""
+    """#16 (Crawl-delays hold for all workers; SYN-RATE, ALL-CD; JSON, never pickle): a site whose
+    robots.txt says Crawl-delay: 3, its 5 pages crawled by 3 workers: robots.txt fetched once (by one
+    worker), and every request to the site, whichever worker sent it, at least 3 s after the one
+    before. A pickle put in the site's stream by anyone who can write to Redis (its loading would
+    create a directory) is refused by the worker that leases it with one warning line, not unpickled."""
+    import pickle
+
+    from synapsecrawl.frontier_redis import SharedFrontier
+    from tests.core.test_frontier_redis import _Exploit
+
     site = f"slowly.{host}"
     server.add(site, {"/robots.txt": Reply("User-agent: *\nCrawl-delay: 3\n", headers={"Content-Type": "text/plain"}),
                       "*": _page("paced")})
     urls = [server.url(site, f"/p{n}.html") for n in range(5)]
     assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
+    marker = tmp_path / "pwned"
+    attacker = SharedFrontier(shared.redis_url, shared.name, prefix=shared.frontier_prefix)
+    attacker.add_raw(site, pickle.dumps(_Exploit(marker)))  # the site key: its host
+    attacker.close()
     shared.start(3)
     shared.wait()
+    assert not marker.exists()
+    refused = [line for i in range(3) for line in shared.log(i).splitlines() if "refused an entry" in line]
+    assert len(refused) == 1, refused
     hits = server.log(site)
     assert fetched(hits) == {(site, p): 1 for p in ["/robots.txt", *(f"/p{n}.html" for n in range(5))]}
     assert hits[0].path == "/robots.txt"
