@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
-from middlewares.backoff import left_elsewhere
+from middlewares.backoff import SiteLeft, left_elsewhere
 from synapsecrawl.frontier_redis import BadEntry, Entry, FrontierUnreachable, Lease, SharedFrontier
 
 if TYPE_CHECKING:
@@ -75,6 +75,7 @@ class SharedScheduler(BaseScheduler):
         self._quiet_until = 0.0
         self._down_since: float | None = None
         self._sweep_after = 0.0
+        self._left_seen = 0
         self._wake: CallLaterResult | None = None
         self._beat: CallLaterResult | None = None
         self._flushing: CallLaterResult | None = None
@@ -216,6 +217,8 @@ class SharedScheduler(BaseScheduler):
             self._wake_in(_RETRY_DOWN)
             return None
         self._up()
+        if self.frontier.left_count > self._left_seen:
+            self._learn_left()
         if reclaimed:
             logger.info("frontier: %d requests of stopped workers put back in the frontier", reclaimed)
         if lease is None:
@@ -223,6 +226,22 @@ class SharedScheduler(BaseScheduler):
             self._quiet_until = monotonic() + wait
             self._wake_in(wait)
         return lease
+
+    def _learn_left(self) -> None:
+        """Another worker left sites to a later crawl (paused past what the crawl waits): this worker defers
+        them too, the requests of theirs waiting in its downloader included, before their turn comes."""
+        assert self.frontier is not None
+        try:
+            left = self.frontier.left()
+        except FrontierUnreachable as error:
+            self._down(error)
+            return
+        self._left_seen = len(left)
+        downloader = getattr(self.crawler.engine, "downloader", None)
+        for site, (until, reason) in left.items():
+            left_elsewhere(self.crawler, site, until, reason)
+            if hasattr(downloader, "drop_queued"):
+                downloader.drop_queued(site, lambda queued, s=site, u=until, r=reason: SiteLeft(queued.url, s, u, r))
 
     def _next_local(self) -> Request | None:
         downloader = getattr(self.crawler.engine, "downloader", None)

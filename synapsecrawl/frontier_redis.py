@@ -355,7 +355,7 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
         end
         if left then spacing = 0 end
         redis.call('ZADD', P .. ':ready', now + spacing, site)
-        return {1, site, id, data, reclaimed, left or ''}
+        return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left')}
       end
     end
   end
@@ -363,7 +363,7 @@ end
 local first = redis.call('ZRANGE', P .. ':ready', 0, 0, 'WITHSCORES')
 local hint = -1
 if #first > 0 then hint = math.max(tonumber(first[2]) - now, 0) end
-return {0, string.format('%.3f', hint), reclaimed}
+return {0, string.format('%.3f', hint), reclaimed, redis.call('HLEN', P .. ':left')}
 """
 
 # ARGV: P, worker, give back (0|1), members.
@@ -420,6 +420,7 @@ class SharedFrontier:
     delay: float = 1.0
     scan: int = 64
     poll_seconds: float = 0.25
+    left_count: int = field(init=False, default=0)
     _client: redis.Redis = field(init=False)
     _async: redis.asyncio.Redis | None = field(init=False, default=None)
     _scripts: dict[str, Any] = field(init=False, default_factory=dict)
@@ -500,6 +501,7 @@ class SharedFrontier:
 
         Returns (lease or None, seconds until the next site is due or -1 when
         nothing is pending, leases of dead workers put back by this call).
+        ``left_count`` is then how many sites the crawl has left (``left``).
         """
         reply = self._run("lease", _LEASE, [self.pacer_prefix, worker, self.lease_seconds, self.concurrency,
                                             self.scan, self.poll_seconds, 1 if sweep else 0, self.delay])
@@ -507,8 +509,23 @@ class SharedFrontier:
             site, ident = (p.decode("utf-8") if isinstance(p, bytes) else str(p) for p in reply[1:3])
             data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
             left = reply[5].decode("utf-8") if isinstance(reply[5], bytes) else str(reply[5])
+            self.left_count = int(reply[6])
             return Lease(site, ident, data, _left(left)), 0.0, int(reply[4])
+        self.left_count = int(reply[3])
         return None, float(reply[1]), int(reply[2])
+
+    def left(self) -> dict[str, tuple[float, str]]:
+        """The sites this crawl left to a later crawl: site -> (paused until, why)."""
+        try:
+            raw = self._client.hgetall(f"{self.root}:left")
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+        found: dict[str, tuple[float, str]] = {}
+        for key, value in raw.items():
+            site = key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key)
+            found[site] = _left(value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)) or (
+                0.0, "left")
+        return found
 
     def ack(self, worker: str, leases: Sequence[Lease]) -> int:
         """These leases are done (fetched, or refused before the network)."""
