@@ -76,6 +76,8 @@ class SharedSitemapSpider(SitemapSpider):
     """A sitemap's entries go to the shared frontier at once, as many as the source's pages left across
     workers (no backlog held in one worker's memory); what the limit leaves out counts as skipped."""
 
+    name = ""  # not a spider of its own for Scrapy's loader (``scrapy crawl sitemap`` stays SitemapSpider)
+
     def _release(self) -> Any:
         worker = self.worker
         limit = int(self.limits.pages)
@@ -171,7 +173,7 @@ class WorkerSpider(scrapy.Spider):
     def _build(self, source: Source) -> SynapseSpider:
         cls = _MODES[source.mode]
         spider = cls.__new__(cls)
-        scrapy.Spider.__init__(spider, name=cls.name)
+        scrapy.Spider.__init__(spider, name=source.mode)  # the mode's name: its source is recorded under it
         spider.crawler, spider.settings = self.crawler, self.crawler.settings  # no signals: the worker's
         args = {k: v for k, v in (("depth", source.depth), ("max_pages", source.max_pages)) if v is not None}
         try:
