@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["BackoffGateMiddleware", "BackoffMiddleware", "RetryScheduled", "SiteLeft", "UrlHeld"]
+__all__ = ["BackoffGateMiddleware", "BackoffMiddleware", "RetryScheduled", "SiteLeft", "UrlHeld", "left_elsewhere"]
 
 logger = logging.getLogger(__name__)
 
@@ -169,6 +169,8 @@ class _Book:
         if state is None:
             return
         self.histories.setdefault(site, SiteHistory(state.slow_streak, state.forbidden_streak))
+        if self.runtime.shared_pacer is not None:  # every machine counts from what the store remembers
+            self.runtime.shared_pacer.seed_streaks(site, state.slow_streak, state.forbidden_streak)
         remaining = state.paused_until - time.time()
         if remaining <= 0:
             return
@@ -204,6 +206,11 @@ class _Book:
     async def release(self, request: Request) -> None:
         if request.meta.get("backoff_held") or request.meta.get("backoff_retries"):
             await asyncio.to_thread(self.runtime.store().delete_url_hold, self.runtime.profile.name, request.url)
+
+
+def left_elsewhere(crawler: Crawler, site: str, until: float, reason: str) -> None:
+    """Another worker of a shared crawl left ``site`` (paused past what the crawl waits): defer it here too."""
+    _Book.of(crawler).left.setdefault(site, (until, reason))
 
 
 class BackoffGateMiddleware:
@@ -272,7 +279,8 @@ class BackoffMiddleware:
         retry_after = response.headers.get(b"Retry-After")
         if _is_side_fetch(request) and retry_after is None and response.status not in self._policy.slow_statuses:
             return
-        history = self._book.histories.get(site, SiteHistory())
+        history = self._shared_history(site, response.status, retry_after) or self._book.histories.get(
+            site, SiteHistory())
         decision = decide(self._policy, history, status=response.status, retry_after=retry_after,
                           retries=int(request.meta.get("backoff_retries", 0)), now=time.time(),
                           max_wait=self._book.max_wait)
@@ -281,6 +289,16 @@ class BackoffMiddleware:
         request.meta["backoff_judged"] = _Judged(decision, site, changed)
         if decision.site_wait > 0:
             self._pause(site, decision)
+
+    def _shared_history(self, site: str, status: int, retry_after: bytes | None) -> SiteHistory | None:
+        """With a shared pacer, the site's streaks as all machines counted them before this answer (#16:
+        403s in a row on different machines are one streak)."""
+        pacer = self._runtime.shared_pacer
+        if pacer is None:
+            return None
+        signal = status in self._policy.slow_statuses or bool(self._policy.any_retry_after and retry_after)
+        counted = pacer.streaks(site, signal=signal, status=status, forbidden_limit=self._policy.forbidden_streak)
+        return SiteHistory(*counted) if counted is not None else None
 
     def _pace_slow(self, site: str, latency: float | None) -> None:
         profile = self._runtime.profile
@@ -312,6 +330,8 @@ class BackoffMiddleware:
             return
         if site not in self._book.left:
             self._book.left[site] = (until, _why(decision))
+            if self._runtime.shared_crawl is not None:  # every worker defers the site's requests (#16)
+                self._leave_shared(site, until, _why(decision))
             self._book.stat(f"backoff/left/{decision.reason}")
             logger.info("backoff: leaving %s to a later crawl: paused until %s (%s), longer than the %s this "
                         "crawl waits", site, _when(until), _why(decision), _secs(self._book.max_wait))
@@ -319,6 +339,15 @@ class BackoffMiddleware:
         downloader = self._crawler.engine.downloader if self._crawler.engine else None
         if hasattr(downloader, "drop_queued"):
             downloader.drop_queued(site, lambda queued: SiteLeft(queued.url, site, left_until, reason))
+
+    def _leave_shared(self, site: str, until: float, reason: str) -> None:
+        from synapsecrawl.frontier_redis import FrontierUnreachable
+
+        assert self._runtime.shared_crawl is not None
+        try:
+            self._runtime.shared_crawl.leave(site, until, reason)
+        except FrontierUnreachable as error:  # the shared pause still holds the site on every worker
+            logger.warning("backoff: could not tell the other workers to leave %s (%s)", site, error)
 
     async def process_response(self, request: Request, response: Response) -> Request | Response:
         judged: _Judged | None = request.meta.pop("backoff_judged", None)

@@ -44,13 +44,23 @@ class PageBudgetMiddleware:
         """Pages this crawl may still fetch; None when it has no limit."""
         return max(0, self.limit - self._spent) if self.limit else None
 
-    def process_request(self, request: Request) -> None:
+    async def process_request(self, request: Request) -> None:
         if request.meta.get("robots_txt") or request.meta.get("budget_counted"):
             return
+        take_page = getattr(self._crawler.spider, "take_page", None)  # a shared crawl counts in Redis (#16)
+        allowed = await take_page(request) if take_page is not None else None
+        if allowed is not None:
+            if not allowed:
+                self._refuse(request, "its source's")
+            request.meta["budget_counted"] = True
+            return
         if self.limit and self._spent >= self.limit:
-            assert self._crawler.stats is not None
-            self._crawler.stats.inc_value("budget/over_limit")
-            self._runtime.summary.skip(self._runtime.site(request.url), "limit", request.url)
-            raise IgnoreRequest(f"page limit {self.limit} reached: {request.url}")
+            self._refuse(request, str(self.limit))
         self._spent += 1
         request.meta["budget_counted"] = True
+
+    def _refuse(self, request: Request, limit: str) -> None:
+        assert self._crawler.stats is not None
+        self._crawler.stats.inc_value("budget/over_limit")
+        self._runtime.summary.skip(self._runtime.site(request.url), "limit", request.url)
+        raise IgnoreRequest(f"page limit {limit} reached: {request.url}")

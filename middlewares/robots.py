@@ -141,8 +141,17 @@ class RobotsMiddleware:
         return outcome
 
     async def _load(self, origin: str, now: float) -> tuple[float, RobotsOutcome]:
+        shared = self._runtime.shared_crawl
+        if shared is None:
+            return await self._load_copy(origin, now, stored=not self._profile.robots.once_per_crawl)
+        # A shared crawl (#16): one worker fetches a site's robots.txt, the others wait and read its copy from
+        # the KB (fresh from the crawl's start, so "once per crawl" holds across workers).
+        async with shared.robots_lock(self._profile.name, origin, self._runtime.profile.timeout + 15.0):
+            return await self._load_copy(origin, time.time(), stored=True)
+
+    async def _load_copy(self, origin: str, now: float, *, stored: bool) -> tuple[float, RobotsOutcome]:
         store = self._runtime.store()
-        if not self._profile.robots.once_per_crawl:
+        if stored:
             copy = await asyncio.to_thread(store.get_robots, self._profile.name, origin)
             if copy is not None:
                 outcome = judge_fetch(self._profile.robots, self._profile.tokens, copy.status, copy.body)

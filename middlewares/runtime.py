@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from synapsecrawl.config import check_config
 from synapsecrawl.extract.pool import Reader
+from synapsecrawl.frontier_redis import SharedFrontier
 from synapsecrawl.kb.store import DEFAULT_KB_URI, Store, open_store
 from synapsecrawl.pacing import SiteClock
 from synapsecrawl.pacing_redis import DEFAULT_PREFIX, RedisPacing
@@ -38,6 +39,7 @@ class Runtime:
     reader: Reader = field(default_factory=lambda: Reader(0))  # extraction, in worker processes (EXTRACT_PROCESSES)
     summary: CrawlSummary = field(default_factory=CrawlSummary)
     started_at: float = field(default_factory=time.time)
+    shared_crawl: SharedFrontier | None = None  # set by the worker spider of a shared crawl (spiders.worker)
     _store: Store | None = None
 
     @classmethod

@@ -9,6 +9,7 @@
     synapsecrawl botpage --profile NAME [--format md|html] [--toml FILE]   a bot's public page, from its profile
     synapsecrawl publish --out DIR [--profile NAME] [--key PATH]    (synapsecrawl.publish)
     synapsecrawl serve [--uri KB_URI] [--host 127.0.0.1] [--port 8766]     (synapsecrawl.serve)
+    synapsecrawl crawl add|status --crawl NAME ...                         (synapsecrawl.crawlcli)
 
 Errors are one line on stderr and exit status 2 (usage) or 1 (everything else).
 """
@@ -21,6 +22,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from synapsecrawl.crawlcli import register as register_crawl
 from synapsecrawl.errors import SynapseError
 from synapsecrawl.kb.store import DEFAULT_KB_URI, PageRecord, open_store
 from synapsecrawl.keyscli import register as register_keys
@@ -188,6 +190,7 @@ def _parser() -> argparse.ArgumentParser:
     register_recrawl(commands)
     register_publish(commands)
     register_serve(commands)
+    register_crawl(commands)
     return parser
 
 

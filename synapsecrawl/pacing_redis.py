@@ -56,7 +56,8 @@ for _, name in ipairs({'spacing', 'slow'}) do
   local value = tonumber(redis.call('HGET', state, name) or '0')
   if value > spacing then spacing = value end
 end
-local gap = spacing + math.min(spacing * $ratio, $cap) + $seconds
+local function gap_of(s) return s + math.min(s * $ratio, $cap) + $seconds end
+local gap = gap_of(spacing)
 local function keep(until_)
   local ms = math.ceil((math.max(until_ - now, 0) + $keep) * 1000)
   redis.call('PEXPIRE', state, ms)
@@ -80,7 +81,7 @@ if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   return reply(0, math.max(math.min(tonumber(first[2]) - now, tonumber(ARGV[5])), 0.001))
 end
-redis.call('HSET', state, 'next', string.format('%.6f', now + gap))
+redis.call('HSET', state, 'next', string.format('%.6f', now + gap), 'last', string.format('%.6f', now))
 redis.call('ZADD', KEYS[2], string.format('%.6f', now + tonumber(ARGV[3])), ARGV[4])
 keep(math.max(now + tonumber(ARGV[3]), paused))
 return reply(1, 0)
@@ -94,6 +95,9 @@ if ago >= 0 then
   local next_start = tonumber(redis.call('HGET', state, 'next') or '0')
   if now - ago + gap > next_start then
     redis.call('HSET', state, 'next', string.format('%.6f', now - ago + gap))
+  end
+  if now - ago > tonumber(redis.call('HGET', state, 'last') or '0') then
+    redis.call('HSET', state, 'last', string.format('%.6f', now - ago))
   end
 end
 return 1
@@ -114,6 +118,37 @@ return string.format('%.6f', paused - now)
 # ARGV: delay, field ('spacing' or 'slow'), seconds.
 _SET = _PRELUDE + """
 redis.call('HSET', state, ARGV[2], string.format('%.6f', tonumber(ARGV[3])))
+-- A longer spacing learned after a start (robots.txt's Crawl-delay, read once it answered) counts from that
+-- start: a machine without a local record of it must not start a spacing of the old length after it (#16).
+local longer = math.max(spacing, tonumber(ARGV[3]))
+local last = tonumber(redis.call('HGET', state, 'last') or '0')
+if last > 0 and last + gap_of(longer) > tonumber(redis.call('HGET', state, 'next') or '0') then
+  redis.call('HSET', state, 'next', string.format('%.6f', last + gap_of(longer)))
+end
+keep(tonumber(redis.call('HGET', state, 'paused') or '0'))
+return 1
+"""
+
+# ARGV: delay, signal (0|1: a 429/503 or a Retry-After), status (0: none), 403s in a row that pause (0: never).
+# Applies one answer to the site's streaks (synapsecrawl.backoff._judge_site's arithmetic) and returns them
+# as they were before it: answers from every machine are counted in Redis's order.
+_STREAKS = _PRELUDE + """
+local slow = tonumber(redis.call('HGET', state, 'slow_streak') or '0')
+local forbidden = tonumber(redis.call('HGET', state, 'forbidden_streak') or '0')
+local status, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+local new_slow, new_forbidden = slow, forbidden
+if ARGV[2] == '1' then new_slow = slow + 1 elseif status > 0 and status < 400 then new_slow = 0 end
+if status == 403 then new_forbidden = forbidden + 1 elseif status > 0 then new_forbidden = 0 end
+if limit > 0 and new_forbidden >= limit then new_forbidden = 0 end
+redis.call('HSET', state, 'slow_streak', new_slow, 'forbidden_streak', new_forbidden)
+keep(tonumber(redis.call('HGET', state, 'paused') or '0'))
+return {slow, forbidden}
+"""
+
+# ARGV: delay, slow streak, forbidden streak: what the store remembers, unless Redis already knows the site.
+_SEED = _PRELUDE + """
+redis.call('HSETNX', state, 'slow_streak', ARGV[2])
+redis.call('HSETNX', state, 'forbidden_streak', ARGV[3])
 keep(tonumber(redis.call('HGET', state, 'paused') or '0'))
 return 1
 """
@@ -154,6 +189,7 @@ class RedisPacing:
     prefix: str = DEFAULT_PREFIX
     poll_seconds: float = 0.25
     clock: Callable[[], float] = time.monotonic
+    report_outages: bool = True  # one warning per site whose turn Redis failed to give
     _local: SiteClock = field(init=False)
     _shared_spacing: dict[str, float] = field(init=False, default_factory=dict)
     _written: dict[tuple[str, str], float] = field(init=False, default_factory=dict)
@@ -246,6 +282,24 @@ class RedisPacing:
         except redis.RedisError as error:  # the lease expires on its own
             self._unreachable(site, error)
 
+    def streaks(self, site: str, *, signal: bool, status: int | None, forbidden_limit: int) -> tuple[int, int] | None:
+        """Count one answer in the site's shared streaks (pauses in a row, 403s in a row); return them as
+        they stood before it, so every machine's 403s count toward one streak. None if Redis failed."""
+        try:
+            slow, forbidden = self._script("streaks", _STREAKS)(
+                keys=self._keys(site), args=[self.delay, 1 if signal else 0, status or 0, forbidden_limit])
+        except redis.RedisError as error:
+            self._unreachable(site, error)
+            return None
+        return int(slow), int(forbidden)
+
+    def seed_streaks(self, site: str, slow: int, forbidden: int) -> None:
+        """What the store remembers of the site's streaks, unless another machine already counts them."""
+        try:
+            self._script("seed", _SEED)(keys=self._keys(site), args=[self.delay, slow, forbidden])
+        except redis.RedisError as error:
+            self._unreachable(site, error)
+
     def _write(self, site: str, name: str, value: float) -> None:
         if name == "slow" and math.isclose(self._written.get((site, name), -1.0), value):
             return  # measured on every answer: write only a change
@@ -259,6 +313,9 @@ class RedisPacing:
     def _unreachable(self, site: str, error: redis.RedisError) -> None:
         if site not in self._failing:
             self._failing.add(site)
+            if not self.report_outages:  # a shared crawl's frontier says it once for the whole worker
+                logger.debug("pacing: Redis failed for %s (%s)", site, error)
+                return
             logger.warning("pacing: Redis at %s failed for %s (%s): holding the site until it answers",
                            self.url, site, error)
 

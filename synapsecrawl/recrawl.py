@@ -3,6 +3,7 @@
     synapsecrawl recrawl [--uri KB_URI] [--kb NAME] [--scrapyd URL [--project NAME]]
                          [--project-dir DIR] [--set NAME=VALUE ...] [--lock PATH]
                          [--timeout SECONDS] [--dry-run]
+                         [--crawl NAME [--redis URL] [--prefix PREFIX] [--workers N]]
 
 ``plan`` decides which sources are due (time passed in). Each due source is
 crawled with the arguments its KB user gave, under the profile it was read
@@ -12,6 +13,11 @@ Scrapyd's ``schedule.json``. Cron gives no terminal, a bare environment and
 found through its installed settings module (or ``--project-dir``), paths are
 made absolute, and a lock (``fcntl.flock``, released by the kernel if the run
 dies) refuses a second run on the same KB while one is crawling.
+
+With ``--crawl NAME`` each due source goes into that shared crawl instead
+(``synapsecrawl crawl add``; a drained crawl starts a new round, its duplicate
+filter cleared), read by its workers; with ``--scrapyd`` too, ``--workers N``
+worker jobs are scheduled for it (#16).
 
 It prints one line per source. Exit status: 0 all due sources crawled or
 scheduled (or none due); 1 at least one failed; 2 usage; 75 (EX_TEMPFAIL)
@@ -272,6 +278,9 @@ def _recrawl(args: argparse.Namespace, store: Store, uri: str, *, extra: list[tu
         if args.dry_run:
             _say("due", source, "would be re-read")
             continue
+        if args.crawl:
+            failed += not _add_shared(store, source, args.crawl, args.redis, args.prefix)
+            continue
         arguments = crawl_arguments(source, _urls_file(state, source))
         if args.scrapyd:
             form = schedule_form(args.project, source, arguments, crawl_settings(source, uri, extra))
@@ -282,7 +291,60 @@ def _recrawl(args: argparse.Namespace, store: Store, uri: str, *, extra: list[tu
         settings = crawl_settings(source, uri, [("LOG_FILE", str(log)), *extra])
         failed += not _run_local(store, source, scrapy_command(source, arguments, settings),
                                  cwd=project_dir or state, env=env, timeout=args.timeout or None)
+    if args.crawl and args.scrapyd and chosen.due and not args.dry_run:
+        failed += not _schedule_workers(args, extra, uri)
     return 1 if failed else 0
+
+
+def _add_shared(store: Store, source: Source, crawl: str, redis_url: str, prefix: str) -> bool:
+    """A due source goes into shared crawl ``crawl`` (#16), read again by its workers, who record it."""
+    from synapsecrawl.crawlcli import add_source
+    from synapsecrawl.crawlrequest import CrawlRequest
+    from synapsecrawl.frontier_redis import SharedFrontier
+
+    frontier = SharedFrontier(redis_url, crawl, prefix=prefix)
+    try:
+        if frontier.new_round():
+            _say("round", source, f"shared crawl {crawl} was drained: a new round begins")
+        request = CrawlRequest(source.urls, source.kb, source.depth or None, source.max_pages or None)
+        add_source(frontier, source.mode, request)
+    except SynapseError as exc:
+        store.put_source(after_failure(source, time.time(), "failed: Redis unreachable"))
+        _say("failed", source, str(exc))
+        return False
+    finally:
+        frontier.close()
+    store.put_source(claim(source, time.time(), f"queued in shared crawl {crawl}"))
+    _say("queued", source, f"shared crawl {crawl}")
+    return True
+
+
+def _schedule_workers(args: argparse.Namespace, extra: Sequence[tuple[str, str]], uri: str) -> bool:
+    """``--workers N`` Scrapyd jobs of ``scrapy crawl worker -a crawl=NAME`` for the shared crawl."""
+    settings = [("KB_URI", uri), ("PACING_REDIS_URL", args.redis), ("FRONTIER_REDIS_PREFIX", args.prefix), *extra]
+    form = [("project", args.project), ("spider", "worker"), *(("setting", f"{k}={v}") for k, v in settings),
+            ("crawl", args.crawl)]
+    ok = True
+    for _ in range(args.workers):
+        ok = _schedule_job(args.scrapyd, form) and ok
+    return ok
+
+
+def _schedule_job(scrapyd: str, form: list[tuple[str, str]]) -> bool:
+    parts = urllib.parse.urlsplit(scrapyd)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--scrapyd {scrapyd!r} is not an http(s) URL")
+    netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+    endpoint = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/schedule.json", "", ""))
+    request = urllib.request.Request(endpoint, data=urllib.parse.urlencode(form).encode(), method="POST")  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (scheme checked above)
+            answer: dict[str, Any] = json.loads(response.read())
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        sys.stdout.write(f"failed  worker: Scrapyd at {netloc} did not schedule it: {getattr(exc, 'reason', exc)}\n")
+        return False
+    sys.stdout.write(f"scheduled  worker of shared crawl: Scrapyd job {answer.get('jobid', '')}\n")
+    return answer.get("status") == "ok"
 
 
 def register(commands: Any) -> None:
@@ -300,6 +362,14 @@ def register(commands: Any) -> None:
     sub.add_argument("--timeout", type=float, default=0, metavar="SECONDS",
                      help="stop a local crawl running longer than this (default: no limit)")
     sub.add_argument("--dry-run", action="store_true", help="print what is due, crawl nothing")
+    sub.add_argument("--crawl", default=None, metavar="NAME",
+                     help="put due sources into this shared crawl (#16) instead of crawling them here")
+    sub.add_argument("--redis", default=os.environ.get("PACING_REDIS_URL") or "redis://127.0.0.1:6379/0",
+                     help="the shared crawl's Redis (default: $PACING_REDIS_URL or the local one)")
+    sub.add_argument("--prefix", default=os.environ.get("FRONTIER_REDIS_PREFIX") or "synapsecrawl:frontier",
+                     help="the shared crawl's key prefix")
+    sub.add_argument("--workers", type=int, default=1, metavar="N",
+                     help="with --crawl and --scrapyd: schedule N worker jobs (default: %(default)s)")
     sub.set_defaults(handler=_handler)
 
 

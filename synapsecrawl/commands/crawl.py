@@ -19,6 +19,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 import synapsecrawl.settings as project_settings
 from middlewares.addon import operator_settings
 from synapsecrawl.config import check_config
+from synapsecrawl.crawlcli import check_worker_arguments
 from synapsecrawl.crawlrequest import CrawlRequest
 from synapsecrawl.errors import ArgumentError, ConfigError, StoreError
 from synapsecrawl.jobdir import clear_stale, mark_running
@@ -41,6 +42,8 @@ class Command(ScrapyCrawl):
             if args[:1] == ["ondemand"]:  # serves agents' asks: no start URLs (spiders.ondemand)
                 check_arguments(**arguments)
                 check_serving(config.profile, self.settings.get("ONDEMAND_HOST"), self.settings.get("ONDEMAND_PORT"))
+            elif args[:1] == ["worker"]:  # joins a shared crawl: its work is in Redis (spiders.worker, #16)
+                check_worker_arguments(self.settings.get("PACING_REDIS_URL") or "", **arguments)
             else:
                 CrawlRequest.from_args(**arguments)
             check_operations(self.settings)

@@ -16,8 +16,8 @@ robots.txt, backoff and source times are unix seconds (double precision).
 
 from __future__ import annotations
 
-import re
 import math
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager

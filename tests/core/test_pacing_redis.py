@@ -147,3 +147,19 @@ async def test_unreachable_redis_means_not_yet(machine: Machine) -> None:
     assert await pacer.acquire(SITE) == Turn(None, 5.0)
     pacer.pause(SITE, 30.0)  # kept locally
     assert pacer.paused_until(SITE) == 30.0
+
+
+async def test_a_crawl_delay_learned_after_a_start_pushes_the_next_start_for_every_machine(
+    machine: Machine, redis_prefix: str
+) -> None:
+    """ALL-CD, OMN-SITE, #16: robots.txt is fetched at the profile's spacing (1 s here), and its
+    Crawl-delay: 20 is learned once it has answered; another machine, which has no local record of
+    that fetch, must not be granted the site's next start 1 s after it but 20 s after it."""
+    a, b = machine(delay=1.0), machine(delay=1.0)
+    turn = await a.acquire(SITE)  # robots.txt
+    assert turn.lease is not None
+    await a.release(SITE, turn.lease, arrived_ago=0.0)
+    a.set_crawl_delay(SITE, 20.0)
+    _ = redis_prefix
+    later = await b.acquire(SITE)
+    assert not later.granted and later.wait > 18.0

@@ -1,0 +1,198 @@
+"""Scale-out: one crawl shared by 1, 2 and 4 workers (#16), from the server's log and Redis's own counts.
+
+    python -m bench.scaleout --hosts 400 --pages 5 --delay 20 --workers 1,2,4   # politeness-bound
+    python -m bench.scaleout --hosts 400 --pages 5 --delay 1 --workers 1,2,4    # CPU-bound
+
+Each run: a fresh redis-server of the benchmark's own (no other client's
+commands in its counts), a fresh PostgreSQL schema as the KB, the URL list
+added with ``synapsecrawl crawl add --mode page``, and N ``scrapy crawl
+worker`` processes started at once (SnagaBot: 1 s floor, no 500-page cap).
+Every host's robots.txt states the Crawl-delay, so the ideal makespan is the
+politeness bound, pages x delay (robots.txt counts toward the pace).
+
+Reported per run: the makespan (first to last arrival at the server), its
+ratio to one worker's (the throughput gain), efficiency against the ideal,
+per-site violations (gaps under the Crawl-delay, two requests in flight at a
+site: must be 0), pages fetched more than once, and Redis round trips per
+page: the calls a client makes (EVALSHA/EVAL, MULTI pipelines, the few plain
+commands) from ``INFO commandstats`` before and after; the commands a script
+runs inside Redis are not round trips and are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench.common import ROOT, judge, machine, scrapy_bin
+from bench.sim import SimWeb, make_hosts
+
+__all__ = ["main", "run_scaleout"]
+
+POSTGRES = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+# Commands a client sends (one round trip each); what scripts call inside Redis is not counted.
+_CLIENT_COMMANDS = ("evalsha", "eval", "multi", "ping", "hgetall", "set", "script", "hello", "client", "select")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _redis(port: int, data: Path) -> subprocess.Popen[bytes]:
+    import redis
+
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
+                             "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    for _ in range(200):
+        try:
+            client.ping()
+            break
+        except redis.RedisError:
+            time.sleep(0.05)
+    client.close()
+    return proc
+
+
+def _round_trips(port: int) -> int:
+    import redis
+
+    client = redis.Redis(port=port)
+    stats = client.info("commandstats")
+    client.close()
+    return sum(int(value["calls"]) for key, value in stats.items()
+               if key.removeprefix("cmdstat_").split("|")[0] in _CLIENT_COMMANDS)
+
+
+def _schema() -> tuple[str, str]:
+    import psycopg
+
+    name = f"bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{name}"')
+    sep = "&" if "?" in POSTGRES else "?"
+    return name, f"{POSTGRES}{sep}options=-csearch_path%3D{name}"
+
+
+def _drop(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float) -> dict[str, Any]:
+    port = _free_port()
+    data = tmp / f"redis-{workers}"
+    data.mkdir()
+    redis_proc = _redis(port, data)
+    schema, kb_uri = _schema()
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+        added = subprocess.run([str(Path(scrapy_bin()).parent / "synapsecrawl"), "crawl", "add", "--crawl", "bench",
+                                "--redis", url, "--urls-file", str(urls_file), "--mode", "page"],
+                               capture_output=True, text=True, check=False, env=env)
+        assert added.returncode == 0, added.stderr
+        before = _round_trips(port)
+        web.reset()
+        settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri,
+                    "BOT_PROFILE": "snagabot", "LOG_LEVEL": "INFO", "PACING_REDIS_URL": url}
+        procs, logs = [], []
+        started = time.monotonic()
+        for index in range(workers):
+            log = tmp / f"w{workers}-{index}.log"
+            logs.append(log)
+            cmd = [scrapy_bin(), "crawl", "worker", "-a", "crawl=bench"]
+            for key, value in {**settings, "LOG_FILE": str(log)}.items():
+                cmd += ["-s", f"{key}={value}"]
+            procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        codes = []
+        for proc in procs:
+            try:
+                codes.append(proc.wait(timeout=max(1.0, timeout - (time.monotonic() - started))))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes.append(proc.wait())
+        wall = time.monotonic() - started
+        after = _round_trips(port)
+    finally:
+        redis_proc.terminate()
+        redis_proc.wait(timeout=30)
+        _drop(schema)
+    hits = web.log()
+    spacing = {host: float(spec.crawl_delay or 0.0) for host, spec in web.hosts.items()}
+    figures = judge(hits, spacing)
+    pages = [h for h in hits if h.path != "/robots.txt"]
+    repeated = sum(n - 1 for n in Counter((h.host, h.path) for h in pages).values() if n > 1)
+    return {
+        "workers": workers, "exit_codes": codes, "wall": round(wall, 2), "makespan": round(figures.makespan, 2),
+        "ideal": round(figures.ideal, 2), "efficiency": round(figures.efficiency, 3), "requests": figures.requests,
+        "pages_ok": figures.pages_ok, "robots": figures.robots, "repeated_fetches": repeated,
+        "gap_violations": figures.gap_violations, "concurrency_violations": figures.concurrency_violations,
+        "min_gap_ratio": round(figures.min_gap_ratio, 3), "violation_examples": figures.examples[:5],
+        "redis_round_trips": after - before,
+        "round_trips_per_page": round((after - before) / max(1, figures.pages_ok), 2),
+        "errors": sum(path.read_text(errors="replace").count(" ERROR: ") for path in logs if path.exists()),
+        "load": os.getloadavg()[0],
+    }
+
+
+def run_scaleout(hosts: int, pages: int, delay: float, workers: list[int], timeout: float = 900) -> dict[str, Any]:
+    specs = make_hosts(hosts, pages, [delay])
+    result: dict[str, Any] = {"hosts": hosts, "pages": pages, "delay": delay, "machine": machine(), "runs": []}
+    with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-scaleout-") as tmpdir:
+        tmp = Path(tmpdir)
+        urls_file = tmp / "urls.txt"
+        urls_file.write_text("\n".join(web.page_urls()) + "\n")
+        for count in workers:
+            run = _one(web, urls_file, tmp, count, timeout)
+            result["runs"].append(run)
+            print(json.dumps(run), flush=True)
+    base = result["runs"][0]["makespan"] if result["runs"] else 0.0
+    for run in result["runs"]:
+        run["speedup"] = round(base / run["makespan"], 3) if run["makespan"] else 0.0
+    return result
+
+
+def print_result(result: dict[str, Any]) -> None:
+    print(f"\n{result['hosts']} sites x {result['pages']} pages, Crawl-delay {result['delay']:g} s "
+          f"({result['machine'].get('cpus', '?')} CPUs)")
+    print("workers  makespan  ideal  efficiency  speedup  violations  repeated  round trips/page")
+    for run in result["runs"]:
+        print(f"{run['workers']:7d}  {run['makespan']:8.1f}  {run['ideal']:5.0f}  {run['efficiency']:10.2f}  "
+              f"{run['speedup']:7.2f}  {run['gap_violations'] + run['concurrency_violations']:10d}  "
+              f"{run['repeated_fetches']:8d}  {run['round_trips_per_page']:16.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", type=int, default=400)
+    parser.add_argument("--pages", type=int, default=5)
+    parser.add_argument("--delay", type=float, default=20.0)
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = parser.parse_args()
+    result = run_scaleout(args.hosts, args.pages, args.delay, [int(w) for w in args.workers.split(",")],
+                          timeout=args.timeout)
+    print_result(result)
+    if args.out is not None:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,369 @@
+"""The scheduler of a shared crawl: requests in and out of ``synapsecrawl.frontier_redis`` (#16).
+
+``scrapy crawl worker -a crawl=NAME`` sets ``SCHEDULER`` to ``SharedScheduler``.
+A request goes to Redis as a JSON ``Entry`` (its callback a method name of
+its source's spider); ``next_request`` leases one request of a site that is
+due, across all workers, and the worker spider acknowledges the lease once
+the request's answer has been read and its items and links handed on
+(``spiders.worker``). A request that comes back as a new copy (a redirect, a
+backoff retry) ends its old lease in the same Redis step that queues the copy.
+
+A request whose meta cannot travel as JSON (a feed entry waiting for its
+article's og:image) stays in this worker, in a small local queue, and is
+handed out when its site is due here: its feed's state lives in this process.
+
+Redis that stops answering is one warning line; the scheduler then asks
+again every second, keeps what it has to send in memory, and says so when
+Redis answers again. Leases are renewed by a heartbeat (a third of their
+life), so only a worker that stopped (killed, cut off) loses them; just after
+Redis comes back, a worker waits two heartbeats before putting other
+workers' expired leases back, so that every live worker has renewed its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections import deque
+from contextlib import suppress
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.utils.asyncio import CallLaterResult, call_later
+
+from middlewares.backoff import SiteLeft, left_elsewhere
+from synapsecrawl.frontier_redis import BadEntry, Entry, FrontierUnreachable, Lease, SharedFrontier
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+
+__all__ = ["LEASE", "SharedScheduler"]
+
+logger = logging.getLogger(__name__)
+
+LEASE = "frontier_lease"  # meta: [site, stream id] of the lease this request holds
+ORIGIN = "frontier"  # meta: {"src", "cb", "eb"}: the source and callbacks it was queued with
+# Meta that describes one download, not the request: never sent to Redis.
+_TRANSIENT = frozenset({
+    LEASE, ORIGIN, "download_slot", "download_latency", "pacing_lease", "pacing_turn", "backoff_judged",
+    "gate_refused_type", "size_truncated", "depth_reset_done", "download_timeout",
+})
+_IDLE_ASK = 1.0  # seconds between asks when no site is due and none is known to fall due sooner
+_RETRY_DOWN = 1.0  # seconds between asks while Redis does not answer
+
+
+def worker_name() -> str:
+    """This worker's name in the crawl: host, process id and a random part (a restarted worker is new)."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class SharedScheduler(BaseScheduler):
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.spider: Any = None
+        self.frontier: SharedFrontier | None = None
+        self.worker = ""
+        self.held: dict[str, Lease] = {}  # member -> lease this worker holds
+        self._out: deque[tuple[str, Entry, Lease | None]] = deque()  # to queue in Redis
+        self._acks: list[Lease] = []  # done, to acknowledge once what they queued is in Redis
+        self._local: deque[Request] = deque()
+        self._quiet_until = 0.0
+        self._down_since: float | None = None
+        self._sweep_after = 0.0
+        self._left_seen = 0
+        self._wake: CallLaterResult | None = None
+        self._beat: CallLaterResult | None = None
+        self._flushing: CallLaterResult | None = None
+        self.beat_seconds = 5.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SharedScheduler:
+        return cls(crawler)
+
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        frontier = getattr(spider, "frontier", None)
+        if not isinstance(frontier, SharedFrontier):
+            raise TypeError("SharedScheduler needs the worker spider (scrapy crawl worker -a crawl=NAME)")
+        self.frontier = frontier
+        self.worker = str(spider.worker)
+        self.beat_seconds = max(0.5, min(5.0, frontier.lease_seconds / 3))
+        self._heartbeat()
+
+    def close(self, reason: str) -> None:
+        for handle in (self._wake, self._beat, self._flushing):
+            if handle is not None:
+                handle.cancel()
+        self._flush()
+        # Stopped before these were done (Ctrl-C, a shutdown): back to the frontier now, not after they expire.
+        left = list(self.held.values())
+        self._ack_pending()
+        if left and self.frontier is not None:
+            try:
+                given = self.frontier.give_back(self.worker, left)
+                logger.info("frontier: %d requests this worker held put back for the others", given)
+            except FrontierUnreachable as error:
+                logger.warning("frontier: Redis did not answer at close (%s): %d leases expire on their own",
+                               error, len(left))
+        self.held.clear()
+
+    def has_pending_requests(self) -> bool:
+        return bool(self._local or self._out or self._acks)
+
+    def __len__(self) -> int:
+        return len(self._local) + len(self._out)
+
+    # In.
+
+    def enqueue_request(self, request: Request) -> bool:
+        assert self.spider is not None
+        ending = None
+        member = _member(request.meta.get(LEASE))
+        entry = self.spider.entry_for(request)
+        if entry is None:  # cannot travel as JSON: kept here; the lease it came with is over
+            if member is not None and member in self.held:
+                self.done(request)
+            self._local.append(request)
+            self._nudge()
+            return True
+        if member is not None:
+            ending = self.held.pop(member, None)
+        site = self.spider.runtime.site(request.url)
+        self._out.append((site, entry, ending))
+        self._quiet_until = 0.0
+        if self._flushing is None:
+            self._flushing = call_later(0, self._flush_soon)
+        return True
+
+    def _flush_soon(self) -> None:
+        self._flushing = None
+        self._flush()
+        self._nudge()
+
+    def _flush(self) -> bool:
+        """Queue what waits to go to Redis; False if Redis did not take it (kept for the next try)."""
+        if self.frontier is None:
+            return False
+        while self._out:
+            batch: list[tuple[str, Entry]] = []
+            ending = None
+            while self._out and len(batch) < 200:
+                site, entry, lease = self._out[0]
+                if lease is not None:
+                    if batch:
+                        break
+                    ending = lease
+                    batch.append((site, entry))
+                    self._out.popleft()
+                    break
+                batch.append((site, entry))
+                self._out.popleft()
+            try:
+                self.frontier.add(batch, worker=self.worker, ending=ending)
+            except FrontierUnreachable as error:
+                for site, entry in reversed(batch):
+                    self._out.appendleft((site, entry, ending))
+                    ending = None
+                self._down(error)
+                return False
+            self._up()
+        return True
+
+    # Out.
+
+    def next_request(self) -> Request | None:
+        request = self._next_local()
+        if request is not None:
+            return request
+        now = monotonic()
+        if now < self._quiet_until or self.frontier is None:
+            return None
+        if not self._flush():
+            self._wake_in(_RETRY_DOWN)
+            return None
+        self._ack_pending()
+        for _ in range(16):
+            # Not the first call after an outage: other workers' leases may look expired until they renew.
+            lease = self._lease(sweep=self._down_since is None and now >= self._sweep_after)
+            if lease is None:
+                return None
+            try:
+                entry = Entry.from_json(lease.data)
+                request = self.spider.request_for(entry, lease)
+            except BadEntry as error:
+                logger.warning("frontier: refused an entry of %s that is not ours (%s): dropped", lease.site, error)
+                self._try_ack([lease])
+                continue
+            self.held[lease.member] = lease
+            if lease.left is not None:  # another worker left the site: this one defers it too
+                left_elsewhere(self.crawler, lease.site, *lease.left)
+            if request is not None:
+                return request
+            # a source's start, run by the spider: it ends the lease itself
+        return None
+
+    def _lease(self, *, sweep: bool) -> Lease | None:
+        """One lease from Redis, or None (nothing due: woken when the next site is; Redis down: in a second)."""
+        assert self.frontier is not None
+        try:
+            lease, hint, reclaimed = self.frontier.lease(self.worker, sweep=sweep)
+        except FrontierUnreachable as error:
+            self._down(error)
+            self._wake_in(_RETRY_DOWN)
+            return None
+        self._up()
+        if self.frontier.left_count > self._left_seen:
+            self._learn_left()
+        if reclaimed:
+            logger.info("frontier: %d requests of stopped workers put back in the frontier", reclaimed)
+        if lease is None:
+            wait = _IDLE_ASK if hint < 0 else min(max(hint, 0.01), _IDLE_ASK)
+            self._quiet_until = monotonic() + wait
+            self._wake_in(wait)
+        return lease
+
+    def _learn_left(self) -> None:
+        """Another worker left sites to a later crawl (paused past what the crawl waits): this worker defers
+        them too, the requests of theirs waiting in its downloader included, before their turn comes."""
+        assert self.frontier is not None
+        try:
+            left = self.frontier.left()
+        except FrontierUnreachable as error:
+            self._down(error)
+            return
+        self._left_seen = len(left)
+        downloader = getattr(self.crawler.engine, "downloader", None)
+        for site, (until, reason) in left.items():
+            left_elsewhere(self.crawler, site, until, reason)
+            if hasattr(downloader, "drop_queued"):
+                downloader.drop_queued(site, lambda queued, s=site, u=until, r=reason: SiteLeft(queued.url, s, u, r))
+
+    def _next_local(self) -> Request | None:
+        downloader = getattr(self.crawler.engine, "downloader", None)
+        due = getattr(downloader, "due", None)
+        for _ in range(len(self._local)):
+            request = self._local.popleft()
+            site = self.spider.runtime.site(request.url)
+            when = due(site) if due is not None else 0.0
+            if when is not None and when <= monotonic() + 0.05:
+                return request
+            self._local.append(request)
+        if self._local:
+            self._wake_in(0.25)
+        return None
+
+    # Done.
+
+    def done(self, request: Request) -> None:
+        """``request``'s answer is read and what it yielded handed on: its lease ends."""
+        member = _member(request.meta.get(LEASE))
+        lease = self.held.pop(member, None) if member is not None else None
+        if lease is None:
+            return
+        self._acks.append(lease)
+        self._quiet_until = 0.0
+        self._ack_pending()
+        self._nudge()
+
+    def _ack_pending(self) -> None:
+        if not self._acks or not self._flush():  # what a request queued goes in before its lease ends
+            return
+        acks, self._acks = self._acks, []
+        if not self._try_ack(acks):
+            self._acks = acks + self._acks
+
+    def _try_ack(self, leases: list[Lease]) -> bool:
+        assert self.frontier is not None
+        try:
+            self.frontier.ack(self.worker, leases)
+        except FrontierUnreachable as error:
+            self._down(error)
+            return False
+        self._up()
+        return True
+
+    # Liveness.
+
+    def _heartbeat(self) -> None:
+        self._beat = call_later(self.beat_seconds, self._heartbeat)
+        if self.frontier is None:
+            return
+        self._flush()
+        self._ack_pending()
+        try:
+            self.frontier.heartbeat(self.worker, [*self.held.values(), *self._acks])
+        except FrontierUnreachable as error:
+            self._down(error)
+            return
+        self._up()
+
+    def _down(self, error: FrontierUnreachable) -> None:
+        if self._down_since is None:
+            self._down_since = monotonic()
+            assert self.frontier is not None
+            logger.warning("frontier: Redis at %s does not answer (%s): waiting for it; %d requests held here, "
+                           "nothing is lost", self.frontier.url, str(error).splitlines()[0][:200], len(self.held))
+
+    def _up(self) -> None:
+        if self._down_since is None:
+            return
+        assert self.frontier is not None
+        logger.warning("frontier: Redis at %s answers again after %.0f s: going on", self.frontier.url,
+                       monotonic() - self._down_since)
+        self._down_since = None
+        # Other workers' leases may look expired now: give them two heartbeats to renew before sweeping.
+        self._sweep_after = monotonic() + 2 * self.beat_seconds + 1.0
+        with suppress(FrontierUnreachable):
+            self.frontier.heartbeat(self.worker, [*self.held.values(), *self._acks])
+
+    def _wake_in(self, seconds: float) -> None:
+        if self._wake is not None:
+            return
+        self._wake = call_later(seconds, self._woken)
+
+    def _woken(self) -> None:
+        self._wake = None
+        self._nudge()
+
+    def _nudge(self) -> None:
+        slot = getattr(self.crawler.engine, "_slot", None)  # the engine's own "look at the scheduler again"
+        if slot is not None:
+            slot.nextcall.schedule()
+
+    def wait_idle(self) -> asyncio.Future[None] | None:
+        return None
+
+
+def _member(value: Any) -> str | None:
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+        return f"{value[0]}\t{value[1]}"
+    return None
+
+
+def plain_meta(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The meta to send with a request, or None when some of it cannot travel as JSON."""
+    kept: dict[str, Any] = {}
+    for key, value in meta.items():
+        if key in _TRANSIENT or key.startswith("_"):
+            continue
+        if not _travels(value):
+            return None
+        kept[key] = value
+    return kept
+
+
+def _travels(value: Any, depth: int = 0) -> bool:
+    if depth > 8:
+        return False
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return True
+    if isinstance(value, list):
+        return all(_travels(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _travels(v, depth + 1) for k, v in value.items())
+    return False

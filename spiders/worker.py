@@ -1,0 +1,365 @@
+"""``scrapy crawl worker -a crawl=NAME [-a stay=1]``: one worker of a crawl shared by many machines (#16).
+
+Every worker of a crawl points at one Redis (``PACING_REDIS_URL``, which also
+shares the per-site pacer) and one KB (``KB_URI``, PostgreSQL). Work goes in
+with ``synapsecrawl crawl add --crawl NAME ...``: a source (page, site,
+sitemap or feed, with its KB, depth and page limit) and one start entry. The
+worker that leases a source's start entry runs that mode's own spider's
+``start`` (``spiders.page``, ``.site``, ``.sitemap``, ``.feed``); every request
+it and the answers yield goes back to the shared frontier
+(``middlewares.sharedfrontier``), so any worker may fetch it, in its site's
+turn. The mode's spider (one per source, in every worker) reads each answer:
+scope, depth and nofollow are the mode's own. The page limit of a source is
+counted in Redis, across workers (``take_page``).
+
+A lease ends once the request's answer has been read and its items and links
+handed on (the scraper is done with it), so a worker killed at any point
+loses nothing: what it held goes back to the frontier when its lease expires.
+
+The worker stops when the crawl has nothing pending and nothing in flight on
+any worker (checked twice, a heartbeat apart), or keeps waiting for new work
+with ``-a stay=1`` (a worker under Scrapyd that should not end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from time import monotonic
+from typing import Any, ClassVar
+
+import scrapy
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider
+from scrapy.http import Response
+from twisted.python.failure import Failure
+
+from middlewares.addon import operator_settings
+from middlewares.backoff import RetryScheduled
+from middlewares.runtime import Runtime
+from middlewares.sharedfrontier import LEASE, ORIGIN, SharedScheduler, plain_meta, worker_name
+from spiders.base import SynapseSpider
+from spiders.feed import FeedSpider
+from spiders.page import PageSpider
+from spiders.site import SiteSpider
+from spiders.sitemap import SitemapSpider
+from synapsecrawl.config import check_config
+from synapsecrawl.crawlrequest import CrawlRequest
+from synapsecrawl.errors import ConfigError
+from synapsecrawl.frontier_redis import (
+    DEFAULT_FRONTIER_PREFIX,
+    BadEntry,
+    Entry,
+    FrontierUnreachable,
+    Lease,
+    SharedFrontier,
+    Source,
+    check_crawl_name,
+)
+
+__all__ = ["WorkerSpider"]
+
+logger = logging.getLogger(__name__)
+
+START = "start"  # the callback of a source's start entry: run its mode's start()
+# What an entry may name: the modes' callbacks and errbacks, nothing else of a spider.
+_CALLBACKS = frozenset({START, "parse", "parse_sitemap", "parse_feed", "parse_article", "parse_icon"})
+_ERRBACKS = frozenset({"", "sitemap_failed", "feed_failed", "article_failed", "icon_failed"})
+
+
+class SharedSitemapSpider(SitemapSpider):
+    """A sitemap's entries go to the shared frontier at once, as many as the source's pages left across
+    workers (no backlog held in one worker's memory); what the limit leaves out counts as skipped."""
+
+    name = ""  # not a spider of its own for Scrapy's loader (``scrapy crawl sitemap`` stays SitemapSpider)
+
+    def _release(self) -> Any:
+        worker = self.worker
+        limit = int(self.limits.pages)
+        spent = worker.pages_spent(self.source_id) if limit else 0
+        count = len(self.backlog) if not limit else max(0, min(limit - spent, len(self.backlog)))
+        for _ in range(count):
+            yield scrapy.Request(self.backlog.popleft(), callback=self.parse, meta={"depth_reset": True})
+        for url in self.backlog:
+            self.runtime.summary.skip(self.runtime.site(url), "limit")
+        self.backlog.clear()
+
+    source_id: str
+    worker: WorkerSpider
+
+
+_MODES: dict[str, type[SynapseSpider]] = {
+    "page": PageSpider, "site": SiteSpider, "sitemap": SharedSitemapSpider, "feed": FeedSpider,
+}
+
+
+class WorkerSpider(scrapy.Spider):
+    name = "worker"
+    custom_settings: ClassVar[dict[str, Any]] = {"SCHEDULER": "middlewares.sharedfrontier.SharedScheduler"}
+
+    frontier: SharedFrontier
+    runtime: Runtime
+    worker: str
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WorkerSpider:
+        crawl = kwargs.pop("crawl", None)
+        stay = str(kwargs.pop("stay", "0")).lower() in ("1", "true", "yes")
+        kwargs.pop("_job", None)  # Scrapyd's job id
+        if kwargs:
+            raise ConfigError(f"unknown spider argument(s): {', '.join(sorted(kwargs))} (worker takes crawl, stay)")
+        if not crawl:
+            raise ConfigError("the worker joins a shared crawl: give -a crawl=NAME")
+        check_crawl_name(str(crawl))
+        spider: WorkerSpider = super().from_crawler(crawler, *args)
+        runtime = Runtime.of(crawler)
+        pacer = runtime.shared_pacer
+        if pacer is None:
+            raise ConfigError("a shared crawl needs PACING_REDIS_URL (its frontier and pacer live in one Redis)")
+        config = check_config(operator_settings(crawler.settings), {})
+        spider.runtime = runtime
+        spider.worker = worker_name()
+        spider.frontier = SharedFrontier(
+            pacer.url, str(crawl), prefix=crawler.settings.get("FRONTIER_REDIS_PREFIX") or DEFAULT_FRONTIER_PREFIX,
+            pacer_prefix=pacer.prefix, concurrency=runtime.profile.concurrency,
+            # a lease outlives the longest download, then frees a dead worker's requests (as the pacer's)
+            lease_seconds=config.timeout + 15.0, delay=runtime.limits.delay)
+        try:
+            runtime.started_at = spider.frontier.started_at()  # robots.txt fetched in this crawl: fresh
+        except FrontierUnreachable as error:
+            raise ConfigError(f"PACING_REDIS_URL {pacer.url!r} does not answer: {error}") from None
+        runtime.shared_crawl = spider.frontier
+        pacer.report_outages = False  # the scheduler says in one line that Redis does not answer, and when it does
+        spider.limits = replace(runtime.limits, pages=0)  # each source's limit is counted in Redis
+        spider.stay = stay
+        spider._delegates: dict[str, SynapseSpider] = {}
+        spider._ids: dict[int, str] = {}
+        spider._drained_once = 0.0
+        spider._tasks = set()
+        crawler.signals.connect(spider._idle, signal=signals.spider_idle)
+        logger.info("worker %s joins crawl %s (lease %.0f s)", spider.worker, crawl, spider.frontier.lease_seconds)
+        return spider
+
+    stay: bool
+    limits: Any
+    _delegates: dict[str, SynapseSpider]
+    _ids: dict[int, str]
+    _drained_once: float
+    _tasks: set[asyncio.Future[None]]
+
+    async def start(self) -> AsyncIterator[Any]:
+        return
+        yield  # the work comes from the shared frontier
+
+    # Sources: one spider of the source's mode, built once per worker.
+
+    def delegate(self, source_id: str) -> SynapseSpider:
+        spider = self._delegates.get(source_id)
+        if spider is not None:
+            return spider
+        source = self.frontier.sources().get(source_id)
+        if source is None:
+            raise BadEntry(f"no source {source_id!r} in this crawl")
+        spider = self._build(source)
+        self._delegates[source_id] = spider
+        self._ids[id(spider)] = source_id
+        return spider
+
+    def _build(self, source: Source) -> SynapseSpider:
+        cls = _MODES[source.mode]
+        spider = cls.__new__(cls)
+        scrapy.Spider.__init__(spider, name=source.mode)  # the mode's name: its source is recorded under it
+        spider.crawler, spider.settings = self.crawler, self.crawler.settings  # no signals: the worker's
+        args = {k: v for k, v in (("depth", source.depth), ("max_pages", source.max_pages)) if v is not None}
+        try:
+            spider.crawl = CrawlRequest(source.urls, source.kb, source.depth, source.max_pages)
+            spider.limits = check_config(operator_settings(self.crawler.settings), args).limits
+        except ConfigError as error:
+            raise BadEntry(f"source {source.id}: {error}") from None
+        spider.runtime = self.runtime
+        spider._requested = set()
+        spider._revisited = True  # a shared crawl does not re-read unreached pages at one worker's idle
+        if isinstance(spider, SitemapSpider):
+            spider.backlog = deque()
+        if isinstance(spider, SharedSitemapSpider):
+            spider.source_id, spider.worker = source.id, self
+        if isinstance(spider, FeedSpider):
+            spider.previews = self.runtime.profile.accepts_type("image/png")
+            spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()
+        return spider
+
+    # Requests to and from the frontier.
+
+    def entry_for(self, request: scrapy.Request) -> Entry | None:
+        """``request`` as a frontier entry, or None when it cannot travel as JSON (kept in this worker)."""
+        meta = plain_meta(request.meta)
+        if meta is None:
+            return None
+        callback, errback = request.callback, request.errback
+        if getattr(callback, "__self__", None) is self:
+            origin = request.meta.get(ORIGIN) or {}
+            source, cb, eb = origin.get("src"), origin.get("cb"), origin.get("eb", "")
+        else:
+            owner = getattr(callback, "__self__", None)
+            source = self._ids.get(id(owner))
+            cb = getattr(callback, "__name__", None)
+            eb = getattr(errback, "__name__", "") if errback is not None else ""
+            if errback is not None and getattr(errback, "__self__", None) is not owner:
+                return None
+        if not source or cb not in _CALLBACKS or eb not in _ERRBACKS:
+            return None
+        headers = tuple((k.decode("latin-1"), v.decode("latin-1"))
+                        for k, values in request.headers.items() for v in values)
+        return Entry(url=request.url, source=source, callback=cb, errback=eb, method=request.method,
+                     headers=headers, body=request.body, meta=meta, priority=request.priority,
+                     dont_filter=request.dont_filter)
+
+    def request_for(self, entry: Entry, lease: Lease) -> scrapy.Request | None:
+        """The request of a leased entry (None for a start entry, run here); ``BadEntry`` if not ours."""
+        if entry.callback not in _CALLBACKS or entry.errback not in _ERRBACKS:
+            raise BadEntry(f"callback {entry.callback!r} is not one a shared crawl runs")
+        delegate = self.delegate(entry.source)
+        if entry.callback == START:
+            self._spawn(self._start_source(delegate, lease))
+            return None
+        meta = dict(entry.meta)
+        meta[ORIGIN] = {"src": entry.source, "cb": entry.callback, "eb": entry.errback}
+        meta[LEASE] = [lease.site, lease.id]
+        return scrapy.Request(entry.url, callback=self._dispatch, errback=self._dispatch_failed,
+                              method=entry.method, headers=list(entry.headers) or None, body=entry.body or None,
+                              meta=meta, priority=entry.priority, dont_filter=True)
+
+    async def _start_source(self, delegate: SynapseSpider, lease: Lease) -> None:
+        scheduler = self._scheduler()
+        count = 0
+        try:
+            async for request in delegate.start():
+                scheduler.enqueue_request(request)
+                count += 1
+        except Exception:  # one source's start failing must not stop the worker
+            logger.exception("crawl: the start of source %s failed", self._ids.get(id(delegate)))
+        logger.info("crawl: source %s (%s %s) started: %d requests queued", self._ids.get(id(delegate)),
+                    delegate.name, delegate.crawl.urls[0], count)
+        fake = scrapy.Request("data:,", meta={LEASE: [lease.site, lease.id]})
+        scheduler.done(fake)
+
+    def _scheduler(self) -> SharedScheduler:
+        engine = self.crawler.engine
+        assert engine is not None and engine._slot is not None
+        scheduler = engine._slot.scheduler
+        assert isinstance(scheduler, SharedScheduler)
+        return scheduler
+
+    # Answers: the source's own callbacks, then the lease ends.
+
+    def _target(self, request: scrapy.Request, which: str) -> Any:
+        origin = request.meta.get(ORIGIN) or {}
+        name = origin.get(which) or ""
+        if not name:
+            return None
+        return getattr(self.delegate(str(origin.get("src"))), name)
+
+    async def _dispatch(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
+        request = response.request
+        assert request is not None
+        try:
+            async for output in _outputs(self._target(request, "cb")(response)):
+                yield output
+        finally:
+            self._finish_later(request)
+
+    async def _dispatch_failed(self, failure: Failure) -> AsyncIterator[Any]:
+        request = failure.request  # type: ignore[attr-defined]
+        try:
+            errback = self._target(request, "eb")
+            if errback is not None:
+                async for output in _outputs(errback(failure)):
+                    yield output
+        finally:
+            if not failure.check(RetryScheduled):  # the retry comes back with the same lease, ended then
+                self._finish_later(request)
+
+    def _finish_later(self, request: scrapy.Request) -> None:
+        self._spawn(self._finish(request))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)  # held until done: the loop keeps only weak references to tasks
+        task.add_done_callback(self._tasks.discard)
+
+    async def _finish(self, request: scrapy.Request) -> None:
+        """End the lease once the scraper is done with the request: its items written, its links queued."""
+        engine = self.crawler.engine
+        slot = getattr(getattr(engine, "scraper", None), "slot", None)
+        while slot is not None and request in slot.active:
+            await asyncio.sleep(0.02)
+        self._scheduler().done(request)
+
+    # The source's page limit, across workers.
+
+    async def take_page(self, request: scrapy.Request) -> bool | None:
+        """Count one page against its source's limit in Redis: True if it may be fetched, None if unlimited."""
+        origin = request.meta.get(ORIGIN) or {}
+        delegate = self._delegates.get(str(origin.get("src")))
+        limit = int(delegate.limits.pages) if delegate is not None else 0
+        if not limit:
+            return None
+        warned = False
+        while True:
+            try:
+                return self.frontier.take_page(str(origin.get("src")), limit)
+            except FrontierUnreachable as error:
+                if not warned:
+                    logger.warning("frontier: Redis does not answer (%s): %s waits to be counted", error, request.url)
+                    warned = True
+                await asyncio.sleep(1.0)
+
+    def pages_spent(self, source: str) -> int:
+        try:
+            return self.frontier.pages_spent(source)
+        except FrontierUnreachable:
+            return 0  # the budget middleware still refuses what is over the limit
+
+    # The end.
+
+    def _idle(self, **_: Any) -> None:
+        if self.stay:
+            raise DontCloseSpider("waiting for new work (-a stay=1)")
+        try:
+            drained = self.frontier.drained()
+        except FrontierUnreachable:
+            raise DontCloseSpider("Redis does not answer") from None
+        if not drained:
+            self._drained_once = 0.0
+            raise DontCloseSpider("other workers still hold requests of the crawl")
+        now = monotonic()
+        if not self._drained_once or now - self._drained_once < 1.0:
+            self._drained_once = self._drained_once or now
+            raise DontCloseSpider("drained once: checking again")
+
+    def closed(self, reason: str) -> None:
+        """Record each source this worker read, for ``recrawl`` (SYN-REREAD)."""
+        for delegate in self._delegates.values():
+            try:
+                delegate.closed(reason)
+            except Exception:  # one source's record must not hide the others
+                logger.exception("crawl: recording source %s failed", self._ids.get(id(delegate)))
+
+
+async def _outputs(result: Any) -> AsyncIterator[Any]:
+    """Whatever a Scrapy callback returned, as one async iterator."""
+    if inspect.isawaitable(result):
+        result = await result
+    if result is None:
+        return
+    if hasattr(result, "__aiter__"):
+        async for output in result:
+            yield output
+        return
+    for output in result:
+        yield output

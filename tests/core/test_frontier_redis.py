@@ -1,0 +1,142 @@
+"""The shared frontier's Redis scripts, against the real test Redis (#16)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from synapsecrawl.frontier_redis import BadEntry, Entry, SharedFrontier
+from synapsecrawl.pacing_redis import RedisPacing
+from tests.conftest import REDIS_URL
+
+
+@pytest.fixture
+def frontier(redis_prefix: str) -> Iterator[SharedFrontier]:
+    f = SharedFrontier(REDIS_URL, "core", prefix=f"{redis_prefix}:frontier", pacer_prefix=f"{redis_prefix}:pacing",
+                       lease_seconds=30.0, delay=0.5)
+    yield f
+    f.close()
+
+
+class _Exploit:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (os.mkdir, (str(self.path),))
+
+
+def test_a_pickled_entry_written_by_anyone_is_refused_not_unpickled(frontier: SharedFrontier, tmp_path: Path) -> None:
+    """#16 (serialization JSON, never pickle): a pickle whose loading would run code (os.mkdir), put in
+    a site's stream as anyone who can write to Redis could, is leased like any entry but read as JSON
+    only: BadEntry, and the code never ran (no directory)."""
+    marker = tmp_path / "pwned"
+    payload = pickle.dumps(_Exploit(marker))
+    assert not marker.exists()
+    frontier.add_raw("evil.test", payload)
+    lease, _, _ = frontier.lease("w1")
+    assert lease is not None and lease.data == payload
+    with pytest.raises(BadEntry):
+        Entry.from_json(lease.data)
+    for bad in (b'{"v":1,"u":"file:///etc/passwd","s":"x"}', b'{"v":1,"u":"http://a/","s":"x","cb":"os.system"}',
+                b'{"v":1,"u":"http://a/","s":"x","p":"x"}', b"[1,2]", b"\x80\x04K\x01."):
+        with pytest.raises(BadEntry):
+            Entry.from_json(bad)
+    assert not marker.exists()
+
+
+def test_an_entry_round_trips_as_json() -> None:
+    """#16: what the frontier holds is the request's own fields, JSON, read back unchanged."""
+    entry = Entry(url="https://a.test/x?q=1", source="s1", callback="parse_feed", errback="feed_failed",
+                  headers=(("Accept", "application/rss+xml"),), meta={"depth": 2, "feed": True, "redirect_urls": ["u"]},
+                  priority=-2, dont_filter=True)
+    assert Entry.from_json(entry.to_json().encode()) == entry
+
+
+def test_the_duplicate_filter_keeps_one_request_per_canonical_url(frontier: SharedFrontier) -> None:
+    """#16 (duplicate filter in Redis): the same page added twice, or with a #fragment or another host
+    case, is queued once across all adders; a dont_filter copy goes in."""
+    first = frontier.add([("a.test", Entry("http://a.test/p", "s"))])
+    again = frontier.add([("a.test", Entry("http://A.test/p#top", "s")), ("a.test", Entry("http://a.test/p", "s"))])
+    forced = frontier.add([("a.test", Entry("http://a.test/p", "s", dont_filter=True))])
+    assert (first, again, forced) == (1, 0, 1)
+
+
+def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_flight(
+    frontier: SharedFrontier, redis_prefix: str
+) -> None:
+    """#16 (requests handed out in pacing order, never waiting in one worker's memory): a site's second
+    request is not leased to any worker within a spacing of its first, nor while the shared pacer
+    counts the site's one allowed download in flight (concurrency 1), nor before the pacer's next
+    start once that download is given back; another site's request is leased meanwhile."""
+    import asyncio
+
+    frontier.add([("a.test", Entry(f"http://a.test/{n}", "s")) for n in range(2)])
+    frontier.add([("b.test", Entry("http://b.test/0", "s"))])
+    first, _, _ = frontier.lease("w1")
+    assert first is not None and first.site == "a.test"
+    other, _, _ = frontier.lease("w2")
+    assert other is not None and other.site == "b.test"
+    assert frontier.lease("w2")[0] is None  # within a spacing (0.5 s) of a.test's lease
+    pacer = RedisPacing(REDIS_URL, delay=2.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0,
+                        prefix=f"{redis_prefix}:pacing")
+
+    async def download() -> None:
+        turn = await pacer.acquire("a.test")
+        assert turn.lease is not None
+        await asyncio.sleep(0.6)
+        assert frontier.lease("w2")[0] is None  # a spacing on, but a.test's download is in flight
+        await pacer.release("a.test", turn.lease)
+        await pacer.aclose()
+
+    asyncio.run(download())
+    assert frontier.lease("w2")[0] is None  # given back, but the pacer's next start (2 s) has not come
+    time.sleep(2.0)
+    second, _, _ = frontier.lease("w2")
+    assert second is not None and second.site == "a.test"
+
+
+def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_not(redis_prefix: str) -> None:
+    """#16 (leases): a request leased by a worker that stops renewing (killed) is put back once its
+    lease expires and leased again by another worker; a lease its worker's heartbeat renews stays."""
+    f = SharedFrontier(REDIS_URL, "core", prefix=f"{redis_prefix}:frontier", pacer_prefix=f"{redis_prefix}:pacing",
+                       lease_seconds=1.0, delay=0.0)
+    f.add([("a.test", Entry("http://a.test/dead", "s")), ("b.test", Entry("http://b.test/alive", "s"))])
+    dead, _, _ = f.lease("dead-worker")
+    alive, _, _ = f.lease("live-worker")
+    assert dead is not None and alive is not None
+    for _ in range(4):
+        time.sleep(0.4)
+        assert f.heartbeat("live-worker", [alive]) == 1
+    again, _, reclaimed = f.lease("other")
+    assert reclaimed == 1
+    assert again is not None and Entry.from_json(again.data).url == Entry.from_json(dead.data).url
+    assert f.lease("other")[0] is None  # the live worker's lease was not taken
+    status = f.status()
+    assert status.workers["other"][0] == 1 and status.workers["live-worker"][0] == 1
+    f.ack("live-worker", [alive])
+    f.ack("other", [again])
+    assert f.drained()
+    f.close()
+
+
+def test_redis_down_is_frontier_unreachable() -> None:
+    """#16 (Redis unreachable): every frontier call that cannot reach Redis raises one exception the
+    scheduler turns into one line and a wait."""
+    from synapsecrawl.frontier_redis import FrontierUnreachable
+
+    f = SharedFrontier("redis://127.0.0.1:1/0", "core")
+    with pytest.raises(FrontierUnreachable):
+        f.lease("w")
+    with pytest.raises(FrontierUnreachable):
+        f.add([("a.test", Entry("http://a.test/", "s"))])
+    f.close()
+
+
+_unused = redis

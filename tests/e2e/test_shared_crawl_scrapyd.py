@@ -1,0 +1,55 @@
+"""Scrapyd running the workers of a shared crawl, as an operator would deploy them (#16)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REDIS_URL, synapsecrawl, write_urls
+from tests.e2e.sharedcrawl import fetched
+from tests.e2e.test_scrapyd import (  # noqa: F401 - the module's Scrapyd fixtures
+    TEST_SETTINGS,
+    deployed,
+    job_log,
+    schedule,
+    scrapyd,
+    scrapyd_venv,
+    wait_finished,
+)
+from tests.site.server import Reply, TestServer
+
+pytestmark = pytest.mark.e2e
+
+
+def test_two_scrapyd_worker_jobs_share_one_crawl(
+    deployed: str, server: TestServer, host: str, redis_prefix: str, postgres_schema_uri: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """#16 (Scrapyd running N workers; CARD-USE): a URL list added to a shared crawl, and 2 worker jobs
+    of the project deployed with scrapyd-deploy, scheduled through schedule.json (as `recrawl --crawl
+    NAME --scrapyd URL --workers 2` does): both join the crawl, each page is fetched once, the
+    PostgreSQL KB holds every page, neither job logs an error."""
+    sites = [f"j{i}.{host}" for i in range(3)]
+    for site in sites:
+        server.add(site, {"/robots.txt": Reply("", status=404), "*": Reply("<title>t</title><p>job page</p>")})
+    urls = [server.url(site, f"/p{n}.html") for site in sites for n in range(4)]
+    name, prefix = host.replace(".", "-"), f"{redis_prefix}:frontier"
+    added = synapsecrawl("crawl", "add", "--crawl", name, "--redis", REDIS_URL, "--prefix", prefix,
+                         "--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page")
+    assert added.returncode == 0, added.stderr
+    settings = {**TEST_SETTINGS, "KB_URI": postgres_schema_uri, "PACING_REDIS_URL": REDIS_URL,
+                "PACING_REDIS_PREFIX": redis_prefix, "FRONTIER_REDIS_PREFIX": prefix}
+    settings.pop("DOWNLOAD_DELAY")
+    jobs = [schedule(deployed, "worker", settings, {"crawl": name}) for _ in range(2)]
+    for job in jobs:
+        wait_finished(deployed, job, timeout=240)
+    logs = [job_log(deployed, "worker", job) for job in jobs]
+    for log in logs:
+        assert "log_count/ERROR" not in log, log[-3000:]
+        assert f"joins crawl {name}" in log
+    hits = [hit for site in sites for hit in server.log(site) if hit.path != "/robots.txt"]
+    assert fetched(hits) == {(site, f"/p{n}.html"): 1 for site in sites for n in range(4)}
+    listed = synapsecrawl("kb", "list", "--uri", postgres_schema_uri, "--format", "jsonl")
+    assert sorted(json.loads(line)["url"] for line in listed.stdout.splitlines()) == sorted(urls)
