@@ -88,13 +88,13 @@ def resolve(resolver: GuardedResolver, name: str) -> object:
 
 def test_host_resolve_maps_names_and_the_guard_refuses_a_private_answer(tmp_path: Path) -> None:
     """HOST_RESOLVE: a mapped name resolves to its address; a private answer is refused after
-    resolution (one warning, remembered in the runtime's refused hosts for robots.txt's message)."""
+    resolution (one warning, remembered by the resolver for robots.txt's message)."""
     crawler = crawler_for(tmp_path, HOST_RESOLVE="*.test=127.0.0.1,pub.example=93.184.215.14")
     resolver = GuardedResolver.from_crawler(crawler, MemoryReactor())
     assert resolve(resolver, "pub.example") == "93.184.215.14"
     refused = resolve(resolver, "docs.test")
     assert isinstance(refused, Failure) and refused.check(AddressRefused)
-    assert "docs.test resolves to 127.0.0.1" in Runtime.of(crawler).refused_hosts["docs.test"]
+    assert "docs.test resolves to 127.0.0.1" in resolver.refused["docs.test"]
 
 
 def test_allow_private_addresses_lets_a_mapped_loopback_name_resolve(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_allow_private_addresses_lets_a_mapped_loopback_name_resolve(tmp_path: P
     crawler = crawler_for(tmp_path, HOST_RESOLVE="*.test=127.0.0.1", ALLOW_PRIVATE_ADDRESSES=True)
     resolver = GuardedResolver.from_crawler(crawler, MemoryReactor())
     assert resolve(resolver, "a.b.test") == "127.0.0.1"
-    assert Runtime.of(crawler).refused_hosts == {}
+    assert resolver.refused == {}
 
 
 def test_a_system_answer_is_guarded_too() -> None:

@@ -15,10 +15,13 @@ import pytest
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.misc import build_from_crawler
+from twisted.internet.testing import MemoryReactor
 
+from middlewares.resolver import GuardedResolver
 from middlewares.robots import RobotsMiddleware
 from middlewares.runtime import Runtime
 from synapsecrawl.kb.store import PageRecord, utcnow
+from synapsecrawl.netguard import parse_host_resolve
 from tests.adapters.crawlers import SideFetches, crawler_for
 
 DAY = 86400.0
@@ -226,11 +229,13 @@ async def test_more_than_five_redirects_is_unavailable(tmp_path: Path) -> None:
     assert not await yotta.allows("https://a.test/")
 
 
-async def test_a_refused_address_is_named_not_blamed_on_robots_txt(tmp_path: Path) -> None:
+async def test_a_refused_address_is_named_not_blamed_on_robots_txt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Address guard: when robots.txt was unreachable because the resolver refused the host, the page
     is refused as an address (stat and summary), with the resolver's reason."""
     robots = Robots(tmp_path, {"http://inside.test/robots.txt": IgnoreRequest("refused")})
-    robots.runtime.refused_hosts["inside.test"] = "inside.test resolves to 10.0.0.1, a private address"
+    resolver = GuardedResolver(MemoryReactor(), 0, 1.0, host_map=parse_host_resolve(""), allow_private=False)
+    resolver.refused["inside.test"] = "inside.test resolves to 10.0.0.1, a private address"
+    monkeypatch.setattr(GuardedResolver, "installed", resolver)  # as Scrapy installs the process's resolver
     with pytest.raises(IgnoreRequest, match=r"resolves to 10\.0\.0\.1"):
         await robots.mw.process_request(Request("http://inside.test/"))
     assert robots.stat("netguard/address") == 1 and robots.stat("robots/disallowed") is None
