@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 from typing import cast
@@ -82,3 +84,29 @@ def test_a_closed_writer_refuses_records() -> None:
     writer.close()
     with pytest.raises(RuntimeError):
         writer.submit(1)
+
+
+def test_passages_are_indexed_exactly_once_also_in_a_kb_made_by_older_code(tmp_path: Path) -> None:
+    """#17: passages go into passages_fts in one statement per page, not by a trigger per row. A KB
+    file made by older code still has that trigger; opened again it is dropped, so a written, rewritten
+    or deleted page leaves the index matching the passages exactly (FTS5's integrity-check), and search
+    still answers from the passages."""
+    path = tmp_path / "kb.sqlite3"
+    SQLiteStore(path).close()
+    with closing(sqlite3.connect(path)) as old:  # as older code left the file
+        old.execute("CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN "
+                    "INSERT INTO passages_fts(rowid, text) VALUES (new.id, new.text); END")
+        old.commit()
+    store = SQLiteStore(path)
+    store.put_pages([record(f"http://a.test/{i}", f"Kettle {i} boils.\n\nTeapot {i} pours.") for i in range(5)])
+    store.put_page(record("http://a.test/1", "Samovar one steams.\n\nNothing else."))
+    assert store.delete_page("docs", "http://a.test/2")
+    store.close()
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("INSERT INTO passages_fts(passages_fts, rank) VALUES ('integrity-check', 1)")
+        indexed = db.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'teapot'").fetchone()[0]
+        held = db.execute("SELECT count(*) FROM passages WHERE text LIKE '%Teapot%'").fetchone()[0]
+    assert indexed == held == 3
+    reopened = SQLiteStore(path)
+    assert [hit.url for hit in reopened.search("samovar")] == ["http://a.test/1"]
+    reopened.close()
