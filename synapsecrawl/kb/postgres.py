@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -303,17 +303,22 @@ class PostgresStore(SharedTables):
 
     def put_page(self, page: PageRecord) -> None:
         """Insert or replace the page (kb, url) and its passages in one transaction."""
+        self.put_pages([page])
+
+    def put_pages(self, pages: Sequence[PageRecord]) -> None:
+        """Insert or replace each page and its passages, all in one transaction (#17)."""
         upsert = self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url")) + " RETURNING id"
-        passages = split_passages(page.snippet_text or page.text, page.title)
         with self._transaction() as conn:
-            row = conn.execute(upsert, self._page_values(page)).fetchone()
-            assert row is not None
-            conn.execute("DELETE FROM passages WHERE page_id=%s", (row[0],))
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO passages (page_id, ordinal, text) VALUES (%s, %s, %s)",
-                    [(row[0], ordinal, text) for ordinal, text in enumerate(passages)],
-                )
+            for page in pages:
+                passages = split_passages(page.snippet_text or page.text, page.title)
+                row = conn.execute(upsert, self._page_values(page)).fetchone()
+                assert row is not None
+                conn.execute("DELETE FROM passages WHERE page_id=%s", (row[0],))
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO passages (page_id, ordinal, text) VALUES (%s, %s, %s)",
+                        [(row[0], ordinal, text) for ordinal, text in enumerate(passages)],
+                    )
 
     def delete_page(self, kb: str, url: str) -> bool:
         """Remove a page with its passages and labels; True when there was one."""

@@ -11,7 +11,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -254,9 +254,15 @@ class SQLiteStore(SharedTables):
 
     def put_page(self, page: PageRecord) -> None:
         """Insert or replace the page (kb, url) in one transaction."""
-        with self._transaction() as db:  # the page and its passages together (kb.content)
-            db.execute(self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url")), self._page_values(page))
-            content.write_passages(db, page.kb, page.url, page.snippet_text or page.text, page.title)
+        self.put_pages([page])
+
+    def put_pages(self, pages: Sequence[PageRecord]) -> None:
+        """Insert or replace each page and its passages (kb.content), all in one transaction (#17)."""
+        upsert = self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url"))
+        with self._transaction() as db:
+            for page in pages:
+                db.execute(upsert, self._page_values(page))
+                content.write_passages(db, page.kb, page.url, page.snippet_text or page.text, page.title)
 
     def delete_page(self, kb: str, url: str) -> bool:
         """Remove a page (triggers remove its passages and labels); True when there was one."""

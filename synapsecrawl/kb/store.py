@@ -8,7 +8,7 @@ carry a unix timestamp so their age can be judged against a profile's limit.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -171,6 +171,7 @@ class Store(Protocol):
     """What the crawler and the CLI need from a knowledge base."""
 
     def put_page(self, page: PageRecord) -> None: ...
+    def put_pages(self, pages: Sequence[PageRecord]) -> None: ...  # all in one transaction (#17)
     def get_page(self, kb: str, url: str) -> PageRecord | None: ...
     def delete_page(self, kb: str, url: str) -> bool: ...
     def pages(self, kb: str | None = None) -> Iterator[PageRecord]: ...

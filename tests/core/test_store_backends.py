@@ -187,6 +187,20 @@ def test_writes_from_worker_threads(store: Store) -> None:
     assert len(store.search("kettle", limit=100)) == 40
 
 
+def test_a_batch_of_pages_commits_together_or_not_at_all(store: Store) -> None:
+    """#17 item 2: put_pages writes a batch in one transaction: every page and its passages come back
+    and search finds them; a batch with one page the KB refuses leaves none of that batch behind."""
+    batch = [record(f"http://a.test/{i}", f"kettle number {i}", title=f"Page {i}") for i in range(20)]
+    store.put_pages(batch)
+    assert [store.get_page("docs", page.url) for page in batch] == batch
+    assert len(store.search("kettle", limit=100)) == 20
+    refused = replace(record("http://b.test/bad", "teapot bad"), kb=cast(str, None))  # kb is NOT NULL
+    with pytest.raises(StoreError):
+        store.put_pages([record("http://b.test/1", "teapot one"), refused, record("http://b.test/2", "teapot two")])
+    assert store.page_urls(prefix="http://b.test/") == [] and store.search("teapot") == []
+    assert len(list(store.pages("docs"))) == 20
+
+
 # -- search -------------------------------------------------------------------------
 
 

@@ -1,0 +1,92 @@
+"""The KB write alone: CPU ms a page for SQLite, one transaction a page against batches (#17).
+
+    python -m bench.kbwrite                    # 400 bench.sim pages, batches of 1 (put_page) and 64
+    python -m bench.kbwrite --batches 1,8,64 --parts
+
+The pages are bench.sim's generated pages (about 33 KB of text each), read by
+``read_document`` as the extraction worker reads them, then written in-process,
+so the figure is the writer thread's CPU without the crawl around it.
+``--parts`` repeats the batched write with the FTS5 indexing left out
+(passages, then pages too), to show what each index costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+from bench.sim import _Pages, make_hosts
+from synapsecrawl.extract.read import read_document
+from synapsecrawl.kb import content
+from synapsecrawl.kb.sqlite import SQLiteStore
+from synapsecrawl.kb.store import PageRecord, utcnow
+
+__all__ = ["main"]
+
+
+def _pages(hosts: int, per_host: int) -> list[PageRecord]:
+    specs = make_hosts(hosts, per_host, [0.2])
+    made = _Pages(8, per_host, [h.name for h in specs])
+    pages = []
+    for host in specs:
+        for n in range(per_host):
+            url = f"http://{host.name}/articles/{n}.html"
+            doc = read_document(made.page(host, n), url, content_type="text/html; charset=utf-8",
+                                tokens=("synapsebot",), encoding="utf-8")
+            pages.append(PageRecord(kb="bench", url=url, title=doc.title, text=doc.text, snippet_text=doc.snippet_text,
+                                    content_type="text/html", status=200, fetched_at=utcnow(), site=host.name))
+    return pages
+
+
+def _write(pages: list[PageRecord], batch: int, *, drop: tuple[str, ...] = ()) -> float:
+    """CPU seconds a page to write ``pages`` in batches of ``batch`` into a new KB."""
+    with tempfile.TemporaryDirectory(prefix="bench-kb-") as tmp:
+        store = SQLiteStore(Path(tmp) / "kb.sqlite3")
+        if drop:  # leave indexing out: no pages_fts trigger, no passages_fts statement
+            with sqlite3.connect(store.path) as db:
+                for trigger in drop:
+                    db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        index_passages = content.write_passages
+        if "passages" in drop:
+            content.write_passages = _unindexed
+        try:
+            started = time.process_time()
+            for at in range(0, len(pages), batch):
+                store.put_pages(pages[at:at + batch])
+            return (time.process_time() - started) / len(pages)
+        finally:
+            content.write_passages = index_passages
+            store.close()
+
+
+def _unindexed(db: sqlite3.Connection, kb: str, url: str, text: str, title: str = "") -> None:
+    from synapsecrawl.kb.search import split_passages
+
+    (page_id,) = db.execute("SELECT id FROM pages WHERE kb=? AND url=?", (kb, url)).fetchone()
+    db.execute("DELETE FROM passages WHERE page_id=?", (page_id,))
+    db.executemany("INSERT INTO passages (page_id, ordinal, text) VALUES (?, ?, ?)",
+                   [(page_id, n, passage) for n, passage in enumerate(split_passages(text, title))])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hosts", type=int, default=20)
+    parser.add_argument("--pages", type=int, default=20, help="per host")
+    parser.add_argument("--batches", default="1,64")
+    parser.add_argument("--parts", action="store_true")
+    args = parser.parse_args()
+    pages = _pages(args.hosts, args.pages)
+    chars = sum(len(p.text) for p in pages) / len(pages)
+    print(f"KB write (SQLite), {len(pages)} pages of {chars:.0f} chars of text")
+    for batch in (int(b) for b in args.batches.split(",")):
+        print(f"  batches of {batch:3d}: {_write(pages, batch) * 1000:5.2f} ms CPU/page")
+    if args.parts:
+        print(f"  without passages_fts:  {_write(pages, 64, drop=('passages',)) * 1000:5.2f} ms CPU/page")
+        print(f"  without any FTS5:      {_write(pages, 64, drop=('passages', 'pages_ai')) * 1000:5.2f} ms CPU/page")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""BatchWriter (synapsecrawl.kb.batch): pages written in batches, acknowledged only once committed (#17)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import closing
+from dataclasses import replace
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from synapsecrawl.errors import StoreError
+from synapsecrawl.kb.batch import BatchWriter
+from synapsecrawl.kb.sqlite import SQLiteStore
+from tests.core.test_store_backends import record
+
+
+def test_a_record_is_acknowledged_only_once_its_batch_is_committed(tmp_path: Path) -> None:
+    """#17 item 2: a submitted page's future stays pending while its batch is being written, and is done
+    only after the transaction committed: then a second connection to the file sees the page."""
+    store = SQLiteStore(tmp_path / "kb.sqlite3")
+    entered, release = threading.Event(), threading.Event()
+
+    def write(pages: list) -> None:
+        entered.set()
+        assert release.wait(10)
+        store.put_pages(pages)
+
+    writer = BatchWriter(write, max_items=1, max_wait=0)
+    done = writer.submit(record("http://a.test/1", "kettle"))
+    assert entered.wait(10)
+    assert not done.done()
+    release.set()
+    done.result(timeout=10)
+    reader = SQLiteStore(tmp_path / "kb.sqlite3")
+    assert reader.get_page("docs", "http://a.test/1") is not None
+    writer.close()
+    reader.close()
+    store.close()
+
+
+def test_records_arriving_together_share_one_transaction(tmp_path: Path) -> None:
+    """#17 item 2: records submitted within max_wait of the first go out in batches of at most
+    max_items, one write (one transaction) each, and all of them are stored."""
+    store = SQLiteStore(tmp_path / "kb.sqlite3")
+    sizes: list[int] = []
+
+    def write(pages: list) -> None:
+        sizes.append(len(pages))
+        store.put_pages(pages)
+
+    writer = BatchWriter(write, max_items=10, max_wait=30)  # a batch goes out when full, long before 30 s
+    futures = [writer.submit(record(f"http://a.test/{i}", f"kettle {i}")) for i in range(25)]
+    for future in futures[:20]:
+        future.result(timeout=10)
+    writer.close()  # the last 5: committed on close, without waiting out max_wait
+    assert all(future.done() and future.exception() is None for future in futures)
+    assert sizes == [10, 10, 5] and writer.batches == 3
+    assert len(list(store.pages("docs"))) == 25
+    store.close()
+
+
+def test_a_refused_record_fails_alone_and_its_batch_is_kept(tmp_path: Path) -> None:
+    """#17 item 2, bad input loses nothing: when a batch's transaction fails, its records are written
+    again one by one, so only the refused one fails (its submitter is told why) and the rest are stored."""
+    store = SQLiteStore(tmp_path / "kb.sqlite3")
+    writer = BatchWriter(store.put_pages, max_items=3, max_wait=30)
+    good = [writer.submit(record(f"http://a.test/{i}", f"kettle {i}")) for i in (1, 2)]
+    bad = writer.submit(replace(record("http://a.test/bad", "kettle"), kb=cast(str, None)))  # kb is NOT NULL
+    with pytest.raises(StoreError):
+        bad.result(timeout=10)
+    for future in good:
+        future.result(timeout=10)
+    writer.close()
+    assert [url for _, url in store.page_urls()] == ["http://a.test/1", "http://a.test/2"]
+    store.close()
+
+
+def test_a_closed_writer_refuses_records() -> None:
+    """A record submitted after close would never be written: it is refused at once."""
+    writer: BatchWriter[int] = BatchWriter(lambda batch: None)
+    writer.close()
+    with pytest.raises(RuntimeError):
+        writer.submit(1)
+
+
+def test_passages_are_indexed_exactly_once_also_in_a_kb_made_by_older_code(tmp_path: Path) -> None:
+    """#17: passages go into passages_fts in one statement per page, not by a trigger per row. A KB
+    file made by older code still has that trigger; opened again it is dropped, so a written, rewritten
+    or deleted page leaves the index matching the passages exactly (FTS5's integrity-check), and search
+    still answers from the passages."""
+    path = tmp_path / "kb.sqlite3"
+    SQLiteStore(path).close()
+    with closing(sqlite3.connect(path)) as old:  # as older code left the file
+        old.execute("CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN "
+                    "INSERT INTO passages_fts(rowid, text) VALUES (new.id, new.text); END")
+        old.commit()
+    store = SQLiteStore(path)
+    store.put_pages([record(f"http://a.test/{i}", f"Kettle {i} boils.\n\nTeapot {i} pours.") for i in range(5)])
+    store.put_page(record("http://a.test/1", "Samovar one steams.\n\nNothing else."))
+    assert store.delete_page("docs", "http://a.test/2")
+    store.close()
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("INSERT INTO passages_fts(passages_fts, rank) VALUES ('integrity-check', 1)")
+        indexed = db.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'teapot'").fetchone()[0]
+        held = db.execute("SELECT count(*) FROM passages WHERE text LIKE '%Teapot%'").fetchone()[0]
+    assert indexed == held == 3
+    reopened = SQLiteStore(path)
+    assert [hit.url for hit in reopened.search("samovar")] == ["http://a.test/1"]
+    reopened.close()
