@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -90,14 +91,34 @@ def test_the_sixth_redirect_in_a_row_is_not_followed(tmp_path: Path) -> None:
     assert crawler.stats.get_value("redirect/refused/error") == 1  # type: ignore[union-attr]
 
 
-def test_a_redirect_without_a_usable_location_is_the_answer_itself(tmp_path: Path) -> None:
-    """A 3xx with no Location (or a scheme Scrapy will not follow) is not followed; the answer goes on."""
+def test_a_redirect_without_a_location_is_the_answer_itself(tmp_path: Path) -> None:
+    """A 3xx with no Location header is not a redirect Scrapy can follow: the answer goes on as is."""
     mw = redirects(tmp_path)
     request = Request("http://docs.test/a")
     bare = Response(request.url, status=302, request=request)
     assert mw.process_response(request, bare) is bare
-    odd = moved(request, "ftp://docs.test/file")
-    assert mw.process_response(request, odd) is odd
+
+
+@pytest.mark.parametrize(("location", "reason"), [("javascript:alert(1)", "scheme"),
+                                                  ("ftp://docs.test/file", "scheme"),
+                                                  ("http://[::1/", "error"),
+                                                  ("http://docs.test:99999/x", "error")])
+def test_a_redirect_to_an_unusable_location_skips_the_page_in_one_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, location: str, reason: str) -> None:
+    """#14 item 2, CONTRACT (one-line error): a redirect to a Location that cannot be requested (another
+    scheme, an invalid IPv6 literal, port 99999) is one line naming the page and the Location; the page is
+    skipped (IgnoreRequest, no traceback) and counted, as "scheme" or "error"."""
+    crawler = crawler_for(tmp_path)
+    mw = build_from_crawler(ScopedRedirectMiddleware, crawler)
+    request = Request("http://docs.test/a")
+    with caplog.at_level(logging.INFO, logger="middlewares.redirects"), \
+            pytest.raises(IgnoreRequest, match="not followed"):
+        mw.process_response(request, moved(request, location))
+    lines = [r.getMessage() for r in caplog.records if r.name == "middlewares.redirects"]
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert lines[0].startswith(f"redirect from {request.url} to {location!r} not followed: "), lines
+    assert crawler.stats.get_value(f"redirect/refused/{reason}") == 1  # type: ignore[union-attr]
+    assert Runtime.of(crawler).summary.skipped["docs.test"][reason] == 1
 
 
 def test_robots_txt_follows_its_redirects_anywhere(tmp_path: Path) -> None:

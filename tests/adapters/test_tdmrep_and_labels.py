@@ -20,6 +20,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from middlewares.labels import LabelsMiddleware
 from middlewares.tdmrep import TdmRepMiddleware
+from synapsecrawl.extract.read import read_document
 from synapsecrawl.tdmrep import MAX_TDMREP_BYTES, TdmRep, parse_tdmrep
 from tests.adapters.crawlers import SideFetches, crawler_for
 
@@ -101,6 +102,15 @@ PAGE = b"""<html><head><title>How to bake</title><meta name="tdm-reservation" co
 NO_META = PAGE.replace(b'<meta name="tdm-reservation" content="1">', b"")
 
 
+def read_as_the_spider_does(url: str, body: bytes, **meta: Any) -> Request:
+    """The request of ``url`` with ``page_labels`` as spiders/base.py sets them: the Page.labels that the
+    extraction worker's ``read_document(label=True)`` read from ``body`` (#14 item 5)."""
+    page = read_document(body, url, content_type="text/html; charset=utf-8", tokens=("omniscientebot",),
+                         encoding="utf-8", label=True)
+    assert page.labels is not None
+    return Request(url, meta={**meta, "page_labels": page.labels})
+
+
 async def labelled(mw: LabelsMiddleware, response: HtmlResponse, items: list[Any]) -> list[Any]:
     async def output() -> AsyncIterator[Any]:
         for item in items:
@@ -120,9 +130,9 @@ async def test_a_pages_item_gets_its_kind_link_contexts_and_tdm_policy(tmp_path:
                                                                        omni: dict[str, object]) -> None:
     """OMN-LABELS, OMN-FETCH: the item of the page that was fetched gets its kind, each link's context
     and its TDM reservation (the header's 0 supersedes the file's rule); labels only, no text added; a
-    request and another URL's item pass untouched."""
+    request and another URL's item pass untouched. The labels are the worker's (#14 item 5)."""
     mw = build_from_crawler(LabelsMiddleware, crawler_for(tmp_path, **omni))
-    request = Request("http://example.com/post", meta={"tdmrep_file": parse_tdmrep(RESERVED)})
+    request = read_as_the_spider_does("http://example.com/post", NO_META, tdmrep_file=parse_tdmrep(RESERVED))
     response = HtmlResponse(request.url, body=NO_META, headers={"tdm-reservation": "0",
                                                              "Content-Type": "text/html; charset=utf-8"},
                             request=request)
@@ -142,9 +152,10 @@ async def test_a_pages_item_gets_its_kind_link_contexts_and_tdm_policy(tmp_path:
 ])
 async def test_a_later_declaration_supersedes_an_earlier(tmp_path: Path, omni: dict[str, object], body: bytes,
                                                          headers: dict[str, str], declared: tuple[int, str]) -> None:
-    """OMN-FETCH (TDMRep "Processing priority"): tdmrep.json, then the header, then the meta tag."""
+    """OMN-FETCH (TDMRep "Processing priority"): tdmrep.json, then the header, then the meta tag (which the
+    worker read, #14 item 5)."""
     mw = build_from_crawler(LabelsMiddleware, crawler_for(tmp_path, **omni))
-    request = Request("http://example.com/news/post", meta={"tdmrep_file": parse_tdmrep(RESERVED)})
+    request = read_as_the_spider_does("http://example.com/news/post", body, tdmrep_file=parse_tdmrep(RESERVED))
     response = HtmlResponse(request.url, body=body, headers=headers, encoding="utf-8", request=request)
     item = {"url": response.url}
     await labelled(mw, response, [item])
@@ -152,10 +163,10 @@ async def test_a_later_declaration_supersedes_an_earlier(tmp_path: Path, omni: d
 
 
 async def test_a_body_that_is_no_document_is_labelled_other(tmp_path: Path, omni: dict[str, object]) -> None:
-    """OMN-LABELS, bad input: an empty body is kind "other" with no links, not an error."""
+    """OMN-LABELS, bad input: an empty body, read by the worker, is kind "other" with no links, not an error."""
     mw = build_from_crawler(LabelsMiddleware, crawler_for(tmp_path, **omni))
     response = HtmlResponse("http://example.com/empty", body=b"", encoding="utf-8",
-                            request=Request("http://example.com/empty"))
+                            request=read_as_the_spider_does("http://example.com/empty", b""))
     item = {"url": response.url}
     await labelled(mw, response, [item])
     assert item["page_kind"] == "other" and item["link_contexts"] == []
