@@ -69,7 +69,7 @@ logger = logging.getLogger(__name__)
 START = "start"  # the callback of a source's start entry: run its mode's start()
 # What an entry may name: the modes' callbacks and errbacks, nothing else of a spider.
 _CALLBACKS = frozenset({START, "parse", "parse_sitemap", "parse_feed", "parse_article", "parse_icon"})
-_ERRBACKS = frozenset({"", "sitemap_failed", "feed_failed", "article_failed", "icon_failed"})
+_ERRBACKS = frozenset({"", "page_failed", "sitemap_failed", "feed_failed", "article_failed", "icon_failed"})
 
 
 class SharedSitemapSpider(SitemapSpider):

@@ -33,7 +33,7 @@ from synapsecrawl.frontier_redis import (
     check_crawl_name,
 )
 
-__all__ = ["START_SITE", "add_source", "check_worker_arguments", "register"]
+__all__ = ["START_SITE", "add_source", "check_worker_arguments", "register", "source_key"]
 
 START_SITE = "~start"  # the frontier partition of start entries: no site is fetched for them
 

@@ -39,7 +39,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -653,8 +653,3 @@ def _left(raw: str) -> tuple[float, str] | None:
 def _decoded(raw: Mapping[bytes, bytes]) -> dict[str, str]:
     return {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in raw.items()}
 
-
-def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    """``items`` in slices of ``size``."""
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
