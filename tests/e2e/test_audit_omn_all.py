@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import gaps, write_urls
+from tests.helpers import gaps, write_urls
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e

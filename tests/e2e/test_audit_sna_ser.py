@@ -9,8 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from tests.conftest import synapsecrawl, write_urls
-from tests.helpers import make_pdf, store_of
+from tests.helpers import make_pdf, store_of, synapsecrawl, write_urls
 from tests.site.server import Hit, Reply, TestServer
 
 NO_ROBOTS = Reply("", status=404, headers={"Content-Type": "text/plain"})

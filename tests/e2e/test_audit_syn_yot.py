@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import gaps, synapsecrawl, write_urls
+from tests.helpers import gaps, synapsecrawl, write_urls
 from tests.site.server import Hit, Reply, TestServer
 
 pytestmark = pytest.mark.e2e

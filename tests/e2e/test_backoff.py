@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import gaps, write_urls
-from tests.helpers import store_of
+from tests.helpers import gaps, store_of, write_urls
 from tests.site.server import Hit, Reply, TestServer
 
 pytestmark = pytest.mark.e2e

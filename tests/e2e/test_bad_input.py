@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from tests.conftest import ROOT, _bin, synapsecrawl, write_urls
-from tests.helpers import make_pdf
+from tests.helpers import ROOT, bin_path, make_pdf, synapsecrawl, write_urls
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
@@ -222,7 +221,7 @@ def test_a_crawl_stopped_with_ctrl_c_twice_leaves_a_readable_kb(server: TestServ
     uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
     urls = write_urls(tmp_path / "urls.txt", [server.url(host, f"/p{n}.html") for n in range(12)])
     settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": uri, **FAST}
-    cmd = [_bin("scrapy"), "crawl", "page", "-a", f"urls_file={urls}"]
+    cmd = [bin_path("scrapy"), "crawl", "page", "-a", f"urls_file={urls}"]
     for key, value in settings.items():
         cmd += ["-s", f"{key}={value}"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

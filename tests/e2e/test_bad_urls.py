@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CrawlRun, write_urls
+from tests.helpers import CrawlRun, write_urls
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e

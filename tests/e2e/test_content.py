@@ -12,7 +12,7 @@ import pytest
 
 from synapsecrawl.kb.store import open_store
 from synapsecrawl.labels import parse_document
-from tests.conftest import gaps, write_urls
+from tests.helpers import gaps, write_urls
 from tests.site.server import Reply, TestServer
 
 DATA = Path(__file__).resolve().parent.parent / "data"

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from synapsecrawl.kb.store import SiteState
 from synapsecrawl.urls import origin_of
-from tests.conftest import CrawlRun, gaps, write_urls
-from tests.helpers import store_of
+from tests.helpers import CrawlRun, gaps, store_of, write_urls
 from tests.site.server import Hit, Reply, TestServer
 
 FEEDS = Path(__file__).resolve().parent.parent / "data" / "feeds"

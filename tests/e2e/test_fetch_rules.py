@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from tests.conftest import gaps, write_urls
+from tests.helpers import gaps, write_urls
 from tests.site.server import Reply, TestServer
 
 NO_ROBOTS = Reply("", status=404)

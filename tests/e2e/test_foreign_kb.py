@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import synapsecrawl
 from tests.core.test_kb_marker import other_app, sha256, strip_marker
+from tests.helpers import synapsecrawl
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from synapsecrawl.extract.bounds import MAX_LINKS
-from tests.conftest import write_urls
+from tests.helpers import write_urls
 from tests.hostile import CORPUS, cases
 from tests.site.server import Reply, TestServer
 

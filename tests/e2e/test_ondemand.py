@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from synapsecrawl.kb.store import PageRecord, open_store, utcnow
-from tests.conftest import ROOT, _bin, gaps
 from tests.e2e.ondemand import Fetcher, run_ondemand
+from tests.helpers import ROOT, bin_path, gaps
 from tests.site.server import Reply, TestServer
 
 EMAIL = "alpha.team" + chr(64) + "example.org"
@@ -189,7 +189,7 @@ def test_ondemand_refuses_a_profile_that_promises_no_on_demand_fetch(tmp_path: P
     """SNA-ONDEMAND: only a profile whose page promises on-demand fetches serves them; another is refused
     at start-up with one line."""
     proc = subprocess.run(
-        [_bin("scrapy"), "crawl", "ondemand", "-s", "BOT_PROFILE=synapsebot", "-s", f"KB_URI=sqlite:///{tmp_path}/k"],
+        [bin_path("scrapy"), "crawl", "ondemand", "-s", "BOT_PROFILE=synapsebot", "-s", f"KB_URI=sqlite:///{tmp_path}/k"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )
     assert proc.returncode == 1

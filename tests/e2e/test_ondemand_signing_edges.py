@@ -24,8 +24,8 @@ import pytest
 
 from synapsecrawl.kb.store import PageRecord, open_store, utcnow
 from synapsecrawl.signing import verify_request
-from tests.conftest import gaps, synapsecrawl
 from tests.e2e.ondemand import Fetcher, run_ondemand
+from tests.helpers import gaps, synapsecrawl
 from tests.site.server import Hit, Reply, TestServer
 
 UA = "Mozilla/5.0 (compatible; SnagaBot/0.1.0; +https://snaga.ai/bot)"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import synapsecrawl, write_urls
+from tests.helpers import synapsecrawl, write_urls
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import synapsecrawl
+from tests.helpers import synapsecrawl
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e

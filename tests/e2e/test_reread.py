@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from synapsecrawl.kb.store import RobotsCopy, open_store
-from tests.conftest import write_urls
+from tests.helpers import write_urls
 from tests.site.server import Hit, Reply, TestServer
 
 pytestmark = pytest.mark.e2e

@@ -24,7 +24,7 @@ import pytest
 from synapsecrawl.jobdir import MARK
 from synapsecrawl.kb.store import open_store
 from synapsecrawl.reread import RETRY_AFTER_FAILURE, RUNNING
-from tests.conftest import ROOT, _bin
+from tests.helpers import ROOT, bin_path
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
@@ -88,7 +88,7 @@ class Site:
 def scrapy_command(spider: str, args: dict[str, str], kb_uri: str, extra: dict[str, str]) -> list[str]:
     settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri,
                 "LOG_LEVEL": "INFO", **FAST, **extra}
-    command = [_bin("scrapy"), "crawl", spider]
+    command = [bin_path("scrapy"), "crawl", spider]
     for key, value in args.items():
         command += ["-a", f"{key}={value}"]
     for key, value in settings.items():

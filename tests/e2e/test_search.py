@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from urllib.parse import unquote
 
-from tests.conftest import synapsecrawl, write_urls
+from tests.helpers import synapsecrawl, write_urls
 from tests.site.server import Reply, TestServer
 
 DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"

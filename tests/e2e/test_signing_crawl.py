@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from http_message_signatures import HTTPMessageVerifier, MappingKeyResolver, algorithms
 
 from synapsecrawl.signing import verify_request
-from tests.conftest import synapsecrawl
+from tests.helpers import synapsecrawl
 from tests.site.server import Hit, Reply, TestServer
 
 COMPONENTS = ("@authority", '"signature-agent";key="sig1"', "@method", "@path")

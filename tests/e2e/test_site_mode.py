@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_urls
-from tests.helpers import make_pdf
+from tests.helpers import make_pdf, write_urls
 from tests.site.server import Hit, Reply, TestServer
 
 FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted floor: ten requests a second
