@@ -7,23 +7,22 @@ would run or submit. Omnisciente spaces a site 5 s, so each test keeps to a hand
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import gaps, write_urls
+from tests.site.pages import NO_ROBOTS, TEXT, page
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
 UA = "OmniscienteBot/0.1 (+https://omnisciente.dev/bot; crawler@omnisciente.dev)"
-TEXT = {"Content-Type": "text/plain"}
-NO_ROBOTS = Reply("", status=404, headers=TEXT)
 ROBOTS_PARSE_LIMIT = 512 * 1024  # the profile's [robots] max_bytes: "at least 500 KiB parsed"
 
 
-def html(title: str) -> Reply:
-    return Reply(f"<html><head><title>{title}</title></head><body><p>{title}: a page of plain words.</p></body></html>")
+html = partial(page, say="{title}: a page of plain words.", main=False)
 
 
 def omni(signing_key: Path) -> dict[str, str]:

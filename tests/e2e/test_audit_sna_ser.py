@@ -7,20 +7,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from tests.helpers import make_pdf, store_of, synapsecrawl, write_urls
+from tests.site.pages import NO_ROBOTS, page
 from tests.site.server import Hit, Reply, TestServer
 
-NO_ROBOTS = Reply("", status=404, headers={"Content-Type": "text/plain"})
 SNAGA = {"BOT_PROFILE": "snagabot"}
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 
 
-def html(title: str, body: str = "", head: str = "", headers: dict[str, str] | None = None) -> Reply:
-    return Reply(f"<html><head><title>{title}</title>{head}</head><body><main><h1>{title}</h1>"
-                 f"<p>{body or title + ' is a page of the audit site.'}</p></main></body></html>",
-                 headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})})
+html = partial(page, h1=True, say="{title} is a page of the audit site.")
 
 
 def image() -> Reply:

@@ -5,30 +5,22 @@ answered 304."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import gaps, synapsecrawl, write_urls
+from tests.site.pages import FAST, HTML, TEXT, page
 from tests.site.server import Hit, Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
-FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted floor
 YOTTA = {"BOT_PROFILE": "yottabot"}
-HTML = {"Content-Type": "text/html; charset=utf-8"}
-TEXT = {"Content-Type": "text/plain"}
 
 
-def html(title: str, links: tuple[str, ...] = (), *, head: str = "", headers: dict[str, str] | None = None,
-         rels: dict[str, str] | None = None) -> Reply:
-    rels = rels or {}
-    anchors = "".join(f'<a href="{href}"' + (f' rel="{rels[href]}"' if href in rels else "") + f">{href}</a> "
-                      for href in links)
-    return Reply(f"<html><head><title>{title}</title>{head}</head><body><main><p>{title} is a page with "
-                 f"enough words to be read as text.</p>{anchors}</main></body></html>",
-                 headers={**HTML, **(headers or {})})
+html = partial(page, say="{title} is a page with enough words to be read as text.")
 
 
 def pages(hits: list[Hit]) -> list[str]:
@@ -55,7 +47,7 @@ def test_a_304_that_now_carries_noindex_removes_the_page(server: TestServer, hos
     server.add(host, {"/robots.txt": Reply("", status=404),
                       "/hidden.html": route(False), "/kept.html": route(False)})
     start = server.url(host, "/")
-    server.add(host, {"/": html("Home", ("/hidden.html", "/kept.html"))})
+    server.add(host, {"/": html("Home", links=("/hidden.html", "/kept.html"))})
     first = crawl("site", args={"url": start}, settings=FAST)
     assert first.returncode == 0, first.stderr[-3000:]
     assert len(first.kb()) == 3
@@ -152,12 +144,12 @@ def test_yottabot_directive_variants_in_headers_meta_and_rel(tls_server: TestSer
     nofollow among other values is never requested."""
     tls_server.add(host, {
         "/robots.txt": Reply("", status=404),
-        "/": html("Start", ("/notes.txt", "/none.html", "/caps.html", "/google.html", "/sponsored.html"),
+        "/": html("Start", links=("/notes.txt", "/none.html", "/caps.html", "/google.html", "/sponsored.html"),
                   rels={"/sponsored.html": "noopener NoFollow"}),
         "/notes.txt": Reply("Notes kept out by a header.\n", headers={**TEXT, "X-Robots-Tag": "YottaSearch: noindex"}),
-        "/none.html": html("None", ("/from-none.html",),
+        "/none.html": html("None", links=("/from-none.html",),
                            headers={"X-Robots-Tag": "googlebot: nofollow, YottaBot-SearchBot: none"}),
-        "/caps.html": html("Caps", ("/from-caps.html",), head='<META NAME="YOTTABOT-SEARCHBOT" CONTENT="NOINDEX">'),
+        "/caps.html": html("Caps", links=("/from-caps.html",), head='<META NAME="YOTTABOT-SEARCHBOT" CONTENT="NOINDEX">'),
         "/google.html": html("Google only", headers={"X-Robots-Tag": "googlebot: noindex"}),
         "*": html("Leaf"),
     })  # fmt: skip
@@ -177,7 +169,7 @@ def test_a_site_crawl_started_without_a_trailing_slash_stays_under_that_path(ser
     server.add(host, {
         "/robots.txt": Reply("", status=404),
         "/docs": Reply("", status=301, headers={"Location": "/docs/"}),
-        "/docs/": html("Docs", ("guide.html", "/blog/news.html", "/shop/cart.html")),
+        "/docs/": html("Docs", links=("guide.html", "/blog/news.html", "/shop/cart.html")),
         "/docs/guide.html": html("Guide"),
         "/blog/news.html": html("News"),
         "/shop/cart.html": html("Cart"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -13,10 +14,10 @@ import pytest
 from synapsecrawl.kb.store import open_store
 from synapsecrawl.labels import parse_document
 from tests.helpers import gaps, write_urls
+from tests.site.pages import NO_ROBOTS, page
 from tests.site.server import Reply, TestServer
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-NO_ROBOTS = Reply("", status=404, headers={"Content-Type": "text/plain"})
 TDMREP = "/.well-known/tdmrep.json"
 BIG = 1_500_000  # bytes of a document a profile does not read; sent slowly, so an abandoned download shows
 PDF = (DATA / "pdf" / "text.pdf").read_bytes() + b"\n" + b"%" * BIG + b"\n"
@@ -25,10 +26,7 @@ JSON_BODY = b'{"items": [' + b"0," * (BIG // 2) + b"0]}"
 NOTES = b"Plain notes about gates.\n" + b"A line of notes, long enough to be sent in many pieces.\n" * 10_000
 
 
-def html(title: str, body: str = "", head: str = "", headers: dict[str, str] | None = None) -> Reply:
-    return Reply(f"<html><head><title>{title}</title>{head}</head><body><main><h1>{title}</h1>"
-                 f"<p>{body or title + ' is a page of the test site.'}</p></main></body></html>",
-                 headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})})
+html = partial(page, h1=True)
 
 
 def documents() -> dict[str, Reply]:

@@ -6,9 +6,8 @@ import itertools
 from pathlib import Path
 
 from tests.helpers import gaps, write_urls
+from tests.site.pages import NO_ROBOTS
 from tests.site.server import Reply, TestServer
-
-NO_ROBOTS = Reply("", status=404)
 
 
 def test_size_cap_stops_the_download_and_keeps_the_truncated_page(server: TestServer, host: str, crawl) -> None:

@@ -19,6 +19,7 @@ import pytest
 from synapsecrawl.kb.store import PageRecord, open_store, utcnow
 from tests.e2e.ondemand import Fetcher, run_ondemand
 from tests.helpers import ROOT, bin_path, gaps
+from tests.site.pages import page
 from tests.site.server import Reply, TestServer
 
 EMAIL = "alpha.team" + chr(64) + "example.org"
@@ -26,8 +27,7 @@ UA = "Mozilla/5.0 (compatible; SnagaBot/0.1.0; +https://snaga.ai/bot)"
 ROBOTS = Reply("User-agent: *\nDisallow: /private/\n", headers={"Content-Type": "text/plain"})
 
 
-def page(title: str, body: str, tail: str = "") -> Reply:
-    return Reply(f"<html><head><title>{title}</title></head><body><main><p>{body}</p></main>{tail}</body></html>")
+
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ from synapsecrawl.kb.store import PageRecord, open_store, utcnow
 from synapsecrawl.signing import verify_request
 from tests.e2e.ondemand import Fetcher, run_ondemand
 from tests.helpers import gaps, synapsecrawl
+from tests.site.pages import page
 from tests.site.server import Hit, Reply, TestServer
 
 UA = "Mozilla/5.0 (compatible; SnagaBot/0.1.0; +https://snaga.ai/bot)"
@@ -34,9 +35,7 @@ EMAIL = "jane.doe" + chr(64) + "example.org"
 PHONE = "+1 415 555 0132"
 
 
-def page(title: str, body: str, head: str = "", headers: dict[str, str] | None = None) -> Reply:
-    return Reply(f"<html><head><title>{title}</title>{head}</head><body><main><p>{body}</p></main></body></html>",
-                 headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})})
+
 
 
 def moved(location: str, status: int = 301) -> Reply:
@@ -199,7 +198,7 @@ def test_personal_data_never_reaches_an_agent_in_any_field(
     head = f'<meta name="description" content="Call {PHONE} or write to {EMAIL} today.">'
     body = (f"Our office answers at {PHONE} on weekdays. Write to {EMAIL} for a quote. "
             "We repair bicycles of every kind, old and new.")
-    server.add(host, {"/robots.txt": ROBOTS, "/contact.html": page(f"Contact {EMAIL}", body, head)})
+    server.add(host, {"/robots.txt": ROBOTS, "/contact.html": page(f"Contact {EMAIL}", body, head=head)})
     url = server.url(host, "/contact.html")
     for from_index in (False, True):
         status, answer = fetcher.post(url)
@@ -229,7 +228,7 @@ def test_snippet_directives_bound_every_text_field_an_agent_gets(
     description to 40 characters; a googlebot-only nosnippet does not apply. Fetched and from the index."""
     text = " ".join(f"Sentence number {i} describes the repair of a bicycle wheel." for i in range(30))
     meta = '<meta name="description" content="A long description of our bicycle repair shop and its many services.">'
-    server.add(host, {"/robots.txt": ROBOTS, "/s.html": page("Snippets", text, meta + head, headers)})
+    server.add(host, {"/robots.txt": ROBOTS, "/s.html": page("Snippets", text, head=meta + head, headers=headers)})
     for from_index in (False, True):
         status, body = fetcher.post(server.url(host, "/s.html"))
         assert status == 200 and body["from_index"] is from_index, body

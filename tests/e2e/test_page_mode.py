@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import synapsecrawl, write_urls
+from tests.site.pages import page
 from tests.site.server import Reply, TestServer
-
-
-def page(title: str, body: str, head: str = "", headers: dict[str, str] | None = None) -> Reply:
-    return Reply(
-        f"<html><head><title>{title}</title>{head}</head><body><main><p>{body}</p></main></body></html>",
-        headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})},
-    )
 
 
 @pytest.mark.parametrize("processes", ["auto", "0"], ids=["worker-processes", "in-process"])

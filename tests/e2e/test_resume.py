@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import closing
+from functools import partial
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -25,18 +26,15 @@ from synapsecrawl.jobdir import MARK
 from synapsecrawl.kb.store import open_store
 from synapsecrawl.reread import RETRY_AFTER_FAILURE, RUNNING
 from tests.helpers import ROOT, bin_path
+from tests.site import pages
+from tests.site.pages import FAST, ROBOTS_ALL
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
-FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted's floor
-ROBOTS_ALL = Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"})
 
 
-def page(title: str, links: list[str]) -> str:
-    anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
-    return (f"<html><head><title>{title}</title></head><body><main><p>{title} is a page about "
-            f"{title.lower()} with enough words to be read as text.</p>{anchors}</main></body></html>")
+page = partial(pages.html, say="{title} is a page about {lower} with enough words to be read as text.")
 
 
 def site_pages(sections: int = 6, per_section: int = 9) -> dict[str, list[str]]:
@@ -82,7 +80,7 @@ class Site:
 
     def serve(self, server: TestServer, host: str) -> None:
         server.add(host, {"/robots.txt": ROBOTS_ALL,
-                          **{path: self.route(path, page(path, links)) for path, links in self.pages.items()}})
+                          **{path: self.route(path, page(path, links=links)) for path, links in self.pages.items()}})
 
 
 def scrapy_command(spider: str, args: dict[str, str], kb_uri: str, extra: dict[str, str]) -> list[str]:
@@ -182,7 +180,7 @@ def test_a_304_leads_to_the_stored_links_in_postgres(server: TestServer, host: s
     }
     site = Site()
     server.add(host, {"/robots.txt": ROBOTS_ALL,
-                      **{path: site.route(path, page(path, links)) for path, links in routes.items()}})
+                      **{path: site.route(path, page(path, links=links)) for path, links in routes.items()}})
     start = server.url(host, "/docs/")
     first = crawl("site", args={"url": start, "max_pages": "2", "depth": "2"}, settings=FAST, kb_uri=postgres_uri)
     assert first.returncode == 0, first.stderr[-3000:]

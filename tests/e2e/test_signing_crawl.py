@@ -14,6 +14,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import http_sf
@@ -23,13 +24,13 @@ from http_message_signatures import HTTPMessageVerifier, MappingKeyResolver, alg
 
 from synapsecrawl.signing import verify_request
 from tests.helpers import synapsecrawl
+from tests.site.pages import page
 from tests.site.server import Hit, Reply, TestServer
 
 COMPONENTS = ("@authority", '"signature-agent";key="sig1"', "@method", "@path")
 
 
-def html(title: str) -> Reply:
-    return Reply(f"<html><head><title>{title}</title></head><body><p>{title} body text.</p></body></html>")
+html = partial(page, say="{title} body text.", main=False)
 
 
 def keygen(path: Path) -> Path:

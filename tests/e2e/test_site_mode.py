@@ -4,30 +4,16 @@ redirects and the crawl summary, measured from the server's log and the KB."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import make_pdf, write_urls
+from tests.site.pages import FAST, TEXT, page
 from tests.site.server import Hit, Reply, TestServer
 
-FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted floor: ten requests a second
-TEXT = {"Content-Type": "text/plain"}
-
-
-def html(title: str, links: list[str] | None = None, *, head: str = "", rels: dict[str, str] | None = None,
-         headers: dict[str, str] | None = None) -> Reply:
-    """A page titled ``title`` linking to ``links``; ``rels`` gives some links a rel attribute."""
-    rels = rels or {}
-    anchors = "".join(
-        f'<li><a href="{href}"' + (f' rel="{rels[href]}"' if href in rels else "") + f">{href}</a></li>"
-        for href in links or []
-    )
-    return Reply(
-        f"<html><head><title>{title}</title>{head}</head><body><main><h1>{title}</h1>"
-        f"<p>{title} is a page of the test site.</p><ul>{anchors}</ul></main></body></html>",
-        headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})},
-    )
+html = partial(page, h1=True, listed=True)
 
 
 def paths(hits: list[Hit]) -> list[str]:
@@ -37,8 +23,8 @@ def paths(hits: list[Hit]) -> list[str]:
 def chain(server: TestServer, host: str, length: int) -> None:
     """/docs/d0.html links to d1 ... up to d{length}: page dN is N links deep. Off-path and
     off-host links hang from the start page."""
-    routes = {f"/docs/d{n}.html": html(f"Depth {n}", [f"d{n + 1}.html"]) for n in range(length)}
-    routes["/docs/d0.html"] = html("Depth 0", ["d1.html", "/blog/post.html", f"http://elsewhere-{host}/x.html"])
+    routes = {f"/docs/d{n}.html": html(f"Depth {n}", links=[f"d{n + 1}.html"]) for n in range(length)}
+    routes["/docs/d0.html"] = html("Depth 0", links=["d1.html", "/blog/post.html", f"http://elsewhere-{host}/x.html"])
     server.add(host, {"/robots.txt": Reply("", status=404), **routes, "/blog/post.html": html("Blog")})
     server.add(f"elsewhere-{host}", {"/x.html": html("Elsewhere")})
 
@@ -94,9 +80,9 @@ def test_depth_beyond_the_cap_is_refused_before_any_request(
 def test_breadth_first_keeps_the_nearest_pages_under_a_page_limit(server: TestServer, host: str, crawl) -> None:
     """SYN-LIMITS (priorities): with -a max_pages=5 the start page and its four direct links are
     fetched, and none of the pages two links deep, although the first link leads to them at once."""
-    routes = {"/": html("Start", [f"/a{i}.html" for i in range(4)])}
+    routes = {"/": html("Start", links=[f"/a{i}.html" for i in range(4)])}
     for i in range(4):
-        routes[f"/a{i}.html"] = html(f"A{i}", [f"/b{i}{j}.html" for j in range(3)])
+        routes[f"/a{i}.html"] = html(f"A{i}", links=[f"/b{i}{j}.html" for j in range(3)])
         routes |= {f"/b{i}{j}.html": html(f"B{i}{j}") for j in range(3)}
     server.add(host, {"/robots.txt": Reply("", status=404), **routes})
     run = crawl("site", args={"url": server.url(host, "/"), "max_pages": "5"}, settings=FAST)
@@ -113,7 +99,7 @@ def test_a_crawl_stops_at_five_hundred_pages(server: TestServer, host: str, craw
     ten requests a second.)"""
     server.add(host, {
         "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers=TEXT),
-        "/": html("Hub", [f"/p{i}.html" for i in range(560)]),
+        "/": html("Hub", links=[f"/p{i}.html" for i in range(560)]),
         "*": html("Leaf"),
     })  # fmt: skip
     run = crawl("site", args={"url": server.url(host, "/")}, settings=FAST, timeout=280)
@@ -127,13 +113,13 @@ def test_a_crawl_stops_at_five_hundred_pages(server: TestServer, host: str, craw
 
 NOFOLLOW_SITE = {
     "/robots.txt": Reply("", status=404),
-    "/": html("Start", ["/meta.html", "/header.html", "/other-bot.html", "/rel-nofollow.html", "/rel-ugc.html",
+    "/": html("Start", links=["/meta.html", "/header.html", "/other-bot.html", "/rel-nofollow.html", "/rel-ugc.html",
                         "/rel-sponsored.html", "/rel-plain.html"],
               rels={"/rel-nofollow.html": "nofollow", "/rel-ugc.html": "ugc noopener",
                     "/rel-sponsored.html": "Sponsored", "/rel-plain.html": "noopener"}),
-    "/meta.html": html("Meta nofollow", ["/from-meta.html"], head='<meta name="robots" content="nofollow">'),
-    "/header.html": html("Header nofollow", ["/from-header.html"], headers={"X-Robots-Tag": "nofollow"}),
-    "/other-bot.html": html("Other bot", ["/from-other-bot.html"], headers={"X-Robots-Tag": "googlebot: none"}),
+    "/meta.html": html("Meta nofollow", links=["/from-meta.html"], head='<meta name="robots" content="nofollow">'),
+    "/header.html": html("Header nofollow", links=["/from-header.html"], headers={"X-Robots-Tag": "nofollow"}),
+    "/other-bot.html": html("Other bot", links=["/from-other-bot.html"], headers={"X-Robots-Tag": "googlebot: none"}),
     "*": html("Leaf"),
 }
 
@@ -165,7 +151,7 @@ def test_synapsebot_stores_linked_pdfs_and_text_with_their_text(server: TestServ
     stored with their extracted text; an image is abandoned at its headers (type skip)."""
     server.add(host, {
         "/robots.txt": Reply("", status=404),
-        "/docs/": html("Docs", ["report.pdf", "notes.txt", "logo.png"]),
+        "/docs/": html("Docs", links=["report.pdf", "notes.txt", "logo.png"]),
         "/docs/report.pdf": Reply(make_pdf([["Quarterly figures for the knowledge base"]]),
                                   headers={"Content-Type": "application/pdf"}),
         "/docs/notes.txt": Reply("Plain notes about crawling.\n", headers={"Content-Type": "text/plain; charset=utf-8"}),
@@ -192,7 +178,7 @@ def test_snagabot_abandons_a_pdf_at_its_headers_and_never_stores_it(server: Test
     body = make_pdf([["Never stored"]]) + b"%" * size
     server.add(host, {
         "/robots.txt": Reply("", status=404),
-        "/": html("Home", ["/paper.pdf"]),
+        "/": html("Home", links=["/paper.pdf"]),
         "/paper.pdf": Reply(body, headers={"Content-Type": "application/pdf"}, chunk_delay=0.01),
     })  # fmt: skip
     run = crawl("site", args={"url": server.url(host, "/")}, settings={"BOT_PROFILE": "snagabot"})
@@ -211,7 +197,7 @@ def test_yottabot_reads_https_html_and_plain_text_only(
     a PDF at its headers (not stored), and never requests a plain-HTTP link."""
     tls_server.add(host, {
         "/robots.txt": Reply("", status=404),
-        "/": html("Yotta home", ["/readme.txt", "/paper.pdf", server.url(host, "/plain.html")]),
+        "/": html("Yotta home", links=["/readme.txt", "/paper.pdf", server.url(host, "/plain.html")]),
         "/readme.txt": Reply("Read me, in plain text.\n", headers=TEXT),
         "/paper.pdf": Reply(make_pdf([["No"]]) + b"%" * 600_000, headers={"Content-Type": "application/pdf"},
                             chunk_delay=0.01),
@@ -234,7 +220,7 @@ def test_site_crawl_redirects_stay_in_scope(server: TestServer, host: str, crawl
     server.add(host, {
         "/robots.txt": Reply("", status=301, headers={"Location": "/rules.txt"}),
         "/rules.txt": Reply("User-agent: *\nDisallow: /docs/private\n", headers=TEXT),
-        "/docs/": html("Docs", ["moved", "away", "up", "private.html"]),
+        "/docs/": html("Docs", links=["moved", "away", "up", "private.html"]),
         "/docs/moved": Reply("", status=301, headers={"Location": "/docs/new.html"}),
         "/docs/new.html": html("New home"),
         "/docs/away": Reply("", status=302, headers={"Location": server.url(other, "/docs/x.html")}),
@@ -297,7 +283,7 @@ def test_crawl_summary_counts_fetched_stored_and_skipped_by_reason_per_site(
     noindex, scope, type, limit), in total and per site."""
     server.add(host, {
         "/robots.txt": Reply("User-agent: *\nDisallow: /secret\n", headers=TEXT),
-        "/": html("Home", ["/secret.html", "/hidden.html", "/img.png", "http://away-elsewhere.test/",
+        "/": html("Home", links=["/secret.html", "/hidden.html", "/img.png", "http://away-elsewhere.test/",
                            "/p1.html", "/p2.html", "/p3.html"]),
         "/hidden.html": html("Hidden", head='<meta name="robots" content="noindex">'),
         "/img.png": Reply(b"\x89PNG" + b"\x00" * 100, headers={"Content-Type": "image/png"}),
