@@ -13,9 +13,9 @@ import pytest
 
 from synapsecrawl.kb.store import open_store
 from synapsecrawl.labels import parse_document
-from tests.helpers import gaps, write_urls
+from tests.helpers import gaps, make_pdf, write_urls
 from tests.site.pages import NO_ROBOTS, page
-from tests.site.server import Reply, TestServer
+from tests.site.server import Hit, Reply, TestServer
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 TDMREP = "/.well-known/tdmrep.json"
@@ -162,3 +162,59 @@ def test_omniscientebot_reads_tdm_reservations_and_labels_pages(
     item = next(i for i in run.items() if i["url"] == urls[0])
     assert item["page_kind"] == "news_article" and item["tdm_reservation"] == 1
     assert all(set(link) == {"url", "context"} for link in item["link_contexts"])  # type: ignore[union-attr]
+
+
+SMALL_PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+# The page an outside audit served: a heading and one paragraph.
+titled = partial(page, h1=True, say="{title} is a page of the audit site.")
+
+
+def asked_paths(hits: list[Hit]) -> list[str]:
+    return [h.path for h in hits]
+
+
+SNAGA = {"BOT_PROFILE": "snagabot"}
+
+
+def test_snagabot_skips_a_pdf_and_an_image_served_without_a_content_type(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SNA-HTML: "HTML pages it allows. Other files (PDFs, images, video) are skipped". A server that
+    sends a PDF and a PNG with no Content-Type at all (a file without an extension on a misconfigured
+    server) gives no type to judge at the headers; once the bytes show a PDF or an image, neither is
+    stored nor exported. The HTML page next to them is."""
+    pdf = make_pdf([["Quarterly report: revenue grew in every region."]], title="Quarterly report")
+    server.add(host, {
+        "/robots.txt": NO_ROBOTS,
+        "/page.html": titled("Audit page"),
+        "/download/report": Reply(pdf, headers={}),
+        "/download/photo": Reply(SMALL_PNG + b"\x00" * 4096, headers={}),
+    })  # fmt: skip
+    urls = [server.url(host, p) for p in ("/page.html", "/download/report", "/download/photo")]
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)}, settings=SNAGA)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted(asked_paths(server.log(host))) == ["/download/photo", "/download/report", "/page.html", "/robots.txt"]
+    assert [row["url"] for row in run.kb()] == [urls[0]]
+    assert [item["url"] for item in run.items()] == [urls[0]]
+
+
+def test_snagabot_follows_a_redirect_whose_own_body_is_plain_text(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SNA-HTML: the type is judged on the page, not on the redirect in front of it. Many hosts answer a
+    301 with a short "Moved Permanently" body typed text/plain (or JSON); the HTML page it leads to is
+    fetched and stored like any other."""
+    server.add(host, {
+        "/robots.txt": NO_ROBOTS,
+        "/old": Reply("Moved Permanently. Redirecting to /new.html", status=301,
+                      headers={"Content-Type": "text/plain; charset=utf-8", "Location": "/new.html"}),
+        "/api-moved": Reply('{"moved": "/other.html"}', status=308,
+                            headers={"Content-Type": "application/json", "Location": "/other.html"}),
+        "/new.html": titled("The new page"),
+        "/other.html": titled("The other page"),
+    })  # fmt: skip
+    urls = [server.url(host, "/old"), server.url(host, "/api-moved")]
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)}, settings=SNAGA)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert {"/new.html", "/other.html"} <= set(asked_paths(server.log(host)))
+    assert sorted(str(row["title"]) for row in run.kb()) == ["The new page", "The other page"]

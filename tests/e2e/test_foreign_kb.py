@@ -17,7 +17,6 @@ from tests.site.server import Reply, TestServer
 pytestmark = pytest.mark.e2e
 
 
-
 def site(server: TestServer, host: str) -> None:
     server.add(host, {"/robots.txt": Reply("", status=404),
                       "/a.html": Reply("<title>A</title><p>Alpha words.</p>"),

@@ -20,7 +20,6 @@ from tests.site.server import Reply, TestServer
 pytestmark = pytest.mark.e2e
 
 
-
 good = partial(page, say="{title} is a good page.", main=False)
 
 

@@ -14,9 +14,6 @@ from tests.site.server import Reply, TestServer
 pytestmark = pytest.mark.e2e
 
 
-
-
-
 def test_page_crawl_into_postgres(server: TestServer, host: str, crawl, postgres_uri: str, tmp_path: Path) -> None:
     """SYN-MODES, SNA-SNIPPET, ALL-NOINDEX: `scrapy crawl page -s KB_URI=postgresql://...` keeps the
     indexable pages in that database; `kb list` shows them with their fields and `kb search` finds

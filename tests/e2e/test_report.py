@@ -18,7 +18,6 @@ from tests.site.server import Reply, TestServer
 pytestmark = pytest.mark.e2e
 
 
-
 html = partial(page, say="{title}: a page of plain words for the knowledge base.")
 
 

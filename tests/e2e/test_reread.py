@@ -13,11 +13,10 @@ import pytest
 from synapsecrawl.kb.store import RobotsCopy, open_store
 from tests.helpers import write_urls
 from tests.site import pages
-from tests.site.pages import FAST, HTML, ROBOTS_ALL
+from tests.site.pages import FAST, HTML, ROBOTS_ALL, page
 from tests.site.server import Hit, Reply, TestServer
 
 pytestmark = pytest.mark.e2e
-
 
 
 ABOUT = " is a page about {lower} with enough words to be read as text."
@@ -324,3 +323,40 @@ def test_unreadable_removal_list_stops_the_crawl_in_one_line(server: TestServer,
     missing = tmp_path / "missing.txt"
     assert run.stderr.strip().splitlines() == [f"synapsecrawl: REMOVAL_LIST {missing}: No such file or directory"]
     assert server.log(host) == []
+
+
+served = partial(page, say="{title} is a page with enough words to be read as text.")
+
+
+def test_a_304_that_now_carries_noindex_removes_the_page(server: TestServer, host: str, crawl) -> None:
+    """SYN-REMOVE, SYN-REREAD, YOT-DIRECTIVES: a site owner adds `X-Robots-Tag: noindex` in the server
+    configuration (nginx's add_header also applies to 304s) without touching the file, so the ETag is
+    unchanged and the re-read is answered 304 carrying the header. A 304's header fields update the
+    stored response (RFC 9111 §4.3.4): the page "now carries noindex" and leaves the KB. A 304 without
+    the header keeps its page."""
+    etag = '"v1"'
+
+    def route(noindex: bool) -> Callable[[BaseHTTPRequestHandler], Reply]:
+        def answer(handler: BaseHTTPRequestHandler) -> Reply:
+            headers = {**HTML, "ETag": etag, **({"X-Robots-Tag": "noindex"} if noindex else {})}
+            if handler.headers.get("If-None-Match") == etag:
+                return Reply(b"", status=304, headers={k: v for k, v in headers.items() if k != "Content-Type"})
+            return served("Hidden later" if noindex else "Kept", headers=headers)
+
+        return answer
+
+    server.add(host, {"/robots.txt": Reply("", status=404),
+                      "/hidden.html": route(False), "/kept.html": route(False)})
+    start = server.url(host, "/")
+    server.add(host, {"/": served("Home", links=("/hidden.html", "/kept.html"))})
+    first = crawl("site", args={"url": start}, settings=FAST)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert len(first.kb()) == 3
+    mark = len(server.log(host))
+
+    server.add(host, {"/hidden.html": route(True)})
+    second = crawl("site", args={"url": start}, settings=FAST)
+    assert second.returncode == 0, second.stderr[-3000:]
+    [hidden] = [h for h in server.log(host)[mark:] if h.path == "/hidden.html"]
+    assert hidden.header("If-None-Match") == etag and hidden.bytes_sent == 0  # it was answered 304
+    assert sorted(str(p["url"]) for p in second.kb()) == [start, server.url(host, "/kept.html")]

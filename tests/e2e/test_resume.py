@@ -33,7 +33,6 @@ from tests.site.server import Reply, TestServer
 pytestmark = pytest.mark.e2e
 
 
-
 page = partial(pages.html, say="{title} is a page about {lower} with enough words to be read as text.")
 
 
@@ -161,7 +160,6 @@ def test_a_site_crawl_killed_half_way_finishes_when_run_again(server: TestServer
     if jobdir:
         assert "JOBDIR" in second.stderr and "job state is dropped" in second.stderr
         assert not (tmp_path / "job" / MARK).exists()  # closed: Scrapy's state is good for a next run
-
 
 
 def test_a_304_leads_to_the_stored_links_in_postgres(server: TestServer, host: str, crawl,

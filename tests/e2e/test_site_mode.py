@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_pdf, write_urls
+from tests.helpers import gaps, make_pdf, write_urls
 from tests.site.pages import FAST, TEXT, page
 from tests.site.server import Hit, Reply, TestServer
 
@@ -296,3 +296,90 @@ def test_crawl_summary_counts_fetched_stored_and_skipped_by_reason_per_site(
         in run.stderr, run.stderr[-2000:]
     assert f"{host}: fetched 3, stored 2, skipped limit 2, noindex 1, robots 1, type 1" in run.stderr
     assert "away-elsewhere.test: fetched 0, stored 0, skipped scope 1" in run.stderr
+
+
+# A page whose links are inline anchors, not a list.
+inline = partial(page, say="{title} is a page with enough words to be read as text.")
+
+
+YOTTA = {"BOT_PROFILE": "yottabot"}
+
+
+def test_yottabot_redirects_within_the_site_heed_the_target_hosts_robots_and_https(
+    tls_server: TestServer, server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """YOT-REDIRECT, YOT-ROBOTS, YOT-HTTPS, YOT-RATE: a redirect from a.SITE to www.SITE is within the
+    site, but robots.txt applies per host, so www.SITE's robots.txt is read (with the robots.txt
+    User-Agent) and the page it disallows is never requested; a redirect to an allowed page there is
+    followed and stored under its final URL. A redirect from HTTPS down to plain HTTP on the same host
+    is not followed (the HTTP URL is never requested). Requests to each host are a second apart or more."""
+    site = host
+    www = f"www.{site}"
+    tls_server.add(f"a.{site}", {
+        "/robots.txt": Reply("", status=404),
+        "/old-private": Reply("", status=301, headers={"Location": tls_server.url(www, "/private/secret.html")}),
+        "/old-public": Reply("", status=301, headers={"Location": tls_server.url(www, "/docs/page.html")}),
+        "/downgrade": Reply("", status=302, headers={"Location": server.url(f"a.{site}", "/plain.html")}),
+    })  # fmt: skip
+    tls_server.add(www, {
+        "/robots.txt": Reply("User-agent: yottabot-searchbot\nDisallow: /private/\n", headers=TEXT),
+        "/private/secret.html": inline("Secret"),
+        "/docs/page.html": inline("Public docs"),
+    })  # fmt: skip
+    server.add(f"a.{site}", {"/robots.txt": Reply("", status=404), "/plain.html": inline("Plain HTTP")})
+    urls = [tls_server.url(f"a.{site}", p) for p in ("/old-private", "/old-public", "/downgrade")]
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)}, settings=YOTTA)
+    assert run.returncode == 0, run.stderr[-3000:]
+    www_hits = tls_server.log(www)
+    assert www_hits and www_hits[0].path == "/robots.txt"
+    assert "robots.txt;" in str(www_hits[0].header("User-Agent"))
+    assert paths(www_hits) == ["/docs/page.html"]
+    assert server.log(f"a.{site}") == []
+    assert [str(p["url"]) for p in run.kb()] == [tls_server.url(www, "/docs/page.html")]
+    for hits in (tls_server.log(f"a.{site}"), www_hits):
+        assert all(gap >= 1.0 for gap in gaps(hits)), gaps(hits)
+
+
+def test_yottabot_directive_variants_in_headers_meta_and_rel(tls_server: TestServer, host: str, crawl) -> None:
+    """YOT-DIRECTIVES, YOT-TOKEN, YOT-HTTPS: in a site crawl, a plain-text page (which has no <meta>)
+    kept out by `X-Robots-Tag: YottaSearch: noindex` (the earlier name, scoped); an HTML page whose
+    header scopes `none` to YottaBot-SearchBot after a googlebot directive is neither kept nor
+    followed; `<META NAME="YOTTABOT-SEARCHBOT" CONTENT="NOINDEX">` in capitals keeps a page out but
+    its links are followed; `googlebot: noindex` alone keeps nothing out; a link whose rel holds
+    nofollow among other values is never requested."""
+    tls_server.add(host, {
+        "/robots.txt": Reply("", status=404),
+        "/": inline("Start", links=("/notes.txt", "/none.html", "/caps.html", "/google.html", "/sponsored.html"),
+                  rels={"/sponsored.html": "noopener NoFollow"}),
+        "/notes.txt": Reply("Notes kept out by a header.\n", headers={**TEXT, "X-Robots-Tag": "YottaSearch: noindex"}),
+        "/none.html": inline("None", links=("/from-none.html",),
+                           headers={"X-Robots-Tag": "googlebot: nofollow, YottaBot-SearchBot: none"}),
+        "/caps.html": inline("Caps", links=("/from-caps.html",), head='<META NAME="YOTTABOT-SEARCHBOT" CONTENT="NOINDEX">'),
+        "/google.html": inline("Google only", headers={"X-Robots-Tag": "googlebot: noindex"}),
+        "*": inline("Leaf"),
+    })  # fmt: skip
+    run = crawl("site", args={"url": tls_server.url(host, "/")}, settings=YOTTA)
+    assert run.returncode == 0, run.stderr[-3000:]
+    seen = set(paths(tls_server.log(host)))
+    assert seen == {"/", "/notes.txt", "/none.html", "/caps.html", "/google.html", "/from-caps.html"}, seen
+    assert sorted(str(p["title"]) for p in run.kb()) == ["Google only", "Leaf", "Start"]
+
+
+def test_a_site_crawl_started_without_a_trailing_slash_stays_under_that_path(server: TestServer, host: str,
+                                                                              crawl) -> None:
+    """SYN-SCOPE: "a site crawl stays on the starting host, under the starting address's path". A KB user
+    adds https://h/docs, as people type it; the server redirects it to /docs/ as servers do for a
+    directory. Pages under /docs/ are crawled; /blog/ and /shop/ are not under /docs and are never
+    requested."""
+    server.add(host, {
+        "/robots.txt": Reply("", status=404),
+        "/docs": Reply("", status=301, headers={"Location": "/docs/"}),
+        "/docs/": inline("Docs", links=("guide.html", "/blog/news.html", "/shop/cart.html")),
+        "/docs/guide.html": inline("Guide"),
+        "/blog/news.html": inline("News"),
+        "/shop/cart.html": inline("Cart"),
+    })  # fmt: skip
+    run = crawl("site", args={"url": server.url(host, "/docs")}, settings=FAST)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted(paths(server.log(host))) == ["/docs", "/docs/", "/docs/guide.html"]
+    assert sorted(str(p["title"]) for p in run.kb()) == ["Docs", "Guide"]
