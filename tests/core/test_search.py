@@ -13,7 +13,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from synapsecrawl.extract.html import parse_html
-from synapsecrawl.kb import search
 from synapsecrawl.kb.search import (
     DEFAULT_SNIPPET_CHARS,
     HIT_CLOSE,
@@ -41,11 +40,6 @@ def record(url: str, text: str, **kw: object) -> PageRecord:
 
 def plain(snippet: str) -> str:
     return snippet.replace(MARK_OPEN, "").replace(MARK_CLOSE, "")
-
-
-def test_exported_members() -> None:
-    """The public surface of kb.search is its __all__."""
-    assert all(hasattr(search, name) for name in search.__all__)
 
 
 # -- passages -----------------------------------------------------------------------
