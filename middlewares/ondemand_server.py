@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
@@ -26,13 +26,11 @@ from starlette.responses import JSONResponse, Response
 
 from synapsecrawl.ondemand import FetchError, http_status
 from synapsecrawl.searchapi import SearchService
-from synapsecrawl.searchweb import add_search, bind_socket
+from synapsecrawl.searchweb import Fetch, add_search, bind_socket
 
 __all__ = ["OndemandServer"]
 
 logger = logging.getLogger(__name__)
-
-Fetch = Callable[[object], Awaitable[dict[str, Any]]]
 
 _MAX_BODY_BYTES = 64 * 1024
 

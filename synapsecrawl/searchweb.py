@@ -40,7 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from synapsecrawl.ondemand import FetchError, http_status
 from synapsecrawl.searchapi import SearchService, check_search_args, is_loopback
 
-__all__ = ["Guard", "Server", "add_search", "bind_socket", "search_app"]
+__all__ = ["Fetch", "Guard", "Server", "add_search", "bind_socket", "search_app"]
 
 logger = logging.getLogger(__name__)
 

@@ -1,18 +1,18 @@
-"""Shared fixtures: the multi-host test server and a way to run the real crawler."""
+"""Shared fixtures: the multi-host test server and a way to run the real crawler.
+
+Fixtures only: the helpers tests import (CrawlRun, synapsecrawl(), write_urls, gaps, ...) live in
+tests/helpers.py, page builders in tests/site/pages.py.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,9 +22,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from hypothesis import HealthCheck, settings
 
+from tests.helpers import POSTGRES_ADMIN_URI, REDIS_URL, ROOT, CrawlRun, bin_path
 from tests.site.server import TestServer
 
-ROOT = Path(__file__).resolve().parent.parent
+# Re-exported for test files written on other branches before the move; new code imports tests.helpers.
+from tests.helpers import bin_path as _bin  # noqa: F401  isort: skip
+from tests.helpers import gaps, synapsecrawl, write_urls  # noqa: F401  isort: skip
+
 _counter = itertools.count()
 
 # A timing is never a test assertion on these shared machines: hypothesis's per-example deadline
@@ -91,40 +95,6 @@ def host(request: pytest.FixtureRequest) -> str:
     return f"{name}-{next(_counter)}.test"
 
 
-@dataclass
-class CrawlRun:
-    """A finished ``scrapy crawl`` and where its KB lives."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-    kb_uri: str
-    items_path: Path
-
-    def items(self) -> list[dict[str, object]]:
-        """The exported items (``-O``)."""
-        if not self.items_path.exists():
-            return []
-        return [json.loads(line) for line in self.items_path.read_text().splitlines() if line.strip()]
-
-    def kb(self, kb: str | None = None) -> list[dict[str, object]]:
-        """``synapsecrawl kb list --format jsonl``, parsed."""
-        out = synapsecrawl("kb", "list", "--uri", self.kb_uri, "--format", "jsonl", *(["--kb", kb] if kb else []))
-        assert out.returncode == 0, out.stderr
-        return [json.loads(line) for line in out.stdout.splitlines()]
-
-
-def _bin(name: str) -> str:
-    local = Path(sys.executable).parent / name
-    return str(local) if local.exists() else shutil.which(name) or name
-
-
-def synapsecrawl(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the ``synapsecrawl`` command."""
-    return subprocess.run([_bin("synapsecrawl"), *args], capture_output=True, text=True, timeout=120,
-                          input=stdin.decode() if stdin is not None else None, check=False)
-
-
 @pytest.fixture
 def crawl(tmp_path: Path):  # type: ignore[no-untyped-def]
     """Run ``scrapy crawl SPIDER`` as a user would, against the test hosts."""
@@ -140,7 +110,7 @@ def crawl(tmp_path: Path):  # type: ignore[no-untyped-def]
             "LOG_LEVEL": "INFO",
             **(settings or {}),
         }
-        cmd = [_bin("scrapy"), "crawl", spider, "-O", f"{items}:jsonlines"]
+        cmd = [bin_path("scrapy"), "crawl", spider, "-O", f"{items}:jsonlines"]
         for key, value in (args or {}).items():
             cmd += ["-a", f"{key}={value}"]
         for key, value in merged.items():
@@ -161,21 +131,6 @@ def signing_key(tmp_path: Path) -> Path:
     path.write_bytes(generate_private_key_pem())
     path.chmod(0o600)
     return path
-
-
-def write_urls(path: Path, urls: list[str]) -> str:
-    """Write a urls_file (one URL a line) and return its path."""
-    path.write_text("\n".join(urls) + "\n")
-    return str(path)
-
-
-def gaps(hits: list) -> list[float]:  # type: ignore[type-arg]
-    """Seconds between consecutive request arrivals."""
-    return [b.start - a.start for a, b in itertools.pairwise(hits)]
-
-
-
-POSTGRES_ADMIN_URI = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 def _postgres_admin():  # type: ignore[no-untyped-def]
@@ -217,9 +172,6 @@ def postgres_schema_uri() -> Iterator[str]:
             yield f"{POSTGRES_ADMIN_URI}{sep}options=-csearch_path%3D{name}"
         finally:
             admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-
-
-REDIS_URL = os.environ.get("SYNAPSECRAWL_TEST_REDIS", "redis://127.0.0.1:6379/0")
 
 
 @pytest.fixture

@@ -1,15 +1,73 @@
-"""Helpers shared by test modules: a PDF maker, and the knowledge base a crawl wrote."""
+"""Helpers shared by test modules: running the commands, a finished crawl, request gaps, a PDF maker and the
+knowledge base a crawl wrote. Fixtures stay in tests/conftest.py."""
 
 from __future__ import annotations
 
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from synapsecrawl.kb.sqlite import SQLiteStore
-from tests.conftest import CrawlRun
 
-__all__ = ["make_pdf", "store_of"]
+__all__ = ["POSTGRES_ADMIN_URI", "REDIS_URL", "ROOT", "CrawlRun", "bin_path", "gaps", "make_pdf", "store_of", "synapsecrawl",
+           "write_urls"]
+
+ROOT = Path(__file__).resolve().parent.parent
+POSTGRES_ADMIN_URI = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("SYNAPSECRAWL_TEST_REDIS", "redis://127.0.0.1:6379/0")
+
+
+@dataclass
+class CrawlRun:
+    """A finished ``scrapy crawl`` and where its KB lives."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    kb_uri: str
+    items_path: Path
+
+    def items(self) -> list[dict[str, object]]:
+        """The exported items (``-O``)."""
+        if not self.items_path.exists():
+            return []
+        return [json.loads(line) for line in self.items_path.read_text().splitlines() if line.strip()]
+
+    def kb(self, kb: str | None = None) -> list[dict[str, object]]:
+        """``synapsecrawl kb list --format jsonl``, parsed."""
+        out = synapsecrawl("kb", "list", "--uri", self.kb_uri, "--format", "jsonl", *(["--kb", kb] if kb else []))
+        assert out.returncode == 0, out.stderr
+        return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def bin_path(name: str) -> str:
+    """The path of the command ``name`` installed beside this Python, else on PATH."""
+    local = Path(sys.executable).parent / name
+    return str(local) if local.exists() else shutil.which(name) or name
+
+
+def synapsecrawl(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the ``synapsecrawl`` command."""
+    return subprocess.run([bin_path("synapsecrawl"), *args], capture_output=True, text=True, timeout=120,
+                          input=stdin.decode() if stdin is not None else None, check=False)
+
+
+def write_urls(path: Path, urls: list[str]) -> str:
+    """Write a urls_file (one URL a line) and return its path."""
+    path.write_text("\n".join(urls) + "\n")
+    return str(path)
+
+
+def gaps(hits: list) -> list[float]:  # type: ignore[type-arg]
+    """Seconds between consecutive request arrivals."""
+    return [b.start - a.start for a, b in itertools.pairwise(hits)]
 
 
 # Hand-written: pypdf (already a dependency) cannot draw text on a page, and a PDF library that can

@@ -25,27 +25,27 @@ __all__ = ["BatchWriter"]
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
-class BatchWriter(Generic[T]):
+class BatchWriter(Generic[_T]):
     """Write submitted records in batches from one thread of its own."""
 
-    def __init__(self, write: Callable[[list[T]], None], *, max_items: int = 64, max_wait: float = 0.25,
+    def __init__(self, write: Callable[[list[_T]], None], *, max_items: int = 64, max_wait: float = 0.25,
                  name: str = "batch-writer") -> None:
         if max_items < 1 or max_wait < 0:
             raise ValueError(f"a batch needs max_items >= 1 and max_wait >= 0, not {max_items}, {max_wait}")
         self._write = write
         self._max_items = max_items
         self._max_wait = max_wait
-        self._queue: queue.SimpleQueue[tuple[T, Future[None]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[_T, Future[None]] | None] = queue.SimpleQueue()
         self._closed = False
         self._lock = threading.Lock()
         self.batches = 0  # transactions committed (for the benchmark and tests)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, record: T) -> Future[None]:
+    def submit(self, record: _T) -> Future[None]:
         """Queue ``record``; the future is done once its batch is committed (or carries why it was not)."""
         done: Future[None] = Future()
         with self._lock:
@@ -82,7 +82,7 @@ class BatchWriter(Generic[T]):
                 batch.append(nxt)
             self._commit(batch)
 
-    def _commit(self, batch: list[tuple[T, Future[None]]]) -> None:
+    def _commit(self, batch: list[tuple[_T, Future[None]]]) -> None:
         try:
             self._write([record for record, _ in batch])
         except Exception as exc:  # noqa: BLE001 - told to the submitters, record by record below
@@ -97,7 +97,7 @@ class BatchWriter(Generic[T]):
         for _, done in batch:
             done.set_result(None)
 
-    def _commit_one(self, record: T, done: Future[None]) -> None:
+    def _commit_one(self, record: _T, done: Future[None]) -> None:
         try:
             self._write([record])
         except Exception as exc:  # noqa: BLE001 - the submitter is told

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import synapsecrawl.backoff as backoff_module
 from synapsecrawl.backoff import (
     Decision,
     SiteHistory,
@@ -36,14 +35,6 @@ YOTTA = load_profile("yottabot").backoff
 
 def fresh() -> SiteHistory:
     return SiteHistory()
-
-
-def test_exported_members() -> None:
-    """The module's public surface is what __all__ names."""
-    assert set(backoff_module.__all__) == {
-        "Decision", "HoldKind", "SiteHistory", "absent_pause", "decide", "feed_retry_delay",
-        "parse_retry_after", "slow_spacing",
-    }  # fmt: skip
 
 
 # Retry-After (RFC 9110 §10.2.3)

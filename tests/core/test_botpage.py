@@ -15,7 +15,7 @@ from synapsecrawl import botpage
 from synapsecrawl.botpage import PREFIXES, bot_of, promise_ids, promise_sentences, render, sentences
 from synapsecrawl.errors import SynapseError
 from synapsecrawl.profiles.profile import PROFILE_NAMES, read_profile_data
-from tests.conftest import synapsecrawl
+from tests.helpers import synapsecrawl
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMISES_MD = ROOT.parent / "shared" / "PROMISES.md"

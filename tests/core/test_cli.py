@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import synapsecrawl
+from tests.helpers import synapsecrawl
 
 ROBOTS = b"""User-agent: SynapseBot
 Disallow: /private/

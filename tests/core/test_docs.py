@@ -4,7 +4,9 @@ is what ``__all__`` says."""
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import pkgutil
 import re
 import tomllib
@@ -45,6 +47,34 @@ def _core_modules() -> list[str]:
     )
 
 
+# Public names modules define today without exporting them: each should join its module's __all__ or become
+# private, a change to the modules themselves (not made on a tests-only branch). Listed so that no new one slips in.
+# A module's `logger` is the logging convention, never part of its surface.
+UNEXPORTED = {
+    "synapsecrawl.botpage": {"Template"},
+    "synapsecrawl.cli": {"Handler"},
+    "synapsecrawl.extract.text": {"MAX_TITLE_CHARS"},
+    "synapsecrawl.kb.content": {"PAGE_WEIGHTS"},
+    "synapsecrawl.kb.search": {"ELLIPSIS", "MAX_PASSAGES_SHOWN", "PASSAGE_MAX_CHARS", "PASSAGE_MIN_CHARS"},
+    "synapsecrawl.profiles.profile": {"RobotsVerdict"},
+    "synapsecrawl.report": {"DATA_NAME", "INDEX_NAME"},
+}
+
+
+def _defined_public_names(module: object) -> set[str]:
+    """The public names a module's own top-level statements bind (def, class, assignment), not its imports."""
+    tree = ast.parse(inspect.getsource(module))  # type: ignore[arg-type]
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {n.id for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {name for name in names if not name.startswith("_") and name != "logger"}
+
+
 @pytest.mark.parametrize("module_name", _core_modules())
 def test_exported_members(module_name: str) -> None:
     """The public surface is __all__: every name in it exists, and every public function or
@@ -53,13 +83,10 @@ def test_exported_members(module_name: str) -> None:
     exported = getattr(module, "__all__", None)
     if exported is None:
         pytest.skip(f"{module_name} has no __all__ (a package or script)")
-    assert all(hasattr(module, name) for name in exported)
-    defined = {
-        name for name, value in vars(module).items()
-        if not name.startswith("_") and getattr(value, "__module__", None) == module_name
-        and callable(value)
-    }
-    assert defined <= set(exported), defined - set(exported)
+    assert [name for name in exported if not hasattr(module, name)] == []
+    assert len(exported) == len(set(exported)), sorted(exported)
+    defined = _defined_public_names(module) - UNEXPORTED.get(module_name, set())
+    assert defined - set(exported) == set()
 
 
 def test_promises_page_lists_the_tests_that_hold_each_promise() -> None:

@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from synapsecrawl.pacing_redis import RedisPacing, Turn
-from tests.conftest import REDIS_URL
+from tests.helpers import REDIS_URL
 
 SITE = "example.test"
 Machine = Callable[..., RedisPacing]

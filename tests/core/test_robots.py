@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from protego import Protego
 
-import synapsecrawl.robots as robots_module
 from synapsecrawl.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,
@@ -36,18 +35,8 @@ def allowed(robots: str | bytes, url: str, tokens: tuple[str, ...] = ("FooBot",)
     return rules(robots, tokens).allows(url)
 
 
-def test_exported_members():
-    """The public surface is exactly __all__, and every name in it exists."""
-    assert set(robots_module.__all__) == {
-        "RobotsFile",
-        "RobotsRules",
-        "parse_robots",
-        "ALLOW_ALL",
-        "DISALLOW_ALL",
-        "MAX_PARSE_BYTES",
-    }
-    for name in robots_module.__all__:
-        assert hasattr(robots_module, name)
+def test_robots_parse_limit_is_at_least_500_kib():
+    """ALL-RFC9309 ("at least 500 KiB parsed"): the parser reads 512 KiB of a robots.txt."""
     assert MAX_PARSE_BYTES == 512 * 1024 >= 500 * 1024
 
 

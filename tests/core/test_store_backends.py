@@ -21,7 +21,7 @@ import pytest
 
 from synapsecrawl.errors import ConfigError, StoreError
 from synapsecrawl.extract.html import parse_html
-from synapsecrawl.kb import postgres, rows
+from synapsecrawl.kb import rows
 from synapsecrawl.kb.postgres import PostgresStore, redact_uri
 from synapsecrawl.kb.search import MARK_CLOSE, MARK_OPEN, split_passages
 from synapsecrawl.kb.sqlite import SQLiteStore
@@ -76,11 +76,6 @@ def store(kb_uri: str) -> Iterator[Store]:
     opened = open_store(kb_uri)
     yield opened
     opened.close()
-
-
-def test_exported_members() -> None:
-    """The public surface of kb.postgres and kb.rows is their __all__."""
-    assert all(hasattr(module, name) for module in (postgres, rows) for name in module.__all__)
 
 
 def test_postgres_covers_the_whole_store_interface() -> None:

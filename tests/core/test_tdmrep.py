@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synapsecrawl import tdmrep
 from synapsecrawl.tdmrep import FILE, HEADER, META, TdmDeclaration, declare, parse_tdmrep, read_pairs
 
 # The example of the TDMRep report ("TDM File on the Origin Server").
@@ -17,11 +16,6 @@ REPORT_EXAMPLE = json.dumps([
     {"location": "/directory-b/html/", "tdm-reservation": 1, "tdm-policy": "https://provider.com/policies/policy.json"},
     {"location": "/directory-b/images/*.jpg", "tdm-reservation": 0},
 ]).encode()
-
-
-def test_exported_members() -> None:
-    """The public surface of tdmrep is its __all__."""
-    assert all(hasattr(tdmrep, name) for name in tdmrep.__all__)
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import ROOT, _bin, synapsecrawl
+from tests.helpers import ROOT, bin_path, synapsecrawl
 
 __all__ = ["Fetcher", "run_ondemand"]
 
@@ -68,7 +68,7 @@ def run_ondemand(tmp: Path, extra: dict[str, str] | None = None) -> Iterator[Fet
     log = tmp / "crawl.log"
     settings = {"BOT_PROFILE": "snagabot", "ONDEMAND_PORT": "0", "HOST_RESOLVE": "*.test=127.0.0.1",
                 "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri, "LOG_LEVEL": "INFO", **(extra or {})}
-    cmd = [_bin("scrapy"), "crawl", "ondemand", "-a", "kb=agents"]
+    cmd = [bin_path("scrapy"), "crawl", "ondemand", "-a", "kb=agents"]
     for key, value in settings.items():
         cmd += ["-s", f"{key}={value}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}

@@ -11,20 +11,19 @@ import itertools
 import time
 from collections.abc import Callable
 from email.utils import formatdate
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import gaps, write_urls
-from tests.helpers import store_of
+from tests.helpers import gaps, store_of, write_urls
+from tests.site.pages import page
 from tests.site.server import Hit, Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
 
-def html(title: str) -> Reply:
-    return Reply(f"<html><head><title>{title}</title></head><body><main><p>{title}: a page of plain "
-                 "words for the knowledge base.</p></main></body></html>")
+html = partial(page, say="{title}: a page of plain words for the knowledge base.")
 
 
 def status(code: int, headers: dict[str, str] | None = None) -> Reply:

@@ -8,26 +8,23 @@ import json
 import signal
 import subprocess
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from tests.conftest import ROOT, _bin, synapsecrawl, write_urls
-from tests.helpers import make_pdf
+from tests.helpers import ROOT, bin_path, make_pdf, synapsecrawl, write_urls
+from tests.site import pages
+from tests.site.pages import FAST, HTML, TEXT
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
-FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted's floor
-TEXT = {"Content-Type": "text/plain"}
-HTML = {"Content-Type": "text/html; charset=utf-8"}
 PDF = {"Content-Type": "application/pdf"}
 
 
-def page(title: str, links: tuple[str, ...] = ()) -> Reply:
-    anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
-    return Reply(f"<html><head><title>{title}</title></head><body><p>{title} words.</p>{anchors}</body></html>")
+page = partial(pages.page, say="{title} words.", main=False)
 
 
 def encrypted_pdf() -> bytes:
@@ -119,7 +116,7 @@ def test_broken_pages_and_documents_are_one_line_each_and_the_rest_is_kept(
     report = make_pdf([["Quarterly report text."]], title="Report")
     server.add(host, {
         "/robots.txt": Reply(b"# caf\xe9 \xff\xfe owner notes\nUser-agent: *\nDisallow: /private/\n", headers=TEXT),
-        "/": page("Home", (*links, "/private/x.html")),
+        "/": page("Home", links=(*links, "/private/x.html")),
         "/latin.html": Reply(latin, headers=HTML),
         "/deep.html": Reply(deep),
         "/not-gzip.html": Reply(b"<html>plain, not gzip</html>" * 20, headers={**HTML, "Content-Encoding": "gzip"}),
@@ -222,7 +219,7 @@ def test_a_crawl_stopped_with_ctrl_c_twice_leaves_a_readable_kb(server: TestServ
     uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
     urls = write_urls(tmp_path / "urls.txt", [server.url(host, f"/p{n}.html") for n in range(12)])
     settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": uri, **FAST}
-    cmd = [_bin("scrapy"), "crawl", "page", "-a", f"urls_file={urls}"]
+    cmd = [bin_path("scrapy"), "crawl", "page", "-a", f"urls_file={urls}"]
     for key, value in settings.items():
         cmd += ["-s", f"{key}={value}"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -6,23 +6,23 @@ its document is kept; a bad start URL stops the crawl before any request with ex
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CrawlRun, write_urls
+from tests.helpers import CrawlRun, write_urls
+from tests.site import pages
+from tests.site.pages import FAST
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
-FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted's floor
 ROBOTS = Reply("", status=404)
 LOCATIONS = {"/r-js": "javascript:alert(1)", "/r-v6": "http://[::1/", "/r-port": "http://{host}:99999/x"}
 
 
-def page(title: str, links: tuple[str, ...] = ()) -> Reply:
-    anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
-    return Reply(f"<html><head><title>{title}</title></head><body><p>{title} words.</p>{anchors}</body></html>")
+page = partial(pages.page, say="{title} words.", main=False)
 
 
 def redirects(host: str) -> dict[str, Reply]:
@@ -105,7 +105,7 @@ def test_unusable_redirects_and_links_in_site_mode_keep_the_other_links(server: 
     good linked page is still fetched and stored (the page's other links are not lost)."""
     bad_link = f"http://{host}:99999/bad-link"
     server.add(host, {"/robots.txt": ROBOTS, **redirects(host),
-                      "/": page("Start", (*LOCATIONS, bad_link, "/after.html")), "/after.html": page("After")})
+                      "/": page("Start", links=(*LOCATIONS, bad_link, "/after.html")), "/after.html": page("After")})
     run = crawl("site", args={"url": server.url(host, "/")}, settings=FAST)
     assert_clean(run)
     for path in LOCATIONS:

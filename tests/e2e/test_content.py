@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -12,11 +13,11 @@ import pytest
 
 from synapsecrawl.kb.store import open_store
 from synapsecrawl.labels import parse_document
-from tests.conftest import gaps, write_urls
-from tests.site.server import Reply, TestServer
+from tests.helpers import gaps, make_pdf, write_urls
+from tests.site.pages import NO_ROBOTS, page
+from tests.site.server import Hit, Reply, TestServer
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-NO_ROBOTS = Reply("", status=404, headers={"Content-Type": "text/plain"})
 TDMREP = "/.well-known/tdmrep.json"
 BIG = 1_500_000  # bytes of a document a profile does not read; sent slowly, so an abandoned download shows
 PDF = (DATA / "pdf" / "text.pdf").read_bytes() + b"\n" + b"%" * BIG + b"\n"
@@ -25,10 +26,7 @@ JSON_BODY = b'{"items": [' + b"0," * (BIG // 2) + b"0]}"
 NOTES = b"Plain notes about gates.\n" + b"A line of notes, long enough to be sent in many pieces.\n" * 10_000
 
 
-def html(title: str, body: str = "", head: str = "", headers: dict[str, str] | None = None) -> Reply:
-    return Reply(f"<html><head><title>{title}</title>{head}</head><body><main><h1>{title}</h1>"
-                 f"<p>{body or title + ' is a page of the test site.'}</p></main></body></html>",
-                 headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})})
+html = partial(page, h1=True)
 
 
 def documents() -> dict[str, Reply]:
@@ -164,3 +162,59 @@ def test_omniscientebot_reads_tdm_reservations_and_labels_pages(
     item = next(i for i in run.items() if i["url"] == urls[0])
     assert item["page_kind"] == "news_article" and item["tdm_reservation"] == 1
     assert all(set(link) == {"url", "context"} for link in item["link_contexts"])  # type: ignore[union-attr]
+
+
+SMALL_PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+# The page an outside audit served: a heading and one paragraph.
+titled = partial(page, h1=True, say="{title} is a page of the audit site.")
+
+
+def asked_paths(hits: list[Hit]) -> list[str]:
+    return [h.path for h in hits]
+
+
+SNAGA = {"BOT_PROFILE": "snagabot"}
+
+
+def test_snagabot_skips_a_pdf_and_an_image_served_without_a_content_type(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SNA-HTML: "HTML pages it allows. Other files (PDFs, images, video) are skipped". A server that
+    sends a PDF and a PNG with no Content-Type at all (a file without an extension on a misconfigured
+    server) gives no type to judge at the headers; once the bytes show a PDF or an image, neither is
+    stored nor exported. The HTML page next to them is."""
+    pdf = make_pdf([["Quarterly report: revenue grew in every region."]], title="Quarterly report")
+    server.add(host, {
+        "/robots.txt": NO_ROBOTS,
+        "/page.html": titled("Audit page"),
+        "/download/report": Reply(pdf, headers={}),
+        "/download/photo": Reply(SMALL_PNG + b"\x00" * 4096, headers={}),
+    })  # fmt: skip
+    urls = [server.url(host, p) for p in ("/page.html", "/download/report", "/download/photo")]
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)}, settings=SNAGA)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted(asked_paths(server.log(host))) == ["/download/photo", "/download/report", "/page.html", "/robots.txt"]
+    assert [row["url"] for row in run.kb()] == [urls[0]]
+    assert [item["url"] for item in run.items()] == [urls[0]]
+
+
+def test_snagabot_follows_a_redirect_whose_own_body_is_plain_text(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SNA-HTML: the type is judged on the page, not on the redirect in front of it. Many hosts answer a
+    301 with a short "Moved Permanently" body typed text/plain (or JSON); the HTML page it leads to is
+    fetched and stored like any other."""
+    server.add(host, {
+        "/robots.txt": NO_ROBOTS,
+        "/old": Reply("Moved Permanently. Redirecting to /new.html", status=301,
+                      headers={"Content-Type": "text/plain; charset=utf-8", "Location": "/new.html"}),
+        "/api-moved": Reply('{"moved": "/other.html"}', status=308,
+                            headers={"Content-Type": "application/json", "Location": "/other.html"}),
+        "/new.html": titled("The new page"),
+        "/other.html": titled("The other page"),
+    })  # fmt: skip
+    urls = [server.url(host, "/old"), server.url(host, "/api-moved")]
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)}, settings=SNAGA)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert {"/new.html", "/other.html"} <= set(asked_paths(server.log(host)))
+    assert sorted(str(row["title"]) for row in run.kb()) == ["The new page", "The other page"]

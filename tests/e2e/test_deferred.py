@@ -6,8 +6,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from tests.conftest import write_urls
 from tests.e2e.test_backoff import html, status, store_of
+from tests.helpers import write_urls
 from tests.site.server import Reply, TestServer
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, _bin, synapsecrawl
+from tests.helpers import ROOT, bin_path, synapsecrawl
 from tests.site.faults import FaultServer
 
 pytestmark = pytest.mark.e2e
@@ -67,7 +67,7 @@ class Run:
 
 
 def scrapy_crawl(spider: str, kb_uri: str, args: dict[str, str]) -> Run:
-    cmd = [_bin("scrapy"), "crawl", spider]
+    cmd = [bin_path("scrapy"), "crawl", spider]
     for key, value in args.items():
         cmd += ["-a", f"{key}={value}"]
     settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri,

@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from synapsecrawl.kb.store import SiteState
 from synapsecrawl.urls import origin_of
-from tests.conftest import CrawlRun, gaps, write_urls
-from tests.helpers import store_of
+from tests.helpers import CrawlRun, gaps, store_of, write_urls
+from tests.site.pages import NO_ROBOTS, page
 from tests.site.server import Hit, Reply, TestServer
 
 FEEDS = Path(__file__).resolve().parent.parent / "data" / "feeds"
@@ -357,3 +358,80 @@ def test_other_profiles_read_feeds_without_previews_and_obey_the_star_group(
         hold = store.get_url_hold("synapsebot", urls[1])
         assert store.get_site_icon(f"http://{host}:{server.port}") is None
     assert hold is not None and hold.failures == 1 and 900 - 5 <= hold.until - started <= 900 + 60
+
+
+# The page an outside audit served: a heading and one paragraph.
+titled = partial(page, h1=True, say="{title} is a page of the audit site.")
+
+
+def test_serenereader_refresh_of_a_moved_feed_is_conditional(
+    server: TestServer, host: str, crawl, signing_key: Path
+) -> None:
+    """SER-COND: "When the server returns an ETag ... the next request carries If-None-Match - an
+    unchanged feed then costs only a 304". A subscribed feed address that redirects (WordPress's
+    /feed to /feed/, http to https, a moved feed) is the usual case: the feed answers with an ETag, so
+    the next refresh's request to the feed carries it and gets a 304 with no body."""
+    rss = ('<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>Moved garden</title>'
+           "<link>/</link><image><url>/logo.png</url><title>Moved garden</title><link>/</link></image>"
+           "<item><title>Beans</title><link>/posts/beans</link>"
+           '<enclosure url="/img/beans.png" type="image/png" length="64"/></item></channel></rss>')
+    server.add(host, {
+        "/robots.txt": NO_ROBOTS,
+        "/feed": Reply("", status=301, headers={"Content-Type": "text/html", "Location": "/feed/"}),
+        "/feed/": conditional(Reply(rss, headers={"Content-Type": "application/rss+xml"}), etag='"beans-1"'),
+        "/logo.png": image(),
+    })  # fmt: skip
+    feed_url = server.url(host, "/feed")
+    first = crawl("feed", args={"url": feed_url}, settings=serene(signing_key))
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert server.url(host, "/posts/beans") in {row["url"] for row in first.kb()}
+    seen = len(server.log(host))
+
+    second = crawl("feed", args={"url": feed_url}, settings=serene(signing_key))
+    assert second.returncode == 0, second.stderr[-3000:]
+    refresh = [h for h in server.log(host)[seen:] if h.path == "/feed/"]
+    assert len(refresh) == 1
+    assert refresh[0].header("If-None-Match") == '"beans-1"'
+    assert refresh[0].bytes_sent == 0
+
+
+def test_serenereader_uses_the_image_an_rss_1_0_feed_declares_as_its_icon(
+    server: TestServer, host: str, crawl, signing_key: Path
+) -> None:
+    """SER-FEEDS, SER-ICON: an RSS 1.0 (RDF) feed, as Slashdot-style sites still publish it, has its
+    entries stored, and the image it declares (channel <image rdf:resource>, <image><url>) is the
+    site icon fetched and recorded: the fallback paths (/favicon.ico ...) are not asked."""
+    base = f"http://{host}:{server.port}"
+    rdf = f"""<?xml version="1.0" encoding="utf-8"?>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/"
+         xmlns:dc="http://purl.org/dc/elements/1.1/">
+  <channel rdf:about="{base}/">
+    <title>Old News</title><link>{base}/</link><description>News for gardeners</description>
+    <image rdf:resource="{base}/topics/logo.png"/>
+    <items><rdf:Seq><rdf:li rdf:resource="{base}/story/1"/></rdf:Seq></items>
+  </channel>
+  <image rdf:about="{base}/topics/logo.png">
+    <title>Old News</title><url>{base}/topics/logo.png</url><link>{base}/</link>
+  </image>
+  <item rdf:about="{base}/story/1">
+    <title>Frost comes early</title><link>{base}/story/1</link>
+    <description>Cover the beds tonight.</description><dc:date>2024-10-02T06:30:00Z</dc:date>
+  </item>
+</rdf:RDF>"""
+    server.add(host, {
+        "/robots.txt": NO_ROBOTS,
+        "/index.rdf": Reply(rdf, headers={"Content-Type": "application/rdf+xml"}),
+        "/story/1": titled("Frost comes early", head='<meta property="og:image" content="/img/frost.jpg">'),
+        "/topics/logo.png": image(),
+        "/favicon.ico": image(),
+    })  # fmt: skip
+    run = crawl("feed", args={"url": server.url(host, "/index.rdf")}, settings=serene(signing_key))
+    assert run.returncode == 0, run.stderr[-3000:]
+    stored = {str(row["url"]): row for row in run.kb()}
+    assert stored[f"{base}/story/1"]["title"] == "Frost comes early"
+    assert stored[f"{base}/story/1"]["image"] == f"{base}/img/frost.jpg"
+    asked = paths(server.log(host))
+    assert "/topics/logo.png" in asked and "/favicon.ico" not in asked
+    with store_of(run) as store:
+        icon = store.get_site_icon(base)
+    assert icon is not None and icon.url == f"{base}/topics/logo.png"

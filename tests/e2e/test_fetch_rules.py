@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from functools import partial
 from pathlib import Path
 
-from tests.conftest import gaps, write_urls
+from tests.helpers import gaps, write_urls
+from tests.site.pages import NO_ROBOTS, page
 from tests.site.server import Reply, TestServer
-
-NO_ROBOTS = Reply("", status=404)
 
 
 def test_size_cap_stops_the_download_and_keeps_the_truncated_page(server: TestServer, host: str, crawl) -> None:
@@ -123,3 +123,40 @@ def test_robots_txt_redirects_are_followed_up_to_five(server: TestServer, host: 
     six_paths = [h.path for h in server.log(six)]
     assert "/final" not in six_paths and six_paths[-1] == "/a.html"  # gave up after five: allow all
     assert six_paths == ["/robots.txt", "/r1", "/r2", "/r3", "/r4", "/r5", "/a.html"]
+
+
+plain = partial(page, say="{title}: a page of plain words.", main=False)
+
+
+def omni(signing_key: Path) -> dict[str, str]:
+    return {"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)}
+
+
+def test_omniscientebot_runs_no_script_submits_no_form_and_keeps_no_cookie(
+    server: TestServer, host: str, crawl, signing_key: Path
+) -> None:
+    """ALL-NOJS, OMN-FETCH: a site crawl from a page with a login form, a search form, a script, a
+    stylesheet, an iframe, an image, a meta refresh, javascript: and onclick navigation, and a
+    Set-Cookie: only GETs of /robots.txt, /.well-known/tdmrep.json and the HTML pages linked by
+    <a href> are made, and no request carries the cookie."""
+    start = Reply(
+        "<html><head><title>Home</title><script src='/app.js'></script>"
+        "<link rel='stylesheet' href='/style.css'><link rel='next' href='/linked-next.html'>"
+        "<meta http-equiv='refresh' content='0; url=/refreshed.html'></head><body>"
+        "<form action='/login' method='post'><input name='user' value='a'>"
+        "<input type='password' name='pw' value='b'><input type='submit'></form>"
+        "<form action='/search'><input name='q' value='x'></form>"
+        "<iframe src='/frame.html'></iframe><img src='/pic.png'>"
+        "<a href='javascript:location.href=\"/js-only.html\"'>js</a>"
+        "<button onclick='location.href=\"/clicked.html\"'>go</button>"
+        "<a href='/next.html'>next</a><p>Home page words.</p></body></html>",
+        headers={"Content-Type": "text/html; charset=utf-8", "Set-Cookie": "session=abc123; Path=/"},
+    )
+    server.add(host, {"/robots.txt": NO_ROBOTS, "/": start, "*": plain("Next")})
+    run = crawl("site", args={"url": server.url(host, "/")}, settings=omni(signing_key))
+    assert run.returncode == 0, run.stderr[-3000:]
+    hits = server.log(host)
+    assert sorted(h.path for h in hits) == ["/", "/.well-known/tdmrep.json", "/next.html", "/robots.txt"]
+    assert {h.method for h in hits} == {"GET"}
+    assert [h.header("Cookie") for h in hits] == [None] * len(hits)
+    assert sorted(str(p["url"]) for p in run.kb()) == [server.url(host, "/"), server.url(host, "/next.html")]

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import synapsecrawl
 from tests.core.test_kb_marker import other_app, sha256, strip_marker
+from tests.helpers import synapsecrawl
+from tests.site.pages import FAST
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
-
-FAST = {"DOWNLOAD_DELAY": "0.1"}
 
 
 def site(server: TestServer, host: str) -> None:

@@ -6,24 +6,21 @@ from __future__ import annotations
 
 import gzip
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from synapsecrawl.extract.bounds import MAX_LINKS
-from tests.conftest import write_urls
+from tests.helpers import write_urls
 from tests.hostile import CORPUS, cases
+from tests.site.pages import FAST, HTML, NO_ROBOTS, page
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
-NO_ROBOTS = Reply("", status=404, headers={"Content-Type": "text/plain"})
-HTML = {"Content-Type": "text/html; charset=utf-8"}
-FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted's floor
 
-
-def good(title: str) -> Reply:
-    return Reply(f"<html><head><title>{title}</title></head><body><p>{title} is a good page.</p></body></html>")
+good = partial(page, say="{title} is a good page.", main=False)
 
 
 def lines_about(stderr: str, url: str) -> list[str]:

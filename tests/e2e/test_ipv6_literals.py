@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.ondemand import run_ondemand
+from tests.site import pages
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
@@ -15,8 +17,7 @@ pytestmark = pytest.mark.e2e
 ROBOTS = Reply("User-agent: *\nDisallow: /private/\n", headers={"Content-Type": "text/plain"})
 
 
-def page(title: str) -> Reply:
-    return Reply(f"<html><head><title>{title}</title></head><body><p>{title} text.</p></body></html>")
+page = partial(pages.page, say="{title} text.", main=False)
 
 
 @pytest.mark.parametrize("named", [False, True])

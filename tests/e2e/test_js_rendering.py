@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import gaps, write_urls
+from tests.helpers import gaps, write_urls
 from tests.site.server import Reply, TestServer
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import gaps
+from tests.helpers import gaps
 from tests.site.server import Reply, TestServer
 
 

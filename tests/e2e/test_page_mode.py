@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import synapsecrawl, write_urls
-from tests.site.server import Reply, TestServer
-
-
-def page(title: str, body: str, head: str = "", headers: dict[str, str] | None = None) -> Reply:
-    return Reply(
-        f"<html><head><title>{title}</title>{head}</head><body><main><p>{body}</p></main></body></html>",
-        headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})},
-    )
+from tests.helpers import synapsecrawl, write_urls
+from tests.site.pages import NO_ROBOTS, page
+from tests.site.server import Hit, Reply, TestServer
 
 
 @pytest.mark.parametrize("processes", ["auto", "0"], ids=["worker-processes", "in-process"])
@@ -116,3 +111,45 @@ def test_kb_search_ranks_and_honours_snippet_rules(server: TestServer, host: str
     table = synapsecrawl("kb", "list", "--uri", run.kb_uri, "--kb", "bio", "--format", "table")
     assert table.returncode == 0 and table.stdout.splitlines()[0].split() == ["kb", "url", "status", "fetched_at", "title"]
     assert len(table.stdout.splitlines()) == 6
+
+
+# The page an outside audit served: a heading and one paragraph.
+titled = partial(page, h1=True, say="{title} is a page of the audit site.")
+
+
+def asked_paths(hits: list[Hit]) -> list[str]:
+    return [h.path for h in hits]
+
+
+SNAGA = {"BOT_PROFILE": "snagabot"}
+
+
+def test_snagabot_reads_its_own_scope_in_a_header_naming_several_bots(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SNA-TOKEN, SNA-SNIPPET, ALL-NOINDEX: X-Robots-Tag lines naming several crawlers, as a CDN
+    writes them: one line "googlebot: noindex, nofollow, snagabot: max-snippet:40" and a second line
+    "otherbot: noindex". Only the snagabot part applies: the page is kept and its links followed, and
+    a search shows at most 40 characters of it. A second page whose header gives snagabot
+    "max-snippet:0" among other bots' rules shows no text at all."""
+    body = ("Tide pools hold anemones, crabs and small fish between the rocks. " * 6).strip()
+    server.add(host, {
+        "/robots.txt": NO_ROBOTS,
+        "/pools.html": titled("Tide pools", body + ' <a href="/crabs.html">crabs</a>', headers={
+            "X-Robots-Tag": "googlebot: noindex, nofollow, snagabot: max-snippet:40",
+            "x-robots-tag": "otherbot: noindex",
+        }),
+        "/crabs.html": titled("Tide crabs", "Crabs of the tide pools hide under rocks at low tide.", headers={
+            "X-Robots-Tag": "bingbot: max-snippet:-1, snagabot: max-snippet:0, googlebot: index",
+        }),
+    })  # fmt: skip
+    run = crawl("site", args={"url": server.url(host, "/pools.html")}, settings=SNAGA)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "/crabs.html" in asked_paths(server.log(host))  # googlebot's nofollow is not ours
+    assert {row["url"] for row in run.kb()} == {server.url(host, "/pools.html"), server.url(host, "/crabs.html")}
+    out = synapsecrawl("kb", "search", "tide pools crabs", "--uri", run.kb_uri, "--format", "jsonl")
+    assert out.returncode == 0, out.stderr
+    results = {str(r["url"]): r for r in (json.loads(line) for line in out.stdout.splitlines())}
+    pools, crabs = results[server.url(host, "/pools.html")], results[server.url(host, "/crabs.html")]
+    assert 0 < len(str(pools["snippet"])) <= 40, pools["snippet"]
+    assert crabs["snippet"] == "" and not crabs.get("passages"), crabs

@@ -7,17 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import synapsecrawl, write_urls
+from tests.helpers import synapsecrawl, write_urls
+from tests.site.pages import page
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
-
-
-def page(title: str, body: str, head: str = "") -> Reply:
-    return Reply(
-        f"<html><head><title>{title}</title>{head}</head><body><main><p>{body}</p></main></body></html>",
-        headers={"Content-Type": "text/html; charset=utf-8"},
-    )
 
 
 def test_page_crawl_into_postgres(server: TestServer, host: str, crawl, postgres_uri: str, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, _bin
+from tests.helpers import ROOT, bin_path
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
@@ -74,7 +74,7 @@ def start_crawl(server: TestServer, host: str, tmp_path: Path, mark: str, pages:
     })  # fmt: skip
     settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "DOWNLOAD_DELAY": "0.1",
                 "KB_URI": f"sqlite:///{tmp_path / 'kb.sqlite3'}", "EXTRACT_PROCESSES": "2", "LOG_LEVEL": "INFO"}
-    command = [_bin("scrapy"), "crawl", "site", "-a", f"url={server.url(host, '/')}"]
+    command = [bin_path("scrapy"), "crawl", "site", "-a", f"url={server.url(host, '/')}"]
     for key, value in settings.items():
         command += ["-s", f"{key}={value}"]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}, MARK: mark}

@@ -6,11 +6,13 @@ rules with a Crawl-delay, 404, 403, 500, and no answer at all.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import gaps, synapsecrawl, write_urls
+from tests.helpers import gaps, synapsecrawl, write_urls
+from tests.site.pages import page
 from tests.site.server import Reply, TestServer
 
 UA = {
@@ -36,8 +38,7 @@ FETCHES = {
 SPACING = {"synapsebot": 1.0, "snagabot": 1.0, "serenereader": 1.0, "omniscientebot": 5.0, "yottabot": 1.0}
 
 
-def html(title: str) -> Reply:
-    return Reply(f"<html><head><title>{title}</title></head><body><p>{title} body text.</p></body></html>")
+html = partial(page, say="{title} body text.", main=False)
 
 
 @pytest.mark.parametrize("profile", list(FETCHES))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import synapsecrawl
+from tests.helpers import synapsecrawl
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from synapsecrawl.kb.store import Source, open_store
-from tests.conftest import _bin
 from tests.e2e.test_reread import HTML, ROBOTS_ALL, html, since, validated
+from tests.helpers import bin_path
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
@@ -23,7 +23,7 @@ TEST_HOSTS = ("--set", "HOST_RESOLVE=*.test=127.0.0.1", "--set", "ALLOW_PRIVATE_
 
 def cron(*args: str) -> list[str]:
     """The command line a crontab entry runs: `env -i` leaves PATH alone, as cron's minimal environment."""
-    return ["env", "-i", "PATH=/usr/bin:/bin", _bin("synapsecrawl"), "recrawl", *args]
+    return ["env", "-i", "PATH=/usr/bin:/bin", bin_path("synapsecrawl"), "recrawl", *args]
 
 
 def run_cron(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:

@@ -5,22 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import synapsecrawl
+from tests.helpers import synapsecrawl
+from tests.site.pages import TEXT, page
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
-TEXT = {"Content-Type": "text/plain"}
 
-
-def html(title: str, body: str = "", head: str = "") -> Reply:
-    return Reply(f"<html><head><title>{title}</title>{head}</head><body><main><p>{title}: a page of plain "
-                 f"words for the knowledge base.</p>{body}</main></body></html>")
+html = partial(page, say="{title}: a page of plain words for the knowledge base.")
 
 
 def busy_once() -> Any:
@@ -38,7 +36,7 @@ def serve_site(server: TestServer, host: str) -> None:
     links = "".join(f'<a href="{p}">{p}</a> ' for p in ("/a.html", "/busy.html", "/hidden.html", "/private/x.html"))
     server.add(host, {
         "/robots.txt": Reply("User-agent: *\nCrawl-delay: 1.5\nDisallow: /private/\n", headers=TEXT),
-        "/": html("Home", links),
+        "/": html("Home", after=links),
         "/a.html": html("A"),
         "/busy.html": busy_once(),
         "/hidden.html": html("Hidden", head='<meta name="robots" content="noindex">'),

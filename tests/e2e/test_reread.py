@@ -4,26 +4,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from synapsecrawl.kb.store import RobotsCopy, open_store
-from tests.conftest import write_urls
+from tests.helpers import write_urls
+from tests.site import pages
+from tests.site.pages import FAST, HTML, ROBOTS_ALL, page
 from tests.site.server import Hit, Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
-FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted's floor
-HTML = {"Content-Type": "text/html; charset=utf-8"}
-ROBOTS_ALL = Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"})
 
-
-def html(title: str, body: str = "", head: str = "", links: tuple[str, ...] = ()) -> str:
-    anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
-    return (f"<html><head><title>{title}</title>{head}</head><body><main><p>{body or title} is a page "
-            f"about {title.lower()} with enough words to be read as text.</p>{anchors}</main></body></html>")
+ABOUT = " is a page about {lower} with enough words to be read as text."
+html = partial(pages.html, say="{title}" + ABOUT)
 
 
 def validated(body: str, *, etag: str = "", last_modified: str = "") -> Callable[[BaseHTTPRequestHandler], Reply]:
@@ -63,8 +60,8 @@ def test_unchanged_page_costs_a_304_and_stays_verified(server: TestServer, host:
     lm = "Wed, 21 Oct 2015 07:28:00 GMT"
     server.add(host, {
         "/robots.txt": ROBOTS_ALL,
-        "/same.html": validated(html("Stable", "Stable first words"), etag='"v1"', last_modified=lm),
-        "/changed.html": validated(html("Changing", "Old words"), etag='"a1"'),
+        "/same.html": validated(html("Stable", say="Stable first words" + ABOUT), etag='"v1"', last_modified=lm),
+        "/changed.html": validated(html("Changing", say="Old words" + ABOUT), etag='"a1"'),
     })  # fmt: skip
     urls = write_urls(tmp_path / "u.txt", [server.url(host, "/same.html"), server.url(host, "/changed.html")])
     first = crawl("page", args={"urls_file": urls}, settings=FAST)
@@ -74,7 +71,7 @@ def test_unchanged_page_costs_a_304_and_stays_verified(server: TestServer, host:
     assert before[server.url(host, "/same.html")]["verified_at"] is None
     mark = len(server.log(host))
 
-    server.add(host, {"/changed.html": validated(html("Changing", "New words"), etag='"a2"')})
+    server.add(host, {"/changed.html": validated(html("Changing", say="New words" + ABOUT), etag='"a2"')})
     second = crawl("page", args={"urls_file": urls}, settings=FAST)
     assert second.returncode == 0, second.stderr[-3000:]
     hits = since(server, host, mark)
@@ -174,7 +171,7 @@ def test_site_reread_revisits_stored_pages_no_longer_linked(
     mark = len(server.log(host))
 
     server.add(host, {
-        "/": validated(html("Home", "Home now links less", links=("/a.html",)), etag='"home2"'),
+        "/": validated(html("Home", say="Home now links less" + ABOUT, links=("/a.html",)), etag='"home2"'),
         "/b.html": Reply("gone", status=404, headers={"Content-Type": "text/plain"}),
     })  # fmt: skip
     second = crawl("site", args={"url": start}, settings=FAST)
@@ -326,3 +323,40 @@ def test_unreadable_removal_list_stops_the_crawl_in_one_line(server: TestServer,
     missing = tmp_path / "missing.txt"
     assert run.stderr.strip().splitlines() == [f"synapsecrawl: REMOVAL_LIST {missing}: No such file or directory"]
     assert server.log(host) == []
+
+
+served = partial(page, say="{title} is a page with enough words to be read as text.")
+
+
+def test_a_304_that_now_carries_noindex_removes_the_page(server: TestServer, host: str, crawl) -> None:
+    """SYN-REMOVE, SYN-REREAD, YOT-DIRECTIVES: a site owner adds `X-Robots-Tag: noindex` in the server
+    configuration (nginx's add_header also applies to 304s) without touching the file, so the ETag is
+    unchanged and the re-read is answered 304 carrying the header. A 304's header fields update the
+    stored response (RFC 9111 §4.3.4): the page "now carries noindex" and leaves the KB. A 304 without
+    the header keeps its page."""
+    etag = '"v1"'
+
+    def route(noindex: bool) -> Callable[[BaseHTTPRequestHandler], Reply]:
+        def answer(handler: BaseHTTPRequestHandler) -> Reply:
+            headers = {**HTML, "ETag": etag, **({"X-Robots-Tag": "noindex"} if noindex else {})}
+            if handler.headers.get("If-None-Match") == etag:
+                return Reply(b"", status=304, headers={k: v for k, v in headers.items() if k != "Content-Type"})
+            return served("Hidden later" if noindex else "Kept", headers=headers)
+
+        return answer
+
+    server.add(host, {"/robots.txt": Reply("", status=404),
+                      "/hidden.html": route(False), "/kept.html": route(False)})
+    start = server.url(host, "/")
+    server.add(host, {"/": served("Home", links=("/hidden.html", "/kept.html"))})
+    first = crawl("site", args={"url": start}, settings=FAST)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert len(first.kb()) == 3
+    mark = len(server.log(host))
+
+    server.add(host, {"/hidden.html": route(True)})
+    second = crawl("site", args={"url": start}, settings=FAST)
+    assert second.returncode == 0, second.stderr[-3000:]
+    [hidden] = [h for h in server.log(host)[mark:] if h.path == "/hidden.html"]
+    assert hidden.header("If-None-Match") == etag and hidden.bytes_sent == 0  # it was answered 304
+    assert sorted(str(p["url"]) for p in second.kb()) == [start, server.url(host, "/kept.html")]

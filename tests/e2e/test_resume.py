@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import closing
+from functools import partial
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -24,19 +25,15 @@ import pytest
 from synapsecrawl.jobdir import MARK
 from synapsecrawl.kb.store import open_store
 from synapsecrawl.reread import RETRY_AFTER_FAILURE, RUNNING
-from tests.conftest import ROOT, _bin
+from tests.helpers import ROOT, bin_path
+from tests.site import pages
+from tests.site.pages import FAST, ROBOTS_ALL
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
-FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted's floor
-ROBOTS_ALL = Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"})
 
-
-def page(title: str, links: list[str]) -> str:
-    anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
-    return (f"<html><head><title>{title}</title></head><body><main><p>{title} is a page about "
-            f"{title.lower()} with enough words to be read as text.</p>{anchors}</main></body></html>")
+page = partial(pages.html, say="{title} is a page about {lower} with enough words to be read as text.")
 
 
 def site_pages(sections: int = 6, per_section: int = 9) -> dict[str, list[str]]:
@@ -82,13 +79,13 @@ class Site:
 
     def serve(self, server: TestServer, host: str) -> None:
         server.add(host, {"/robots.txt": ROBOTS_ALL,
-                          **{path: self.route(path, page(path, links)) for path, links in self.pages.items()}})
+                          **{path: self.route(path, page(path, links=links)) for path, links in self.pages.items()}})
 
 
 def scrapy_command(spider: str, args: dict[str, str], kb_uri: str, extra: dict[str, str]) -> list[str]:
     settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri,
                 "LOG_LEVEL": "INFO", **FAST, **extra}
-    command = [_bin("scrapy"), "crawl", spider]
+    command = [bin_path("scrapy"), "crawl", spider]
     for key, value in args.items():
         command += ["-a", f"{key}={value}"]
     for key, value in settings.items():
@@ -165,7 +162,6 @@ def test_a_site_crawl_killed_half_way_finishes_when_run_again(server: TestServer
         assert not (tmp_path / "job" / MARK).exists()  # closed: Scrapy's state is good for a next run
 
 
-
 def test_a_304_leads_to_the_stored_links_in_postgres(server: TestServer, host: str, crawl,
                                                       postgres_uri: str) -> None:
     """SYN-MODES, SYN-REREAD (#13 item 3) on PostgreSQL: a site crawl stopped at its page budget keeps each
@@ -182,7 +178,7 @@ def test_a_304_leads_to_the_stored_links_in_postgres(server: TestServer, host: s
     }
     site = Site()
     server.add(host, {"/robots.txt": ROBOTS_ALL,
-                      **{path: site.route(path, page(path, links)) for path, links in routes.items()}})
+                      **{path: site.route(path, page(path, links=links)) for path, links in routes.items()}})
     start = server.url(host, "/docs/")
     first = crawl("site", args={"url": start, "max_pages": "2", "depth": "2"}, settings=FAST, kb_uri=postgres_uri)
     assert first.returncode == 0, first.stderr[-3000:]

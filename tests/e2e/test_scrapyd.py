@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, synapsecrawl
 from tests.e2e.test_recrawl import TEST_HOSTS, cron, make_due, sources
 from tests.e2e.test_reread import ROBOTS_ALL, html, since, validated
+from tests.helpers import ROOT, synapsecrawl
 from tests.site.server import TestServer
 
 pytestmark = pytest.mark.e2e

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 from urllib.parse import unquote
 
-from tests.conftest import synapsecrawl, write_urls
+from tests.helpers import synapsecrawl, write_urls
+from tests.site import pages
+from tests.site.pages import FAST, NO_ROBOTS
 from tests.site.server import Reply, TestServer
 
 DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"
-NO_ROBOTS = Reply("", status=404, headers={"Content-Type": "text/plain"})
-FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted floor
 MARKS = re.compile("[«»]")
 
 
@@ -22,10 +23,7 @@ def search(uri: str, query: str, *extra: str) -> list[dict[str, object]]:
     return [json.loads(line) for line in out.stdout.splitlines()]
 
 
-def page(title: str, body: str, head: str = "", headers: dict[str, str] | None = None) -> Reply:
-    paragraphs = "".join(f"<p>{p}</p>" for p in body.split("\n\n"))
-    return Reply(f"<html><head><title>{title}</title>{head}</head><body><main><h1>{title}</h1>{paragraphs}"
-                 "</main></body></html>", headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})})
+page = partial(pages.page, h1=True, split=True)
 
 
 def test_kb_search_answers_from_a_crawled_documentation_site(server: TestServer, host: str, crawl) -> None:

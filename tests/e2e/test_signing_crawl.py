@@ -14,7 +14,9 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import http_sf
 import pytest
@@ -22,14 +24,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from http_message_signatures import HTTPMessageVerifier, MappingKeyResolver, algorithms
 
 from synapsecrawl.signing import verify_request
-from tests.conftest import synapsecrawl
+from tests.e2e.ondemand import run_ondemand
+from tests.helpers import synapsecrawl
+from tests.site.pages import page
 from tests.site.server import Hit, Reply, TestServer
 
 COMPONENTS = ("@authority", '"signature-agent";key="sig1"', "@method", "@path")
 
 
-def html(title: str) -> Reply:
-    return Reply(f"<html><head><title>{title}</title></head><body><p>{title} body text.</p></body></html>")
+html = partial(page, say="{title} body text.", main=False)
 
 
 def keygen(path: Path) -> Path:
@@ -267,3 +270,166 @@ def test_a_request_is_signed_as_it_leaves_after_every_wait(
                                 directory=directory, now=int(hit.arrived_at))
         assert result.ok, (hit.path, result.reason)
     assert sorted(p["url"] for p in run.kb()) == sorted(urls)
+
+
+UA = "Mozilla/5.0 (compatible; SnagaBot/0.1.0; +https://snaga.ai/bot)"
+
+
+ROBOTS = Reply("User-agent: *\nDisallow: /private/\n", headers={"Content-Type": "text/plain"})
+
+
+def moved(location: str, status: int = 301) -> Reply:
+    return Reply("", status=status, headers={"Location": location, "Content-Type": "text/plain"})
+
+
+def paths(hits: list[Hit]) -> list[str]:
+    return [h.path for h in hits]
+
+
+def keygen_and_directory(tmp_path: Path, name: str) -> tuple[Path, Path, dict[str, Any]]:
+    """A key from `synapsecrawl keys generate` and the directory `synapsecrawl keys directory` prints."""
+    key = tmp_path / f"{name}.pem"
+    out = synapsecrawl("keys", "generate", "--out", str(key))
+    assert out.returncode == 0, out.stderr
+    out = synapsecrawl("keys", "directory", "--key", str(key))
+    assert out.returncode == 0, out.stderr
+    directory_file = tmp_path / f"{name}.directory.json"
+    directory_file.write_text(out.stdout)
+    return key, directory_file, json.loads(out.stdout)
+
+
+def params_of(hit: Hit) -> dict[str, Any]:
+    parsed = http_sf.parse((hit.header("Signature-Input") or "").encode(), tltype="dictionary")
+    assert isinstance(parsed, dict) and list(parsed) == ["sig1"], parsed  # one signature, never two
+    return dict(parsed["sig1"][1])
+
+
+def wire_url(srv: TestServer, hit: Hit) -> str:
+    """The URL of a request as the site received it (path and query exactly as sent)."""
+    return srv.url(hit.host, hit.path)
+
+
+def verifies(srv: TestServer, hit: Hit, directory: dict[str, Any], url: str | None = None,
+             now: int | None = None) -> str:
+    result = verify_request(method=hit.method, url=url or wire_url(srv, hit), headers=hit.headers,
+                            directory=directory, now=now if now is not None else int(time.time()))
+    return result.reason
+
+
+def test_each_redirect_hop_is_signed_for_the_host_path_and_query_it_is_sent_to(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """SER-SIGN: a page at an escaped non-ASCII path with a query string that redirects to another host
+    and another query: every request the two sites receive (both robots.txt files, both hops) carries
+    its own single signature, made for the authority and path it was sent to: each verifies at its own
+    address and at no other hop's, with a fresh nonce, `Signature-Agent: sig1="https://serenereader.com"`
+    and `expires` 300 s after `created` (SIGNING_EXPIRES' default)."""
+    key, directory_file, directory = keygen_and_directory(tmp_path, "serene")
+    other = f"b-{host}"
+    target = server.url(other, "/landing.html?ref=a&lang=pl")
+    server.add(host, {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+                      "*": moved(target, 302)})
+    server.add(other, {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+                       "/landing.html": page("Landing", "Arrived from a signed redirect.")})
+    run = crawl("page", args={"url": server.url(host, "/café/a b.html?q=ü&x=1")},
+                settings={"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(key)})
+    assert run.returncode == 0, run.stderr[-3000:]
+    first, second = server.log(host), server.log(other)
+    assert paths(first) == ["/robots.txt", "/caf%C3%A9/a%20b.html?q=%C3%BC&x=1"]
+    assert paths(second) == ["/robots.txt", "/landing.html?ref=a&lang=pl"]
+    hits = first + second
+    for hit in hits:
+        assert hit.header("Signature-Agent") == 'sig1="https://serenereader.com"'
+        params = params_of(hit)
+        assert params["tag"] == "web-bot-auth" and params["expires"] - params["created"] == 300, params
+        assert verifies(server, hit, directory) == "verified", hit.path
+        for elsewhere in hits:
+            if wire_url(server, elsewhere).split("?")[0] != wire_url(server, hit).split("?")[0]:
+                assert verifies(server, hit, directory, url=wire_url(server, elsewhere)) == "bad signature"
+    assert len({params_of(h)["nonce"] for h in hits}) == len(hits)
+    hop = first[1]
+    request_head = tmp_path / "hop.txt"
+    request_head.write_text("\r\n".join([f"GET {hop.path} HTTP/1.1", *(f"{n}: {v}" for n, v in hop.headers.items())])
+                            + "\r\n\r\n")
+    out = synapsecrawl("verify", "--directory", str(directory_file), "--request", str(request_head),
+                       "--scheme", "http")
+    assert (out.returncode, out.stdout) == (0, f"verified keyid={directory['keys'][0]['kid']}\n"), out.stderr
+    assert [row["url"] for row in run.kb()] == [target]
+
+
+def test_signatures_are_valid_from_when_they_are_sent_for_signing_expires_seconds(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """OMN-SIGN: under OmniscienteBot with SIGNING_EXPIRES=60, each request's `created` is the time it
+    was signed (between the crawl's start and end by the wall clock), `expires` is exactly 60 s later,
+    it verifies throughout that window and is refused after it; the Signature-Agent header is exactly
+    `sig1="https://omnisciente.dev"` and the key id the published key's."""
+    key, _, directory = keygen_and_directory(tmp_path, "omni")
+    server.add(host, {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+                      "/w.html": page("Window", "A signed page.")})
+    before = int(time.time())
+    run = crawl("page", args={"url": server.url(host, "/w.html")},
+                settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key), "SIGNING_EXPIRES": "60"})
+    after = int(time.time())
+    assert run.returncode == 0, run.stderr[-3000:]
+    hits = server.log(host)
+    assert "/w.html" in paths(hits) and paths(hits)[0] == "/robots.txt"
+    for hit in hits:
+        assert hit.header("Signature-Agent") == 'sig1="https://omnisciente.dev"'
+        params = params_of(hit)
+        assert params["keyid"] == directory["keys"][0]["kid"] and params["alg"] == "ed25519"
+        assert before <= params["created"] <= after, (before, params, after)
+        assert params["expires"] == params["created"] + 60
+        for moment in (params["created"], params["expires"]):
+            assert verifies(server, hit, directory, now=moment) == "verified", (hit.path, moment)
+        assert verifies(server, hit, directory, now=params["expires"] + 1) == "expired"
+        assert verifies(server, hit, directory, now=params["created"] - 1) == "not yet valid"
+    created = [params_of(h)["created"] for h in hits]
+    assert created == sorted(created)
+
+
+def test_a_retried_request_is_signed_afresh(server: TestServer, host: str, crawl, tmp_path: Path) -> None:
+    """SER-SIGN (any profile signs with an operator key, README "a retry ... is signed afresh"): a page
+    that answers 500 once is asked again; the retry carries one new signature (new nonce, `created`
+    no earlier), not the first attempt's, and both verify."""
+    key, _, directory = keygen_and_directory(tmp_path, "operator")
+    attempts: list[int] = []
+
+    def flaky(_: object) -> Reply:
+        attempts.append(1)
+        return Reply("try again", status=500) if len(attempts) == 1 else page("Flaky", "Second time lucky.")
+
+    server.add(host, {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+                      "/flaky.html": flaky})
+    run = crawl("page", args={"url": server.url(host, "/flaky.html")},
+                settings={"BOT_PROFILE": "synapsebot", "DOWNLOAD_DELAY": "0.1", "SIGNING_KEY": str(key),
+                          "SIGNATURE_AGENT": "https://bots.example.org"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    tries = [h for h in server.log(host) if h.path == "/flaky.html"]
+    assert len(tries) == 2, paths(server.log(host))
+    first, retry = (params_of(h) for h in tries)
+    assert first["nonce"] != retry["nonce"] and retry["created"] >= first["created"]
+    assert tries[0].header("Signature") != tries[1].header("Signature")
+    assert all(verifies(server, h, directory) == "verified" for h in tries)
+    assert [row["title"] for row in run.kb()] == ["Flaky"]
+
+
+def test_on_demand_requests_are_signed_with_an_operator_key(
+    server: TestServer, host: str, tmp_path: Path
+) -> None:
+    """SNA-ONDEMAND ("same rules as the crawl"), SER-SIGN (any profile signs with an operator key): with
+    SIGNING_KEY set, every request an on-demand ask sends (robots.txt, a redirect and its target) is
+    signed for the address it is sent to and verifies."""
+    key, _, directory = keygen_and_directory(tmp_path, "snaga")
+    server.add(host, {"/robots.txt": ROBOTS, "/ask.html?v=1": moved(server.url(host, "/answer.html?v=2")),
+                      "/answer.html": page("Answer", "A signed on-demand fetch.")})
+    extra = {"SIGNING_KEY": str(key), "SIGNATURE_AGENT": "https://snaga.ai"}
+    with run_ondemand(tmp_path, extra) as signed:
+        status, body = signed.post(server.url(host, "/ask.html?v=1"))
+    assert status == 200 and body["url"] == server.url(host, "/answer.html?v=2"), body
+    hits = server.log(host)
+    assert paths(hits) == ["/robots.txt", "/ask.html?v=1", "/answer.html?v=2"]
+    for hit in hits:
+        assert hit.header("Signature-Agent") == 'sig1="https://snaga.ai"' and hit.header("User-Agent") == UA
+        assert verifies(server, hit, directory) == "verified", hit.path
+    assert len({params_of(h)["nonce"] for h in hits}) == 3

@@ -4,31 +4,16 @@ redirects and the crawl summary, measured from the server's log and the KB."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_urls
-from tests.helpers import make_pdf
+from tests.helpers import gaps, make_pdf, write_urls
+from tests.site.pages import FAST, TEXT, page
 from tests.site.server import Hit, Reply, TestServer
 
-FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted floor: ten requests a second
-TEXT = {"Content-Type": "text/plain"}
-
-
-def html(title: str, links: list[str] | None = None, *, head: str = "", rels: dict[str, str] | None = None,
-         headers: dict[str, str] | None = None) -> Reply:
-    """A page titled ``title`` linking to ``links``; ``rels`` gives some links a rel attribute."""
-    rels = rels or {}
-    anchors = "".join(
-        f'<li><a href="{href}"' + (f' rel="{rels[href]}"' if href in rels else "") + f">{href}</a></li>"
-        for href in links or []
-    )
-    return Reply(
-        f"<html><head><title>{title}</title>{head}</head><body><main><h1>{title}</h1>"
-        f"<p>{title} is a page of the test site.</p><ul>{anchors}</ul></main></body></html>",
-        headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})},
-    )
+html = partial(page, h1=True, listed=True)
 
 
 def paths(hits: list[Hit]) -> list[str]:
@@ -38,8 +23,8 @@ def paths(hits: list[Hit]) -> list[str]:
 def chain(server: TestServer, host: str, length: int) -> None:
     """/docs/d0.html links to d1 ... up to d{length}: page dN is N links deep. Off-path and
     off-host links hang from the start page."""
-    routes = {f"/docs/d{n}.html": html(f"Depth {n}", [f"d{n + 1}.html"]) for n in range(length)}
-    routes["/docs/d0.html"] = html("Depth 0", ["d1.html", "/blog/post.html", f"http://elsewhere-{host}/x.html"])
+    routes = {f"/docs/d{n}.html": html(f"Depth {n}", links=[f"d{n + 1}.html"]) for n in range(length)}
+    routes["/docs/d0.html"] = html("Depth 0", links=["d1.html", "/blog/post.html", f"http://elsewhere-{host}/x.html"])
     server.add(host, {"/robots.txt": Reply("", status=404), **routes, "/blog/post.html": html("Blog")})
     server.add(f"elsewhere-{host}", {"/x.html": html("Elsewhere")})
 
@@ -95,9 +80,9 @@ def test_depth_beyond_the_cap_is_refused_before_any_request(
 def test_breadth_first_keeps_the_nearest_pages_under_a_page_limit(server: TestServer, host: str, crawl) -> None:
     """SYN-LIMITS (priorities): with -a max_pages=5 the start page and its four direct links are
     fetched, and none of the pages two links deep, although the first link leads to them at once."""
-    routes = {"/": html("Start", [f"/a{i}.html" for i in range(4)])}
+    routes = {"/": html("Start", links=[f"/a{i}.html" for i in range(4)])}
     for i in range(4):
-        routes[f"/a{i}.html"] = html(f"A{i}", [f"/b{i}{j}.html" for j in range(3)])
+        routes[f"/a{i}.html"] = html(f"A{i}", links=[f"/b{i}{j}.html" for j in range(3)])
         routes |= {f"/b{i}{j}.html": html(f"B{i}{j}") for j in range(3)}
     server.add(host, {"/robots.txt": Reply("", status=404), **routes})
     run = crawl("site", args={"url": server.url(host, "/"), "max_pages": "5"}, settings=FAST)
@@ -114,7 +99,7 @@ def test_a_crawl_stops_at_five_hundred_pages(server: TestServer, host: str, craw
     ten requests a second.)"""
     server.add(host, {
         "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers=TEXT),
-        "/": html("Hub", [f"/p{i}.html" for i in range(560)]),
+        "/": html("Hub", links=[f"/p{i}.html" for i in range(560)]),
         "*": html("Leaf"),
     })  # fmt: skip
     run = crawl("site", args={"url": server.url(host, "/")}, settings=FAST, timeout=280)
@@ -128,13 +113,13 @@ def test_a_crawl_stops_at_five_hundred_pages(server: TestServer, host: str, craw
 
 NOFOLLOW_SITE = {
     "/robots.txt": Reply("", status=404),
-    "/": html("Start", ["/meta.html", "/header.html", "/other-bot.html", "/rel-nofollow.html", "/rel-ugc.html",
+    "/": html("Start", links=["/meta.html", "/header.html", "/other-bot.html", "/rel-nofollow.html", "/rel-ugc.html",
                         "/rel-sponsored.html", "/rel-plain.html"],
               rels={"/rel-nofollow.html": "nofollow", "/rel-ugc.html": "ugc noopener",
                     "/rel-sponsored.html": "Sponsored", "/rel-plain.html": "noopener"}),
-    "/meta.html": html("Meta nofollow", ["/from-meta.html"], head='<meta name="robots" content="nofollow">'),
-    "/header.html": html("Header nofollow", ["/from-header.html"], headers={"X-Robots-Tag": "nofollow"}),
-    "/other-bot.html": html("Other bot", ["/from-other-bot.html"], headers={"X-Robots-Tag": "googlebot: none"}),
+    "/meta.html": html("Meta nofollow", links=["/from-meta.html"], head='<meta name="robots" content="nofollow">'),
+    "/header.html": html("Header nofollow", links=["/from-header.html"], headers={"X-Robots-Tag": "nofollow"}),
+    "/other-bot.html": html("Other bot", links=["/from-other-bot.html"], headers={"X-Robots-Tag": "googlebot: none"}),
     "*": html("Leaf"),
 }
 
@@ -166,7 +151,7 @@ def test_synapsebot_stores_linked_pdfs_and_text_with_their_text(server: TestServ
     stored with their extracted text; an image is abandoned at its headers (type skip)."""
     server.add(host, {
         "/robots.txt": Reply("", status=404),
-        "/docs/": html("Docs", ["report.pdf", "notes.txt", "logo.png"]),
+        "/docs/": html("Docs", links=["report.pdf", "notes.txt", "logo.png"]),
         "/docs/report.pdf": Reply(make_pdf([["Quarterly figures for the knowledge base"]]),
                                   headers={"Content-Type": "application/pdf"}),
         "/docs/notes.txt": Reply("Plain notes about crawling.\n", headers={"Content-Type": "text/plain; charset=utf-8"}),
@@ -193,7 +178,7 @@ def test_snagabot_abandons_a_pdf_at_its_headers_and_never_stores_it(server: Test
     body = make_pdf([["Never stored"]]) + b"%" * size
     server.add(host, {
         "/robots.txt": Reply("", status=404),
-        "/": html("Home", ["/paper.pdf"]),
+        "/": html("Home", links=["/paper.pdf"]),
         "/paper.pdf": Reply(body, headers={"Content-Type": "application/pdf"}, chunk_delay=0.01),
     })  # fmt: skip
     run = crawl("site", args={"url": server.url(host, "/")}, settings={"BOT_PROFILE": "snagabot"})
@@ -212,7 +197,7 @@ def test_yottabot_reads_https_html_and_plain_text_only(
     a PDF at its headers (not stored), and never requests a plain-HTTP link."""
     tls_server.add(host, {
         "/robots.txt": Reply("", status=404),
-        "/": html("Yotta home", ["/readme.txt", "/paper.pdf", server.url(host, "/plain.html")]),
+        "/": html("Yotta home", links=["/readme.txt", "/paper.pdf", server.url(host, "/plain.html")]),
         "/readme.txt": Reply("Read me, in plain text.\n", headers=TEXT),
         "/paper.pdf": Reply(make_pdf([["No"]]) + b"%" * 600_000, headers={"Content-Type": "application/pdf"},
                             chunk_delay=0.01),
@@ -235,7 +220,7 @@ def test_site_crawl_redirects_stay_in_scope(server: TestServer, host: str, crawl
     server.add(host, {
         "/robots.txt": Reply("", status=301, headers={"Location": "/rules.txt"}),
         "/rules.txt": Reply("User-agent: *\nDisallow: /docs/private\n", headers=TEXT),
-        "/docs/": html("Docs", ["moved", "away", "up", "private.html"]),
+        "/docs/": html("Docs", links=["moved", "away", "up", "private.html"]),
         "/docs/moved": Reply("", status=301, headers={"Location": "/docs/new.html"}),
         "/docs/new.html": html("New home"),
         "/docs/away": Reply("", status=302, headers={"Location": server.url(other, "/docs/x.html")}),
@@ -298,7 +283,7 @@ def test_crawl_summary_counts_fetched_stored_and_skipped_by_reason_per_site(
     noindex, scope, type, limit), in total and per site."""
     server.add(host, {
         "/robots.txt": Reply("User-agent: *\nDisallow: /secret\n", headers=TEXT),
-        "/": html("Home", ["/secret.html", "/hidden.html", "/img.png", "http://away-elsewhere.test/",
+        "/": html("Home", links=["/secret.html", "/hidden.html", "/img.png", "http://away-elsewhere.test/",
                            "/p1.html", "/p2.html", "/p3.html"]),
         "/hidden.html": html("Hidden", head='<meta name="robots" content="noindex">'),
         "/img.png": Reply(b"\x89PNG" + b"\x00" * 100, headers={"Content-Type": "image/png"}),
@@ -311,3 +296,90 @@ def test_crawl_summary_counts_fetched_stored_and_skipped_by_reason_per_site(
         in run.stderr, run.stderr[-2000:]
     assert f"{host}: fetched 3, stored 2, skipped limit 2, noindex 1, robots 1, type 1" in run.stderr
     assert "away-elsewhere.test: fetched 0, stored 0, skipped scope 1" in run.stderr
+
+
+# A page whose links are inline anchors, not a list.
+inline = partial(page, say="{title} is a page with enough words to be read as text.")
+
+
+YOTTA = {"BOT_PROFILE": "yottabot"}
+
+
+def test_yottabot_redirects_within_the_site_heed_the_target_hosts_robots_and_https(
+    tls_server: TestServer, server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """YOT-REDIRECT, YOT-ROBOTS, YOT-HTTPS, YOT-RATE: a redirect from a.SITE to www.SITE is within the
+    site, but robots.txt applies per host, so www.SITE's robots.txt is read (with the robots.txt
+    User-Agent) and the page it disallows is never requested; a redirect to an allowed page there is
+    followed and stored under its final URL. A redirect from HTTPS down to plain HTTP on the same host
+    is not followed (the HTTP URL is never requested). Requests to each host are a second apart or more."""
+    site = host
+    www = f"www.{site}"
+    tls_server.add(f"a.{site}", {
+        "/robots.txt": Reply("", status=404),
+        "/old-private": Reply("", status=301, headers={"Location": tls_server.url(www, "/private/secret.html")}),
+        "/old-public": Reply("", status=301, headers={"Location": tls_server.url(www, "/docs/page.html")}),
+        "/downgrade": Reply("", status=302, headers={"Location": server.url(f"a.{site}", "/plain.html")}),
+    })  # fmt: skip
+    tls_server.add(www, {
+        "/robots.txt": Reply("User-agent: yottabot-searchbot\nDisallow: /private/\n", headers=TEXT),
+        "/private/secret.html": inline("Secret"),
+        "/docs/page.html": inline("Public docs"),
+    })  # fmt: skip
+    server.add(f"a.{site}", {"/robots.txt": Reply("", status=404), "/plain.html": inline("Plain HTTP")})
+    urls = [tls_server.url(f"a.{site}", p) for p in ("/old-private", "/old-public", "/downgrade")]
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)}, settings=YOTTA)
+    assert run.returncode == 0, run.stderr[-3000:]
+    www_hits = tls_server.log(www)
+    assert www_hits and www_hits[0].path == "/robots.txt"
+    assert "robots.txt;" in str(www_hits[0].header("User-Agent"))
+    assert paths(www_hits) == ["/docs/page.html"]
+    assert server.log(f"a.{site}") == []
+    assert [str(p["url"]) for p in run.kb()] == [tls_server.url(www, "/docs/page.html")]
+    for hits in (tls_server.log(f"a.{site}"), www_hits):
+        assert all(gap >= 1.0 for gap in gaps(hits)), gaps(hits)
+
+
+def test_yottabot_directive_variants_in_headers_meta_and_rel(tls_server: TestServer, host: str, crawl) -> None:
+    """YOT-DIRECTIVES, YOT-TOKEN, YOT-HTTPS: in a site crawl, a plain-text page (which has no <meta>)
+    kept out by `X-Robots-Tag: YottaSearch: noindex` (the earlier name, scoped); an HTML page whose
+    header scopes `none` to YottaBot-SearchBot after a googlebot directive is neither kept nor
+    followed; `<META NAME="YOTTABOT-SEARCHBOT" CONTENT="NOINDEX">` in capitals keeps a page out but
+    its links are followed; `googlebot: noindex` alone keeps nothing out; a link whose rel holds
+    nofollow among other values is never requested."""
+    tls_server.add(host, {
+        "/robots.txt": Reply("", status=404),
+        "/": inline("Start", links=("/notes.txt", "/none.html", "/caps.html", "/google.html", "/sponsored.html"),
+                  rels={"/sponsored.html": "noopener NoFollow"}),
+        "/notes.txt": Reply("Notes kept out by a header.\n", headers={**TEXT, "X-Robots-Tag": "YottaSearch: noindex"}),
+        "/none.html": inline("None", links=("/from-none.html",),
+                           headers={"X-Robots-Tag": "googlebot: nofollow, YottaBot-SearchBot: none"}),
+        "/caps.html": inline("Caps", links=("/from-caps.html",), head='<META NAME="YOTTABOT-SEARCHBOT" CONTENT="NOINDEX">'),
+        "/google.html": inline("Google only", headers={"X-Robots-Tag": "googlebot: noindex"}),
+        "*": inline("Leaf"),
+    })  # fmt: skip
+    run = crawl("site", args={"url": tls_server.url(host, "/")}, settings=YOTTA)
+    assert run.returncode == 0, run.stderr[-3000:]
+    seen = set(paths(tls_server.log(host)))
+    assert seen == {"/", "/notes.txt", "/none.html", "/caps.html", "/google.html", "/from-caps.html"}, seen
+    assert sorted(str(p["title"]) for p in run.kb()) == ["Google only", "Leaf", "Start"]
+
+
+def test_a_site_crawl_started_without_a_trailing_slash_stays_under_that_path(server: TestServer, host: str,
+                                                                              crawl) -> None:
+    """SYN-SCOPE: "a site crawl stays on the starting host, under the starting address's path". A KB user
+    adds https://h/docs, as people type it; the server redirects it to /docs/ as servers do for a
+    directory. Pages under /docs/ are crawled; /blog/ and /shop/ are not under /docs and are never
+    requested."""
+    server.add(host, {
+        "/robots.txt": Reply("", status=404),
+        "/docs": Reply("", status=301, headers={"Location": "/docs/"}),
+        "/docs/": inline("Docs", links=("guide.html", "/blog/news.html", "/shop/cart.html")),
+        "/docs/guide.html": inline("Guide"),
+        "/blog/news.html": inline("News"),
+        "/shop/cart.html": inline("Cart"),
+    })  # fmt: skip
+    run = crawl("site", args={"url": server.url(host, "/docs")}, settings=FAST)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted(paths(server.log(host))) == ["/docs", "/docs/", "/docs/guide.html"]
+    assert sorted(str(p["title"]) for p in run.kb()) == ["Docs", "Guide"]

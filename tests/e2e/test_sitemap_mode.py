@@ -6,14 +6,15 @@ from __future__ import annotations
 import gzip
 import time
 import zlib
+from functools import partial
 from pathlib import Path
 
+from tests.site import pages
+from tests.site.pages import FAST, TEXT
 from tests.site.server import Hit, Reply, TestServer
 
 DATA = Path(__file__).parent.parent / "data" / "sitemaps"
-FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted floor
 XML = {"Content-Type": "application/xml"}
-TEXT = {"Content-Type": "text/plain"}
 
 
 def urlset(*entries: tuple[str, str | None]) -> str:
@@ -28,8 +29,7 @@ def index(*locs: str) -> str:
     return f'<?xml version="1.0" encoding="UTF-8"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{items}</sitemapindex>'
 
 
-def page(title: str) -> Reply:
-    return Reply(f"<html><head><title>{title}</title></head><body><main><p>{title} text.</p></main></body></html>")
+page = partial(pages.page, say="{title} text.")
 
 
 def gzip_bomb(inflated: int) -> bytes:
