@@ -21,6 +21,7 @@ demo: install
 
 lint: install
 	$(BIN)/ruff check synapsecrawl spiders middlewares pipelines tests bench tools
+	$(BIN)/ruff format --check synapsecrawl spiders middlewares pipelines tests bench tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -78,8 +78,14 @@ def run_process(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None,
     """Run ``cmd`` to its end (killed after ``timeout`` seconds); stdout and stderr go to one log."""
     with tempfile.TemporaryFile("w+") as out:
         started = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, **(env or {})}, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
         deadline = started + timeout
         killed = False
         cpu_seen: dict[int, float] = {}
@@ -147,8 +153,10 @@ def judge(hits: list[Hit], spacing: dict[str, float], limit: int = 1) -> Figures
             if ratio < 1.0:
                 gap_bad += 1
                 if len(examples) < 10:
-                    examples.append(f"{host}: {a.path} then {b.path} {b.start - a.start:.4f} s apart "
-                                    f"(spacing {space:g}); first answered after {a.end - a.start:.4f} s")
+                    examples.append(
+                        f"{host}: {a.path} then {b.path} {b.start - a.start:.4f} s apart "
+                        f"(spacing {space:g}); first answered after {a.end - a.start:.4f} s"
+                    )
     first = min((h.start for h in hits), default=0.0)
     last = max((h.start for h in hits), default=0.0)
     return Figures(
@@ -163,8 +171,8 @@ def judge(hits: list[Hit], spacing: dict[str, float], limit: int = 1) -> Figures
         concurrency_violations=sum(1 for h in hits if h.concurrent > limit),
         min_gap_ratio=min_ratio if ratios else 0.0,
         mean_gap_ratio=sum(ratios) / len(ratios) if ratios else 0.0,
-        examples=examples + [f"{h.host}: {h.path} arrived with {h.concurrent} in flight"
-                             for h in hits if h.concurrent > limit][:10],
+        examples=examples
+        + [f"{h.host}: {h.path} arrived with {h.concurrent} in flight" for h in hits if h.concurrent > limit][:10],
     )
 
 

@@ -36,8 +36,18 @@ def _fill(log: RequestLog, sites: int, per_site: int, rng: random.Random) -> int
         for i in range(pages):
             url = f"https://{site}/page/{i}.html"
             status = 503 if rng.random() < 0.01 else 200
-            log.append(RequestEvent(site, url, "page", t, rng.uniform(0.01, 0.5), status,
-                                    rng.randint(2_000, 80_000), "30" if status == 503 else ""))
+            log.append(
+                RequestEvent(
+                    site,
+                    url,
+                    "page",
+                    t,
+                    rng.uniform(0.01, 0.5),
+                    status,
+                    rng.randint(2_000, 80_000),
+                    "30" if status == 503 else "",
+                )
+            )
             if status == 200 and rng.random() < 0.1:
                 log.append(SkipEvent(site, url, rng.choice(_REASONS), t + 0.2))
             elif status == 200:
@@ -61,8 +71,11 @@ def main() -> None:
         requests = _fill(log, args.sites, args.requests, random.Random(18))
         appended = time.perf_counter() - began
         log.close()
-        write_stats(directory, {"crawl_id": "bench", "profile": "synapsebot", "delay": 1.0, "crawl_delay_cap": 30.0},
-                    {"summary/fetched": requests})
+        write_stats(
+            directory,
+            {"crawl_id": "bench", "profile": "synapsebot", "delay": 1.0, "crawl_delay_cap": 30.0},
+            {"summary/fetched": requests},
+        )
         began = time.perf_counter()
         index = build_report(directory)
         built = time.perf_counter() - began
@@ -71,11 +84,15 @@ def main() -> None:
         print(f"{args.sites} sites, {requests} requests")
         print(f"hot path: {appended / requests * 1e6:.2f} µs per request appended (events written in batches)")
         print(f"build: {built:.2f} s")
-        print(f"index.html: {index.stat().st_size / 1e6:.2f} MB; largest site page: "
-              f"{pages[-1].stat().st_size / 1e6:.2f} MB ({pages[-1].name}); median site page: "
-              f"{pages[len(pages) // 2].stat().st_size / 1e3:.0f} kB")
-        print(f"report.json: {(directory / 'report.json').stat().st_size / 1e6:.2f} MB; "
-              f"requests.jsonl: {(directory / LOG_NAME).stat().st_size / 1e6:.2f} MB; all files: {total / 1e6:.1f} MB")
+        print(
+            f"index.html: {index.stat().st_size / 1e6:.2f} MB; largest site page: "
+            f"{pages[-1].stat().st_size / 1e6:.2f} MB ({pages[-1].name}); median site page: "
+            f"{pages[len(pages) // 2].stat().st_size / 1e3:.0f} kB"
+        )
+        print(
+            f"report.json: {(directory / 'report.json').stat().st_size / 1e6:.2f} MB; "
+            f"requests.jsonl: {(directory / LOG_NAME).stat().st_size / 1e6:.2f} MB; all files: {total / 1e6:.1f} MB"
+        )
 
 
 if __name__ == "__main__":

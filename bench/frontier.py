@@ -54,9 +54,15 @@ class FrontierSpider(scrapy.Spider):
         share = int(self.size * 1.1) // len(self.seeds) + 1  # some get fetched while the frontier grows
         base = response.url.rsplit("/", 1)[0]
         for i in range(share):
-            self.crawler.engine.crawl(scrapy.Request(f"{base}/{i}-{'x' * 40}.html", callback=self.parse,
-                                                     meta={"depth": 1}, priority=-1,
-                                                     headers={"Referer": response.url}))
+            self.crawler.engine.crawl(
+                scrapy.Request(
+                    f"{base}/{i}-{'x' * 40}.html",
+                    callback=self.parse,
+                    meta={"depth": 1},
+                    priority=-1,
+                    headers={"Referer": response.url},
+                )
+            )
             if i % 1000 == 999:
                 self._measure()
 

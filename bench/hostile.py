@@ -32,8 +32,12 @@ _CASES = [
     ("nested tables", nested_tables, [600, 2_048]),
     ("index links", many_links, [12_000, 50_000]),
 ]
-_QUICK = {"attributes": [10_000, 40_000, 200_000], "aside links": [5_000, 20_000], "nested tables": [2_048],
-          "index links": [12_000]}
+_QUICK = {
+    "attributes": [10_000, 40_000, 200_000],
+    "aside links": [5_000, 20_000],
+    "nested tables": [2_048],
+    "index links": [12_000],
+}
 
 _CHILD = """
 import sys, time
@@ -56,8 +60,15 @@ print(f"{time.perf_counter() - start:.2f}")
 def _time(tree: Path, what: str, body_path: str, timeout: float) -> str:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     try:
-        done = subprocess.run([sys.executable, "-c", _CHILD, what, body_path], capture_output=True, text=True,
-                              timeout=timeout, env=env, cwd=tree, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, what, body_path],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=tree,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return f"> {timeout:g}"
     if done.returncode:

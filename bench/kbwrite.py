@@ -34,10 +34,26 @@ def _pages(hosts: int, per_host: int) -> list[PageRecord]:
     for host in specs:
         for n in range(per_host):
             url = f"http://{host.name}/articles/{n}.html"
-            doc = read_document(made.page(host, n), url, content_type="text/html; charset=utf-8",
-                                tokens=("synapsebot",), encoding="utf-8")
-            pages.append(PageRecord(kb="bench", url=url, title=doc.title, text=doc.text, snippet_text=doc.snippet_text,
-                                    content_type="text/html", status=200, fetched_at=utcnow(), site=host.name))
+            doc = read_document(
+                made.page(host, n),
+                url,
+                content_type="text/html; charset=utf-8",
+                tokens=("synapsebot",),
+                encoding="utf-8",
+            )
+            pages.append(
+                PageRecord(
+                    kb="bench",
+                    url=url,
+                    title=doc.title,
+                    text=doc.text,
+                    snippet_text=doc.snippet_text,
+                    content_type="text/html",
+                    status=200,
+                    fetched_at=utcnow(),
+                    site=host.name,
+                )
+            )
     return pages
 
 
@@ -55,7 +71,7 @@ def _write(pages: list[PageRecord], batch: int, *, drop: tuple[str, ...] = ()) -
         try:
             started = time.process_time()
             for at in range(0, len(pages), batch):
-                store.put_pages(pages[at:at + batch])
+                store.put_pages(pages[at : at + batch])
             return (time.process_time() - started) / len(pages)
         finally:
             content.write_passages = index_passages
@@ -67,8 +83,10 @@ def _unindexed(db: sqlite3.Connection, kb: str, url: str, text: str, title: str 
 
     (page_id,) = db.execute("SELECT id FROM pages WHERE kb=? AND url=?", (kb, url)).fetchone()
     db.execute("DELETE FROM passages WHERE page_id=?", (page_id,))
-    db.executemany("INSERT INTO passages (page_id, ordinal, text) VALUES (?, ?, ?)",
-                   [(page_id, n, passage) for n, passage in enumerate(split_passages(text, title))])
+    db.executemany(
+        "INSERT INTO passages (page_id, ordinal, text) VALUES (?, ?, ?)",
+        [(page_id, n, passage) for n, passage in enumerate(split_passages(text, title))],
+    )
 
 
 def main() -> None:

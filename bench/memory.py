@@ -40,12 +40,27 @@ def run_memory(size: int, *, disk: bool, label: str = "", extra: list[str] | Non
     with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-") as tmpdir:
         tmp = Path(tmpdir)
         seeds = ",".join(web.url(h.name, page_path(0)) for h in specs)
-        cmd = [scrapy_bin(), "runspider", str(ROOT / "bench" / "frontier.py"), "-a", f"seeds={seeds}",
-               "-a", f"size={size}", "-a", f"step={max(10_000, size // 10)}"]
+        cmd = [
+            scrapy_bin(),
+            "runspider",
+            str(ROOT / "bench" / "frontier.py"),
+            "-a",
+            f"seeds={seeds}",
+            "-a",
+            f"size={size}",
+            "-a",
+            f"step={max(10_000, size // 10)}",
+        ]
         settings = [
-            "HOST_RESOLVE=*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES=True", f"KB_URI=sqlite:///{tmp / 'kb.sqlite3'}",
-            "BOT_PROFILE=snagabot", "DOWNLOAD_DELAY=1", "LOG_LEVEL=INFO", "CLOSESPIDER_TIMEOUT=900",
-            *([f"JOBDIR={tmp / 'job'}"] if disk else []), *(extra or []),
+            "HOST_RESOLVE=*.test=127.0.0.1",
+            "ALLOW_PRIVATE_ADDRESSES=True",
+            f"KB_URI=sqlite:///{tmp / 'kb.sqlite3'}",
+            "BOT_PROFILE=snagabot",
+            "DOWNLOAD_DELAY=1",
+            "LOG_LEVEL=INFO",
+            "CLOSESPIDER_TIMEOUT=900",
+            *([f"JOBDIR={tmp / 'job'}"] if disk else []),
+            *(extra or []),
         ]
         for item in settings:
             cmd += ["-s", item]
@@ -56,20 +71,29 @@ def run_memory(size: int, *, disk: bool, label: str = "", extra: list[str] | Non
         held = steps[-1][0] if steps else 0
         base = steps[0][1] if steps else 0.0
         return {
-            "size": size, "queues": _LABELS.get(label, "disk (JOBDIR)" if disk else "memory"), "held": held,
-            "peak_rss_mb": run.max_rss_mb, "rss_at_full_mb": steps[-1][1] if steps else 0.0,
+            "size": size,
+            "queues": _LABELS.get(label, "disk (JOBDIR)" if disk else "memory"),
+            "held": held,
+            "peak_rss_mb": run.max_rss_mb,
+            "rss_at_full_mb": steps[-1][1] if steps else 0.0,
             "first_step": steps[0] if steps else None,
             "bytes_per_request": (steps[-1][1] - base) * 1024 * 1024 / max(1, held - steps[0][0])
-            if len(steps) > 1 else 0.0,
-            "wall": run.wall, "cpu": run.cpu, "returncode": run.returncode, "steps": steps,
+            if len(steps) > 1
+            else 0.0,
+            "wall": run.wall,
+            "cpu": run.cpu,
+            "returncode": run.returncode,
+            "steps": steps,
             "machine": machine(),
         }
 
 
 def print_result(result: dict[str, Any]) -> None:
-    print(f"frontier {result['held']:>9,} requests, {result['queues']:<30} peak RSS {result['peak_rss_mb']:7.0f} MB "
-          f"(at full {result['rss_at_full_mb']:.0f} MB, ~{result['bytes_per_request']:.0f} B/request); "
-          f"filled in {result['wall']:.0f} s")
+    print(
+        f"frontier {result['held']:>9,} requests, {result['queues']:<30} peak RSS {result['peak_rss_mb']:7.0f} MB "
+        f"(at full {result['rss_at_full_mb']:.0f} MB, ~{result['bytes_per_request']:.0f} B/request); "
+        f"filled in {result['wall']:.0f} s"
+    )
 
 
 def main() -> None:

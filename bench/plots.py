@@ -49,12 +49,16 @@ def plot_efficiency(results: list[dict[str, Any]], path: Path, cpu_bound_rate: f
             ax.plot([p[0] for p in paced], [p[1] for p in paced], color=color, label=crawler)
         for hosts, eff, stopped, label in paced:
             ax.scatter([hosts], [eff], color=color, marker="o", facecolors="none" if stopped else color)
-            ax.annotate(label + (" (projected)" if stopped else ""), (hosts, eff), textcoords="offset points",
-                        xytext=(5, 5), fontsize=7)
+            ax.annotate(
+                label + (" (projected)" if stopped else ""),
+                (hosts, eff),
+                textcoords="offset points",
+                xytext=(5, 5),
+                fontsize=7,
+            )
         for hosts, eff, _, label in cpu_bound:
             ax.scatter([hosts], [eff], color=color, marker="x")
-            ax.annotate(label + " (CPU-bound)", (hosts, eff), textcoords="offset points", xytext=(5, -10),
-                        fontsize=7)
+            ax.annotate(label + " (CPU-bound)", (hosts, eff), textcoords="offset points", xytext=(5, -10), fontsize=7)
     ax.axhline(1.0, color="grey", lw=0.8, ls=":")
     ax.set_xscale("log")
     ax.set_ylim(0, 1.05)
@@ -102,8 +106,14 @@ def plot_progress(result: dict[str, Any], path: Path) -> None:
     delay = max(result["delays"])
     total = result["hosts"] * result["pages"]
     steps = [(n + 1) * delay for n in range(result["pages"])]
-    ax.step([0, *steps], [0, *[result["hosts"] * (n + 1) for n in range(result["pages"])]], where="post",
-            color="grey", ls="--", label="ideal")
+    ax.step(
+        [0, *steps],
+        [0, *[result["hosts"] * (n + 1) for n in range(result["pages"])]],
+        where="post",
+        color="grey",
+        ls="--",
+        label="ideal",
+    )
     ax.set_ylim(0, total * 1.05)
     ax.set_xlabel("seconds since the first request")
     ax.set_ylabel("pages fetched")

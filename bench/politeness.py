@@ -98,17 +98,37 @@ def _summary(label: str, figures: Figures, run: Run, expected_pages: int) -> dic
     }
 
 
-def run_politeness(hosts: int, pages: int, delays: list[float], *, slow: int = 0, failing: int = 0,
-                   stock: bool = True, extra: list[str] | None = None, shuffle: bool = False,
-                   timeout: float = 900, stock_timeout: float = 0, stock_extract: bool = False,
-                   ours: bool = True) -> dict[str, Any]:
+def run_politeness(
+    hosts: int,
+    pages: int,
+    delays: list[float],
+    *,
+    slow: int = 0,
+    failing: int = 0,
+    stock: bool = True,
+    extra: list[str] | None = None,
+    shuffle: bool = False,
+    timeout: float = 900,
+    stock_timeout: float = 0,
+    stock_extract: bool = False,
+    ours: bool = True,
+) -> dict[str, Any]:
     """Run the benchmark; return its figures (and the timelines of a few hosts)."""
     specs = make_hosts(hosts, pages, delays, slow=slow, failing=failing)
     spacing = {h.name: float(h.crawl_delay or 0.0) for h in specs}
     profile, floor = _profile_for(hosts * pages, min(delays))
     result: dict[str, Any] = {
-        "hosts": hosts, "pages": pages, "delays": delays, "slow": slow, "failing": failing, "profile": profile,
-        "extra": extra or [], "machine": machine(), "runs": [], "timelines": {}, "arrivals": {},
+        "hosts": hosts,
+        "pages": pages,
+        "delays": delays,
+        "slow": slow,
+        "failing": failing,
+        "profile": profile,
+        "extra": extra or [],
+        "machine": machine(),
+        "runs": [],
+        "timelines": {},
+        "arrivals": {},
     }
     shown = [h.name for h in specs[:_TIMELINE_HOSTS]]
     with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-") as tmpdir:
@@ -118,8 +138,16 @@ def run_politeness(hosts: int, pages: int, delays: list[float], *, slow: int = 0
             random.Random(8).shuffle(urls)
         urls_file = tmp / "urls.txt"
         urls_file.write_text("\n".join(urls) + "\n")
-        crawls = [("synapsecrawl", lambda: _ours(urls_file, tmp, profile=profile, floor=floor, extra=extra or [],
-                                                        timeout=timeout))] if ours else []
+        crawls = (
+            [
+                (
+                    "synapsecrawl",
+                    lambda: _ours(urls_file, tmp, profile=profile, floor=floor, extra=extra or [], timeout=timeout),
+                )
+            ]
+            if ours
+            else []
+        )
         if stock:
             planned = pages * (3 if failing else 1) * max(delays)  # a failing page is tried 3 times
             # stock at 2,000 hosts would take hours: stopped after 5 minutes, its makespan projected
@@ -148,13 +176,17 @@ def print_result(result: dict[str, Any]) -> None:
     delays = ",".join(f"{d:g}" for d in result["delays"])
     faults = "".join(f", {result[k]} {k}" for k in ("slow", "failing") if result[k])
     print(f"{result['hosts']} hosts x {result['pages']} pages, Crawl-delay {delays} s{faults} ({result['profile']})")
-    print(f"{'crawler':<14} {'ideal s':>8} {'makespan':>9} {'effic.':>7} {'gap viol':>8} {'conc viol':>9} "
-          f"{'min gap':>8} {'pages':>11} {'wall s':>7} {'CPU s':>6} {'RSS MB':>7} {'load':>5}")
+    print(
+        f"{'crawler':<14} {'ideal s':>8} {'makespan':>9} {'effic.':>7} {'gap viol':>8} {'conc viol':>9} "
+        f"{'min gap':>8} {'pages':>11} {'wall s':>7} {'CPU s':>6} {'RSS MB':>7} {'load':>5}"
+    )
     for run in result["runs"]:
-        print(f"{run['crawler']:<14} {run['ideal']:8.2f} {run['makespan']:9.2f} {run['efficiency']:7.3f} "
-              f"{run['gap_violations']:8d} {run['concurrency_violations']:9d} {run['min_gap_ratio']:8.3f} "
-              f"{run['pages_ok']:>5}/{run['expected_pages']:<5} {run['wall']:7.1f} {run['cpu']:6.1f} "
-              f"{run['max_rss_mb']:7.0f} {run['load']:5.1f}")
+        print(
+            f"{run['crawler']:<14} {run['ideal']:8.2f} {run['makespan']:9.2f} {run['efficiency']:7.3f} "
+            f"{run['gap_violations']:8d} {run['concurrency_violations']:9d} {run['min_gap_ratio']:8.3f} "
+            f"{run['pages_ok']:>5}/{run['expected_pages']:<5} {run['wall']:7.1f} {run['cpu']:6.1f} "
+            f"{run['max_rss_mb']:7.0f} {run['load']:5.1f}"
+        )
     for run in result["runs"]:
         for example in run["examples"][:5]:
             print(f"  {run['crawler']} violation: {example}")
@@ -176,19 +208,40 @@ def main() -> None:
     parser.add_argument("--slow", type=int, default=0, help="hosts answering pages after 0.5 s")
     parser.add_argument("--failing", type=int, default=0, help="hosts answering 500 to every page")
     parser.add_argument("--no-stock", action="store_true", help="skip the stock Scrapy baseline")
-    parser.add_argument("--stock-extract", action="store_true",
-                        help="also run stock Scrapy doing synapsecrawl's extraction on every page")
+    parser.add_argument(
+        "--stock-extract",
+        action="store_true",
+        help="also run stock Scrapy doing synapsecrawl's extraction on every page",
+    )
     parser.add_argument("--shuffle", action="store_true", help="shuffle the URL list (default: host by host)")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="an extra Scrapy setting for our crawl (to compare designs)")
-    parser.add_argument("--stock-timeout", type=float, default=0,
-                        help="stop the stock crawl after this many seconds (default: 1.5 x the ideal, at least 120)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an extra Scrapy setting for our crawl (to compare designs)",
+    )
+    parser.add_argument(
+        "--stock-timeout",
+        type=float,
+        default=0,
+        help="stop the stock crawl after this many seconds (default: 1.5 x the ideal, at least 120)",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     delays = [float(d) for d in args.delays.split(",")] if args.delays else [args.delay]
-    result = run_politeness(args.hosts, args.pages, delays, slow=args.slow, failing=args.failing,
-                            stock=not args.no_stock, extra=args.set, shuffle=args.shuffle,
-                            stock_timeout=args.stock_timeout, stock_extract=args.stock_extract)
+    result = run_politeness(
+        args.hosts,
+        args.pages,
+        delays,
+        slow=args.slow,
+        failing=args.failing,
+        stock=not args.no_stock,
+        extra=args.set,
+        shuffle=args.shuffle,
+        stock_timeout=args.stock_timeout,
+        stock_extract=args.stock_extract,
+    )
     print_result(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

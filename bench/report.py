@@ -75,9 +75,12 @@ def run_all(only: set[str]) -> None:
         from bench.memory import run_memory
 
         # the project's queues at 100k and 1M; Scrapy's own in-memory queue and the disk queue at 100k
-        variants = [(100_000, "compact", []), (1_000_000, "compact", []),
-                    (100_000, "objects", ["SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue"]),
-                    (100_000, "disk", ["JOBDIR="])]
+        variants = [
+            (100_000, "compact", []),
+            (1_000_000, "compact", []),
+            (100_000, "objects", ["SCHEDULER_MEMORY_QUEUE=scrapy.squeues.FifoMemoryQueue"]),
+            (100_000, "disk", ["JOBDIR="]),
+        ]
         for size, label, extra in variants:
             result = run_memory(size, disk=label == "disk", label=label, extra=[e for e in extra if e != "JOBDIR="])
             print_memory(result)
@@ -87,8 +90,10 @@ def run_all(only: set[str]) -> None:
 
 def _politeness_table(results: list[dict[str, Any]]) -> list[str]:
     lines = [
-        ("| hosts x pages | Crawl-delay | crawler | ideal s | makespan s | efficiency | gap / concurrency violations "
-         "| smallest gap / spacing | pages | CPU s | CPU ms/page | load |"),
+        (
+            "| hosts x pages | Crawl-delay | crawler | ideal s | makespan s | efficiency "
+            "| gap / concurrency violations | smallest gap / spacing | pages | CPU s | CPU ms/page | load |"
+        ),
         "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
     for r in results:
@@ -96,14 +101,18 @@ def _politeness_table(results: list[dict[str, Any]]) -> list[str]:
         faults = "".join(f", {r[k]} {k}" for k in ("slow", "failing") if r[k])
         for run in r["runs"]:
             finished = not run.get("killed", run["pages_ok"] < run["expected_pages"])
-            makespan = f"{run['makespan']:.1f}" if finished else (
-                f"> {run['makespan']:.0f} (stopped; ~{projected(run):.0f} projected)")
+            makespan = (
+                f"{run['makespan']:.1f}"
+                if finished
+                else (f"> {run['makespan']:.0f} (stopped; ~{projected(run):.0f} projected)")
+            )
             lines.append(
                 f"| {r['hosts']} x {r['pages']}{faults} | {delays} | {run['crawler']} | {run['ideal']:.1f} "
                 f"| {makespan} | {run['efficiency'] if finished else run['ideal'] / projected(run):.2f} "
                 f"| {run['gap_violations']} / {run['concurrency_violations']} | {run['min_gap_ratio']:.3f} "
                 f"| {run['pages_ok']}/{run['expected_pages']} | {run['cpu']:.1f} "
-                f"| {1000 * run['cpu'] / max(1, run['pages_ok']):.0f} | {run['load']:.1f} |")
+                f"| {1000 * run['cpu'] / max(1, run['pages_ok']):.0f} | {run['load']:.1f} |"
+            )
     return lines
 
 
@@ -131,8 +140,10 @@ def write_docs() -> None:
         "",
         f"- {info['cpus']} CPUs ({info['cpu']}), {info['ram']} RAM, {info['os']}",
         f"- Python {info['python']}, Scrapy {info['scrapy']}",
-        ("- The machine is shared: other jobs ran during these runs. Each row gives the 1-minute load average "
-        "when it ended; on 2 cores, a load above 2 means the crawler did not have a core to itself."),
+        (
+            "- The machine is shared: other jobs ran during these runs. Each row gives the 1-minute load average "
+            "when it ended; on 2 cores, a load above 2 means the crawler did not have a core to itself."
+        ),
         "",
         "## How to run",
         "",
@@ -146,51 +157,81 @@ def write_docs() -> None:
         "python -m bench.report                                      # all of it, and this document",
         "```",
         "",
-        ("The simulated web (`bench/sim.py`) is one asyncio server on 127.0.0.1 with a virtual host per site "
-        "(`*.test`, resolved with `HOST_RESOLVE`), generated HTML pages of 10-100 KB (log-uniform, mean about "
-        "38 KB; navigation, article text, links) and a robots.txt with each host's Crawl-delay. Ours is "
-        "`scrapy crawl page -a urls_file=...` (synapsebot self-hosted up to its 500-page cap, else snagabot, whose "
-        "DOWNLOAD_DELAY floor is 1 s), with the KB in a temporary directory. Stock is `bench/stock.py`, a plain "
-        "`scrapy.Spider` run outside the project with `DOWNLOAD_DELAY` = the largest Crawl-delay, "
-        "`CONCURRENT_REQUESTS_PER_DOMAIN=1`, `ROBOTSTXT_OBEY=True` and otherwise Scrapy's defaults; it does no "
-        "extraction and writes no KB, so it spends far less CPU per page than ours."),
+        (
+            "The simulated web (`bench/sim.py`) is one asyncio server on 127.0.0.1 with a virtual host per site "
+            "(`*.test`, resolved with `HOST_RESOLVE`), generated HTML pages of 10-100 KB (log-uniform, mean about "
+            "38 KB; navigation, article text, links) and a robots.txt with each host's Crawl-delay. Ours is "
+            "`scrapy crawl page -a urls_file=...` (synapsebot self-hosted up to its 500-page cap, else snagabot, whose "
+            "DOWNLOAD_DELAY floor is 1 s), with the KB in a temporary directory. Stock is `bench/stock.py`, a plain "
+            "`scrapy.Spider` run outside the project with `DOWNLOAD_DELAY` = the largest Crawl-delay, "
+            "`CONCURRENT_REQUESTS_PER_DOMAIN=1`, `ROBOTSTXT_OBEY=True` and otherwise Scrapy's defaults; it does no "
+            "extraction and writes no KB, so it spends far less CPU per page than ours."
+        ),
         "",
-        ("Ideal makespan: every host paced exactly and all in parallel, the largest (requests - 1) x spacing over "
-        "hosts (robots.txt counts toward the pace, so P pages take P x d). Makespan: first to last request "
-        "arrival at the server. A gap violation is two consecutive arrivals at one host closer than its "
-        "Crawl-delay; a concurrency violation is an arrival while that host already had a request in flight."),
+        (
+            "Ideal makespan: every host paced exactly and all in parallel, the largest (requests - 1) x spacing over "
+            "hosts (robots.txt counts toward the pace, so P pages take P x d). Makespan: first to last request "
+            "arrival at the server. A gap violation is two consecutive arrivals at one host closer than its "
+            "Crawl-delay; a concurrency violation is an arrival while that host already had a request in flight."
+        ),
         "",
     ]
     if politeness:
-        out += ["## Politeness efficiency", "", *_politeness_table(politeness), "",
-                "![efficiency against hosts](bench-efficiency.png)", "",
-                "![per-host request timeline](bench-timeline.png)", "",
-                "![pages over time at the largest scale](bench-progress.png)", ""]
+        out += [
+            "## Politeness efficiency",
+            "",
+            *_politeness_table(politeness),
+            "",
+            "![efficiency against hosts](bench-efficiency.png)",
+            "",
+            "![per-host request timeline](bench-timeline.png)",
+            "",
+            "![pages over time at the largest scale](bench-progress.png)",
+            "",
+        ]
     if throughput:
-        out += ["## Throughput of the full pipeline", "",
-                "| profile | hosts x pages | pages/s | CPU ms/page | peak RSS MB | cProfile | load |",
-                "|---|---|---:|---:|---:|---|---:|"]
+        out += [
+            "## Throughput of the full pipeline",
+            "",
+            "| profile | hosts x pages | pages/s | CPU ms/page | peak RSS MB | cProfile | load |",
+            "|---|---|---:|---:|---:|---|---:|",
+        ]
         for t in throughput:
-            out.append(f"| {t['profile']} | {t['hosts']} x {t['pages']} | {t['pages_per_s']:.1f} "
-                       f"| {1000 * t['cpu_per_page']:.0f} | {t['max_rss_mb']:.0f} | {'yes' if 'areas' in t else 'no'} "
-                       f"| {t['load']:.1f} |")
+            out.append(
+                f"| {t['profile']} | {t['hosts']} x {t['pages']} | {t['pages_per_s']:.1f} "
+                f"| {1000 * t['cpu_per_page']:.0f} | {t['max_rss_mb']:.0f} | {'yes' if 'areas' in t else 'no'} "
+                f"| {t['load']:.1f} |"
+            )
         for t in throughput:
             if "areas" not in t:
                 continue
             total = t["areas"][-1][1]
-            out += ["", (f"Where the main thread's time goes, {t['profile']} (cProfile, cumulative; profiling slows "
-                         "the crawl, so read the shares, not the seconds; extraction and privacy scrubbing run in "
-                         "worker processes and the KB write in worker threads, outside this profile, though the "
-                         "CPU column above counts them):"), "", "| part | seconds | share |", "|---|---:|---:|"]
+            out += [
+                "",
+                (
+                    f"Where the main thread's time goes, {t['profile']} (cProfile, cumulative; profiling slows "
+                    "the crawl, so read the shares, not the seconds; extraction and privacy scrubbing run in "
+                    "worker processes and the KB write in worker threads, outside this profile, though the "
+                    "CPU column above counts them):"
+                ),
+                "",
+                "| part | seconds | share |",
+                "|---|---:|---:|",
+            ]
             out += [f"| {label} | {sec:.1f} | {sec / total:.0%} |" for label, sec in t["areas"]]
         out.append("")
     if memory:
-        out += ["## Frontier memory", "",
-                "| pending requests | queues | peak RSS MB | RSS when full MB | bytes per request | time to fill s |",
-                "|---:|---|---:|---:|---:|---:|"]
+        out += [
+            "## Frontier memory",
+            "",
+            "| pending requests | queues | peak RSS MB | RSS when full MB | bytes per request | time to fill s |",
+            "|---:|---|---:|---:|---:|---:|",
+        ]
         for m in memory:
-            out.append(f"| {m['held']:,} | {m['queues']} | {m['peak_rss_mb']:.0f} | {m['rss_at_full_mb']:.0f} "
-                       f"| {m['bytes_per_request']:.0f} | {m['wall']:.0f} |")
+            out.append(
+                f"| {m['held']:,} | {m['queues']} | {m['peak_rss_mb']:.0f} | {m['rss_at_full_mb']:.0f} "
+                f"| {m['bytes_per_request']:.0f} | {m['wall']:.0f} |"
+            )
         out.append("")
     findings = ROOT / "bench" / "findings.md"
     if findings.exists():

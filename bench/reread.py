@@ -33,16 +33,19 @@ GOAL = 0.02
 
 def _page(number: int, size: int) -> str:
     words = " ".join(f"word{(number * 7 + i) % 997}" for i in range(size // 8))
-    return (f"<html><head><title>Page {number}</title></head><body><main><h1>Page {number}</h1>"
-            f"<p>{words}</p></main></body></html>")
+    return (
+        f"<html><head><title>Page {number}</title></head><body><main><h1>Page {number}</h1>"
+        f"<p>{words}</p></main></body></html>"
+    )
 
 
 def _route(body: str, etag: str):  # type: ignore[no-untyped-def]
     def route(handler: BaseHTTPRequestHandler) -> Reply:
         if handler.headers.get("If-None-Match") == etag:
             return Reply(b"", status=304, headers={"ETag": etag, "Last-Modified": LAST_MODIFIED})
-        return Reply(body, headers={"Content-Type": "text/html; charset=utf-8", "ETag": etag,
-                                    "Last-Modified": LAST_MODIFIED})
+        return Reply(
+            body, headers={"Content-Type": "text/html; charset=utf-8", "ETag": etag, "Last-Modified": LAST_MODIFIED}
+        )
 
     return route
 
@@ -54,9 +57,25 @@ def _stat(log: str, name: str) -> int:
 
 def _crawl(server: TestServer, kb_uri: str) -> str:
     scrapy = Path(sys.executable).parent / "scrapy"
-    command = [str(scrapy if scrapy.exists() else "scrapy"), "crawl", "site", "-a", f"url={server.url(HOST, '/')}",
-               "-a", "depth=1", "-s", f"KB_URI={kb_uri}", "-s", "HOST_RESOLVE=*.test=127.0.0.1",
-               "-s", "ALLOW_PRIVATE_ADDRESSES=True", "-s", "DOWNLOAD_DELAY=0.1", "-s", "LOG_LEVEL=INFO"]
+    command = [
+        str(scrapy if scrapy.exists() else "scrapy"),
+        "crawl",
+        "site",
+        "-a",
+        f"url={server.url(HOST, '/')}",
+        "-a",
+        "depth=1",
+        "-s",
+        f"KB_URI={kb_uri}",
+        "-s",
+        "HOST_RESOLVE=*.test=127.0.0.1",
+        "-s",
+        "ALLOW_PRIVATE_ADDRESSES=True",
+        "-s",
+        "DOWNLOAD_DELAY=0.1",
+        "-s",
+        "LOG_LEVEL=INFO",
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False)
     if done.returncode != 0:
@@ -72,8 +91,10 @@ def main() -> None:
     server = TestServer().start()
     try:
         links = "".join(f'<a href="/p/{n}.html">page {n}</a> ' for n in range(1, opts.pages))
-        routes = {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
-                  "/": _route(f"<html><head><title>Index</title></head><body>{links}</body></html>", '"index"')}
+        routes = {
+            "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+            "/": _route(f"<html><head><title>Index</title></head><body>{links}</body></html>", '"index"'),
+        }
         for n in range(1, opts.pages):
             routes[f"/p/{n}.html"] = _route(_page(n, opts.page_kb * 1024), f'"p{n}"')
         server.add(HOST, routes)
@@ -84,9 +105,17 @@ def main() -> None:
                 mark = len(server.log(HOST))
                 log = _crawl(server, kb_uri)
                 hits = [h for h in server.log(HOST)[mark:] if h.path != "/robots.txt"]
-                rounds.append((name, len(hits), _stat(log, "downloader/response_status_count/304"),
-                               sum(h.bytes_sent for h in hits), _stat(log, "downloader/response_bytes"),
-                               _stat(log, "downloader/request_bytes"), _stat(log, "kb/stored")))
+                rounds.append(
+                    (
+                        name,
+                        len(hits),
+                        _stat(log, "downloader/response_status_count/304"),
+                        sum(h.bytes_sent for h in hits),
+                        _stat(log, "downloader/response_bytes"),
+                        _stat(log, "downloader/request_bytes"),
+                        _stat(log, "kb/stored"),
+                    )
+                )
     finally:
         server.stop()
     print(f"{'round':<12} {'pages':>6} {'304s':>6} {'body bytes':>12} {'response bytes':>15} {'request bytes':>14}")

@@ -40,8 +40,10 @@ HOST = "resume-bench.test"
 def _page(title: str, links: list[str], size: int) -> str:
     words = " ".join(f"word{(len(title) * 7 + i) % 997}" for i in range(size // 8))
     anchors = "".join(f'<a href="{link}">{link}</a> ' for link in links)
-    return (f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1><p>{words}</p>{anchors}"
-            "</main></body></html>")
+    return (
+        f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1><p>{words}</p>{anchors}"
+        "</main></body></html>"
+    )
 
 
 def _route(body: str, etag: str) -> Callable[[BaseHTTPRequestHandler], Reply]:
@@ -55,9 +57,23 @@ def _route(body: str, etag: str) -> Callable[[BaseHTTPRequestHandler], Reply]:
 
 def _command(server: TestServer, kb: Path, jobdir: Path | None) -> list[str]:
     scrapy = Path(sys.executable).parent / "scrapy"
-    command = [str(scrapy if scrapy.exists() else "scrapy"), "crawl", "site", "-a", f"url={server.url(HOST, '/')}",
-               "-s", f"KB_URI=sqlite:///{kb}", "-s", "HOST_RESOLVE=*.test=127.0.0.1", "-s",
-               "ALLOW_PRIVATE_ADDRESSES=True", "-s", "DOWNLOAD_DELAY=0.1", "-s", "LOG_LEVEL=INFO"]
+    command = [
+        str(scrapy if scrapy.exists() else "scrapy"),
+        "crawl",
+        "site",
+        "-a",
+        f"url={server.url(HOST, '/')}",
+        "-s",
+        f"KB_URI=sqlite:///{kb}",
+        "-s",
+        "HOST_RESOLVE=*.test=127.0.0.1",
+        "-s",
+        "ALLOW_PRIVATE_ADDRESSES=True",
+        "-s",
+        "DOWNLOAD_DELAY=0.1",
+        "-s",
+        "LOG_LEVEL=INFO",
+    ]
     return command + (["-s", f"JOBDIR={jobdir}"] if jobdir else [])
 
 
@@ -73,8 +89,14 @@ def _run(server: TestServer, kb: Path, jobdir: Path | None, kill_at: int | None 
     """One crawl; with ``kill_at``, SIGKILLed once the KB holds that many pages. The server's hits of it."""
     mark = len(server.log(HOST))
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    with subprocess.Popen(_command(server, kb, jobdir), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL, start_new_session=True) as proc:
+    with subprocess.Popen(
+        _command(server, kb, jobdir),
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    ) as proc:
         if kill_at is not None:
             while proc.poll() is None and _stored(kb) < kill_at:
                 time.sleep(0.05)
@@ -104,9 +126,13 @@ def main() -> None:
     server = TestServer().start()
     rows = []
     try:
-        server.add(HOST, {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
-                          **{path: _route(_page(path, links, size), f'"{n}"')
-                             for n, (path, links) in enumerate(pages.items())}})
+        server.add(
+            HOST,
+            {
+                "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+                **{path: _route(_page(path, links, size), f'"{n}"') for n, (path, links) in enumerate(pages.items())},
+            },
+        )
         half = len(pages) // 2
         with tempfile.TemporaryDirectory() as tmp:
             base = Path(tmp)

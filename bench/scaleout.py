@@ -53,8 +53,23 @@ def _free_port() -> int:
 def _redis(port: int, data: Path) -> subprocess.Popen[bytes]:
     import redis
 
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
-                             "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(data),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     client = redis.Redis(port=port)
     for _ in range(200):
         try:
@@ -72,8 +87,11 @@ def _round_trips(port: int) -> int:
     client = redis.Redis(port=port)
     stats = client.info("commandstats")
     client.close()
-    return sum(int(value["calls"]) for key, value in stats.items()
-               if key.removeprefix("cmdstat_").split("|")[0] in _CLIENT_COMMANDS)
+    return sum(
+        int(value["calls"])
+        for key, value in stats.items()
+        if key.removeprefix("cmdstat_").split("|")[0] in _CLIENT_COMMANDS
+    )
 
 
 def _schema() -> tuple[str, str]:
@@ -102,14 +120,36 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float) 
     url = f"redis://127.0.0.1:{port}/0"
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-        added = subprocess.run([str(Path(scrapy_bin()).parent / "synapsecrawl"), "crawl", "add", "--crawl", "bench",
-                                "--redis", url, "--urls-file", str(urls_file), "--mode", "page"],
-                               capture_output=True, text=True, check=False, env=env)
+        added = subprocess.run(
+            [
+                str(Path(scrapy_bin()).parent / "synapsecrawl"),
+                "crawl",
+                "add",
+                "--crawl",
+                "bench",
+                "--redis",
+                url,
+                "--urls-file",
+                str(urls_file),
+                "--mode",
+                "page",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=env,
+        )
         assert added.returncode == 0, added.stderr
         before = _round_trips(port)
         web.reset()
-        settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri,
-                    "BOT_PROFILE": "snagabot", "LOG_LEVEL": "INFO", "PACING_REDIS_URL": url}
+        settings = {
+            "HOST_RESOLVE": "*.test=127.0.0.1",
+            "ALLOW_PRIVATE_ADDRESSES": "True",
+            "KB_URI": kb_uri,
+            "BOT_PROFILE": "snagabot",
+            "LOG_LEVEL": "INFO",
+            "PACING_REDIS_URL": url,
+        }
         procs, logs = [], []
         started = time.monotonic()
         for index in range(workers):
@@ -118,8 +158,7 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float) 
             cmd = [scrapy_bin(), "crawl", "worker", "-a", "crawl=bench"]
             for key, value in {**settings, "LOG_FILE": str(log)}.items():
                 cmd += ["-s", f"{key}={value}"]
-            procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))
+            procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         codes = []
         for proc in procs:
             try:
@@ -139,11 +178,20 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float) 
     pages = [h for h in hits if h.path != "/robots.txt"]
     repeated = sum(n - 1 for n in Counter((h.host, h.path) for h in pages).values() if n > 1)
     return {
-        "workers": workers, "exit_codes": codes, "wall": round(wall, 2), "makespan": round(figures.makespan, 2),
-        "ideal": round(figures.ideal, 2), "efficiency": round(figures.efficiency, 3), "requests": figures.requests,
-        "pages_ok": figures.pages_ok, "robots": figures.robots, "repeated_fetches": repeated,
-        "gap_violations": figures.gap_violations, "concurrency_violations": figures.concurrency_violations,
-        "min_gap_ratio": round(figures.min_gap_ratio, 3), "violation_examples": figures.examples[:5],
+        "workers": workers,
+        "exit_codes": codes,
+        "wall": round(wall, 2),
+        "makespan": round(figures.makespan, 2),
+        "ideal": round(figures.ideal, 2),
+        "efficiency": round(figures.efficiency, 3),
+        "requests": figures.requests,
+        "pages_ok": figures.pages_ok,
+        "robots": figures.robots,
+        "repeated_fetches": repeated,
+        "gap_violations": figures.gap_violations,
+        "concurrency_violations": figures.concurrency_violations,
+        "min_gap_ratio": round(figures.min_gap_ratio, 3),
+        "violation_examples": figures.examples[:5],
         "redis_round_trips": after - before,
         "round_trips_per_page": round((after - before) / max(1, figures.pages_ok), 2),
         "errors": sum(path.read_text(errors="replace").count(" ERROR: ") for path in logs if path.exists()),
@@ -169,13 +217,17 @@ def run_scaleout(hosts: int, pages: int, delay: float, workers: list[int], timeo
 
 
 def print_result(result: dict[str, Any]) -> None:
-    print(f"\n{result['hosts']} sites x {result['pages']} pages, Crawl-delay {result['delay']:g} s "
-          f"({result['machine'].get('cpus', '?')} CPUs)")
+    print(
+        f"\n{result['hosts']} sites x {result['pages']} pages, Crawl-delay {result['delay']:g} s "
+        f"({result['machine'].get('cpus', '?')} CPUs)"
+    )
     print("workers  makespan  ideal  efficiency  speedup  violations  repeated  round trips/page")
     for run in result["runs"]:
-        print(f"{run['workers']:7d}  {run['makespan']:8.1f}  {run['ideal']:5.0f}  {run['efficiency']:10.2f}  "
-              f"{run['speedup']:7.2f}  {run['gap_violations'] + run['concurrency_violations']:10d}  "
-              f"{run['repeated_fetches']:8d}  {run['round_trips_per_page']:16.2f}")
+        print(
+            f"{run['workers']:7d}  {run['makespan']:8.1f}  {run['ideal']:5.0f}  {run['efficiency']:10.2f}  "
+            f"{run['speedup']:7.2f}  {run['gap_violations'] + run['concurrency_violations']:10d}  "
+            f"{run['repeated_fetches']:8d}  {run['round_trips_per_page']:16.2f}"
+        )
 
 
 def main() -> None:
@@ -187,8 +239,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
-    result = run_scaleout(args.hosts, args.pages, args.delay, [int(w) for w in args.workers.split(",")],
-                          timeout=args.timeout)
+    result = run_scaleout(
+        args.hosts, args.pages, args.delay, [int(w) for w in args.workers.split(",")], timeout=args.timeout
+    )
     print_result(result)
     if args.out is not None:
         args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -76,8 +76,10 @@ def check_questions(questions: list[Question], docs: Path) -> None:
         parent = li.xpath("../../self::li")
         names = [own]
         if parent:
-            above = "".join(parent.xpath("./text()").getall()).strip() or "".join(
-                parent.xpath("./a[1]//text()").getall()).strip()
+            above = (
+                "".join(parent.xpath("./text()").getall()).strip()
+                or "".join(parent.xpath("./a[1]//text()").getall()).strip()
+            )
             names.append(f"{above.split(' (')[0]} {own}")
         for name in names:
             entries.setdefault(name, set()).update(pages)
@@ -106,8 +108,11 @@ def serve_docs(docs: Path) -> Iterator[str]:
 
 def doc_pages(docs: Path) -> list[str]:
     """The pages crawled: every HTML page but the generated indexes and the search page."""
-    return sorted(str(p.relative_to(docs)) for p in docs.rglob("*.html")
-                  if not _SKIPPED.match(p.name) and not p.relative_to(docs).parts[0].startswith("_"))
+    return sorted(
+        str(p.relative_to(docs))
+        for p in docs.rglob("*.html")
+        if not _SKIPPED.match(p.name) and not p.relative_to(docs).parts[0].startswith("_")
+    )
 
 
 def crawl_docs(docs: Path, kb_uri: str, workdir: Path) -> float:
@@ -115,9 +120,23 @@ def crawl_docs(docs: Path, kb_uri: str, workdir: Path) -> float:
     with serve_docs(docs) as base:
         urls = workdir / "urls.txt"
         urls.write_text("".join(f"{base}{path}\n" for path in doc_pages(docs)))
-        cmd = [scrapy_bin(), "crawl", "page", "-a", f"urls_file={urls}", "-a", f"kb={KB}",
-               "-s", f"KB_URI={kb_uri}", "-s", "ALLOW_PRIVATE_ADDRESSES=True", "-s", "DOWNLOAD_DELAY=0.1",
-               "-s", "LOG_LEVEL=WARNING"]
+        cmd = [
+            scrapy_bin(),
+            "crawl",
+            "page",
+            "-a",
+            f"urls_file={urls}",
+            "-a",
+            f"kb={KB}",
+            "-s",
+            f"KB_URI={kb_uri}",
+            "-s",
+            "ALLOW_PRIVATE_ADDRESSES=True",
+            "-s",
+            "DOWNLOAD_DELAY=0.1",
+            "-s",
+            "LOG_LEVEL=WARNING",
+        ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
         started = time.monotonic()
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
@@ -159,8 +178,9 @@ def evaluate(questions: list[Question], rank: Callable[[str], list[tuple[str, st
         for kind in (question["kind"], "all"):
             rows.setdefault(kind, []).append((1 / position if position else 0.0, position > 0, passage))
         if position != 1:
-            misses.append({"query": question["query"], "rank": position or None,
-                           "top": [_path(url) for url, _ in results[:3]]})
+            misses.append(
+                {"query": question["query"], "rank": position or None, "top": [_path(url) for url, _ in results[:3]]}
+            )
     figures: dict[str, Any] = {}
     for kind, values in rows.items():
         judged = [p for _, _, p in values if p is not None]
@@ -192,8 +212,7 @@ def bm25(pages: list[PageRecord], *, stem: bool) -> Callable[[str], list[tuple[s
         stemmer = Stemmer.Stemmer("english").stemWords
     corpus = [f"{page.title}\n{page.text}" for page in pages]
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(corpus, stopwords="en", stemmer=stemmer, show_progress=False),
-                    show_progress=False)
+    retriever.index(bm25s.tokenize(corpus, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
 
     def rank(query: str) -> list[tuple[str, str]]:
         tokens = bm25s.tokenize([query], stopwords="en", stemmer=stemmer, show_progress=False)
@@ -211,8 +230,9 @@ def _table(results: dict[str, dict[str, Any]]) -> str:
         for kind in ("index", "natural", "all"):
             f = figures[kind]
             passage = "" if f["passage"] is None else f"{f['passage']:.3f}"
-            lines.append(f"{system:<28} {kind:<8} {f['questions']:>3} {f['mrr@10']:>7.3f} {f['recall@10']:>6.3f} "
-                         f"{passage:>8}")
+            lines.append(
+                f"{system:<28} {kind:<8} {f['questions']:>3} {f['mrr@10']:>7.3f} {f['recall@10']:>6.3f} {passage:>8}"
+            )
     return "\n".join(lines)
 
 
@@ -222,8 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "synapsecrawl-search-eval")
     parser.add_argument("--reuse", action="store_true", help="use the pages crawled last time")
     parser.add_argument("--backends", default="sqlite,postgres")
-    parser.add_argument("--postgres", default=os.environ.get("SYNAPSECRAWL_TEST_POSTGRES",
-                                                             "postgresql://postgres@127.0.0.1:5432/test"))
+    parser.add_argument(
+        "--postgres", default=os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+    )
     parser.add_argument("--misses", action="store_true", help="print the questions not answered first")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)

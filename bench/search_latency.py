@@ -84,8 +84,9 @@ def bench_http(uri: str, queries: list[str], rounds: int, clients: int, workdir:
     env = {k: v for k, v in os.environ.items() if k != "SEARCH_TOKEN"}
     synapsecrawl = str(Path(sys.executable).parent / "synapsecrawl")
     with log.open("wb") as out:
-        proc = subprocess.Popen([synapsecrawl, "serve", "--uri", uri, "--port", "0"], stdout=out,
-                                stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(
+            [synapsecrawl, "serve", "--uri", uri, "--port", "0"], stdout=out, stderr=subprocess.STDOUT, env=env
+        )
     try:
         deadline = time.monotonic() + 60
         while not (found := re.search(r"listening on (http://\S+)", log.read_text())):
@@ -132,8 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--backends", default="sqlite,postgres")
-    parser.add_argument("--postgres", default=os.environ.get("SYNAPSECRAWL_TEST_POSTGRES",
-                                                             "postgresql://postgres@127.0.0.1:5432/test"))
+    parser.add_argument(
+        "--postgres", default=os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+    )
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="reuse the SQLite KB of a run of the same size")
     args = parser.parse_args(argv)

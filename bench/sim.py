@@ -72,17 +72,31 @@ class Hit:
     bytes_sent: int
 
 
-def make_hosts(count: int, pages: int, delays: list[float], *, slow: int = 0, slow_seconds: float = 0.5,
-               failing: int = 0, prefix: str = "site") -> list[HostSpec]:
+def make_hosts(
+    count: int,
+    pages: int,
+    delays: list[float],
+    *,
+    slow: int = 0,
+    slow_seconds: float = 0.5,
+    failing: int = 0,
+    prefix: str = "site",
+) -> list[HostSpec]:
     """``count`` hosts named ``{prefix}-{i}.test``, Crawl-delays cycling through ``delays``.
 
     The first ``slow`` hosts answer pages after ``slow_seconds``; the next ``failing`` answer 500.
     """
     hosts = []
     for i in range(count):
-        hosts.append(HostSpec(f"{prefix}-{i}.test", pages, delays[i % len(delays)],
-                              slow=slow_seconds if i < slow else 0.0,
-                              failing=slow <= i < slow + failing))
+        hosts.append(
+            HostSpec(
+                f"{prefix}-{i}.test",
+                pages,
+                delays[i % len(delays)],
+                slow=slow_seconds if i < slow else 0.0,
+                failing=slow <= i < slow + failing,
+            )
+        )
     return hosts
 
 
@@ -124,8 +138,10 @@ class _Pages:
     def _template(self, rng: random.Random, paragraphs: list[str]) -> bytes:
         target = int(math.exp(rng.uniform(math.log(_MIN_BYTES), math.log(_MAX_BYTES))))
         title = " ".join(rng.choice(_WORDS) for _ in range(6)).capitalize() + " (@@N@@)"
-        nav = "".join(f'<li><a href="{page_path(rng.randrange(self.pages))}">{rng.choice(_WORDS).capitalize()}</a></li>'
-                      for _ in range(15))
+        nav = "".join(
+            f'<li><a href="{page_path(rng.randrange(self.pages))}">{rng.choice(_WORDS).capitalize()}</a></li>'
+            for _ in range(15)
+        )
         byline = f"Posted on 2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}"
         head = (
             f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
@@ -146,15 +162,20 @@ class _Pages:
                 text = rng.choice(paragraphs)
                 cut = rng.randrange(len(text) // 3, len(text))
                 other = rng.choice(self.hosts)
-                block = (f'<p>{text[:cut]} <a href="{page_path(rng.randrange(self.pages))}">{rng.choice(_WORDS)}</a> '
-                         f'{text[cut:]} <a href="http://{other}/">{other}</a></p>')
+                block = (
+                    f'<p>{text[:cut]} <a href="{page_path(rng.randrange(self.pages))}">{rng.choice(_WORDS)}</a> '
+                    f'{text[cut:]} <a href="http://{other}/">{other}</a></p>'
+                )
             parts.append(block)
             size += len(block)
-        related = "".join(f'<li><a href="{page_path(rng.randrange(self.pages))}">Related {i}</a></li>'
-                          for i in range(10))
-        parts.append(f'</article><aside><h3>Related</h3><ul>{related}</ul></aside></main>'
-                     '<footer><p>&copy; 2026 @@HOST@@</p><a href="/about">About</a> '
-                     '<a href="/privacy">Privacy</a></footer></body></html>')
+        related = "".join(
+            f'<li><a href="{page_path(rng.randrange(self.pages))}">Related {i}</a></li>' for i in range(10)
+        )
+        parts.append(
+            f"</article><aside><h3>Related</h3><ul>{related}</ul></aside></main>"
+            '<footer><p>&copy; 2026 @@HOST@@</p><a href="/about">About</a> '
+            '<a href="/privacy">Privacy</a></footer></body></html>'
+        )
         return "".join(parts).encode()
 
     @staticmethod
@@ -247,7 +268,8 @@ class SimWeb:
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._server = self._loop.run_until_complete(
-            self._loop.create_server(lambda: _Connection(self), "127.0.0.1", 0, backlog=4096))
+            self._loop.create_server(lambda: _Connection(self), "127.0.0.1", 0, backlog=4096)
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         try:
@@ -293,7 +315,7 @@ class SimWeb:
             return 200, self._pages.robots(spec), "text/plain", 0.0
         if path.startswith("/articles/") and path.endswith(".html"):
             try:
-                n = int(path[len("/articles/"):-len(".html")])
+                n = int(path[len("/articles/") : -len(".html")])
             except ValueError:
                 n = -1
             if 0 <= n < spec.pages:
@@ -304,23 +326,27 @@ class SimWeb:
 
     def _answer(self, transport: asyncio.Transport, asked: _Asked, status: int, body: bytes, ctype: str) -> None:
         reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}[status]
-        header = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                  f"{'Connection: close' if asked.close else 'Keep-Alive: timeout=60'}\r\n\r\n").encode()
+        header = (
+            f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+            f"{'Connection: close' if asked.close else 'Keep-Alive: timeout=60'}\r\n\r\n"
+        ).encode()
         if not transport.is_closing():
             transport.write(header if asked.head_only else header + body)
             if asked.close:
                 transport.close()
         self._in_flight[asked.host] -= 1
-        self.hits.append(Hit(asked.host, asked.path, asked.arrived, time.monotonic(), asked.concurrent, status,
-                             len(body)))
+        self.hits.append(
+            Hit(asked.host, asked.path, asked.arrived, time.monotonic(), asked.concurrent, status, len(body))
+        )
 
     def log(self) -> list[Hit]:
         """A snapshot of the log, in arrival order."""
         return sorted(self.hits, key=lambda h: h.start)
 
 
-def _load(port: int, hosts: list[str], *, pages: int, connections: int, seconds: float,
-          out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+def _load(
+    port: int, hosts: list[str], *, pages: int, connections: int, seconds: float, out: multiprocessing.Queue
+) -> None:  # type: ignore[type-arg]
     async def client(i: int) -> int:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         done, n = 0, i
@@ -346,18 +372,22 @@ def _capacity(hosts: int, connections: int, seconds: float) -> None:
     specs = make_hosts(hosts, 25, [1.0])
     with SimWeb(specs) as web:
         out: multiprocessing.Queue[int] = multiprocessing.Queue()
-        proc = multiprocessing.Process(target=_load, args=(web.port, [h.name for h in specs]),
-                                       kwargs={"pages": 25, "connections": connections, "seconds": seconds,
-                                               "out": out})
+        proc = multiprocessing.Process(
+            target=_load,
+            args=(web.port, [h.name for h in specs]),
+            kwargs={"pages": 25, "connections": connections, "seconds": seconds, "out": out},
+        )
         cpu = time.process_time()
         proc.start()
         done = out.get(timeout=seconds + 30)
         cpu = time.process_time() - cpu
         proc.join(10)
         mean_kb = sum(h.bytes_sent for h in web.hits) / max(1, len(web.hits)) / 1024
-        print(f"server capacity: {done / seconds:.0f} pages/s over {connections} keep-alive connections "
-              f"({hosts} hosts, mean page {mean_kb:.0f} KB, {seconds:g} s); server CPU {cpu / seconds:.0%} of a core, "
-              f"{cpu / max(1, done) * 1e6:.0f} µs a page")
+        print(
+            f"server capacity: {done / seconds:.0f} pages/s over {connections} keep-alive connections "
+            f"({hosts} hosts, mean page {mean_kb:.0f} KB, {seconds:g} s); server CPU {cpu / seconds:.0%} of a core, "
+            f"{cpu / max(1, done) * 1e6:.0f} µs a page"
+        )
 
 
 def main() -> None:

@@ -49,8 +49,13 @@ class StockSpider(scrapy.Spider):
         if self.extract:
             from synapsecrawl.extract.read import read_document
 
-            page = read_document(response.body, response.url, content_type="text/html; charset=utf-8",
-                                 tokens=("scrapy",), encoding="utf-8")
+            page = read_document(
+                response.body,
+                response.url,
+                content_type="text/html; charset=utf-8",
+                tokens=("scrapy",),
+                encoding="utf-8",
+            )
             yield {"url": response.url, "title": page.title, "chars": len(page.text)}
             return
         yield {"url": response.url, "bytes": len(response.body)}

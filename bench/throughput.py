@@ -47,8 +47,12 @@ def _areas(profile_path: Path) -> list[tuple[str, float]]:
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
     found = []
     for label, path, name in _AREAS:
-        found.append((label, sum(ct for (file, _, func), (_, _, _, ct, _) in raw.items()
-                                 if file.endswith(path) and func == name)))
+        found.append(
+            (
+                label,
+                sum(ct for (file, _, func), (_, _, _, ct, _) in raw.items() if file.endswith(path) and func == name),
+            )
+        )
     found.append(("everything on the main thread", max(ct for (_, _, _, ct, _) in raw.values())))
     return found
 
@@ -56,13 +60,16 @@ def _areas(profile_path: Path) -> list[tuple[str, float]]:
 def _top(profile_path: Path, count: int = 15) -> list[tuple[str, float, float]]:
     stats = pstats.Stats(str(profile_path))
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
-    rows = sorted(((f"{Path(file).name}:{line}({func})", tt, ct) for (file, line, func), (_, _, tt, ct, _)
-                   in raw.items()), key=lambda r: -r[1])
+    rows = sorted(
+        ((f"{Path(file).name}:{line}({func})", tt, ct) for (file, line, func), (_, _, tt, ct, _) in raw.items()),
+        key=lambda r: -r[1],
+    )
     return rows[:count]
 
 
-def run_throughput(profile: str, hosts: int, pages: int, delay: float, *, cprofile: bool = False,
-                   extra: list[str] | None = None) -> dict[str, Any]:
+def run_throughput(
+    profile: str, hosts: int, pages: int, delay: float, *, cprofile: bool = False, extra: list[str] | None = None
+) -> dict[str, Any]:
     specs = make_hosts(hosts, pages, [delay])
     spacing = {h.name: delay for h in specs}
     with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-") as tmpdir:
@@ -74,8 +81,13 @@ def run_throughput(profile: str, hosts: int, pages: int, delay: float, *, cprofi
         cmd += ["crawl", "page", "-a", f"urls_file={urls_file}"]
         floor = 0.1 if profile == "synapsebot" else 1.0
         for item in [
-            "HOST_RESOLVE=*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES=True", f"KB_URI=sqlite:///{tmp / 'kb.sqlite3'}",
-            f"BOT_PROFILE={profile}", f"DOWNLOAD_DELAY={floor:g}", "LOG_LEVEL=INFO", *(extra or []),
+            "HOST_RESOLVE=*.test=127.0.0.1",
+            "ALLOW_PRIVATE_ADDRESSES=True",
+            f"KB_URI=sqlite:///{tmp / 'kb.sqlite3'}",
+            f"BOT_PROFILE={profile}",
+            f"DOWNLOAD_DELAY={floor:g}",
+            "LOG_LEVEL=INFO",
+            *(extra or []),
         ]:
             cmd += ["-s", item]
         run = run_process(cmd, cwd=ROOT)
@@ -83,13 +95,24 @@ def run_throughput(profile: str, hosts: int, pages: int, delay: float, *, cprofi
         if run.returncode != 0:
             print(run.log[-3000:])
         result: dict[str, Any] = {
-            "profile": profile, "hosts": hosts, "pages": pages, "delay": delay, "extra": extra or [],
-            "machine": machine(), "load": os.getloadavg()[0],
-            "pages_ok": figures.pages_ok, "requests": figures.requests, "makespan": figures.makespan,
+            "profile": profile,
+            "hosts": hosts,
+            "pages": pages,
+            "delay": delay,
+            "extra": extra or [],
+            "machine": machine(),
+            "load": os.getloadavg()[0],
+            "pages_ok": figures.pages_ok,
+            "requests": figures.requests,
+            "makespan": figures.makespan,
             "pages_per_s": figures.pages_ok / figures.makespan if figures.makespan else 0.0,
-            "cpu": run.cpu, "cpu_per_page": run.cpu / max(1, figures.pages_ok), "wall": run.wall,
-            "max_rss_mb": run.max_rss_mb, "stored": run.stat("kb/stored"),
-            "gap_violations": figures.gap_violations, "concurrency_violations": figures.concurrency_violations,
+            "cpu": run.cpu,
+            "cpu_per_page": run.cpu / max(1, figures.pages_ok),
+            "wall": run.wall,
+            "max_rss_mb": run.max_rss_mb,
+            "stored": run.stat("kb/stored"),
+            "gap_violations": figures.gap_violations,
+            "concurrency_violations": figures.concurrency_violations,
         }
         if cprofile and prof.exists():
             result["areas"] = _areas(prof)
@@ -98,12 +121,16 @@ def run_throughput(profile: str, hosts: int, pages: int, delay: float, *, cprofi
 
 
 def print_result(result: dict[str, Any]) -> None:
-    print(f"throughput, {result['profile']}: {result['hosts']} hosts x {result['pages']} pages, "
-          f"Crawl-delay {result['delay']:g} s (load {result['load']:.1f})")
-    print(f"  pages: {result['pages_ok']} fetched, {result['stored']} stored; {result['pages_per_s']:.1f} pages/s "
-          f"over {result['makespan']:.1f} s; CPU {result['cpu']:.1f} s = {result['cpu_per_page'] * 1000:.1f} ms/page; "
-          f"peak RSS {result['max_rss_mb']:.0f} MB; violations {result['gap_violations']} gap, "
-          f"{result['concurrency_violations']} concurrency")
+    print(
+        f"throughput, {result['profile']}: {result['hosts']} hosts x {result['pages']} pages, "
+        f"Crawl-delay {result['delay']:g} s (load {result['load']:.1f})"
+    )
+    print(
+        f"  pages: {result['pages_ok']} fetched, {result['stored']} stored; {result['pages_per_s']:.1f} pages/s "
+        f"over {result['makespan']:.1f} s; CPU {result['cpu']:.1f} s = {result['cpu_per_page'] * 1000:.1f} ms/page; "
+        f"peak RSS {result['max_rss_mb']:.0f} MB; violations {result['gap_violations']} gap, "
+        f"{result['concurrency_violations']} concurrency"
+    )
     if "areas" in result:
         total = result["areas"][-1][1]
         print("  where the main thread's time goes (cProfile, cumulative):")
@@ -126,8 +153,7 @@ def main() -> None:
     synapse = args.profile == "synapsebot"
     hosts = args.hosts or (500 if synapse else 1000)
     pages = args.pages or (1 if synapse else 2)
-    result = run_throughput(args.profile, hosts, pages, 0.1 if synapse else 1.0, cprofile=args.cprofile,
-                            extra=args.set)
+    result = run_throughput(args.profile, hosts, pages, 0.1 if synapse else 1.0, cprofile=args.cprofile, extra=args.set)
     print_result(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

@@ -44,8 +44,11 @@ class ProfileAddon:
         config = check_config(operator_settings(settings), {})
         profile, limits = config.profile, config.limits
         prio = "addon"
-        settings.set("USER_AGENT", settings.get("USER_AGENT") if "USER_AGENT" in operator_settings(settings)
-                     else profile.user_agent, priority=prio)
+        settings.set(
+            "USER_AGENT",
+            settings.get("USER_AGENT") if "USER_AGENT" in operator_settings(settings) else profile.user_agent,
+            priority=prio,
+        )
         headers = dict(settings.getdict("DEFAULT_REQUEST_HEADERS"))
         headers["Accept"] = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,*/*;q=0.5"
         if profile.from_header:

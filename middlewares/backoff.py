@@ -124,12 +124,21 @@ class _Book:
             try:
                 asked = crawler.settings.getfloat("BACKOFF_MAX_WAIT", 0.0)
             except ValueError:  # fail toward politeness: wait as long as the profile says
-                logger.warning("BACKOFF_MAX_WAIT %r is not a number: using %s's %s", crawler.settings.get(
-                    "BACKOFF_MAX_WAIT"), runtime.profile.name, policy_wait)
+                logger.warning(
+                    "BACKOFF_MAX_WAIT %r is not a number: using %s's %s",
+                    crawler.settings.get("BACKOFF_MAX_WAIT"),
+                    runtime.profile.name,
+                    policy_wait,
+                )
                 asked = 0.0
             if asked > policy_wait:
-                logger.warning("BACKOFF_MAX_WAIT %s is above %s's %s: using %s",
-                               asked, runtime.profile.name, policy_wait, policy_wait)
+                logger.warning(
+                    "BACKOFF_MAX_WAIT %s is above %s's %s: using %s",
+                    asked,
+                    runtime.profile.name,
+                    policy_wait,
+                    policy_wait,
+                )
             book = cls(crawler, runtime, min(asked, policy_wait) if asked > 0 else policy_wait)
             setattr(crawler, _ATTR, book)
         return book
@@ -178,13 +187,22 @@ class _Book:
         if remaining > self.max_wait:
             self.left[site] = (state.paused_until, state.pause_reason)
             self.stat("backoff/left/earlier_crawl")
-            logger.info("backoff: %s is paused until %s by an earlier crawl (%s): not touched in this crawl",
-                        site, _when(state.paused_until), state.pause_reason)
+            logger.info(
+                "backoff: %s is paused until %s by an earlier crawl (%s): not touched in this crawl",
+                site,
+                _when(state.paused_until),
+                state.pause_reason,
+            )
             return
         self.runtime.pacer.pause(site, monotonic() + remaining)
         self.refresh(site)
-        logger.info("backoff: %s is paused until %s by an earlier crawl (%s): waiting %s",
-                    site, _when(state.paused_until), state.pause_reason, _secs(remaining))
+        logger.info(
+            "backoff: %s is paused until %s by an earlier crawl (%s): waiting %s",
+            site,
+            _when(state.paused_until),
+            state.pause_reason,
+            _secs(remaining),
+        )
 
     def refuse_if_left(self, request: Request, site: str) -> None:
         if site in self.left:
@@ -199,8 +217,16 @@ class _Book:
 
     async def hold(self, request: Request, site: str, *, kind: str, until: float, reason: str) -> None:
         kb = getattr(getattr(self.crawler.spider, "crawl", None), "kb", "")
-        hold = UrlHold(request.url, "gone" if kind == "gone" else "deferred", until, reason, site, str(kb),
-                       int(request.meta.get("backoff_retries", 0)), time.time())
+        hold = UrlHold(
+            request.url,
+            "gone" if kind == "gone" else "deferred",
+            until,
+            reason,
+            site,
+            str(kb),
+            int(request.meta.get("backoff_retries", 0)),
+            time.time(),
+        )
         await asyncio.to_thread(self.runtime.store().put_url_hold, self.runtime.profile.name, hold)
 
     async def release(self, request: Request) -> None:
@@ -240,8 +266,9 @@ class BackoffGateMiddleware:
             return
         self._book.stat(f"backoff/skipped/{hold.kind}")
         self._runtime.summary.skip(site, "error" if hold.kind == "gone" else "paused", request.url)
-        logger.info("backoff: not fetching %s before %s (%s %s)", request.url, _when(hold.until), hold.kind,
-                    hold.reason)
+        logger.info(
+            "backoff: not fetching %s before %s (%s %s)", request.url, _when(hold.until), hold.kind, hold.reason
+        )
         raise UrlHeld(f"{request.url} is held until {_when(hold.until)} ({hold.kind} {hold.reason})")
 
 
@@ -261,8 +288,10 @@ class BackoffMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BackoffMiddleware:
-        transient = tuple(load_object(name) if isinstance(name, str) else name
-                          for name in crawler.settings.getlist("RETRY_EXCEPTIONS"))
+        transient = tuple(
+            load_object(name) if isinstance(name, str) else name
+            for name in crawler.settings.getlist("RETRY_EXCEPTIONS")
+        )
         return cls(crawler, _Book.of(crawler), transient)
 
     def process_request(self, request: Request) -> None:
@@ -280,10 +309,17 @@ class BackoffMiddleware:
         if _is_side_fetch(request) and retry_after is None and response.status not in self._policy.slow_statuses:
             return
         history = self._shared_history(site, response.status, retry_after) or self._book.histories.get(
-            site, SiteHistory())
-        decision = decide(self._policy, history, status=response.status, retry_after=retry_after,
-                          retries=int(request.meta.get("backoff_retries", 0)), now=time.time(),
-                          max_wait=self._book.max_wait)
+            site, SiteHistory()
+        )
+        decision = decide(
+            self._policy,
+            history,
+            status=response.status,
+            retry_after=retry_after,
+            retries=int(request.meta.get("backoff_retries", 0)),
+            now=time.time(),
+            max_wait=self._book.max_wait,
+        )
         self._book.histories[site] = decision.history
         changed = decision.history != history or decision.site_wait > 0
         request.meta["backoff_judged"] = _Judged(decision, site, changed)
@@ -313,8 +349,9 @@ class BackoffMiddleware:
         after = self._runtime.pacer.spacing(site)
         if after > before * 1.1:
             self._book.stat("backoff/slow")
-            logger.info("backoff: %s answered in %s: %s between its requests now", site, _secs(latency or 0),
-                        _secs(after))
+            logger.info(
+                "backoff: %s answered in %s: %s between its requests now", site, _secs(latency or 0), _secs(after)
+            )
 
     def _pause(self, site: str, decision: Decision) -> None:
         until = time.time() + decision.site_wait
@@ -325,16 +362,26 @@ class BackoffMiddleware:
             self._runtime.pacer.pause(site, monotonic() + decision.site_wait)
             self._book.refresh(site)
             self._book.stat(f"backoff/paused/{decision.reason}")
-            logger.info("backoff: pausing %s for %s until %s (%s)", site, _secs(decision.site_wait), _when(until),
-                        _why(decision))
+            logger.info(
+                "backoff: pausing %s for %s until %s (%s)",
+                site,
+                _secs(decision.site_wait),
+                _when(until),
+                _why(decision),
+            )
             return
         if site not in self._book.left:
             self._book.left[site] = (until, _why(decision))
             if self._runtime.shared_crawl is not None:  # every worker defers the site's requests (#16)
                 self._leave_shared(site, until, _why(decision))
             self._book.stat(f"backoff/left/{decision.reason}")
-            logger.info("backoff: leaving %s to a later crawl: paused until %s (%s), longer than the %s this "
-                        "crawl waits", site, _when(until), _why(decision), _secs(self._book.max_wait))
+            logger.info(
+                "backoff: leaving %s to a later crawl: paused until %s (%s), longer than the %s this crawl waits",
+                site,
+                _when(until),
+                _why(decision),
+                _secs(self._book.max_wait),
+            )
         left_until, reason = self._book.left[site]
         downloader = self._crawler.engine.downloader if self._crawler.engine else None
         if hasattr(downloader, "drop_queued"):
@@ -370,8 +417,10 @@ class BackoffMiddleware:
                 self._book.stat("backoff/deferred")
                 self._runtime.summary.skip(site, "paused", request.url)
             return None
-        if request.meta.get("feed") and not isinstance(exception, IgnoreRequest) and not (
-            request.meta.get("dont_backoff")
+        if (
+            request.meta.get("feed")
+            and not isinstance(exception, IgnoreRequest)
+            and not (request.meta.get("dont_backoff"))
         ):
             await self._feed_refreshed(request, site, None, None, why=type(exception).__name__)
             return None
@@ -382,9 +431,14 @@ class BackoffMiddleware:
             or _is_side_fetch(request)
         ):
             return None
-        decision = decide(self._policy, self._book.histories.get(site, SiteHistory()), status=None,
-                          retries=int(request.meta.get("backoff_retries", 0)), now=time.time(),
-                          max_wait=self._book.max_wait)
+        decision = decide(
+            self._policy,
+            self._book.histories.get(site, SiteHistory()),
+            status=None,
+            retries=int(request.meta.get("backoff_retries", 0)),
+            now=time.time(),
+            max_wait=self._book.max_wait,
+        )
         if decision.reason == "no answer":
             decision = replace(decision, reason=type(exception).__name__)
         return await self._settle(request, decision, site)
@@ -406,8 +460,9 @@ class BackoffMiddleware:
         await self._book.hold(request, site, kind=decision.hold_kind, until=until, reason=decision.reason)
         if decision.hold_kind == "gone":
             self._book.stat(f"backoff/remembered/{decision.reason}")
-            logger.info("backoff: %s answered %s: not fetched again before %s", request.url, decision.reason,
-                        _when(until))
+            logger.info(
+                "backoff: %s answered %s: not fetched again before %s", request.url, decision.reason, _when(until)
+            )
             return None
         self._book.stat("backoff/deferred")
         if decision.gave_up:
@@ -428,8 +483,14 @@ class BackoffMiddleware:
         # written first, so a crawl that stops before the retry still has the URL
         await self._book.hold(retry, site, kind="deferred", until=time.time() + delay, reason=decision.reason)
         self._book.stat(f"backoff/retry/{decision.reason}")
-        logger.info("backoff: retrying %s in %s (%s; retry %d of %d)", request.url, _secs(delay), decision.reason,
-                    retries, self._policy.retries)
+        logger.info(
+            "backoff: retrying %s in %s (%s; retry %d of %d)",
+            request.url,
+            _secs(delay),
+            decision.reason,
+            retries,
+            self._policy.retries,
+        )
         if delay <= decision.site_wait:
             return retry  # the paused slot holds it
         self._later[retry] = asyncio.get_running_loop().call_later(delay, self._reinject, retry)
@@ -455,8 +516,13 @@ class BackoffMiddleware:
         hold = UrlHold(url, "deferred", now + delay, reason, site, kb, failures, now)
         await asyncio.to_thread(store.put_url_hold, profile, hold)
         self._book.stat("backoff/feed_delayed")
-        logger.info("backoff: feed %s failed (%s; %d failed refreshes in a row): next refresh not before %s",
-                    url, reason.removeprefix("feed "), failures, _when(now + delay))
+        logger.info(
+            "backoff: feed %s failed (%s; %d failed refreshes in a row): next refresh not before %s",
+            url,
+            reason.removeprefix("feed "),
+            failures,
+            _when(now + delay),
+        )
 
     def _reinject(self, request: Request) -> None:
         if self._later.pop(request, None) is None:

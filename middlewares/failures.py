@@ -75,8 +75,11 @@ _RULES: tuple[tuple[tuple[type[BaseException], ...], str, str], ...] = (  # firs
     ((_MalformedChunkedDataError,), "malformed", "malformed body ({})"),
     ((ParseError, ValueError, KeyError), "malformed", "malformed answer ({})"),
     ((scrapy_errors.ResponseDataLossError, _DataLoss), "cut-short", _CUT),
-    ((ResponseNeverReceived, net.ConnectionDone, net.ConnectionLost), "closed",
-     "no complete HTTP answer before the connection closed"),
+    (
+        (ResponseNeverReceived, net.ConnectionDone, net.ConnectionLost),
+        "closed",
+        "no complete HTTP answer before the connection closed",
+    ),
     ((ResponseFailed,), "cut-short", _CUT),
 )
 

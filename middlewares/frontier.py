@@ -188,8 +188,18 @@ class PacingGateMiddleware:
 
 # What Request.to_dict() holds for a plain GET; a pending request keeps only what differs.
 _DEFAULTS: dict[str, Any] = {
-    "callback": None, "errback": None, "method": "GET", "headers": {}, "body": b"", "cookies": {}, "meta": {},
-    "encoding": "utf-8", "priority": 0, "dont_filter": False, "flags": [], "cb_kwargs": {},
+    "callback": None,
+    "errback": None,
+    "method": "GET",
+    "headers": {},
+    "body": b"",
+    "cookies": {},
+    "meta": {},
+    "encoding": "utf-8",
+    "priority": 0,
+    "dont_filter": False,
+    "flags": [],
+    "cb_kwargs": {},
 }
 
 

@@ -49,19 +49,30 @@ class OndemandServer:
         self._search = search
         self.host = host
         self.port = port
-        self._mcp = MCPServer(name, instructions=f"web_fetch(url): one page as {name} reads it, "
-                              "after checking its robots.txt; snippets, never the full text.", log_level="WARNING")
-        self._mcp.add_tool(self._tool, name="web_fetch", description=(
-            "Fetch one web page (or serve our copy of it if fetched in the last 15 minutes) and return its "
-            "title, description and opening passages with links to them. Refused when the site's robots.txt "
-            "disallows it."))
+        self._mcp = MCPServer(
+            name,
+            instructions=f"web_fetch(url): one page as {name} reads it, "
+            "after checking its robots.txt; snippets, never the full text.",
+            log_level="WARNING",
+        )
+        self._mcp.add_tool(
+            self._tool,
+            name="web_fetch",
+            description=(
+                "Fetch one web page (or serve our copy of it if fetched in the last 15 minutes) and return its "
+                "title, description and opening passages with links to them. Refused when the site's robots.txt "
+                "disallows it."
+            ),
+        )
         self._mcp.custom_route("/api/web_fetch", methods=["POST"])(self._api)
         if search is not None:
             add_search(self._mcp, search, fetch=self._fetch)
-        app = self._mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
-                                            json_response=True, host=host)
-        config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
-                                log_level="warning", lifespan="on")
+        app = self._mcp.streamable_http_app(
+            streamable_http_path="/mcp", stateless_http=True, json_response=True, host=host
+        )
+        config = uvicorn.Config(
+            app, host=host, port=port, log_config=None, access_log=False, log_level="warning", lifespan="on"
+        )
         self._server = _QuietServer(config)
         self._task: asyncio.Task[None] | None = None
 
@@ -75,8 +86,11 @@ class OndemandServer:
                 self._task.result()
                 raise OSError(f"cannot serve on {self.host}:{self.port}")
             await asyncio.sleep(0.01)
-        logger.info("on-demand fetch listening on http://%s:%d (POST /api/web_fetch, /api/search, MCP at /mcp)",
-                    self.host, self.port)
+        logger.info(
+            "on-demand fetch listening on http://%s:%d (POST /api/web_fetch, /api/search, MCP at /mcp)",
+            self.host,
+            self.port,
+        )
 
     async def stop(self) -> None:
         """Stop listening and wait, bounded, for requests in flight."""
@@ -104,7 +118,7 @@ class OndemandServer:
         try:
             data = json.loads(body or b"null")
         except ValueError:
-            return _error(FetchError("bad_request", "the body is not JSON; send {\"url\": \"https://...\"}"))
+            return _error(FetchError("bad_request", 'the body is not JSON; send {"url": "https://..."}'))
         url = data.get("url") if isinstance(data, dict) else None
         try:
             return JSONResponse(await self._fetch(url))

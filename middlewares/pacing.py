@@ -169,8 +169,9 @@ class PacedDownloader(Downloader):
             # the server, late; count the gap from when it failed, within the same bound.
             now = monotonic()
             key = request.meta.get(self.DOWNLOAD_SLOT, "")
-            arrived = reached_server_by(dispatched, now, self._runtime.pacer.spacing(key),
-                                        loop_lag=_TURNS_TO_SEND * self.loop_lag())
+            arrived = reached_server_by(
+                dispatched, now, self._runtime.pacer.spacing(key), loop_lag=_TURNS_TO_SEND * self.loop_lag()
+            )
             slot.lastseen = max(slot.lastseen, arrived)
             raise
 
@@ -222,7 +223,6 @@ class PacedDownloader(Downloader):
         paused_until = pacer.paused_until(key)
         if paused_until > monotonic():
             slot.lastseen = max(slot.lastseen, paused_until - slot.delay)
-
 
     # Shared pacing (PACING_REDIS_URL): Redis grants each start, for all machines at once (OMN-SITE).
 

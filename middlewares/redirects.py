@@ -75,9 +75,13 @@ class ScopedRedirectMiddleware(RedirectMiddleware):
     def _refuse_unusable(self, request: Request, response: Response) -> None:
         """A redirect whose Location cannot be requested: one line, the page skipped (IgnoreRequest)."""
         location = response.headers.get(b"Location")
-        if (location is None or response.status not in (301, 302, 303, 307, 308) or request.meta.get("dont_redirect")
-                or request.meta.get("handle_httpstatus_all")
-                or response.status in request.meta.get("handle_httpstatus_list", ())):
+        if (
+            location is None
+            or response.status not in (301, 302, 303, 307, 308)
+            or request.meta.get("dont_redirect")
+            or request.meta.get("handle_httpstatus_all")
+            or response.status in request.meta.get("handle_httpstatus_list", ())
+        ):
             return  # Scrapy would not follow it either
         shown = location.decode("latin-1")[:200]
         try:
@@ -96,8 +100,12 @@ class ScopedRedirectMiddleware(RedirectMiddleware):
         try:
             return super().process_response(request, response)
         except IgnoreRequest:  # "max redirections reached"
-            self._skip(request, "error", f"gave up on {request.url} after {self.max_redirect_times} redirects "
-                                         f"in a row ({self._runtime.profile.name}'s limit)")
+            self._skip(
+                request,
+                "error",
+                f"gave up on {request.url} after {self.max_redirect_times} redirects "
+                f"in a row ({self._runtime.profile.name}'s limit)",
+            )
             raise
 
     def _skip(self, request: Request, reason: str, message: str) -> None:

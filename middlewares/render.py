@@ -53,8 +53,15 @@ _SUBRESOURCE_META = {
     "dont_retry": True, "dont_redirect": True, "dont_gate_type": True,
 }  # fmt: skip
 # Not handed to the browser: the body is already decoded and sized, and cookies are never kept.
-_DROPPED_HEADERS = {b"set-cookie", b"set-cookie2", b"content-encoding", b"content-length", b"transfer-encoding",
-                    b"connection", b"keep-alive"}
+_DROPPED_HEADERS = {
+    b"set-cookie",
+    b"set-cookie2",
+    b"content-encoding",
+    b"content-length",
+    b"transfer-encoding",
+    b"connection",
+    b"keep-alive",
+}
 
 
 def render_settings(settings: BaseSettings) -> dict[str, Any]:
@@ -134,17 +141,24 @@ class RenderMiddleware:
             RenderBudget(self._config.timeout),
             response,
         )
-        render = Request(response.url, dont_filter=True, meta={
-            "playwright": True,
-            "playwright_context": _CONTEXT,
-            "playwright_context_kwargs": {"service_workers": "block", "accept_downloads": False,
-                                          "user_agent": self._crawler.settings.get("USER_AGENT")},
-            "playwright_include_page": True,  # closed here, also when the watchdog gives up
-            "playwright_page_init_callback": self._install_routes,
-            "playwright_page_goto_kwargs": {"wait_until": "load", "timeout": 0},  # the watchdog times it
-            "playwright_page_methods": [PageMethod(self._settle, state.budget)],
-            _STATE: state,
-        })
+        render = Request(
+            response.url,
+            dont_filter=True,
+            meta={
+                "playwright": True,
+                "playwright_context": _CONTEXT,
+                "playwright_context_kwargs": {
+                    "service_workers": "block",
+                    "accept_downloads": False,
+                    "user_agent": self._crawler.settings.get("USER_AGENT"),
+                },
+                "playwright_include_page": True,  # closed here, also when the watchdog gives up
+                "playwright_page_init_callback": self._install_routes,
+                "playwright_page_goto_kwargs": {"wait_until": "load", "timeout": 0},  # the watchdog times it
+                "playwright_page_methods": [PageMethod(self._settle, state.budget)],
+                _STATE: state,
+            },
+        )
         assert self._crawler.engine is not None
         task = asyncio.ensure_future(self._crawler.engine.downloader.handlers.download_request_async(render))
         try:
@@ -195,9 +209,13 @@ class RenderMiddleware:
             main_frame = browser_request.frame.parent_frame is None
         except PlaywrightError:  # a worker's request: no frame
             main_frame = False
-        verdict = state.page.judge(browser_request.url, method=browser_request.method,
-                                   resource_type=browser_request.resource_type,
-                                   navigation=browser_request.is_navigation_request(), main_frame=main_frame)
+        verdict = state.page.judge(
+            browser_request.url,
+            method=browser_request.method,
+            resource_type=browser_request.resource_type,
+            navigation=browser_request.is_navigation_request(),
+            main_frame=main_frame,
+        )
         with suppress(PlaywrightError):  # the page may have closed meanwhile
             if verdict.action == "document":
                 await self._fulfill(route, state.response)
@@ -214,8 +232,13 @@ class RenderMiddleware:
     async def _fetch(self, budget: RenderBudget, browser_request: BrowserRequest) -> Response | None:
         """The subresource, fetched through the crawler's downloader middlewares; ``None`` if refused or failed."""
         accept = browser_request.headers.get("accept") or "*/*"
-        request = Request(browser_request.url, callback=NO_CALLBACK, dont_filter=True, headers={"Accept": accept},
-                          meta=dict(_SUBRESOURCE_META))
+        request = Request(
+            browser_request.url,
+            callback=NO_CALLBACK,
+            dont_filter=True,
+            headers={"Accept": accept},
+            meta=dict(_SUBRESOURCE_META),
+        )
         assert self._crawler.engine is not None
         budget.fetch_started(monotonic())
         try:
@@ -235,8 +258,11 @@ class RenderMiddleware:
 
     @staticmethod
     async def _fulfill(route: Route, response: Response) -> None:
-        headers = {key.decode("latin-1"): b", ".join(values).decode("latin-1")
-                   for key, values in response.headers.items() if key.lower() not in _DROPPED_HEADERS}
+        headers = {
+            key.decode("latin-1"): b", ".join(values).decode("latin-1")
+            for key, values in response.headers.items()
+            if key.lower() not in _DROPPED_HEADERS
+        }
         await route.fulfill(status=response.status, headers=headers, body=response.body)
 
     @staticmethod

@@ -98,16 +98,27 @@ class RequestLogExtension:
         reached = self._reached.pop(id(request), now)
         response = self._answered.pop(id(request), None)
         if response is None:
-            self._log.append(RequestEvent(self._runtime.site(request.url), request.url, _kind(request),
-                                          reached, now - reached, None))
+            self._log.append(
+                RequestEvent(self._runtime.site(request.url), request.url, _kind(request), reached, now - reached, None)
+            )
             if request.meta.get("robots_txt"):
                 self._robots(request, reached, None, b"")
             return
         latency = float(request.meta.get("download_latency") or 0.0)
         start = max(reached, now - latency)
         retry_after = (response.headers.get(b"Retry-After") or b"").decode("latin-1")
-        self._log.append(RequestEvent(self._runtime.site(request.url), request.url, _kind(request), start,
-                                      now - start, response.status, len(response.body), retry_after))
+        self._log.append(
+            RequestEvent(
+                self._runtime.site(request.url),
+                request.url,
+                _kind(request),
+                start,
+                now - start,
+                response.status,
+                len(response.body),
+                retry_after,
+            )
+        )
 
     def _response_received(self, response: Response, request: Request, **_: Any) -> None:
         if request.meta.get("robots_txt"):  # decoded by now, as the robots middleware reads it
@@ -118,8 +129,11 @@ class RequestLogExtension:
         outcome = judge_fetch(profile.robots, profile.tokens, status, body)
         site = self._runtime.site(request.url)
         self._crawl_delays.setdefault(site, {})[request.url] = outcome.rules.crawl_delay
-        self._log.append(RobotsEvent(site, request.url, at, status, outcome.kind,
-                                     outcome.rules.allows("/"), outcome.rules.crawl_delay))
+        self._log.append(
+            RobotsEvent(
+                site, request.url, at, status, outcome.kind, outcome.rules.allows("/"), outcome.rules.crawl_delay
+            )
+        )
 
     def _spider_closed(self, spider: Spider, reason: str, **_: Any) -> None:
         summary = self._runtime.summary
@@ -134,8 +148,13 @@ class RequestLogExtension:
         assert self._crawler.stats is not None
         stats = {**self._crawler.stats.get_stats(), **self._runtime.summary.stats()}
         meta = crawl_meta(
-            crawl_id=self.crawl_id, spider=spider.name, profile=self._runtime.profile, delay=self._runtime.limits.delay,
-            started_at=self._started_at, finished_at=datetime.now(UTC), finish_reason=reason,
+            crawl_id=self.crawl_id,
+            spider=spider.name,
+            profile=self._runtime.profile,
+            delay=self._runtime.limits.delay,
+            started_at=self._started_at,
+            finished_at=datetime.now(UTC),
+            finish_reason=reason,
             kb_uri=self._runtime.kb_uri,
         )
         try:

@@ -174,8 +174,11 @@ class RemovalListMiddleware:
             raise NotConfigured("no REMOVAL_LIST set")
         removals = read_removal_list(path)
         if removals.invalid:
-            logger.warning("REMOVAL_LIST %s: %d lines are neither a domain nor an http(s) URL prefix: skipped",
-                           path, removals.invalid)
+            logger.warning(
+                "REMOVAL_LIST %s: %d lines are neither a domain nor an http(s) URL prefix: skipped",
+                path,
+                removals.invalid,
+            )
         return cls(crawler, Runtime.of(crawler), removals, str(path))
 
     def _remove_listed(self, **_: Any) -> None:

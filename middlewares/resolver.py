@@ -42,8 +42,9 @@ class GuardedResolver(CachingThreadedResolver):
 
     installed: ClassVar[GuardedResolver | None] = None  # the process's, once Scrapy installs it
 
-    def __init__(self, reactor: ReactorBase, cache_size: int, timeout: float, *,
-                 host_map: HostMap, allow_private: bool) -> None:
+    def __init__(
+        self, reactor: ReactorBase, cache_size: int, timeout: float, *, host_map: HostMap, allow_private: bool
+    ) -> None:
         super().__init__(reactor, cache_size, timeout)
         self.host_map = host_map
         self.allow_private = allow_private

@@ -102,8 +102,11 @@ class RobotsMiddleware:
             return False
         assert self._crawler.stats is not None
         self._crawler.stats.inc_value("robots/feed_exempt")
-        logger.info("robots.txt: the * group disallows feed %s, which heeds only %s's own group",
-                    request.url, self._profile.token)
+        logger.info(
+            "robots.txt: the * group disallows feed %s, which heeds only %s's own group",
+            request.url,
+            self._profile.token,
+        )
         return True
 
     async def outcome_for(self, url: str) -> RobotsOutcome:
@@ -116,8 +119,13 @@ class RobotsMiddleware:
             if not future.done():
                 return await future
             outcome = future.result()
-            if is_fresh(self._profile.robots, fetched_at=fetched_at, failed=outcome.failed, now=now,
-                        crawl_started_at=self._runtime.started_at):
+            if is_fresh(
+                self._profile.robots,
+                fetched_at=fetched_at,
+                failed=outcome.failed,
+                now=now,
+                crawl_started_at=self._runtime.started_at,
+            ):
                 return outcome
         future = asyncio.get_running_loop().create_future()
         self._outcomes[origin] = (now, future)
@@ -155,8 +163,13 @@ class RobotsMiddleware:
             copy = await asyncio.to_thread(store.get_robots, self._profile.name, origin)
             if copy is not None:
                 outcome = judge_fetch(self._profile.robots, self._profile.tokens, copy.status, copy.body)
-                if is_fresh(self._profile.robots, fetched_at=copy.fetched_at, failed=outcome.failed, now=now,
-                            crawl_started_at=self._runtime.started_at):
+                if is_fresh(
+                    self._profile.robots,
+                    fetched_at=copy.fetched_at,
+                    failed=outcome.failed,
+                    now=now,
+                    crawl_started_at=self._runtime.started_at,
+                ):
                     return copy.fetched_at, outcome
         status, body = await self._fetch(origin)
         outcome = judge_fetch(self._profile.robots, self._profile.tokens, status, body)

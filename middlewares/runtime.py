@@ -91,6 +91,11 @@ def _pacer(crawler: Crawler, profile: Profile, limits: Limits) -> SiteClock | Re
         return SiteClock(delay=limits.delay, crawl_delay_cap=profile.crawl_delay_cap)
     prefix = crawler.settings.get("PACING_REDIS_PREFIX") or DEFAULT_PREFIX
     # A lease outlives the longest download (the profile's timeout, a cap), then frees a dead machine's place.
-    return RedisPacing(url, delay=limits.delay, crawl_delay_cap=profile.crawl_delay_cap,
-                       concurrency=profile.concurrency, lease_seconds=profile.timeout + 15.0,
-                       prefix=f"{prefix}:{profile.name}")
+    return RedisPacing(
+        url,
+        delay=limits.delay,
+        crawl_delay_cap=profile.crawl_delay_cap,
+        concurrency=profile.concurrency,
+        lease_seconds=profile.timeout + 15.0,
+        prefix=f"{prefix}:{profile.name}",
+    )

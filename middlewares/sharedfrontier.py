@@ -49,10 +49,21 @@ logger = logging.getLogger(__name__)
 LEASE = "frontier_lease"  # meta: [site, stream id] of the lease this request holds
 ORIGIN = "frontier"  # meta: {"src", "cb", "eb"}: the source and callbacks it was queued with
 # Meta that describes one download, not the request: never sent to Redis.
-_TRANSIENT = frozenset({
-    LEASE, ORIGIN, "download_slot", "download_latency", "pacing_lease", "pacing_turn", "backoff_judged",
-    "gate_refused_type", "size_truncated", "depth_reset_done", "download_timeout",
-})
+_TRANSIENT = frozenset(
+    {
+        LEASE,
+        ORIGIN,
+        "download_slot",
+        "download_latency",
+        "pacing_lease",
+        "pacing_turn",
+        "backoff_judged",
+        "gate_refused_type",
+        "size_truncated",
+        "depth_reset_done",
+        "download_timeout",
+    }
+)
 _IDLE_ASK = 1.0  # seconds between asks when no site is due and none is known to fall due sooner
 _RETRY_DOWN = 1.0  # seconds between asks while Redis does not answer
 
@@ -108,8 +119,9 @@ class SharedScheduler(BaseScheduler):
                 given = self.frontier.give_back(self.worker, left)
                 logger.info("frontier: %d requests this worker held put back for the others", given)
             except FrontierUnreachable as error:
-                logger.warning("frontier: Redis did not answer at close (%s): %d leases expire on their own",
-                               error, len(left))
+                logger.warning(
+                    "frontier: Redis did not answer at close (%s): %d leases expire on their own", error, len(left)
+                )
         self.held.clear()
 
     def has_pending_requests(self) -> bool:
@@ -306,15 +318,22 @@ class SharedScheduler(BaseScheduler):
         if self._down_since is None:
             self._down_since = monotonic()
             assert self.frontier is not None
-            logger.warning("frontier: Redis at %s does not answer (%s): waiting for it; %d requests held here, "
-                           "nothing is lost", self.frontier.url, str(error).splitlines()[0][:200], len(self.held))
+            logger.warning(
+                "frontier: Redis at %s does not answer (%s): waiting for it; %d requests held here, nothing is lost",
+                self.frontier.url,
+                str(error).splitlines()[0][:200],
+                len(self.held),
+            )
 
     def _up(self) -> None:
         if self._down_since is None:
             return
         assert self.frontier is not None
-        logger.warning("frontier: Redis at %s answers again after %.0f s: going on", self.frontier.url,
-                       monotonic() - self._down_since)
+        logger.warning(
+            "frontier: Redis at %s answers again after %.0f s: going on",
+            self.frontier.url,
+            monotonic() - self._down_since,
+        )
         self._down_since = None
         # Other workers' leases may look expired now: give them two heartbeats to renew before sweeping.
         self._sweep_after = monotonic() + 2 * self.beat_seconds + 1.0

@@ -154,6 +154,7 @@ class ContentDecodingMiddleware(HttpCompressionMiddleware):
         # RFC 9110 §8.4: a body that is not in the coding it names; gzip, zlib, brotli and zstd each raise their own.
         except Exception as error:  # noqa: BLE001
             coding = (response.headers.get(b"Content-Encoding") or b"").decode("latin-1")
-            logger.warning("%s: not read: its Content-Encoding %s does not decode (%s)", response.url, coding,
-                           type(error).__name__)
+            logger.warning(
+                "%s: not read: its Content-Encoding %s does not decode (%s)", response.url, coding, type(error).__name__
+            )
             raise IgnoreRequest(f"{response.url}: Content-Encoding {coding} does not decode") from None

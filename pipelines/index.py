@@ -27,8 +27,9 @@ __all__ = ["IndexPipeline"]
 
 
 class IndexPipeline:
-    def __init__(self, crawler: Crawler, runtime: Runtime, *, batch_pages: int = 64,
-                 batch_seconds: float = 0.25) -> None:
+    def __init__(
+        self, crawler: Crawler, runtime: Runtime, *, batch_pages: int = 64, batch_seconds: float = 0.25
+    ) -> None:
         self._crawler = crawler
         self._runtime = runtime
         self._batch_pages = batch_pages
@@ -37,13 +38,21 @@ class IndexPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
-        return cls(crawler, Runtime.of(crawler), batch_pages=max(1, crawler.settings.getint("KB_BATCH_PAGES", 64)),
-                   batch_seconds=max(0.0, crawler.settings.getfloat("KB_BATCH_SECONDS", 0.25)))
+        return cls(
+            crawler,
+            Runtime.of(crawler),
+            batch_pages=max(1, crawler.settings.getint("KB_BATCH_PAGES", 64)),
+            batch_seconds=max(0.0, crawler.settings.getfloat("KB_BATCH_SECONDS", 0.25)),
+        )
 
     def _pages(self) -> BatchWriter[PageRecord]:
         if self._writer is None:
-            self._writer = BatchWriter(self._runtime.store().put_pages, max_items=self._batch_pages,
-                                       max_wait=self._batch_seconds, name="kb-writer")
+            self._writer = BatchWriter(
+                self._runtime.store().put_pages,
+                max_items=self._batch_pages,
+                max_wait=self._batch_seconds,
+                name="kb-writer",
+            )
         return self._writer
 
     async def process_item(self, item: Any) -> Any:

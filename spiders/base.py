@@ -162,8 +162,12 @@ class SynapseSpider(scrapy.Spider):
             # No Content-Type to judge at the headers (the gate's part): what the bytes show is judged here
             # (SNA-HTML, YOT-HTTPS, OMN-FETCH).
             self.runtime.summary.skip(site, "type", response.url)
-            logger.info("not kept (%s, sniffed; %s does not read it): %s", page.content_type,
-                        self.runtime.profile.name, response.url)
+            logger.info(
+                "not kept (%s, sniffed; %s does not read it): %s",
+                page.content_type,
+                self.runtime.profile.name,
+                response.url,
+            )
             return
         if page.directives.noindex:
             assert self.crawler.stats is not None
@@ -229,8 +233,11 @@ class SynapseSpider(scrapy.Spider):
         stored = [url for url in sorted(depths) if self.owns(url)]
         # URLs an earlier crawl deferred (a long Retry-After) are picked up once their wait is over.
         now = time.time()
-        deferred = [hold.url for hold in store.url_holds(self.runtime.profile.name, "deferred")
-                    if hold.kb == self.crawl.kb and hold.until <= now and self.owns(hold.url)]
+        deferred = [
+            hold.url
+            for hold in store.url_holds(self.runtime.profile.name, "deferred")
+            if hold.kb == self.crawl.kb and hold.until <= now and self.owns(hold.url)
+        ]
         unreached = [url for url in dict.fromkeys(stored + deferred) if canonical(url) not in self._requested]
         if not unreached:
             return
@@ -257,9 +264,17 @@ class SynapseSpider(scrapy.Spider):
         interval = reread_interval(self.crawler.settings.get("REREAD_DAYS"), profile.reread_days)
         ident = source_id(self.name, self.crawl.urls, self.crawl.kb, profile.name, profile.deployment)
         return record_crawl(
-            self.runtime.store().get_source(ident), mode=self.name, urls=self.crawl.urls, kb=self.crawl.kb,
-            profile=profile.name, deployment=profile.deployment, depth=self.crawl.depth,
-            max_pages=self.crawl.max_pages, interval=interval, reason=reason, now=time.time(),
+            self.runtime.store().get_source(ident),
+            mode=self.name,
+            urls=self.crawl.urls,
+            kb=self.crawl.kb,
+            profile=profile.name,
+            deployment=profile.deployment,
+            depth=self.crawl.depth,
+            max_pages=self.crawl.max_pages,
+            interval=interval,
+            reason=reason,
+            now=time.time(),
         )
 
     def _hold_source(self, **_: Any) -> None:
@@ -276,8 +291,11 @@ class SynapseSpider(scrapy.Spider):
         store = self.runtime.store()
         source = self._record(reason)
         # A URL deferred by a long Retry-After brings the next run forward, so it is not lost (#4).
-        waits = [hold.until for hold in store.url_holds(profile.name, "deferred")
-                 if hold.kb == self.crawl.kb and self.owns(hold.url)]
+        waits = [
+            hold.until
+            for hold in store.url_holds(profile.name, "deferred")
+            if hold.kb == self.crawl.kb and self.owns(hold.url)
+        ]
         if waits and min(waits) < source.next_due:
             source = replace(source, next_due=max(min(waits), time.time()))
         store.put_source(source)
@@ -285,5 +303,11 @@ class SynapseSpider(scrapy.Spider):
         removed = sum(v for k, v in stats.items() if k.startswith("reread/removed/"))
         if stats.get("reread/unchanged") or removed:
             logger.info("re-read: %d pages unchanged (304), %d removed", stats.get("reread/unchanged", 0), removed)
-        logger.info("source %s (%s %s, kb %s): next re-read due %s", source.id, self.name, self.crawl.urls[0],
-                    self.crawl.kb, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(source.next_due)))
+        logger.info(
+            "source %s (%s %s, kb %s): next re-read due %s",
+            source.id,
+            self.name,
+            self.crawl.urls[0],
+            self.crawl.kb,
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(source.next_due)),
+        )

@@ -71,8 +71,9 @@ logger = logging.getLogger(__name__)
 OG_IMAGE_BYTES = 1_000_000  # SER-OGIMAGE: at most 1 MB of an article page is read
 ICON_BYTES = 1_000_000
 ICON_MAX_AGE = 30 * 86400.0  # a site's icon (or its absence) is looked for again after this long
-FEED_ACCEPT = ("application/rss+xml, application/atom+xml, application/feed+json, application/xml;q=0.9, "
-               "text/xml;q=0.9, */*;q=0.5")
+FEED_ACCEPT = (
+    "application/rss+xml, application/atom+xml, application/feed+json, application/xml;q=0.9, text/xml;q=0.9, */*;q=0.5"
+)
 
 
 def _media(response: Response) -> str:
@@ -101,8 +102,13 @@ class FeedSpider(SynapseSpider):
             request = self._feed_request(url)
             hold = await asyncio.to_thread(store.get_url_hold, profile, request.url)
             if hold is not None and hold.until > time.time():
-                logger.info("feed %s: next refresh not before %s (%s, %d failed refreshes in a row)", request.url,
-                            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(hold.until)), hold.reason, hold.failures)
+                logger.info(
+                    "feed %s: next refresh not before %s (%s, %d failed refreshes in a row)",
+                    request.url,
+                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(hold.until)),
+                    hold.reason,
+                    hold.failures,
+                )
                 self.runtime.summary.skip(self.runtime.site(request.url), "paused", request.url)
                 self._requested.add(canonical(request.url))  # held on purpose: not for the base's re-read
                 continue
@@ -143,8 +149,13 @@ class FeedSpider(SynapseSpider):
         if problems:
             logger.warning("feed %s: %s", url, "; ".join(problems))
         new = await asyncio.to_thread(self._new_entries, feed.entries)
-        logger.info("feed %s: %d entries, %d new%s", url, len(feed.entries), len(new),
-                    f", {feed.skipped} without a link skipped" if feed.skipped else "")
+        logger.info(
+            "feed %s: %d entries, %d new%s",
+            url,
+            len(feed.entries),
+            len(new),
+            f", {feed.skipped} without a link skipped" if feed.skipped else "",
+        )
         feed_item = self._feed_item(response, url, feed)
         pending = 0
         for entry in new:
@@ -174,18 +185,36 @@ class FeedSpider(SynapseSpider):
         return new
 
     def _feed_item(self, response: Response, url: str, feed: Feed) -> dict[str, Any]:
-        page = Page(url=url, content_type=feed.media_type, title=feed.title, text=feed.description or feed.title,
-                    language=feed.language)
-        return make_item(page, kb=self.crawl.kb, profile=self.runtime.profile, site=self.runtime.site(url),
-                         status=response.status,
-                         etag=(response.headers.get(b"ETag") or b"").decode("latin-1"),
-                         last_modified=(response.headers.get(b"Last-Modified") or b"").decode("latin-1"))
+        page = Page(
+            url=url,
+            content_type=feed.media_type,
+            title=feed.title,
+            text=feed.description or feed.title,
+            language=feed.language,
+        )
+        return make_item(
+            page,
+            kb=self.crawl.kb,
+            profile=self.runtime.profile,
+            site=self.runtime.site(url),
+            status=response.status,
+            etag=(response.headers.get(b"ETag") or b"").decode("latin-1"),
+            last_modified=(response.headers.get(b"Last-Modified") or b"").decode("latin-1"),
+        )
 
     def _entry_item(self, entry: FeedEntry, feed: Feed, feed_url: str, image: str = "") -> dict[str, Any]:
-        page = Page(url=entry.link, content_type=feed.media_type + ENTRY_TYPE_SUFFIX, title=entry.title,
-                    text=entry.text, language=feed.language, og_image=image or entry.image, published=entry.published)
-        item = make_item(page, kb=self.crawl.kb, profile=self.runtime.profile, site=self.runtime.site(entry.link),
-                         status=200)
+        page = Page(
+            url=entry.link,
+            content_type=feed.media_type + ENTRY_TYPE_SUFFIX,
+            title=entry.title,
+            text=entry.text,
+            language=feed.language,
+            og_image=image or entry.image,
+            published=entry.published,
+        )
+        item = make_item(
+            page, kb=self.crawl.kb, profile=self.runtime.profile, site=self.runtime.site(entry.link), status=200
+        )
         item["feed"] = feed_url
         return item
 
@@ -279,8 +308,9 @@ class FeedSpider(SynapseSpider):
         async for next_request in self._next_icon(origin, candidates, index, first_add):
             yield next_request
 
-    async def _next_icon(self, origin: str, candidates: tuple[str, ...], index: int,
-                         first_add: bool) -> AsyncIterator[scrapy.Request]:
+    async def _next_icon(
+        self, origin: str, candidates: tuple[str, ...], index: int, first_add: bool
+    ) -> AsyncIterator[scrapy.Request]:
         if index + 1 < len(candidates):
             yield self._icon_try(origin, candidates, index + 1, first_add=first_add)
             return

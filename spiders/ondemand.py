@@ -80,8 +80,9 @@ class OndemandSpider(SynapseSpider):
         host = settings.get("ONDEMAND_HOST")
         port = check_serving(profile, host, settings.get("ONDEMAND_PORT"))
         search = SearchService(spider.runtime.kb_uri, profile)  # search what the agents' fetches stored
-        spider.server = OndemandServer(spider.web_fetch, host=host, port=port, name=f"{profile.token} web_fetch",
-                                       search=search)
+        spider.server = OndemandServer(
+            spider.web_fetch, host=host, port=port, name=f"{profile.token} web_fetch", search=search
+        )
         spider.recent = RecentFetches(profile.ondemand_min_refetch)
         spider.wait_seconds = settings.getfloat("ONDEMAND_WAIT")
         spider.url_limit = settings.getint("URLLENGTH_LIMIT")
@@ -136,12 +137,21 @@ class OndemandSpider(SynapseSpider):
         self._inflight[url] = future
         assert self.crawler.engine is not None
         self._stat("ondemand/requested")
-        self.crawler.engine.crawl(scrapy.Request(
-            url, callback=self._parse_page, errback=self._failed, dont_filter=True,
-            # no immediate retry: a page is fetched again no sooner than ondemand_min_refetch (SNA-ONDEMAND)
-            meta={"depth": 0, "ondemand_key": key, "size_limit_bytes": self.runtime.profile.ondemand_size_bytes,
-                  "max_retry_times": 0},
-        ))
+        self.crawler.engine.crawl(
+            scrapy.Request(
+                url,
+                callback=self._parse_page,
+                errback=self._failed,
+                dont_filter=True,
+                # no immediate retry: a page is fetched again no sooner than ondemand_min_refetch (SNA-ONDEMAND)
+                meta={
+                    "depth": 0,
+                    "ondemand_key": key,
+                    "size_limit_bytes": self.runtime.profile.ondemand_size_bytes,
+                    "max_retry_times": 0,
+                },
+            )
+        )
         return future
 
     def _finish(self, key: object, outcome: dict[str, Any] | FetchError, stored_url: str = "") -> None:
@@ -159,10 +169,16 @@ class OndemandSpider(SynapseSpider):
         else:
             future.set_result(outcome)
 
-    def _shape(self, record: PageRecord, asked: str, *, from_index: bool,
-               truncated: bool | None = None) -> dict[str, Any]:
-        return shape_page(record, requested_url=asked, from_index=from_index, truncated=truncated,
-                          scrub_description=self.runtime.profile.scrub_personal_data)
+    def _shape(
+        self, record: PageRecord, asked: str, *, from_index: bool, truncated: bool | None = None
+    ) -> dict[str, Any]:
+        return shape_page(
+            record,
+            requested_url=asked,
+            from_index=from_index,
+            truncated=truncated,
+            scrub_description=self.runtime.profile.scrub_personal_data,
+        )
 
     def _stat(self, key: str) -> None:
         assert self.crawler.stats is not None
@@ -174,11 +190,15 @@ class OndemandSpider(SynapseSpider):
         page = await self.read(response)
         items = list(self.keep(response, page))
         if page is None:
-            self._finish(response.meta.get("ondemand_key"),
-                         FetchError("unreadable", f"the page could not be read: {response.url}"))
+            self._finish(
+                response.meta.get("ondemand_key"),
+                FetchError("unreadable", f"the page could not be read: {response.url}"),
+            )
         elif not items:
-            self._finish(response.meta.get("ondemand_key"),
-                         FetchError("noindex", f"the page asks not to be indexed (noindex): {response.url}"))
+            self._finish(
+                response.meta.get("ondemand_key"),
+                FetchError("noindex", f"the page asks not to be indexed (noindex): {response.url}"),
+            )
         for item in items:
             yield item
 
@@ -193,13 +213,15 @@ class OndemandSpider(SynapseSpider):
         shaped = self._shape(record, pending[0], from_index=False, truncated="truncated" in response.flags)
         self._finish(key, shaped, stored_url=record.url)
 
-    def _dropped(self, item: Any, response: Response | None = None, exception: Exception | None = None,
-                 **_: Any) -> None:
+    def _dropped(
+        self, item: Any, response: Response | None = None, exception: Exception | None = None, **_: Any
+    ) -> None:
         if response is not None:
             self._finish(response.meta.get("ondemand_key"), FetchError("refused", f"not kept: {exception}"))
 
-    def _item_error(self, item: Any, response: Response | None = None, failure: Failure | None = None,
-                    **_: Any) -> None:
+    def _item_error(
+        self, item: Any, response: Response | None = None, failure: Failure | None = None, **_: Any
+    ) -> None:
         if response is not None:
             self._finish(response.meta.get("ondemand_key"), FetchError("unavailable", "the page could not be stored"))
 

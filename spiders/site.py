@@ -82,5 +82,8 @@ class SiteSpider(SynapseSpider):
         if depth >= self.limits.depth:
             return []
         priority = -(depth + 1) * self.settings.getint("DEPTH_PRIORITY")
-        return [self.page_request(url, priority=priority, meta={"depth": depth + 1})
-                for url in outlinks if in_any(self.scopes, url)]
+        return [
+            self.page_request(url, priority=priority, meta={"depth": depth + 1})
+            for url in outlinks
+            if in_any(self.scopes, url)
+        ]

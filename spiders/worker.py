@@ -94,7 +94,10 @@ class SharedSitemapSpider(SitemapSpider):
 
 
 _MODES: dict[str, type[SynapseSpider]] = {
-    "page": PageSpider, "site": SiteSpider, "sitemap": SharedSitemapSpider, "feed": FeedSpider,
+    "page": PageSpider,
+    "site": SiteSpider,
+    "sitemap": SharedSitemapSpider,
+    "feed": FeedSpider,
 }
 
 
@@ -125,10 +128,15 @@ class WorkerSpider(scrapy.Spider):
         spider.runtime = runtime
         spider.worker = worker_name()
         spider.frontier = SharedFrontier(
-            pacer.url, str(crawl), prefix=crawler.settings.get("FRONTIER_REDIS_PREFIX") or DEFAULT_FRONTIER_PREFIX,
-            pacer_prefix=pacer.prefix, concurrency=runtime.profile.concurrency,
+            pacer.url,
+            str(crawl),
+            prefix=crawler.settings.get("FRONTIER_REDIS_PREFIX") or DEFAULT_FRONTIER_PREFIX,
+            pacer_prefix=pacer.prefix,
+            concurrency=runtime.profile.concurrency,
             # a lease outlives the longest download, then frees a dead worker's requests (as the pacer's)
-            lease_seconds=config.timeout + 15.0, delay=runtime.limits.delay)
+            lease_seconds=config.timeout + 15.0,
+            delay=runtime.limits.delay,
+        )
         try:
             runtime.started_at = spider.frontier.started_at()  # robots.txt fetched in this crawl: fresh
         except FrontierUnreachable as error:
@@ -213,11 +221,21 @@ class WorkerSpider(scrapy.Spider):
                 return None
         if not source or cb not in _CALLBACKS or eb not in _ERRBACKS:
             return None
-        headers = tuple((k.decode("latin-1"), v.decode("latin-1"))
-                        for k, values in request.headers.items() for v in values)
-        return Entry(url=request.url, source=source, callback=cb, errback=eb, method=request.method,
-                     headers=headers, body=request.body, meta=meta, priority=request.priority,
-                     dont_filter=request.dont_filter)
+        headers = tuple(
+            (k.decode("latin-1"), v.decode("latin-1")) for k, values in request.headers.items() for v in values
+        )
+        return Entry(
+            url=request.url,
+            source=source,
+            callback=cb,
+            errback=eb,
+            method=request.method,
+            headers=headers,
+            body=request.body,
+            meta=meta,
+            priority=request.priority,
+            dont_filter=request.dont_filter,
+        )
 
     def request_for(self, entry: Entry, lease: Lease) -> scrapy.Request | None:
         """The request of a leased entry (None for a start entry, run here); ``BadEntry`` if not ours."""
@@ -230,9 +248,17 @@ class WorkerSpider(scrapy.Spider):
         meta = dict(entry.meta)
         meta[ORIGIN] = {"src": entry.source, "cb": entry.callback, "eb": entry.errback}
         meta[LEASE] = [lease.site, lease.id]
-        return scrapy.Request(entry.url, callback=self._dispatch, errback=self._dispatch_failed,
-                              method=entry.method, headers=list(entry.headers) or None, body=entry.body or None,
-                              meta=meta, priority=entry.priority, dont_filter=True)
+        return scrapy.Request(
+            entry.url,
+            callback=self._dispatch,
+            errback=self._dispatch_failed,
+            method=entry.method,
+            headers=list(entry.headers) or None,
+            body=entry.body or None,
+            meta=meta,
+            priority=entry.priority,
+            dont_filter=True,
+        )
 
     async def _start_source(self, delegate: SynapseSpider, lease: Lease) -> None:
         scheduler = self._scheduler()
@@ -243,8 +269,13 @@ class WorkerSpider(scrapy.Spider):
                 count += 1
         except Exception:  # one source's start failing must not stop the worker
             logger.exception("crawl: the start of source %s failed", self._ids.get(id(delegate)))
-        logger.info("crawl: source %s (%s %s) started: %d requests queued", self._ids.get(id(delegate)),
-                    delegate.name, delegate.crawl.urls[0], count)
+        logger.info(
+            "crawl: source %s (%s %s) started: %d requests queued",
+            self._ids.get(id(delegate)),
+            delegate.name,
+            delegate.crawl.urls[0],
+            count,
+        )
         fake = scrapy.Request("data:,", meta={LEASE: [lease.site, lease.id]})
         scheduler.done(fake)
 

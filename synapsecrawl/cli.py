@@ -74,8 +74,9 @@ def _cell(value: object) -> str:
 def _kb_list(args: argparse.Namespace) -> int:
     store = open_store(args.uri)
     try:
-        _print_rows((_page_json(p) for p in store.pages(args.kb)), args.format,
-                    ("kb", "url", "status", "fetched_at", "title"))
+        _print_rows(
+            (_page_json(p) for p in store.pages(args.kb)), args.format, ("kb", "url", "status", "fetched_at", "title")
+        )
     finally:
         store.close()
     return 0

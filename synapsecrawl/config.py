@@ -42,8 +42,10 @@ def check_config(operator: Mapping[str, object], arguments: Mapping[str, object]
 
     Raises ``ConfigError`` with a one-line message naming the setting and the cap.
     """
-    profile = load_profile(str(operator.get("BOT_PROFILE") or "synapsebot"),
-                           str(operator["BOT_DEPLOYMENT"]) if operator.get("BOT_DEPLOYMENT") else None)
+    profile = load_profile(
+        str(operator.get("BOT_PROFILE") or "synapsebot"),
+        str(operator["BOT_DEPLOYMENT"]) if operator.get("BOT_DEPLOYMENT") else None,
+    )
     limits = resolve_limits(
         profile,
         {k: operator[k] for k in OPERATOR_LIMIT_SETTINGS if operator.get(k) is not None},
@@ -73,8 +75,9 @@ def check_config(operator: Mapping[str, object], arguments: Mapping[str, object]
         processes = extract_processes(operator.get("EXTRACT_PROCESSES", "auto"))
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    return CrawlConfig(profile=profile, limits=limits, timeout=timeout, host_map=host_map, signing_key=key,
-                       extract_processes=processes)
+    return CrawlConfig(
+        profile=profile, limits=limits, timeout=timeout, host_map=host_map, signing_key=key, extract_processes=processes
+    )
 
 
 def _check_log_level(level: object) -> None:

@@ -38,8 +38,9 @@ __all__ = ["START_SITE", "add_source", "check_worker_arguments", "register", "so
 START_SITE = "~start"  # the frontier partition of start entries: no site is fetched for them
 
 
-def check_worker_arguments(pacing_url: str, *, crawl: str | None = None, stay: str | None = None,
-                           **unknown: object) -> None:
+def check_worker_arguments(
+    pacing_url: str, *, crawl: str | None = None, stay: str | None = None, **unknown: object
+) -> None:
     """``scrapy crawl worker``'s arguments and setting; ConfigError (one line) when they cannot join a crawl."""
     unknown.pop("_job", None)  # Scrapyd passes its job id as a spider argument
     if unknown:
@@ -68,8 +69,9 @@ def add_source(frontier: SharedFrontier, mode: str, crawl: CrawlRequest) -> tupl
         frontier.started_at()
         frontier.add_source(source)
         # method START: a start entry is never the same request as the first page
-        added = frontier.add([(START_SITE, Entry(url=crawl.urls[0], source=source.id, callback="start",
-                                                  method="START"))])
+        added = frontier.add(
+            [(START_SITE, Entry(url=crawl.urls[0], source=source.id, callback="start", method="START"))]
+        )
     except FrontierUnreachable as error:
         raise SynapseError(f"Redis at {frontier.url} does not answer: {error}") from None
     return source, bool(added)
@@ -83,8 +85,9 @@ def _frontier(args: argparse.Namespace) -> SharedFrontier:
 
 
 def _add(args: argparse.Namespace) -> int:
-    crawl = CrawlRequest.from_args(url=args.url, urls_file=args.urls_file, kb=args.kb, depth=args.depth,
-                                   max_pages=args.max_pages)
+    crawl = CrawlRequest.from_args(
+        url=args.url, urls_file=args.urls_file, kb=args.kb, depth=args.depth, max_pages=args.max_pages
+    )
     for name, value in (("--depth", args.depth), ("--max-pages", args.max_pages)):
         if value is not None and not (value.isdigit() and int(value) >= 0):
             raise ConfigError(f"{name} {value!r} is not a whole number")
@@ -94,8 +97,9 @@ def _add(args: argparse.Namespace) -> int:
     finally:
         frontier.close()
     what = "added" if new else "already in the crawl"
-    sys.stdout.write(f"crawl {args.crawl}: source {source.id} ({args.mode}, {len(crawl.urls)} URLs, kb {crawl.kb}) "
-                     f"{what}\n")
+    sys.stdout.write(
+        f"crawl {args.crawl}: source {source.id} ({args.mode}, {len(crawl.urls)} URLs, kb {crawl.kb}) {what}\n"
+    )
     return 0
 
 
@@ -111,12 +115,21 @@ def _status(args: argparse.Namespace) -> int:
     starts = status.sites.get(START_SITE, (0, 0, 0))
     if args.format == "jsonl":
         rows: list[dict[str, Any]] = [
-            {"site": site, "pending": p, "in_flight": f, "done": d} for site, (p, f, d) in sites.items()]
-        rows += [{"worker": w, "in_flight": f, "done": d, "last_heard": round(s, 1)}
-                 for w, (f, d, s) in status.workers.items()]
-        rows.append({"crawl": args.crawl, "pending": sum(c[0] for c in sites.values()) + starts[0],
-                     "in_flight": sum(c[1] for c in sites.values()) + starts[1],
-                     "done": sum(c[2] for c in sites.values()), "drained": status.drained})
+            {"site": site, "pending": p, "in_flight": f, "done": d} for site, (p, f, d) in sites.items()
+        ]
+        rows += [
+            {"worker": w, "in_flight": f, "done": d, "last_heard": round(s, 1)}
+            for w, (f, d, s) in status.workers.items()
+        ]
+        rows.append(
+            {
+                "crawl": args.crawl,
+                "pending": sum(c[0] for c in sites.values()) + starts[0],
+                "in_flight": sum(c[1] for c in sites.values()) + starts[1],
+                "done": sum(c[2] for c in sites.values()),
+                "drained": status.drained,
+            }
+        )
         for row in rows:
             sys.stdout.write(json.dumps(row) + "\n")
         return 0

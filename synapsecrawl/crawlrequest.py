@@ -41,8 +41,16 @@ class CrawlRequest:
     skipped: tuple[str, ...] = ()  # urls_file lines left out, one message each
 
     @classmethod
-    def from_args(cls, *, url: str | None = None, urls_file: str | None = None, kb: str | None = None,
-                  depth: str | None = None, max_pages: str | None = None, **unknown: object) -> CrawlRequest:
+    def from_args(
+        cls,
+        *,
+        url: str | None = None,
+        urls_file: str | None = None,
+        kb: str | None = None,
+        depth: str | None = None,
+        max_pages: str | None = None,
+        **unknown: object,
+    ) -> CrawlRequest:
         """Validate ``-a`` arguments; raises ConfigError with a one-line message."""
         unknown.pop("_job", None)  # Scrapyd passes its job id as a spider argument
         if unknown:
@@ -68,8 +76,10 @@ class CrawlRequest:
                     skipped.append(f"{exc}: skipped")
             if not urls:
                 if skipped:
-                    raise ArgumentError(f"urls_file {path} holds no usable URL ({len(skipped)} lines, "
-                                        f"the first: {skipped[0].removesuffix(': skipped')})")
+                    raise ArgumentError(
+                        f"urls_file {path} holds no usable URL ({len(skipped)} lines, "
+                        f"the first: {skipped[0].removesuffix(': skipped')})"
+                    )
                 raise ConfigError(f"urls_file {path} holds no URL")
         name = kb or "default"
         if not _KB_NAME.match(name):

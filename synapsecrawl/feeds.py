@@ -220,10 +220,22 @@ def _parse_rss_atom(body: bytes, url: str, content_type: str) -> Feed:
         link=_absolute(base, str(meta.get("link") or "")),
         description=_detail_text(meta.get("subtitle_detail"), meta.get("subtitle")),
         language=_squash(meta.get("language"), 35),
-        icon=next((u for u in (_absolute(base, str(v or "")) for v in (
-            meta.get("icon"), meta.get("logo"), image.get("href") if isinstance(image, Mapping) else "",
-            _rss1_image(body) if version == "rss10" else "",
-        )) if u), ""),
+        icon=next(
+            (
+                u
+                for u in (
+                    _absolute(base, str(v or ""))
+                    for v in (
+                        meta.get("icon"),
+                        meta.get("logo"),
+                        image.get("href") if isinstance(image, Mapping) else "",
+                        _rss1_image(body) if version == "rss10" else "",
+                    )
+                )
+                if u
+            ),
+            "",
+        ),
         entries=tuple(entries),
         skipped=skipped,
         problems=tuple(problems),
@@ -239,9 +251,13 @@ def _json_item(item: object, base: str) -> FeedEntry | None:
     html = str(item.get("content_html") or "")
     text = _html_text(html) if html else " ".join(str(item.get("content_text") or item.get("summary") or "").split())
     image = _absolute(base, str(item.get("image") or item.get("banner_image") or "")) or _first_img(html, base)
-    return FeedEntry(link=link, title=_squash(item.get("title")), text=text,
-                     published=_iso_text(item.get("date_published") or item.get("date_modified") or ""),
-                     image=image)
+    return FeedEntry(
+        link=link,
+        title=_squash(item.get("title")),
+        text=text,
+        published=_iso_text(item.get("date_published") or item.get("date_modified") or ""),
+        image=image,
+    )
 
 
 def _parse_json(body: bytes, url: str) -> Feed | None:

@@ -107,17 +107,30 @@ class Source:
     max_pages: str | None = None
 
     def to_json(self) -> str:
-        return json.dumps({"id": self.id, "mode": self.mode, "urls": list(self.urls), "kb": self.kb,
-                           "depth": self.depth, "max_pages": self.max_pages}, sort_keys=True)
+        return json.dumps(
+            {
+                "id": self.id,
+                "mode": self.mode,
+                "urls": list(self.urls),
+                "kb": self.kb,
+                "depth": self.depth,
+                "max_pages": self.max_pages,
+            },
+            sort_keys=True,
+        )
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> Source:
         try:
             data = json.loads(raw)
-            source = cls(str(data["id"]), str(data["mode"]), tuple(str(u) for u in data["urls"]),
-                         str(data.get("kb") or "default"),
-                         None if data.get("depth") is None else str(data["depth"]),
-                         None if data.get("max_pages") is None else str(data["max_pages"]))
+            source = cls(
+                str(data["id"]),
+                str(data["mode"]),
+                tuple(str(u) for u in data["urls"]),
+                str(data.get("kb") or "default"),
+                None if data.get("depth") is None else str(data["depth"]),
+                None if data.get("max_pages") is None else str(data["max_pages"]),
+            )
         except (ValueError, TypeError, KeyError, UnicodeDecodeError) as error:
             raise BadEntry(f"not a source: {error}") from None
         if source.mode not in MODES:
@@ -198,9 +211,18 @@ class Entry:
             url, source, callback = data["u"], data["s"], data.get("cb", "parse")
             headers = tuple((str(k), str(v)) for k, v in data.get("h", []))
             body = base64.b64decode(data["b"], validate=True) if "b" in data else b""
-            entry = cls(url=url, source=source, callback=callback, errback=data.get("eb", ""),
-                        method=data.get("m", "GET"), headers=headers, body=body, meta=data.get("meta", {}),
-                        priority=data.get("p", 0), dont_filter=bool(data.get("df", False)))
+            entry = cls(
+                url=url,
+                source=source,
+                callback=callback,
+                errback=data.get("eb", ""),
+                method=data.get("m", "GET"),
+                headers=headers,
+                body=body,
+                meta=data.get("meta", {}),
+                priority=data.get("p", 0),
+                dont_filter=bool(data.get("df", False)),
+            )
         except (KeyError, TypeError, ValueError) as error:
             raise BadEntry(f"malformed entry: {error}") from None
         for name in ("url", "source", "callback", "errback", "method"):
@@ -290,7 +312,9 @@ end
 """
 
 # ARGV: P, worker, lease member to end first ('' none), then (site, fingerprint or '', data) triples.
-_ADD = _PRELUDE + """
+_ADD = (
+    _PRELUDE
+    + """
 if ARGV[3] ~= '' then settle(ARGV[3], '', false) end
 local added = 0
 for i = 4, #ARGV, 3 do
@@ -308,11 +332,14 @@ for i = 4, #ARGV, 3 do
 end
 return added
 """
+)
 
 # ARGV: P, pacer prefix, worker, lease seconds, concurrency, sites to look at, poll seconds, sweep (0|1),
 # spacing when the pacer has none yet.
 # Returns {1, site, id, data, reclaimed} or {0, seconds until the next site is due (-1: none), reclaimed}.
-_LEASE = _PRELUDE + """
+_LEASE = (
+    _PRELUDE
+    + """
 local pacer, worker, lease_for = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local concurrency, scan, poll = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local reclaimed = 0
@@ -365,18 +392,24 @@ local hint = -1
 if #first > 0 then hint = math.max(tonumber(first[2]) - now, 0) end
 return {0, string.format('%.3f', hint), reclaimed, redis.call('HLEN', P .. ':left')}
 """
+)
 
 # ARGV: P, worker, give back (0|1), members.
-_SETTLE = _PRELUDE + """
+_SETTLE = (
+    _PRELUDE
+    + """
 local n = 0
 for i = 4, #ARGV do
   n = n + settle(ARGV[i], ARGV[2], ARGV[3] == '1')
 end
 return n
 """
+)
 
 # ARGV: P, worker, lease seconds, members: the worker is alive and still holds these.
-_HEARTBEAT = _PRELUDE + """
+_HEARTBEAT = (
+    _PRELUDE
+    + """
 redis.call('HSET', P .. ':workers', ARGV[2], string.format('%.3f', now))
 local renewed = 0
 for i = 4, #ARGV do
@@ -384,9 +417,12 @@ for i = 4, #ARGV do
 end
 return renewed
 """
+)
 
 # ARGV: P, source id, limit: 1 if one more page of the source may be fetched (and counts it), else 0.
-_BUDGET = _PRELUDE + """
+_BUDGET = (
+    _PRELUDE
+    + """
 local spent = redis.call('HINCRBY', P .. ':budget', ARGV[2], 1)
 if spent > tonumber(ARGV[3]) then
   redis.call('HINCRBY', P .. ':budget', ARGV[2], -1)
@@ -394,12 +430,16 @@ if spent > tonumber(ARGV[3]) then
 end
 return 1
 """
+)
 
 # ARGV: P: when the crawl started (its first call), unix seconds.
-_STARTED = _PRELUDE + """
+_STARTED = (
+    _PRELUDE
+    + """
 redis.call('HSETNX', P .. ':meta', 'started', string.format('%.6f', now))
 return redis.call('HGET', P .. ':meta', 'started')
 """
+)
 
 
 @dataclass
@@ -503,8 +543,20 @@ class SharedFrontier:
         nothing is pending, leases of dead workers put back by this call).
         ``left_count`` is then how many sites the crawl has left (``left``).
         """
-        reply = self._run("lease", _LEASE, [self.pacer_prefix, worker, self.lease_seconds, self.concurrency,
-                                            self.scan, self.poll_seconds, 1 if sweep else 0, self.delay])
+        reply = self._run(
+            "lease",
+            _LEASE,
+            [
+                self.pacer_prefix,
+                worker,
+                self.lease_seconds,
+                self.concurrency,
+                self.scan,
+                self.poll_seconds,
+                1 if sweep else 0,
+                self.delay,
+            ],
+        )
         if int(reply[0]) == 1:
             site, ident = (p.decode("utf-8") if isinstance(p, bytes) else str(p) for p in reply[1:3])
             data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
@@ -524,7 +576,9 @@ class SharedFrontier:
         for key, value in raw.items():
             site = key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key)
             found[site] = _left(value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)) or (
-                0.0, "left")
+                0.0,
+                "left",
+            )
         return found
 
     def ack(self, worker: str, leases: Sequence[Lease]) -> int:
@@ -537,8 +591,9 @@ class SharedFrontier:
 
     def heartbeat(self, worker: str, leases: Sequence[Lease]) -> int:
         """The worker is alive: renew its leases. Returns how many were still its own."""
-        return int(self._run("heartbeat", _HEARTBEAT, [worker, self.lease_seconds,
-                                                        *(lease.member for lease in leases)]))
+        return int(
+            self._run("heartbeat", _HEARTBEAT, [worker, self.lease_seconds, *(lease.member for lease in leases)])
+        )
 
     def leave(self, site: str, until: float, reason: str) -> None:
         """``site`` is paused past what the crawl waits (unix ``until``): its pending requests are handed out
@@ -578,8 +633,11 @@ class SharedFrontier:
         text = _decoded
         sites: dict[str, tuple[int, int, int]] = {}
         for site in set(text(queued)) | set(text(flight)) | set(text(done)):
-            sites[site] = (max(0, int(text(queued).get(site, 0))), max(0, int(text(flight).get(site, 0))),
-                           int(text(done).get(site, 0)))
+            sites[site] = (
+                max(0, int(text(queued).get(site, 0))),
+                max(0, int(text(flight).get(site, 0))),
+                int(text(done).get(site, 0)),
+            )
         held: dict[str, int] = {}
         for who in text(owner).values():
             held[who] = held.get(who, 0) + 1
@@ -617,8 +675,12 @@ class SharedFrontier:
         """
         if self._async is None:
             self._async = redis.asyncio.Redis.from_url(self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
-        lock = self._async.lock(f"{self.root}:robots:{profile}:{origin}", timeout=hold_seconds,
-                                blocking_timeout=hold_seconds + 5.0, sleep=0.05)
+        lock = self._async.lock(
+            f"{self.root}:robots:{profile}:{origin}",
+            timeout=hold_seconds,
+            blocking_timeout=hold_seconds + 5.0,
+            sleep=0.05,
+        )
         try:
             got = await lock.acquire()
         except redis.RedisError:
@@ -652,4 +714,3 @@ def _left(raw: str) -> tuple[float, str] | None:
 
 def _decoded(raw: Mapping[bytes, bytes]) -> dict[str, str]:
     return {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in raw.items()}
-

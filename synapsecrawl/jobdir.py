@@ -50,8 +50,7 @@ def clear_stale(jobdir: Path, me: int) -> bool:
         raise ConfigError(f"JOBDIR {jobdir}: cannot read {MARK}: {exc}") from None
     pid = int(held) if held.isdigit() else 0
     if pid and pid != me and _running(pid):
-        raise ConfigError(f"JOBDIR {jobdir} is in use by the crawl with pid {pid} (if none is running, delete "
-                          f"{mark})")
+        raise ConfigError(f"JOBDIR {jobdir} is in use by the crawl with pid {pid} (if none is running, delete {mark})")
     for name in SCRAPY_STATE:
         path = jobdir / name
         if path.is_dir():

@@ -110,8 +110,14 @@ _PATH_WORDS: dict[str, tuple[str, int]] = {
     "about": ("other", 2), "contact": ("other", 3), "login": ("other", 3), "search": ("other", 2),
     "forum": ("other", 2), "questions": ("other", 1), "careers": ("other", 2), "privacy": ("other", 2),
 }  # fmt: skip
-_HOST_WORDS = {"blog": ("blog_post", 2), "news": ("news_article", 2), "docs": ("documentation", 3),
-               "shop": ("product_page", 2), "store": ("product_page", 2), "learn": ("tutorial", 1)}
+_HOST_WORDS = {
+    "blog": ("blog_post", 2),
+    "news": ("news_article", 2),
+    "docs": ("documentation", 3),
+    "shop": ("product_page", 2),
+    "store": ("product_page", 2),
+    "learn": ("tutorial", 1),
+}
 _DATE_PATH = re.compile(r"/(?:19|20)\d\d/(?:0?[1-9]|1[0-2])(?:/|$)")
 
 _CART = re.compile(
@@ -192,8 +198,11 @@ def _short_text(element: lxml.html.HtmlElement, chars: int = _HEADING_CHARS) -> 
     for seen, (event, node) in enumerate(etree.iterwalk(element, events=("start", "end"))):
         if seen >= _HEADING_NODES or size > chars:
             break
-        piece = (node.text if isinstance(node.tag, str) else None) if event == "start" else (
-            node.tail if node is not element else None)
+        piece = (
+            (node.text if isinstance(node.tag, str) else None)
+            if event == "start"
+            else (node.tail if node is not element else None)
+        )
         if piece:
             parts.append(piece)
             size += len(piece)
@@ -331,8 +340,10 @@ def _teaching_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, wei
     if len(main.xpath(".//pre|.//code")) >= 3:
         weights.add("documentation", 1, "content:code")
         weights.add("tutorial", 1, "content:code")
-    if root.xpath("//nav//*[contains(@class,'toc') or contains(@class,'sidebar')]|//*[contains(@class,'sphinx')]"
-                  "|//*[contains(@class,'docs')]|//*[contains(@class,'md-nav')]"):
+    if root.xpath(
+        "//nav//*[contains(@class,'toc') or contains(@class,'sidebar')]|//*[contains(@class,'sphinx')]"
+        "|//*[contains(@class,'docs')]|//*[contains(@class,'md-nav')]"
+    ):
         weights.add("documentation", 2, "markup:docs-nav")
 
 
@@ -350,8 +361,11 @@ def _writing_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, text
 def _shape_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, weights: _Weights) -> None:
     listed = main.xpath(".//article[not(ancestor::aside)]")
     for heading in islice(main.iter("h2", "h3"), _MAX_HEADINGS):  # a heading that is all one link
-        if heading is not main and (link := heading.find("a")) is not None and _short_text(heading) == _short_text(
-                link):
+        if (
+            heading is not main
+            and (link := heading.find("a")) is not None
+            and _short_text(heading) == _short_text(link)
+        ):
             listed.append(heading)
     if len(listed) >= 3 and len({id(e.getparent()) for e in listed}) < len(listed):
         weights.add("other", 3, f"markup:listing:{len(listed)}")  # an index of posts is not a post

@@ -66,8 +66,34 @@ _NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "menu", "menubar"
 _NAV_RELS = frozenset({"next", "prev", "previous", "tag", "author", "home", "category", "bookmark", "up"})
 _PROSE = frozenset({"p", "blockquote", "figcaption", "dd", "td", "th"})
 _CONTEXT_RANK = {"navigation": 0, "citation": 1, "advertisement": 2}  # a URL met twice keeps its strongest
-_BLOCKS = frozenset({"p", "li", "dd", "dt", "td", "th", "blockquote", "figcaption", "div", "section", "article",
-                     "main", "body", "h1", "h2", "h3", "h4", "h5", "h6", "ol", "ul", "dl", "table", "figure"})
+_BLOCKS = frozenset(
+    {
+        "p",
+        "li",
+        "dd",
+        "dt",
+        "td",
+        "th",
+        "blockquote",
+        "figcaption",
+        "div",
+        "section",
+        "article",
+        "main",
+        "body",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "ol",
+        "ul",
+        "dl",
+        "table",
+        "figure",
+    }
+)
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _HEADING_BREAKS = frozenset({"p", "ul", "ol", "div", "table", "pre"})
 _NO_VERDICT = "none"  # an element that says nothing about its links: ask its parent
@@ -113,8 +139,9 @@ class _Length:
         if self.empty:
             return other
         joined = 1 if self.ends_in_word and other.starts_in_word else 0  # "foo" + "bar" is one word
-        return _Length(self.chars + other.chars, self.words + other.words - joined, self.starts_in_word,
-                       other.ends_in_word, False)
+        return _Length(
+            self.chars + other.chars, self.words + other.words - joined, self.starts_in_word, other.ends_in_word, False
+        )
 
     @property
     def value(self) -> int:
@@ -153,8 +180,9 @@ def _is_ad_attribute(name: str) -> bool:
 
 
 def _is_content_root(element: lxml.html.HtmlElement) -> bool:
-    return element.tag in ("main", "article") or element.get("role") == "main" or element.get(
-        "itemprop") == "articleBody"
+    return (
+        element.tag in ("main", "article") or element.get("role") == "main" or element.get("itemprop") == "articleBody"
+    )
 
 
 def _tag(element: lxml.html.HtmlElement) -> str:
@@ -191,13 +219,18 @@ class _Page:
             return True
         for child in element.iterchildren():
             self.examined += 1
-            if isinstance(child.tag, str) and child.tag not in ("a", "img") and len(child) == 0 and _AD_LABEL.match(
-                    child.text or ""):
+            if (
+                isinstance(child.tag, str)
+                and child.tag not in ("a", "img")
+                and len(child) == 0
+                and _AD_LABEL.match(child.text or "")
+            ):
                 return True
         return bool(_AD_LABEL.match(element.text or ""))
 
-    def _within(self, start: lxml.html.HtmlElement | None, memo: dict[lxml.html.HtmlElement, object],
-                judge: object) -> object:
+    def _within(
+        self, start: lxml.html.HtmlElement | None, memo: dict[lxml.html.HtmlElement, object], judge: object
+    ) -> object:
         """The first verdict from ``start`` up (``judge(e)``: None to ask the parent), remembered for each element."""
         path: list[lxml.html.HtmlElement] = []
         verdict: object = None
@@ -222,8 +255,11 @@ class _Page:
         own = self._own_ad(anchor, anchor=True)
         if own is not None:
             return own
-        above = self._within(anchor.getparent(), self._ad,  # type: ignore[arg-type]
-                             lambda element: self._own_ad(element, anchor=False))
+        above = self._within(
+            anchor.getparent(),
+            self._ad,  # type: ignore[arg-type]
+            lambda element: self._own_ad(element, anchor=False),
+        )
         return bool(above)
 
     def _own_mark(self, element: lxml.html.HtmlElement) -> str | None:
@@ -322,8 +358,11 @@ def _adjacent_words(anchor: lxml.html.HtmlElement) -> int:
     """Words written right before and after the link, in the same run of text."""
     previous = anchor.getprevious()
     parent = anchor.getparent()
-    before = (previous.tail if previous is not None and previous.tag != "br" else None) if previous is not None else (
-        parent.text if parent is not None else None)
+    before = (
+        (previous.tail if previous is not None and previous.tag != "br" else None)
+        if previous is not None
+        else (parent.text if parent is not None else None)
+    )
     return len(_PROSE_WORDS.findall(before or "")) + len(_PROSE_WORDS.findall(anchor.tail or ""))
 
 

@@ -16,8 +16,7 @@ from synapsecrawl.errors import ConfigError
 __all__ = ["check_numbers", "read_number"]
 
 
-def read_number(name: str, raw: object, *, whole: bool = False, positive: bool = False,
-                signed: bool = False) -> float:
+def read_number(name: str, raw: object, *, whole: bool = False, positive: bool = False, signed: bool = False) -> float:
     """``raw`` as a number; raises ConfigError naming ``name`` and what the value must be."""
     try:
         value = float(str(raw).strip())

@@ -87,7 +87,7 @@ def check_fetch_url(url: object, max_length: int = 0) -> str:
     """The URL an agent asked for, stripped; raises FetchError("bad_url") for anything but http(s) with a
     host, or longer, as it would be requested, than ``max_length`` (Scrapy's URLLENGTH_LIMIT; 0: no limit)."""
     if not isinstance(url, str) or not url.strip():
-        raise FetchError("bad_url", "give the page as {\"url\": \"https://...\"}")
+        raise FetchError("bad_url", 'give the page as {"url": "https://..."}')
     url = url.strip()
     try:
         parts = urlsplit(url)
@@ -99,8 +99,9 @@ def check_fetch_url(url: object, max_length: int = 0) -> str:
         raise FetchError("bad_url", f"not an http(s) URL: {url!r}")
     length = len(page_address(url))
     if 0 < max_length < length:  # the crawl drops such a URL (UrlLengthMiddleware): so does an ask
-        raise FetchError("bad_url", f"the URL is {length} characters long, over the limit of {max_length} "
-                         "(URLLENGTH_LIMIT)")
+        raise FetchError(
+            "bad_url", f"the URL is {length} characters long, over the limit of {max_length} (URLLENGTH_LIMIT)"
+        )
     return url
 
 
@@ -127,8 +128,10 @@ def check_arguments(*, kb: str | None = None, **unknown: object) -> str:
 def check_serving(profile: Profile, host: object, port: object) -> int:
     """The port to listen on; raises ConfigError with a one-line reason for a profile or port that cannot serve."""
     if profile.ondemand_min_refetch <= 0:
-        raise ConfigError(f"BOT_PROFILE {profile.name} does not fetch on demand (only a profile whose page "
-                         "promises it, snagabot, does)")
+        raise ConfigError(
+            f"BOT_PROFILE {profile.name} does not fetch on demand (only a profile whose page "
+            "promises it, snagabot, does)"
+        )
     if not host:
         raise ConfigError("ONDEMAND_HOST is empty")
     try:
@@ -169,12 +172,17 @@ class RecentFetches:
         return seen[1]
 
 
-def shape_page(record: PageRecord, *, requested_url: str, from_index: bool,
-               truncated: bool | None = None, scrub_description: bool = False) -> dict[str, Any]:
+def shape_page(
+    record: PageRecord,
+    *,
+    requested_url: str,
+    from_index: bool,
+    truncated: bool | None = None,
+    scrub_description: bool = False,
+) -> dict[str, Any]:
     """What an agent sees of a stored page: a search result's view of it, never its full text."""
     passages = list(enumerate(split_passages(record.snippet_text or record.text, record.title)))
-    snippet, shown = compose_snippet(record.url, passages, nosnippet=record.nosnippet,
-                                     max_snippet=record.max_snippet)
+    snippet, shown = compose_snippet(record.url, passages, nosnippet=record.nosnippet, max_snippet=record.max_snippet)
     description = "" if record.nosnippet or record.max_snippet == 0 else record.description
     if scrub_description and description:
         from synapsecrawl.privacy import scrub

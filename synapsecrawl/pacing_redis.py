@@ -67,7 +67,9 @@ end
 
 # ARGV: delay, concurrency limit, lease seconds, lease id, poll seconds.
 # Returns {granted 0|1, wait, spacing, paused_for} as strings (Lua numbers would be truncated to integers).
-_ACQUIRE = _PRELUDE + """
+_ACQUIRE = (
+    _PRELUDE
+    + """
 local paused = tonumber(redis.call('HGET', state, 'paused') or '0')
 local paused_for = math.max(paused - now, 0)
 local next_start = tonumber(redis.call('HGET', state, 'next') or '0')
@@ -86,9 +88,12 @@ redis.call('ZADD', KEYS[2], string.format('%.6f', now + tonumber(ARGV[3])), ARGV
 keep(math.max(now + tonumber(ARGV[3]), paused))
 return reply(1, 0)
 """
+)
 
 # ARGV: delay, lease id, seconds since the request reached the server (negative: unknown).
-_RELEASE = _PRELUDE + """
+_RELEASE = (
+    _PRELUDE
+    + """
 redis.call('ZREM', KEYS[2], ARGV[2])
 local ago = tonumber(ARGV[3])
 if ago >= 0 then
@@ -102,9 +107,12 @@ if ago >= 0 then
 end
 return 1
 """
+)
 
 # ARGV: delay, seconds to pause. A longer pause already set stands.
-_PAUSE = _PRELUDE + """
+_PAUSE = (
+    _PRELUDE
+    + """
 local until_ = now + tonumber(ARGV[2])
 local paused = tonumber(redis.call('HGET', state, 'paused') or '0')
 if until_ > paused then
@@ -114,9 +122,12 @@ end
 keep(paused)
 return string.format('%.6f', paused - now)
 """
+)
 
 # ARGV: delay, field ('spacing' or 'slow'), seconds.
-_SET = _PRELUDE + """
+_SET = (
+    _PRELUDE
+    + """
 redis.call('HSET', state, ARGV[2], string.format('%.6f', tonumber(ARGV[3])))
 -- A longer spacing learned after a start (robots.txt's Crawl-delay, read once it answered) counts from that
 -- start: a machine without a local record of it must not start a spacing of the old length after it (#16).
@@ -128,11 +139,14 @@ end
 keep(tonumber(redis.call('HGET', state, 'paused') or '0'))
 return 1
 """
+)
 
 # ARGV: delay, signal (0|1: a 429/503 or a Retry-After), status (0: none), 403s in a row that pause (0: never).
 # Applies one answer to the site's streaks (synapsecrawl.backoff._judge_site's arithmetic) and returns them
 # as they were before it: answers from every machine are counted in Redis's order.
-_STREAKS = _PRELUDE + """
+_STREAKS = (
+    _PRELUDE
+    + """
 local slow = tonumber(redis.call('HGET', state, 'slow_streak') or '0')
 local forbidden = tonumber(redis.call('HGET', state, 'forbidden_streak') or '0')
 local status, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -144,14 +158,18 @@ redis.call('HSET', state, 'slow_streak', new_slow, 'forbidden_streak', new_forbi
 keep(tonumber(redis.call('HGET', state, 'paused') or '0'))
 return {slow, forbidden}
 """
+)
 
 # ARGV: delay, slow streak, forbidden streak: what the store remembers, unless Redis already knows the site.
-_SEED = _PRELUDE + """
+_SEED = (
+    _PRELUDE
+    + """
 redis.call('HSETNX', state, 'slow_streak', ARGV[2])
 redis.call('HSETNX', state, 'forbidden_streak', ARGV[3])
 keep(tonumber(redis.call('HGET', state, 'paused') or '0'))
 return 1
 """
+)
 
 
 @dataclass(frozen=True)
@@ -211,8 +229,7 @@ class RedisPacing:
             client: Any = self._sync
             if asynchronous:
                 if self._async is None:
-                    self._async = redis.asyncio.Redis.from_url(
-                        self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+                    self._async = redis.asyncio.Redis.from_url(self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
                 client = self._async
             self._scripts[key] = client.register_script(source)
         return self._scripts[key]
@@ -261,8 +278,8 @@ class RedisPacing:
         asked = self.clock()
         try:
             granted, wait, spacing, paused_for = await self._script("acquire", _ACQUIRE, asynchronous=True)(
-                keys=self._keys(site),
-                args=[self.delay, self.concurrency, self.lease_seconds, lease, self.poll_seconds])
+                keys=self._keys(site), args=[self.delay, self.concurrency, self.lease_seconds, lease, self.poll_seconds]
+            )
         except redis.RedisError as error:  # not knowing means "not yet" (fail toward politeness)
             self._unreachable(site, error)
             return Turn(None, max(self.spacing(site), 1.0))
@@ -278,7 +295,8 @@ class RedisPacing:
         ago = -1.0 if arrived_ago is None else max(0.0, arrived_ago)
         try:
             await self._script("release", _RELEASE, asynchronous=True)(
-                keys=self._keys(site), args=[self.delay, lease, ago])
+                keys=self._keys(site), args=[self.delay, lease, ago]
+            )
         except redis.RedisError as error:  # the lease expires on its own
             self._unreachable(site, error)
 
@@ -287,7 +305,8 @@ class RedisPacing:
         they stood before it, so every machine's 403s count toward one streak. None if Redis failed."""
         try:
             slow, forbidden = self._script("streaks", _STREAKS)(
-                keys=self._keys(site), args=[self.delay, 1 if signal else 0, status or 0, forbidden_limit])
+                keys=self._keys(site), args=[self.delay, 1 if signal else 0, status or 0, forbidden_limit]
+            )
         except redis.RedisError as error:
             self._unreachable(site, error)
             return None
@@ -316,8 +335,9 @@ class RedisPacing:
             if not self.report_outages:  # a shared crawl's frontier says it once for the whole worker
                 logger.debug("pacing: Redis failed for %s (%s)", site, error)
                 return
-            logger.warning("pacing: Redis at %s failed for %s (%s): holding the site until it answers",
-                           self.url, site, error)
+            logger.warning(
+                "pacing: Redis at %s failed for %s (%s): holding the site until it answers", self.url, site, error
+            )
 
     def ping(self) -> None:
         """Raise ``redis.RedisError`` unless Redis answers."""

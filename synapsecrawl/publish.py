@@ -31,8 +31,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     publish_parser = commands.add_parser("publish", help="write the bot page(s) and key directory to serve")
     publish_parser.add_argument("--out", required=True, help="the web root to write into")
     publish_parser.add_argument("--profile", choices=PROFILE_NAMES, help="one bot (default: all, each under DIR/HOST/)")
-    publish_parser.add_argument("--key", action="append", default=[],
-                                help="a signing bot's private key file (repeatable): its public half is published")
+    publish_parser.add_argument(
+        "--key",
+        action="append",
+        default=[],
+        help="a signing bot's private key file (repeatable): its public half is published",
+    )
     publish_parser.set_defaults(handler=_publish)
 
 

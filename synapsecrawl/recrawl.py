@@ -109,8 +109,9 @@ def crawl_settings(source: Source, kb_uri: str, extra: Sequence[tuple[str, str]]
     return [("BOT_PROFILE", source.profile), ("BOT_DEPLOYMENT", source.deployment), ("KB_URI", kb_uri), *extra]
 
 
-def scrapy_command(source: Source, args: Sequence[tuple[str, str]], settings: Sequence[tuple[str, str]],
-                   python: str = sys.executable) -> list[str]:
+def scrapy_command(
+    source: Source, args: Sequence[tuple[str, str]], settings: Sequence[tuple[str, str]], python: str = sys.executable
+) -> list[str]:
     """``python -m scrapy crawl MODE -a ... -s ...``: no PATH lookup, so a bare cron environment works."""
     command = [python, "-m", "scrapy", "crawl", source.mode]
     for name, value in args:
@@ -120,8 +121,9 @@ def scrapy_command(source: Source, args: Sequence[tuple[str, str]], settings: Se
     return command
 
 
-def schedule_form(project: str, source: Source, args: Sequence[tuple[str, str]],
-                  settings: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+def schedule_form(
+    project: str, source: Source, args: Sequence[tuple[str, str]], settings: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
     """The form fields of Scrapyd's ``schedule.json`` for one re-read."""
     return [("project", project), ("spider", source.mode), *(("setting", f"{k}={v}") for k, v in settings), *args]
 
@@ -188,11 +190,20 @@ def _urls_file(state: Path, source: Source) -> str | None:
     return str(path)
 
 
-def _run_local(store: Store, source: Source, command: list[str], *, cwd: Path, env: dict[str, str],
-               timeout: float | None) -> bool:
+def _run_local(
+    store: Store, source: Source, command: list[str], *, cwd: Path, env: dict[str, str], timeout: float | None
+) -> bool:
     started = time.time()
-    with subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, errors="replace") as proc:
+    with subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+    ) as proc:
         try:
             _, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -265,8 +276,15 @@ def run(args: argparse.Namespace) -> int:
             store.close()
 
 
-def _recrawl(args: argparse.Namespace, store: Store, uri: str, *, extra: list[tuple[str, str]], state: Path,
-             project_dir: Path | None) -> int:
+def _recrawl(
+    args: argparse.Namespace,
+    store: Store,
+    uri: str,
+    *,
+    extra: list[tuple[str, str]],
+    state: Path,
+    project_dir: Path | None,
+) -> int:
     chosen = plan(store.sources(args.kb), time.time())
     for source in chosen.waiting:
         _say("not due", source, f"next due {_when(source.next_due)}")
@@ -289,8 +307,14 @@ def _recrawl(args: argparse.Namespace, store: Store, uri: str, *, extra: list[tu
         log = state / "logs" / f"{source.id}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         settings = crawl_settings(source, uri, [("LOG_FILE", str(log)), *extra])
-        failed += not _run_local(store, source, scrapy_command(source, arguments, settings),
-                                 cwd=project_dir or state, env=env, timeout=args.timeout or None)
+        failed += not _run_local(
+            store,
+            source,
+            scrapy_command(source, arguments, settings),
+            cwd=project_dir or state,
+            env=env,
+            timeout=args.timeout or None,
+        )
     if args.crawl and args.scrapyd and chosen.due and not args.dry_run:
         failed += not _schedule_workers(args, extra, uri)
     return 1 if failed else 0
@@ -322,8 +346,12 @@ def _add_shared(store: Store, source: Source, crawl: str, redis_url: str, prefix
 def _schedule_workers(args: argparse.Namespace, extra: Sequence[tuple[str, str]], uri: str) -> bool:
     """``--workers N`` Scrapyd jobs of ``scrapy crawl worker -a crawl=NAME`` for the shared crawl."""
     settings = [("KB_URI", uri), ("PACING_REDIS_URL", args.redis), ("FRONTIER_REDIS_PREFIX", args.prefix), *extra]
-    form = [("project", args.project), ("spider", "worker"), *(("setting", f"{k}={v}") for k, v in settings),
-            ("crawl", args.crawl)]
+    form = [
+        ("project", args.project),
+        ("spider", "worker"),
+        *(("setting", f"{k}={v}") for k, v in settings),
+        ("crawl", args.crawl),
+    ]
     ok = True
     for _ in range(args.workers):
         ok = _schedule_job(args.scrapyd, form) and ok
@@ -349,27 +377,54 @@ def _schedule_job(scrapyd: str, form: list[tuple[str, str]]) -> bool:
 
 def register(commands: Any) -> None:
     """Add ``recrawl`` to the ``synapsecrawl`` command's subparsers."""
-    sub = commands.add_parser("recrawl", help="re-read every source that is due (for cron)",
-                              description="Re-read every source that is due, locally or through Scrapyd.")
+    sub = commands.add_parser(
+        "recrawl",
+        help="re-read every source that is due (for cron)",
+        description="Re-read every source that is due, locally or through Scrapyd.",
+    )
     sub.add_argument("--uri", default=DEFAULT_KB_URI, help="KB_URI (default: %(default)s)")
     sub.add_argument("--kb", default=None, help="only the sources of this knowledge base")
     sub.add_argument("--scrapyd", default=None, metavar="URL", help="schedule the crawls on this Scrapyd")
     sub.add_argument("--project", default="synapsecrawl", help="the Scrapyd project (default: %(default)s)")
-    sub.add_argument("--project-dir", default=None, metavar="DIR",
-                     help="run local crawls in this Scrapy project (default: the installed synapsecrawl)")
+    sub.add_argument(
+        "--project-dir",
+        default=None,
+        metavar="DIR",
+        help="run local crawls in this Scrapy project (default: the installed synapsecrawl)",
+    )
     sub.add_argument("--set", action="append", metavar="NAME=VALUE", help="a setting for every crawl (repeatable)")
     sub.add_argument("--lock", default=None, metavar="PATH", help="the lock file (default: beside the KB)")
-    sub.add_argument("--timeout", type=float, default=0, metavar="SECONDS",
-                     help="stop a local crawl running longer than this (default: no limit)")
+    sub.add_argument(
+        "--timeout",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="stop a local crawl running longer than this (default: no limit)",
+    )
     sub.add_argument("--dry-run", action="store_true", help="print what is due, crawl nothing")
-    sub.add_argument("--crawl", default=None, metavar="NAME",
-                     help="put due sources into this shared crawl (#16) instead of crawling them here")
-    sub.add_argument("--redis", default=os.environ.get("PACING_REDIS_URL") or "redis://127.0.0.1:6379/0",
-                     help="the shared crawl's Redis (default: $PACING_REDIS_URL or the local one)")
-    sub.add_argument("--prefix", default=os.environ.get("FRONTIER_REDIS_PREFIX") or "synapsecrawl:frontier",
-                     help="the shared crawl's key prefix")
-    sub.add_argument("--workers", type=int, default=1, metavar="N",
-                     help="with --crawl and --scrapyd: schedule N worker jobs (default: %(default)s)")
+    sub.add_argument(
+        "--crawl",
+        default=None,
+        metavar="NAME",
+        help="put due sources into this shared crawl (#16) instead of crawling them here",
+    )
+    sub.add_argument(
+        "--redis",
+        default=os.environ.get("PACING_REDIS_URL") or "redis://127.0.0.1:6379/0",
+        help="the shared crawl's Redis (default: $PACING_REDIS_URL or the local one)",
+    )
+    sub.add_argument(
+        "--prefix",
+        default=os.environ.get("FRONTIER_REDIS_PREFIX") or "synapsecrawl:frontier",
+        help="the shared crawl's key prefix",
+    )
+    sub.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --crawl and --scrapyd: schedule N worker jobs (default: %(default)s)",
+    )
     sub.set_defaults(handler=_handler)
 
 

@@ -126,6 +126,5 @@ def remove_disallowed(store: Store, origin: str, rules: RobotsRules) -> list[tup
     doomed = set(disallowed_urls(rules, [url for _, url in stored]))
     removed = [(kb, url) for kb, url in stored if url in doomed and store.delete_page(kb, url)]
     if removed:
-        logger.info("robots.txt of %s disallows %d stored pages: removed from the knowledge base", origin,
-                    len(removed))
+        logger.info("robots.txt of %s disallows %d stored pages: removed from the knowledge base", origin, len(removed))
     return removed

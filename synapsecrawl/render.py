@@ -73,8 +73,10 @@ class RenderConfig:
         enabled = _flag(settings, "JS_RENDERING")
         chromium = str(settings.get("JS_CHROMIUM") or cls.chromium)
         if enabled and not (os.path.isfile(chromium) and os.access(chromium, os.X_OK)):
-            raise ConfigError(f"JS_RENDERING is on but JS_CHROMIUM {chromium} is not an executable: "
-                              "install Chromium (Debian: apt-get install chromium) or point JS_CHROMIUM at it")
+            raise ConfigError(
+                f"JS_RENDERING is on but JS_CHROMIUM {chromium} is not an executable: "
+                "install Chromium (Debian: apt-get install chromium) or point JS_CHROMIUM at it"
+            )
         return cls(
             enabled=enabled,
             chromium=chromium,

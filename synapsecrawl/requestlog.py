@@ -43,6 +43,7 @@ __all__ = [
 LOG_NAME = "requests.jsonl"
 STATS_NAME = "stats.json"
 
+
 @dataclass(frozen=True)
 class RequestEvent:
     """One request that went on the wire: when it started, how long it took, what came back."""

@@ -121,8 +121,9 @@ def record_crawl(
     still running is not due.
     """
     ident = source_id(mode, urls, kb, profile, deployment)
-    base = previous or Source(id=ident, mode=mode, urls=tuple(urls), kb=kb, profile=profile,
-                              deployment=deployment, added_at=now)
+    base = previous or Source(
+        id=ident, mode=mode, urls=tuple(urls), kb=kb, profile=profile, deployment=deployment, added_at=now
+    )
     source = replace(base, depth=depth or "", max_pages=max_pages or "", interval=interval, outcome=reason)
     if reason not in FINISHED_REASONS:
         return replace(source, next_due=now + min(RETRY_AFTER_FAILURE, interval))

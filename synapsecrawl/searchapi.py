@@ -81,7 +81,7 @@ def check_search_args(params: Mapping[str, object]) -> SearchArgs:
         raise _bad(f"unknown parameter {unknown[0]!r}: search takes {', '.join(_PARAMETERS)}")
     query = params.get("query")
     if not isinstance(query, str) or not query.strip():
-        raise _bad("give a query: {\"query\": \"words to search for\"} or ?query=words")
+        raise _bad('give a query: {"query": "words to search for"} or ?query=words')
     query = " ".join(query.split())
     if len(query) > MAX_QUERY_CHARS:
         raise _bad(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
@@ -120,8 +120,10 @@ def check_bind(host: str, token: str) -> None:
     if not host:
         raise ConfigError("serve --host is empty")
     if not is_loopback(host) and not token:
-        raise ConfigError(f"serve --host {host} is reachable from other machines: set SEARCH_TOKEN to a bearer "
-                          "token agents must send, or bind 127.0.0.1")
+        raise ConfigError(
+            f"serve --host {host} is reachable from other machines: set SEARCH_TOKEN to a bearer "
+            "token agents must send, or bind 127.0.0.1"
+        )
 
 
 class SearchService:
@@ -173,8 +175,9 @@ class SearchService:
     def list_kbs(self) -> dict[str, Any]:
         """The knowledge bases that hold pages: name, page count, last fetch."""
         rows = self._call(lambda store: store.kbs())
-        return {"kbs": [{"name": name, "pages": count, "last_fetched_at": last.isoformat()}
-                        for name, count, last in rows]}
+        return {
+            "kbs": [{"name": name, "pages": count, "last_fetched_at": last.isoformat()} for name, count, last in rows]
+        }
 
     def fetch(self, url: object, kb: str | None = None) -> dict[str, Any]:
         """The stored copy of ``url`` as a result may show it (``ondemand.shape_page``); raises FetchError."""
@@ -190,8 +193,9 @@ class SearchService:
 
         record: PageRecord | None = self._call(first_copy)
         if record is not None:
-            shown = shape_page(record, requested_url=asked, from_index=True,
-                               scrub_description=self.profile.scrub_personal_data)
+            shown = shape_page(
+                record, requested_url=asked, from_index=True, scrub_description=self.profile.scrub_personal_data
+            )
             return {"kb": record.kb, **shown}
         raise FetchError("not_found", f"no stored copy of {asked} (search finds what the knowledge base holds)")
 

@@ -71,7 +71,7 @@ async def _params(request: Request) -> dict[str, object]:
     except ValueError:
         data = None
     if not isinstance(data, dict):
-        raise FetchError("bad_request", "the body is not a JSON object; send {\"query\": \"words\"}")
+        raise FetchError("bad_request", 'the body is not a JSON object; send {"query": "words"}')
     return data
 
 
@@ -110,17 +110,28 @@ def add_search(mcp: MCPServer, service: SearchService, fetch: Fetch | None = Non
 
     mcp.custom_route("/api/search", methods=["GET", "POST"])(api_search)
     mcp.custom_route("/api/kbs", methods=["GET"])(api_kbs)
-    mcp.add_tool(search, name="search", description=(
-        "Search the knowledge base. Each result: url, title, score, fetched_at and the passages that "
-        "answer, each with an anchor (url#:~:text=...) to cite. kb: one knowledge base (list_kbs), or all."))
-    mcp.add_tool(fetch_tool, name="fetch", description=(
-        "One page by its URL: title, description and opening passages with links to them, as a search "
-        "result may show it; never the page's full text."))
+    mcp.add_tool(
+        search,
+        name="search",
+        description=(
+            "Search the knowledge base. Each result: url, title, score, fetched_at and the passages that "
+            "answer, each with an anchor (url#:~:text=...) to cite. kb: one knowledge base (list_kbs), or all."
+        ),
+    )
+    mcp.add_tool(
+        fetch_tool,
+        name="fetch",
+        description=(
+            "One page by its URL: title, description and opening passages with links to them, as a search "
+            "result may show it; never the page's full text."
+        ),
+    )
     mcp.add_tool(list_kbs, name="list_kbs", description="The knowledge bases here, with their page counts.")
 
 
-async def _tool(work: Callable[[Any], dict[str, Any]], check: Callable[[dict[str, Any]], Any],
-                params: dict[str, Any]) -> dict[str, Any]:
+async def _tool(
+    work: Callable[[Any], dict[str, Any]], check: Callable[[dict[str, Any]], Any], params: dict[str, Any]
+) -> dict[str, Any]:
     """``work(check(params))`` in a thread; a FetchError is the tool's error result."""
     try:
         return await asyncio.to_thread(work, check({k: v for k, v in params.items() if v is not None}))
@@ -141,15 +152,18 @@ class Guard:
         if scope["type"] == "http":
             headers = dict(scope["headers"])
             refused: FetchError | None = None
-            if self._loopback and not is_loopback(urlsplit(f"//{headers.get(b'host', b'').decode('latin-1')}")
-                                                    .hostname or ""):
+            if self._loopback and not is_loopback(
+                urlsplit(f"//{headers.get(b'host', b'').decode('latin-1')}").hostname or ""
+            ):
                 refused = FetchError("bad_host", "this service answers only for 127.0.0.1 and localhost")
             elif self._token and not hmac.compare_digest(headers.get(b"authorization", b""), self._token):
                 refused = FetchError("unauthorized", "send Authorization: Bearer SEARCH_TOKEN")
             if refused is not None:
-                response = JSONResponse(refused.as_json(), status_code=http_status(refused.code),
-                                        headers={"WWW-Authenticate": "Bearer"} if refused.code == "unauthorized"
-                                        else None)
+                response = JSONResponse(
+                    refused.as_json(),
+                    status_code=http_status(refused.code),
+                    headers={"WWW-Authenticate": "Bearer"} if refused.code == "unauthorized" else None,
+                )
                 await response(scope, receive, send)
                 return
         await self._app(scope, receive, send)
@@ -185,11 +199,12 @@ def bind_socket(host: str, port: int) -> socket.socket:
 def search_app(service: SearchService, *, host: str, token: str) -> ASGIApp:
     """The search service's app: the API and MCP, behind the token and Host checks."""
     name = f"{service.profile.token} search"
-    mcp = MCPServer(name, instructions="search(query) finds pages in the knowledge base; cite a result's url "
-                    "or a passage's anchor. fetch(url) shows one stored page; list_kbs names the knowledge bases.",
-                    log_level="WARNING")
+    mcp = MCPServer(
+        name,
+        instructions="search(query) finds pages in the knowledge base; cite a result's url "
+        "or a passage's anchor. fetch(url) shows one stored page; list_kbs names the knowledge bases.",
+        log_level="WARNING",
+    )
     add_search(mcp, service)
     app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True, host=host)
     return Guard(app, token=token, loopback=is_loopback(host))
-
-

@@ -26,14 +26,24 @@ DEFAULT_PORT = 8766
 
 def register(commands: Any) -> None:
     """Add ``serve`` to the ``synapsecrawl`` command's subparsers."""
-    sub = commands.add_parser("serve", help="serve search over HTTP and MCP",
-                              description="Serve search of a knowledge base over HTTP (/api/search) and MCP (/mcp).")
+    sub = commands.add_parser(
+        "serve",
+        help="serve search over HTTP and MCP",
+        description="Serve search of a knowledge base over HTTP (/api/search) and MCP (/mcp).",
+    )
     sub.add_argument("--uri", default=DEFAULT_KB_URI, help="KB_URI (default: %(default)s)")
-    sub.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s); any "
-                     "other than loopback needs SEARCH_TOKEN in the environment")
+    sub.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: %(default)s); any "
+        "other than loopback needs SEARCH_TOKEN in the environment",
+    )
     sub.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: %(default)s; 0: a free one)")
-    sub.add_argument("--profile", default=os.environ.get("BOT_PROFILE", "synapsebot"),
-                     help="the profile whose rules results follow (default: BOT_PROFILE or synapsebot)")
+    sub.add_argument(
+        "--profile",
+        default=os.environ.get("BOT_PROFILE", "synapsebot"),
+        help="the profile whose rules results follow (default: BOT_PROFILE or synapsebot)",
+    )
     sub.set_defaults(handler=_handler)
 
 
@@ -53,11 +63,18 @@ def _handler(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise SynapseError(f"serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     logging.basicConfig(level=logging.WARNING, format="synapsecrawl serve: %(message)s", stream=sys.stderr)
-    config = uvicorn.Config(search_app(service, host=args.host, token=token), log_config=None, access_log=False,
-                            log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        search_app(service, host=args.host, token=token),
+        log_config=None,
+        access_log=False,
+        log_level="warning",
+        lifespan="on",
+    )
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    sys.stderr.write(f"synapsecrawl serve: listening on http://{shown}:{sock.getsockname()[1]} "
-                     "(GET/POST /api/search, GET /api/kbs, MCP at /mcp)\n")
+    sys.stderr.write(
+        f"synapsecrawl serve: listening on http://{shown}:{sock.getsockname()[1]} "
+        "(GET/POST /api/search, GET /api/kbs, MCP at /mcp)\n"
+    )
     sys.stderr.flush()
     try:
         Server(config).run(sockets=[sock])

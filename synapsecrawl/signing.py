@@ -289,9 +289,7 @@ def sign_request(
             (("@method", {}), method),
             (("@path", {}), _derived("@path", method, url)),
         ]
-        signature_input, signature = _signature_fields(
-            key, covered, _params(key, created, expires_in, nonce, _TAG)
-        )
+        signature_input, signature = _signature_fields(key, covered, _params(key, created, expires_in, nonce, _TAG))
         return {
             "Signature-Agent": agent_header,
             "Signature-Input": http_sf.ser({label: signature_input}),
@@ -405,9 +403,7 @@ def verify_request(
         result = VerifyResult(True, "verified", keyid if isinstance(keyid, str) else None)
         try:
             _check_time(member[1], now, max_skew)
-            _check_signature(
-                member, signatures.get(label), method=method, url=url, fields=fields, directory=directory
-            )
+            _check_signature(member, signatures.get(label), method=method, url=url, fields=fields, directory=directory)
         except _Rejected as rejection:
             result = VerifyResult(False, str(rejection), result.keyid)
         if result.ok:
@@ -485,8 +481,6 @@ def _covered_components(items: Sequence[object], fields: Mapping[str, str]) -> l
                 agent = _parse_dictionary(fields.get(name, "")).get(str(params["key"]))
             except (ValueError, UnicodeError):
                 agent = None
-            if not (
-                isinstance(agent, tuple) and isinstance(agent[0], str) and agent[0].startswith("https://")
-            ):
+            if not (isinstance(agent, tuple) and isinstance(agent[0], str) and agent[0].startswith("https://")):
                 raise _Rejected("signature-agent mismatch")
     return components

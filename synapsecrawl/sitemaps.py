@@ -91,9 +91,7 @@ def decompress(body: bytes, max_bytes: int = MAX_SITEMAP_BYTES) -> tuple[bytes, 
                 out += inflater.decompress(data, max_bytes + 1 - len(out))
                 if len(out) > max_bytes:
                     del out[max_bytes:]
-                    return bytes(out), (
-                        f"larger than {max_bytes} bytes once decompressed: read the first {max_bytes}"
-                    )
+                    return bytes(out), (f"larger than {max_bytes} bytes once decompressed: read the first {max_bytes}")
                 data = inflater.unconsumed_tail
             data = inflater.unused_data.lstrip(b"\x00")  # a next gzip member, or padding
             if data and not data.startswith(b"\x1f\x8b"):
@@ -119,8 +117,9 @@ def parse_lastmod(value: str) -> datetime | None:
             sign = -1 if zone[0] == "-" else 1
             digits = zone[1:].replace(":", "")
             tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))  # +99:99 raises
-        stamp = datetime(int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0),
-                         int(second or 0), tzinfo=tz)
+        stamp = datetime(
+            int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0), int(second or 0), tzinfo=tz
+        )
         return stamp.astimezone(UTC)
     except (ValueError, OverflowError):
         return None

@@ -101,7 +101,8 @@ class CrawlSummary:
             + (f"truncated {totals['summary/truncated']}, " if self.truncated else "")
             + (f"failed {sum(v for k, v in totals.items() if 'failed/' in k)} ({failed}), " if failed else "")
             + (f"bounded {totals['summary/bounded']}, " if self.bounded else "")
-            + f"skipped {sum(v for k, v in totals.items() if 'skipped' in k)}" + (f" ({skipped})" if skipped else "")
+            + f"skipped {sum(v for k, v in totals.items() if 'skipped' in k)}"
+            + (f" ({skipped})" if skipped else "")
         ]
         sites = set(self.fetched) | set(self.stored) | set(self.skipped) | set(self.failed) | set(self.bounded)
         for site in sorted(sites):

@@ -53,8 +53,7 @@ def _self_signed(path: Path) -> Path:
         .sign(key, hashes.SHA256())
     )
     path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                          serialization.NoEncryption())
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
         + cert.public_bytes(serialization.Encoding.PEM)
     )
     return path
@@ -99,8 +98,14 @@ def host(request: pytest.FixtureRequest) -> str:
 def crawl(tmp_path: Path):  # type: ignore[no-untyped-def]
     """Run ``scrapy crawl SPIDER`` as a user would, against the test hosts."""
 
-    def run(spider: str, *, args: dict[str, str] | None = None, settings: dict[str, str] | None = None,
-            kb_uri: str | None = None, timeout: float = 240) -> CrawlRun:
+    def run(
+        spider: str,
+        *,
+        args: dict[str, str] | None = None,
+        settings: dict[str, str] | None = None,
+        kb_uri: str | None = None,
+        timeout: float = 240,
+    ) -> CrawlRun:
         uri = kb_uri or f"sqlite:///{tmp_path / 'kb.sqlite3'}"
         items = tmp_path / f"items-{next(_counter)}.jsonl"
         merged = {

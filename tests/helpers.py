@@ -16,8 +16,18 @@ from pathlib import Path
 
 from synapsecrawl.kb.sqlite import SQLiteStore
 
-__all__ = ["POSTGRES_ADMIN_URI", "REDIS_URL", "ROOT", "CrawlRun", "bin_path", "gaps", "make_pdf", "store_of", "synapsecrawl",
-           "write_urls"]
+__all__ = [
+    "POSTGRES_ADMIN_URI",
+    "REDIS_URL",
+    "ROOT",
+    "CrawlRun",
+    "bin_path",
+    "gaps",
+    "make_pdf",
+    "store_of",
+    "synapsecrawl",
+    "write_urls",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_ADMIN_URI = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
@@ -55,8 +65,14 @@ def bin_path(name: str) -> str:
 
 def synapsecrawl(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
     """Run the ``synapsecrawl`` command."""
-    return subprocess.run([bin_path("synapsecrawl"), *args], capture_output=True, text=True, timeout=120,
-                          input=stdin.decode() if stdin is not None else None, check=False)
+    return subprocess.run(
+        [bin_path("synapsecrawl"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=stdin.decode() if stdin is not None else None,
+        check=False,
+    )
 
 
 def write_urls(path: Path, urls: list[str]) -> str:

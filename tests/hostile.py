@@ -22,21 +22,28 @@ CORPUS = Path(__file__).resolve().parent / "data" / "hostile"
 def attributes(count: int) -> bytes:
     """One well-formed <div> with ``count`` attributes, text inside it and after it."""
     names = " ".join(f'a{i}="v"' for i in range(count))
-    return (f"<html><head><title>Many attributes</title></head><body><div {names}>Body text here.</div>"
-            "<p>Good paragraph.</p></body></html>").encode()
+    return (
+        f"<html><head><title>Many attributes</title></head><body><div {names}>Body text here.</div>"
+        "<p>Good paragraph.</p></body></html>"
+    ).encode()
 
 
 def aside_links(count: int) -> bytes:
     """``count`` links to another site inside one <aside>, after a paragraph of main text."""
     links = "".join(f'<a href="https://elsewhere.test/l{i}">link {i}</a> ' for i in range(count))
-    return (f"<html><head><title>Aside</title></head><body><p>Main text of the page.</p><aside>{links}</aside>"
-            "</body></html>").encode()
+    return (
+        f"<html><head><title>Aside</title></head><body><p>Main text of the page.</p><aside>{links}</aside>"
+        "</body></html>"
+    ).encode()
 
 
 def nested_tables(count: int) -> bytes:
     """``count`` tables, each in the cell of the one before."""
-    return (b"<html><head><title>Nested</title></head><body><p>Before the tables.</p>"
-            + b"<table><tr><td>" * count + b"Deep cell</body></html>")
+    return (
+        b"<html><head><title>Nested</title></head><body><p>Before the tables.</p>"
+        + b"<table><tr><td>" * count
+        + b"Deep cell</body></html>"
+    )
 
 
 def many_links(count: int) -> bytes:
@@ -62,8 +69,12 @@ def headless_gzip() -> bytes:
     return gzip.compress(random.Random(14).randbytes(16_384), compresslevel=1, mtime=0)[10:]
 
 
-_MAKERS = {"attributes": attributes, "aside_links": aside_links, "nested_tables": nested_tables,
-           "many_links": many_links}
+_MAKERS = {
+    "attributes": attributes,
+    "aside_links": aside_links,
+    "nested_tables": nested_tables,
+    "many_links": many_links,
+}
 _FIXED = {"gzip_twice": gzip_twice, "zip": zip_archive, "headless_gzip": headless_gzip}
 
 

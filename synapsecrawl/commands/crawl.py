@@ -67,8 +67,10 @@ def _claim_jobdir(jobdir: str | None) -> None:
         return
     try:
         if clear_stale(Path(jobdir), os.getpid()):
-            sys.stderr.write(f"synapsecrawl: JOBDIR {jobdir} was left by a crawl that did not close (killed?): "
-                             "its Scrapy job state is dropped, the knowledge base resumes the crawl\n")
+            sys.stderr.write(
+                f"synapsecrawl: JOBDIR {jobdir} was left by a crawl that did not close (killed?): "
+                "its Scrapy job state is dropped, the knowledge base resumes the crawl\n"
+            )
         mark_running(Path(jobdir), os.getpid())
     except OSError as exc:
         raise ConfigError(f"JOBDIR {jobdir}: {exc}") from None

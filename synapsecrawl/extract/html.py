@@ -429,9 +429,12 @@ def _labels(root: lxml.html.HtmlElement, url: str) -> tuple[Labels, tuple[str, .
     from synapsecrawl.linkcontext import link_labelling
 
     links = link_labelling(root, url)
-    tdm = tuple((name, content) for meta in root.iter("meta")
-                if (name := (meta.get("name") or "")).strip().lower().startswith("tdm-")
-                and (content := meta.get("content")) is not None)
+    tdm = tuple(
+        (name, content)
+        for meta in root.iter("meta")
+        if (name := (meta.get("name") or "")).strip().lower().startswith("tdm-")
+        and (content := meta.get("content")) is not None
+    )
     kind = label_page(root, url).kind
     return Labels(kind, tuple((link.url, link.context) for link in links.labels), tdm), links.bounded
 

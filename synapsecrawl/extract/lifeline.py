@@ -46,7 +46,6 @@ PARENT_ENV = "SYNAPSECRAWL_EXTRACT_PARENT"  # the crawler's pid, read by the for
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-
 @dataclass
 class _Ends:
     """This process's part: in the crawler, its lifeline; in the forkserver and its workers (through fork),

@@ -33,8 +33,13 @@ logger = logging.getLogger(__name__)
 
 # modules every worker needs: imported once in the fork server, not per worker; the first ties the server
 # to the crawler (extract.lifeline: no process outlives its crawl)
-_PRELOAD = ["synapsecrawl.extract.forkserver_tie", "synapsecrawl.extract.read", "synapsecrawl.extract.html",
-            "synapsecrawl.extract.pdf", "synapsecrawl.privacy"]
+_PRELOAD = [
+    "synapsecrawl.extract.forkserver_tie",
+    "synapsecrawl.extract.read",
+    "synapsecrawl.extract.html",
+    "synapsecrawl.extract.pdf",
+    "synapsecrawl.privacy",
+]
 
 
 def extract_processes(value: object, cpus: int | None = None) -> int:
@@ -74,8 +79,9 @@ class Reader:
         # and sockets (fork there is unsafe); the server imports the extractors once.
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(_PRELOAD)
-        return ProcessPoolExecutor(max_workers=processes, mp_context=context, initializer=lifeline.bind_worker,
-                                   initargs=(lifeline.lifeline(),))
+        return ProcessPoolExecutor(
+            max_workers=processes, mp_context=context, initializer=lifeline.bind_worker, initargs=(lifeline.lifeline(),)
+        )
 
     async def read(
         self,
@@ -93,9 +99,17 @@ class Reader:
 
         ``label``: the page's OMN-LABELS are read in the same worker, under the same guard.
         """
-        job = partial(self.function, body, url, content_type=content_type, tokens=tuple(tokens),
-                      x_robots_tag=tuple(x_robots_tag), encoding=encoding, scrub_personal_data=scrub_personal_data,
-                      label=label)
+        job = partial(
+            self.function,
+            body,
+            url,
+            content_type=content_type,
+            tokens=tuple(tokens),
+            x_robots_tag=tuple(x_robots_tag),
+            encoding=encoding,
+            scrub_personal_data=scrub_personal_data,
+            label=label,
+        )
         if self.processes == 0:
             return job()
         if self._slots is None:

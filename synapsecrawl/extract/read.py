@@ -45,8 +45,9 @@ def read_document(
     with ``label`` it carries its OMN-LABELS (``Page.labels``), so the work is done where the
     reading is (a worker process, under its time guard), not on the crawl's event loop.
     """
-    page = _read(body, url, content_type=content_type, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding,
-                 label=label)
+    page = _read(
+        body, url, content_type=content_type, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding, label=label
+    )
     if label and page.labels is None and not page.not_text:
         from synapsecrawl.labels import label_url
 
@@ -55,13 +56,20 @@ def read_document(
         return page
     from synapsecrawl.privacy import scrub
 
-    return replace(page, text=scrub(page.text), snippet_text=scrub(page.snippet_text) if page.snippet_text else "",
-                   scrubbed=True)
+    return replace(
+        page, text=scrub(page.text), snippet_text=scrub(page.snippet_text) if page.snippet_text else "", scrubbed=True
+    )
 
 
 def _read(
-    body: bytes, url: str, *, content_type: str, tokens: Sequence[str], x_robots_tag: Sequence[str],
-    encoding: str | None, label: bool,
+    body: bytes,
+    url: str,
+    *,
+    content_type: str,
+    tokens: Sequence[str],
+    x_robots_tag: Sequence[str],
+    encoding: str | None,
+    label: bool,
 ) -> Page:
     media = media_type(content_type, body)
     signature = binary_signature(body)
@@ -69,8 +77,12 @@ def _read(
         from synapsecrawl.directives import parse_directives
 
         sent = f"sent as {content_type.split(';', 1)[0].strip().lower()}" if content_type.strip() else "sent untyped"
-        return Page(url=url, content_type=media, directives=parse_directives((), x_robots_tag, tokens),
-                    not_text=f"the body is {signature}, {sent}")
+        return Page(
+            url=url,
+            content_type=media,
+            directives=parse_directives((), x_robots_tag, tokens),
+            not_text=f"the body is {signature}, {sent}",
+        )
     if media == "application/pdf":
         from synapsecrawl.extract.pdf import parse_pdf
 
@@ -81,5 +93,6 @@ def _read(
         return parse_text(body, url, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding)
     from synapsecrawl.extract.html import parse_html
 
-    return parse_html(body, url, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding, content_type=media,
-                      label=label)
+    return parse_html(
+        body, url, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding, content_type=media, label=label
+    )

@@ -93,8 +93,9 @@ def parse_text(
     _, raw = decode(body, encoding)
     not_text = unreadable_share(raw)
     if not_text:
-        return Page(url=url, content_type="text/plain", directives=parse_directives((), x_robots_tag, tokens),
-                    not_text=not_text)
+        return Page(
+            url=url, content_type="text/plain", directives=parse_directives((), x_robots_tag, tokens), not_text=not_text
+        )
     raw = _CONTROL.sub("", raw)
     text = clean_text(raw)
     return Page(

@@ -31,8 +31,14 @@ _T = TypeVar("_T")
 class BatchWriter(Generic[_T]):
     """Write submitted records in batches from one thread of its own."""
 
-    def __init__(self, write: Callable[[list[_T]], None], *, max_items: int = 64, max_wait: float = 0.25,
-                 name: str = "batch-writer") -> None:
+    def __init__(
+        self,
+        write: Callable[[list[_T]], None],
+        *,
+        max_items: int = 64,
+        max_wait: float = 0.25,
+        name: str = "batch-writer",
+    ) -> None:
         if max_items < 1 or max_wait < 0:
             raise ValueError(f"a batch needs max_items >= 1 and max_wait >= 0, not {max_items}, {max_wait}")
         self._write = write

@@ -130,8 +130,13 @@ def search(db: sqlite3.Connection, query: str, kb: str | None, limit: int) -> li
     ]
     pages = shortlist(pages, limit)
     among = f" AND passages.page_id IN ({', '.join(str(page.page_id) for page in pages)})" if pages else ""
-    ranked = rank_results(pages, _passages(db, match, where + among, scope),
-                          _passages(db, _phrase_query(terms), where + among, scope), terms, limit)
+    ranked = rank_results(
+        pages,
+        _passages(db, match, where + among, scope),
+        _passages(db, _phrase_query(terms), where + among, scope),
+        terms,
+        limit,
+    )
     return [
         search_hit(
             db.execute(f"SELECT {HIT_COLUMNS} FROM pages WHERE id=?", (page_id,)).fetchone(),  # noqa: S608

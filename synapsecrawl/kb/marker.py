@@ -53,12 +53,16 @@ def judge(found: Found, *, where: str, ours: Iterable[str], required: Iterable[s
     """
     refused = f"KB_URI {where}"
     if found.application_id not in (0, APPLICATION_ID):
-        raise StoreError(f"{refused} belongs to another application (application id {found.application_id:#x}): "
-                         "refused, nothing written; give a new file or an empty database")
+        raise StoreError(
+            f"{refused} belongs to another application (application id {found.application_id:#x}): "
+            "refused, nothing written; give a new file or an empty database"
+        )
     if found.application_id == APPLICATION_ID:
         if (found.schema_version or 0) > SCHEMA_VERSION:
-            raise StoreError(f"{refused} is a knowledge base of a newer synapsecrawl (schema {found.schema_version}, "
-                             f"this one reads up to {SCHEMA_VERSION}): refused, nothing written")
+            raise StoreError(
+                f"{refused} is a knowledge base of a newer synapsecrawl (schema {found.schema_version}, "
+                f"this one reads up to {SCHEMA_VERSION}): refused, nothing written"
+            )
         return "ours"
     if not found.tables:
         return "new"
@@ -66,9 +70,15 @@ def judge(found: Found, *, where: str, ours: Iterable[str], required: Iterable[s
     missing = set(required) - found.tables
     if foreign or missing or not found.page_columns >= _PAGE_COLUMNS:
         shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        held = (f"it holds tables that are not ours: {shown}" if foreign
-                else "its pages table is not ours" if not found.page_columns >= _PAGE_COLUMNS
-                else f"it lacks {', '.join(sorted(missing))}")
-        raise StoreError(f"{refused} is not a synapsecrawl knowledge base ({held}): refused, nothing written; "
-                         "give a new file or an empty database")
+        held = (
+            f"it holds tables that are not ours: {shown}"
+            if foreign
+            else "its pages table is not ours"
+            if not found.page_columns >= _PAGE_COLUMNS
+            else f"it lacks {', '.join(sorted(missing))}"
+        )
+        raise StoreError(
+            f"{refused} is not a synapsecrawl knowledge base ({held}): refused, nothing written; "
+            "give a new file or an empty database"
+        )
     return "adopt"

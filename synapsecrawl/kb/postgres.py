@@ -207,13 +207,21 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> Non
         state = judge(_found(conn), where=where, ours=_OURS, required=("pages", "passages", "robots_cache"))
         conn.execute(_SCHEMA)
         if state != "ours":
-            conn.execute(f"CREATE TABLE IF NOT EXISTS {META_TABLE} (key TEXT COLLATE \"C\" PRIMARY KEY, "
-                         "value TEXT NOT NULL)")
+            conn.execute(
+                f'CREATE TABLE IF NOT EXISTS {META_TABLE} (key TEXT COLLATE "C" PRIMARY KEY, value TEXT NOT NULL)'
+            )
             with conn.cursor() as cursor:
-                cursor.executemany(f"INSERT INTO {META_TABLE} (key, value) VALUES (%s, %s) "  # noqa: S608
-                                   "ON CONFLICT (key) DO UPDATE SET value = excluded.value", meta_rows())
-        present = {row[0] for row in conn.execute(
-            "SELECT attname FROM pg_attribute WHERE attrelid = 'pages'::regclass AND NOT attisdropped")}
+                cursor.executemany(
+                    f"INSERT INTO {META_TABLE} (key, value) VALUES (%s, %s) "  # noqa: S608
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    meta_rows(),
+                )
+        present = {
+            row[0]
+            for row in conn.execute(
+                "SELECT attname FROM pg_attribute WHERE attrelid = 'pages'::regclass AND NOT attisdropped"
+            )
+        }
         for column, declaration in _ADDED_PAGE_COLUMNS:
             if column not in present:
                 conn.execute(f"ALTER TABLE pages ADD COLUMN {column} {declaration}")
@@ -227,12 +235,20 @@ _OURS = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA))
 
 def _found(conn: psycopg.Connection[tuple[Any, ...]]) -> Found:
     """What the schema the KB's tables go to (the search_path's first) holds, read only."""
-    tables = frozenset(name for (name,) in conn.execute(
-        "SELECT relname FROM pg_class WHERE relnamespace = to_regnamespace(current_schema()) "
-        "AND relkind IN ('r', 'p', 'v', 'm', 'f')"))
-    columns = frozenset(name for (name,) in conn.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-        "AND table_name = 'pages'"))
+    tables = frozenset(
+        name
+        for (name,) in conn.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = to_regnamespace(current_schema()) "
+            "AND relkind IN ('r', 'p', 'v', 'm', 'f')"
+        )
+    )
+    columns = frozenset(
+        name
+        for (name,) in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'pages'"
+        )
+    )
     if META_TABLE not in tables:
         return Found(tables, columns)
     held = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())  # noqa: S608
@@ -361,8 +377,9 @@ def _tsquery(conn: psycopg.Connection[tuple[Any, ...]], function: str, parts: li
     return str(row[0]) if row is not None and row[0] else ""
 
 
-def _weighted(conn: psycopg.Connection[tuple[Any, ...]], terms: list[str], where: str,
-              scope: tuple[Any, ...]) -> list[tuple[str, float]]:
+def _weighted(
+    conn: psycopg.Connection[tuple[Any, ...]], terms: list[str], where: str, scope: tuple[Any, ...]
+) -> list[tuple[str, float]]:
     """Each query word's tsquery and its BM25 inverse document frequency among the pages in scope.
 
     ts_rank_cd knows no document frequency: a word on every page would count as much as a rare one.
@@ -395,8 +412,13 @@ def _rank_sql(weighted: list[tuple[str, float]], vector: str, weights: str | Non
     return " + ".join(parts), tuple(params)
 
 
-def _passages(conn: psycopg.Connection[tuple[Any, ...]], match: str, rank: tuple[str, tuple[Any, ...]],
-              where: str, scope: tuple[Any, ...]) -> list[tuple[int, int, int, float]]:
+def _passages(
+    conn: psycopg.Connection[tuple[Any, ...]],
+    match: str,
+    rank: tuple[str, tuple[Any, ...]],
+    where: str,
+    scope: tuple[Any, ...],
+) -> list[tuple[int, int, int, float]]:
     """(page id, ordinal, passage id, rank) of the passages matching ``match``, best first."""
     if not match:
         return []
@@ -434,8 +456,13 @@ def _search(conn: psycopg.Connection[tuple[Any, ...]], terms: list[str], kb: str
     within = (*scope, [page.page_id for page in pages])
     passage_rank = _rank_sql(weighted, "passages.fts", None)
     phrase_rank = ("ts_rank_cd(passages.fts, %s::tsquery, 1)", (phrases,))
-    ranked = rank_results(pages, _passages(conn, match, passage_rank, among, within),
-                          _passages(conn, phrases, phrase_rank, among, within), terms, limit)
+    ranked = rank_results(
+        pages,
+        _passages(conn, match, passage_rank, among, within),
+        _passages(conn, phrases, phrase_rank, among, within),
+        terms,
+        limit,
+    )
 
     def highlight(passage_ids: list[int]) -> dict[int, str]:
         return dict(

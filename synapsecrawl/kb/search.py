@@ -129,8 +129,10 @@ def shortlist(pages: Iterable[PageRank], limit: int) -> list[PageRank]:
     candidates = list(pages)
     title = _scaled({n: page.title for n, page in enumerate(candidates)})
     text = _scaled({n: page.text for n, page in enumerate(candidates)})
-    order = sorted(range(len(candidates)), key=lambda n: -(RANK_WEIGHTS["text"] * text.get(n, 0.0)
-                                                          + RANK_WEIGHTS["title"] * title.get(n, 0.0)))
+    order = sorted(
+        range(len(candidates)),
+        key=lambda n: -(RANK_WEIGHTS["text"] * text.get(n, 0.0) + RANK_WEIGHTS["title"] * title.get(n, 0.0)),
+    )
     return [candidates[n] for n in order[: max(RERANK_PAGES, limit)]]
 
 
@@ -185,16 +187,22 @@ def rank_results(
     for key, page in candidates.items():
         named = address_words(page.url)
         address = sum(1 for t in words if t in named or any(_matches(w, {t}) for w in named)) / max(1, len(words))
-        score[key] = (RANK_WEIGHTS["text"] * text.get(key, 0.0) + RANK_WEIGHTS["title"] * title.get(key, 0.0)
-                      + RANK_WEIGHTS["passage"] * passage.get(key, 0.0) + RANK_WEIGHTS["phrase"] * phrase.get(key, 0.0)
-                      + RANK_WEIGHTS["address"] * address)
+        score[key] = (
+            RANK_WEIGHTS["text"] * text.get(key, 0.0)
+            + RANK_WEIGHTS["title"] * title.get(key, 0.0)
+            + RANK_WEIGHTS["passage"] * passage.get(key, 0.0)
+            + RANK_WEIGHTS["phrase"] * phrase.get(key, 0.0)
+            + RANK_WEIGHTS["address"] * address
+        )
     chosen = sorted(score, key=lambda key: (-score[key], key))[:limit]
     phrase_share = RANK_WEIGHTS["phrase"] / RANK_WEIGHTS["passage"]
     results = []
     for key in chosen:
         held = by_passage.get(key, {})
-        order = sorted(held, key=lambda pid: (-(held[pid][1] / top_passage + phrase_share * held[pid][2] / top_phrase),
-                                              held[pid][0]))
+        order = sorted(
+            held,
+            key=lambda pid: (-(held[pid][1] / top_passage + phrase_share * held[pid][2] / top_phrase), held[pid][0]),
+        )
         results.append((key, score[key], [(int(held[pid][0]), pid) for pid in order[:_PASSAGES_PER_HIT]]))
     return results
 
@@ -241,8 +249,11 @@ def split_passages(text: str, title: str = "") -> list[str]:
     page says: a result always shows a passage (YOT-RESULTS).
     """
     paragraphs = [p for p in (" ".join(_CONTROL.sub(" ", p).split()) for p in re.split(r"\n\s*\n", text)) if p]
-    if (len(paragraphs) > 1 and _is_heading(paragraphs[0])
-            and paragraphs[0].casefold() in " ".join(title.split()).casefold()):
+    if (
+        len(paragraphs) > 1
+        and _is_heading(paragraphs[0])
+        and paragraphs[0].casefold() in " ".join(title.split()).casefold()
+    ):
         paragraphs = paragraphs[1:]  # the <h1>, and the <title> says it too ("Page — Site")
     pieces = [piece for p in paragraphs for piece in _sentences(p, PASSAGE_MAX_CHARS)]
     passages: list[str] = []

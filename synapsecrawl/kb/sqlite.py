@@ -140,8 +140,10 @@ CREATE TABLE IF NOT EXISTS sources (
 # Knowing our KB (kb.marker): every table our schemas create, FTS5's shadow tables, and those every KB had.
 _OURS = frozenset(
     f"{name}{shadow}"
-    for name in re.findall(r"CREATE (?:VIRTUAL )?TABLE IF NOT EXISTS (\w+)",
-                           _SCHEMA + _ICONS_SCHEMA + _BACKOFF_SCHEMA + _SOURCES_SCHEMA + content.SCHEMA)
+    for name in re.findall(
+        r"CREATE (?:VIRTUAL )?TABLE IF NOT EXISTS (\w+)",
+        _SCHEMA + _ICONS_SCHEMA + _BACKOFF_SCHEMA + _SOURCES_SCHEMA + content.SCHEMA,
+    )
     for shadow in ("", *(("_data", "_idx", "_content", "_docsize", "_config") if name.endswith("_fts") else ()))
 )
 _REQUIRED = frozenset({"pages", "pages_fts", "robots_cache"})
@@ -152,14 +154,23 @@ def _found(path: Path) -> Found:
     if not path.exists() or path.stat().st_size == 0:
         return Found(frozenset())
     with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
-        tables = frozenset(name for (name,) in db.execute(
-            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite~_%' ESCAPE '~'"))
+        tables = frozenset(
+            name
+            for (name,) in db.execute(
+                "SELECT name FROM sqlite_master"
+                " WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite~_%' ESCAPE '~'"
+            )
+        )
         version = None
         if META_TABLE in tables:
             held = dict(db.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())  # noqa: S608
             version = int(held["schema_version"]) if str(held.get("schema_version", "")).isdigit() else 0
-        return Found(tables, frozenset(row[1] for row in db.execute("PRAGMA table_info(pages)")),
-                     db.execute("PRAGMA application_id").fetchone()[0], version)
+        return Found(
+            tables,
+            frozenset(row[1] for row in db.execute("PRAGMA table_info(pages)")),
+            db.execute("PRAGMA application_id").fetchone()[0],
+            version,
+        )
 
 
 def _use_wal(db: sqlite3.Connection) -> None:

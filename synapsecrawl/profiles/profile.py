@@ -196,9 +196,20 @@ def _backoff(name: str, table: dict[str, Any]) -> BackoffPolicy:
     if not all(isinstance(t, dict) for t in tables.values()):
         raise ProfileError(f"profile {name}: [backoff] absent, forbidden and feed are tables")
     policy = BackoffPolicy(**{field.name: _backoff_value(tables, field) for field in fields(BackoffPolicy)})
-    numbers = (policy.retry_after_min, policy.retry_after_max, policy.absent_first, policy.absent_max,
-               policy.max_wait, policy.temporary_hold, policy.slow_hold, policy.gone_memory,
-               policy.forbidden_pause, policy.feed_first, policy.feed_max, *policy.retry_delays)
+    numbers = (
+        policy.retry_after_min,
+        policy.retry_after_max,
+        policy.absent_first,
+        policy.absent_max,
+        policy.max_wait,
+        policy.temporary_hold,
+        policy.slow_hold,
+        policy.gone_memory,
+        policy.forbidden_pause,
+        policy.feed_first,
+        policy.feed_max,
+        *policy.retry_delays,
+    )
     if (
         not all(math.isfinite(n) and n >= 0 for n in numbers)
         or policy.retry_after_min > policy.retry_after_max
@@ -246,9 +257,7 @@ def parse_profile(name: str, data: dict[str, Any], deployment: str | None = None
     deployments = _section(data, "deployments")
     chosen = deployment or str(data.get("default_deployment", ""))
     if chosen not in deployments:
-        raise ConfigError(
-            f"BOT_DEPLOYMENT {chosen!r} is not one of {name}'s: {', '.join(sorted(deployments))}"
-        )
+        raise ConfigError(f"BOT_DEPLOYMENT {chosen!r} is not one of {name}'s: {', '.join(sorted(deployments))}")
     dep = deployments[chosen]
     robots = _section(data, "robots")
     redirects = _section(data, "redirects")
@@ -327,9 +336,7 @@ def resolve_limits(
     if settings.get("DOWNLOAD_DELAY") is not None:
         delay = _number("DOWNLOAD_DELAY", settings["DOWNLOAD_DELAY"], integer=False)
         if delay < profile.delay.cap:
-            raise ConfigError(
-                f"DOWNLOAD_DELAY {delay:g} is below {who}'s floor {profile.delay.cap:g} s"
-            )
+            raise ConfigError(f"DOWNLOAD_DELAY {delay:g} is below {who}'s floor {profile.delay.cap:g} s")
     depth = profile.depth.default
     if settings.get("DEPTH_LIMIT") is not None:
         depth = _number("DEPTH_LIMIT", settings["DEPTH_LIMIT"], integer=True)
@@ -339,9 +346,7 @@ def resolve_limits(
     if settings.get("CLOSESPIDER_PAGECOUNT") is not None:
         pages = _number("CLOSESPIDER_PAGECOUNT", settings["CLOSESPIDER_PAGECOUNT"], integer=True)
         if pages > profile.pages.cap or pages == 0:
-            raise ConfigError(
-                f"CLOSESPIDER_PAGECOUNT {pages:g} is beyond {who}'s cap {profile.pages.cap:g}"
-            )
+            raise ConfigError(f"CLOSESPIDER_PAGECOUNT {pages:g} is beyond {who}'s cap {profile.pages.cap:g}")
     # spider arguments only lower; a higher value is refused, not silently clamped
     if arguments.get("depth") is not None:
         asked = _number("depth", arguments["depth"], integer=True)

@@ -43,8 +43,17 @@ def _shown_uri(uri: str) -> str:
     return redact_uri(uri)
 
 
-def crawl_meta(*, crawl_id: str, spider: str, profile: Profile, delay: float, started_at: datetime,
-               finished_at: datetime, finish_reason: str, kb_uri: str) -> dict[str, Any]:
+def crawl_meta(
+    *,
+    crawl_id: str,
+    spider: str,
+    profile: Profile,
+    delay: float,
+    started_at: datetime,
+    finished_at: datetime,
+    finish_reason: str,
+    kb_uri: str,
+) -> dict[str, Any]:
     """The facts of one crawl, as ``stats.json`` keeps them."""
     return {
         "crawl_id": crawl_id, "spider": spider, "profile": profile.name, "deployment": profile.deployment,
@@ -66,8 +75,10 @@ def write_stats(directory: Path, meta: dict[str, Any], stats: dict[str, Any]) ->
     """Write ``stats.json``: the crawl's facts and its stats, every value JSON-ready."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / STATS_NAME
-    path.write_text(json.dumps({"crawl": meta, "stats": {k: _jsonable(v) for k, v in sorted(stats.items())}},
-                               indent=1) + "\n", "utf-8")
+    path.write_text(
+        json.dumps({"crawl": meta, "stats": {k: _jsonable(v) for k, v in sorted(stats.items())}}, indent=1) + "\n",
+        "utf-8",
+    )
     return path
 
 

@@ -44,8 +44,7 @@ def site_data(site: str, events: list[Event], profile_spacing: float) -> dict[st
         elif isinstance(event, StoreEvent):
             stored.append(event.url)
     gaps = [
-        {"start": _rounded(b.start), "gap": _rounded(b.start - a.start), "url": b.url}
-        for a, b in pairwise(requests)
+        {"start": _rounded(b.start), "gap": _rounded(b.start - a.start), "url": b.url} for a, b in pairwise(requests)
     ]
     pauses = [
         {"start": _rounded(r.start), "status": r.status, "retry_after": r.retry_after, "url": r.url}
@@ -60,16 +59,29 @@ def site_data(site: str, events: list[Event], profile_spacing: float) -> dict[st
         "spacing": paced.spacing if paced is not None else profile_spacing,
         "crawl_delay": crawl_delay,
         "requests": [
-            {"url": r.url, "kind": r.kind, "start": _rounded(r.start), "duration": _rounded(r.duration),
-             "status": r.status, "bytes": r.bytes, "retry_after": r.retry_after}
+            {
+                "url": r.url,
+                "kind": r.kind,
+                "start": _rounded(r.start),
+                "duration": _rounded(r.duration),
+                "status": r.status,
+                "bytes": r.bytes,
+                "retry_after": r.retry_after,
+            }
             for r in requests
         ],
         "gaps": gaps,
         "min_gap": _rounded(min(b.start - a.start for a, b in pairwise(requests))) if gaps else None,
         "pauses": pauses,
         "robots": [
-            {"url": r.url, "start": _rounded(r.start), "status": r.status, "outcome": r.outcome,
-             "allows_all": r.allows_all, "crawl_delay": r.crawl_delay}
+            {
+                "url": r.url,
+                "start": _rounded(r.start),
+                "status": r.status,
+                "outcome": r.outcome,
+                "allows_all": r.allows_all,
+                "crawl_delay": r.crawl_delay,
+            }
             for r in robots
         ],
         "stored": stored,

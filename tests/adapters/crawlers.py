@@ -33,8 +33,15 @@ def project(**overrides: object) -> dict[str, Any]:
     return values
 
 
-def crawler_for(tmp_path: Path, *, kb: str | None = "kb1", scopes: tuple[str, ...] = (), limits: object = None,
-                name: str = "site", **settings: object) -> Crawler:
+def crawler_for(
+    tmp_path: Path,
+    *,
+    kb: str | None = "kb1",
+    scopes: tuple[str, ...] = (),
+    limits: object = None,
+    name: str = "site",
+    **settings: object,
+) -> Crawler:
     """A crawler under the project's settings and ``settings``, its KB in ``tmp_path``."""
     crawler = get_crawler(settings_dict=project(KB_URI=f"sqlite:///{tmp_path}/kb.sqlite3", **settings))
     crawler.stats = MemoryStatsCollector(crawler)

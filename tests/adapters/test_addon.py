@@ -33,8 +33,13 @@ def test_addon_derives_scrapy_settings_from_the_profile(
     assert settings.getfloat("DOWNLOAD_DELAY") == delay and settings.getfloat("DOWNLOAD_DELAY_JITTER") == 0
     assert settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") == concurrency
     assert settings.getfloat("DOWNLOAD_TIMEOUT") == timeout
-    for off in ("COOKIES_ENABLED", "AUTOTHROTTLE_ENABLED", "TELNETCONSOLE_ENABLED", "REMOTE_CONTROL_ENABLED",
-                "ROBOTSTXT_OBEY"):
+    for off in (
+        "COOKIES_ENABLED",
+        "AUTOTHROTTLE_ENABLED",
+        "TELNETCONSOLE_ENABLED",
+        "REMOTE_CONTROL_ENABLED",
+        "ROBOTSTXT_OBEY",
+    ):
         assert not settings.getbool(off), off
 
 

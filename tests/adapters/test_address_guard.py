@@ -23,8 +23,16 @@ def guard(tmp_path: Path, **settings: object) -> NetGuardMiddleware:
     return build_from_crawler(NetGuardMiddleware, crawler_for(tmp_path, **settings))
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1/", "http://10.1.2.3/x", "http://[::1]/", "http://192.168.0.9/",
-                                 "http://169.254.169.254/latest/meta-data/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/",
+        "http://10.1.2.3/x",
+        "http://[::1]/",
+        "http://192.168.0.9/",
+        "http://169.254.169.254/latest/meta-data/",
+    ],
+)
 def test_a_literal_private_address_is_refused(tmp_path: Path, url: str) -> None:
     """Address guard: a URL whose host is a loopback, private or link-local literal never leaves."""
     with pytest.raises(IgnoreRequest, match="ALLOW_PRIVATE_ADDRESSES is off"):

@@ -38,18 +38,21 @@ class Crawl:
         self.runtime = Runtime.of(crawler)
         self.profile = self.runtime.profile.name
 
-    def downloaded(self, url: str, status: int, retry_after: str | None = None, **meta: object) -> tuple[
-            Request, Response]:
+    def downloaded(
+        self, url: str, status: int, retry_after: str | None = None, **meta: object
+    ) -> tuple[Request, Response]:
         """The answer as the downloader signals it, judged there (before process_response)."""
         request = Request(url, meta=meta)
         headers = {"Retry-After": retry_after} if retry_after is not None else {}
         response = Response(url, status=status, headers=headers, request=request)
-        self.crawler.signals.send_catch_log(signals.response_downloaded, response=response, request=request,
-                                            spider=None)
+        self.crawler.signals.send_catch_log(
+            signals.response_downloaded, response=response, request=request, spider=None
+        )
         return request, response
 
-    async def answered(self, url: str, status: int, retry_after: str | None = None,
-                       **meta: object) -> Request | Response:
+    async def answered(
+        self, url: str, status: int, retry_after: str | None = None, **meta: object
+    ) -> Request | Response:
         request, response = self.downloaded(url, status, retry_after, **meta)
         return await self.mw.process_response(request, response)
 
@@ -114,8 +117,9 @@ async def test_a_429_without_retry_after_follows_the_profiles_absent_curve(tmp_p
 
 
 @pytest.mark.parametrize(("stated", "paused"), [("5", 60.0), ("3000", 3000.0), (None, 300.0)])
-async def test_yottabot_clamps_retry_after_to_a_minute_at_least(tmp_path: Path, stated: str | None,
-                                                                paused: float) -> None:
+async def test_yottabot_clamps_retry_after_to_a_minute_at_least(
+    tmp_path: Path, stated: str | None, paused: float
+) -> None:
     """YOT-429: Retry-After clamped to [1 min, 1 day]; 5 min when absent."""
     c = crawl(tmp_path, "yottabot")
     m0 = monotonic()
@@ -166,8 +170,9 @@ async def test_omniscientebot_pauses_on_any_retry_after(tmp_path: Path, signing:
     assert await c.mw.process_response(request, response) is response
 
 
-async def test_omniscientebot_doubles_from_five_minutes_without_retry_after(tmp_path: Path,
-                                                                           signing: dict[str, str]) -> None:
+async def test_omniscientebot_doubles_from_five_minutes_without_retry_after(
+    tmp_path: Path, signing: dict[str, str]
+) -> None:
     """OMN-PAUSE: a 429 without Retry-After pauses 5 min, the next in a row 10 min."""
     c = crawl(tmp_path, "omniscientebot", **signing)
     for expected in (300.0, 600.0):
@@ -268,8 +273,9 @@ async def test_serenereader_retries_a_500_after_30_seconds_and_keeps_the_spider_
     assert c.crawler.signals.send_catch_log(signals.spider_idle, spider=None) == [(c.mw._idle, None)]
 
 
-async def test_serenereader_gives_up_after_three_retries_and_skips_an_hour(tmp_path: Path,
-                                                                           signing: dict[str, str]) -> None:
+async def test_serenereader_gives_up_after_three_retries_and_skips_an_hour(
+    tmp_path: Path, signing: dict[str, str]
+) -> None:
     """SER-ERRORS: after the third retry a temporary error holds the page for at least an hour; this
     crawl is done with it (ignored, skipped as an error)."""
     c = crawl(tmp_path, "serenereader", **signing)
@@ -282,8 +288,9 @@ async def test_serenereader_gives_up_after_three_retries_and_skips_an_hour(tmp_p
     assert c.runtime.summary.skipped["blog.test"]["error"] == 1
 
 
-async def test_serenereader_retries_a_429_without_retry_after_on_its_own_curve(tmp_path: Path,
-                                                                               signing: dict[str, str]) -> None:
+async def test_serenereader_retries_a_429_without_retry_after_on_its_own_curve(
+    tmp_path: Path, signing: dict[str, str]
+) -> None:
     """SER-PAGE-429: a 429 without Retry-After is the page's error only (no site pause): retried after
     the second delay (1 min) on its second retry."""
     c = crawl(tmp_path, "serenereader", **signing)
@@ -308,8 +315,9 @@ async def test_a_timeout_is_retried_only_where_the_profile_owns_temporary_errors
     serene.crawler.signals.send_catch_log(signals.spider_closed, spider=None, reason="finished")
 
 
-async def test_a_failed_feed_refresh_delays_the_next_from_15_minutes_doubling(tmp_path: Path,
-                                                                              signing: dict[str, str]) -> None:
+async def test_a_failed_feed_refresh_delays_the_next_from_15_minutes_doubling(
+    tmp_path: Path, signing: dict[str, str]
+) -> None:
     """SER-FEED-BACKOFF: a feed is not retried in the crawl; each failed refresh holds it 15 min, then
     30 min; a 304 releases it."""
     c = crawl(tmp_path, "serenereader", **signing)

@@ -25,10 +25,14 @@ def test_only_pages_are_counted_as_fetched(tmp_path: Path) -> None:
     render subresource are side fetches and do not."""
     crawler = crawler_for(tmp_path)
     build_from_crawler(SummaryExtension, crawler)
-    for response, request in (answer("http://a.test/"), answer("http://a.test/2"), answer("http://b.test/"),
-                              answer("http://a.test/robots.txt", robots_txt=True),
-                              answer("http://a.test/.well-known/tdmrep.json", tdmrep_fetch=True),
-                              answer("http://a.test/app.js", render_subresource=True)):
+    for response, request in (
+        answer("http://a.test/"),
+        answer("http://a.test/2"),
+        answer("http://b.test/"),
+        answer("http://a.test/robots.txt", robots_txt=True),
+        answer("http://a.test/.well-known/tdmrep.json", tdmrep_fetch=True),
+        answer("http://a.test/app.js", render_subresource=True),
+    ):
         crawler.signals.send_catch_log(signals.response_received, response=response, request=request, spider=None)
     assert dict(Runtime.of(crawler).summary.fetched) == {"a.test": 2, "b.test": 1}
 

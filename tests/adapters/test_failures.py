@@ -23,13 +23,24 @@ def wrapped(outer: Exception, inner: Exception) -> Exception:
     ("exc", "kind", "words"),
     [
         (DownloadTimeoutError("Getting x took longer than 1.0 seconds."), "timeout", "DOWNLOAD_TIMEOUT"),
-        (wrapped(DownloadFailedError(), ResponseFailed([Failure(ParseError("non-integer status code", b"HTTP/1.1 2OO"))])),
-         "malformed", "malformed answer (non-integer status code: 'HTTP/1.1 2OO')"),
-        (wrapped(DownloadFailedError(), ResponseFailed([Failure(KeyError(b"gzip"))])), "malformed",
-         "unknown Transfer-Encoding b'gzip'"),
+        (
+            wrapped(
+                DownloadFailedError(), ResponseFailed([Failure(ParseError("non-integer status code", b"HTTP/1.1 2OO"))])
+            ),
+            "malformed",
+            "malformed answer (non-integer status code: 'HTTP/1.1 2OO')",
+        ),
+        (
+            wrapped(DownloadFailedError(), ResponseFailed([Failure(KeyError(b"gzip"))])),
+            "malformed",
+            "unknown Transfer-Encoding b'gzip'",
+        ),
         (wrapped(ResponseDataLossError(), ResponseFailed([Failure(_DataLoss())])), "cut-short", "cut short"),
-        (wrapped(DownloadFailedError(), ResponseNeverReceived([Failure(ConnectionDone())])), "closed",
-         "no complete HTTP answer"),
+        (
+            wrapped(DownloadFailedError(), ResponseNeverReceived([Failure(ConnectionDone())])),
+            "closed",
+            "no complete HTTP answer",
+        ),
         (ConnectionRefusedError(), "refused", "connection refused"),
         (DNSLookupError("nowhere.test"), "dns", "does not resolve"),
         (ValueError("Missing scheme in request url: javascript:x"), "other", "Missing scheme"),

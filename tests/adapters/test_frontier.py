@@ -29,8 +29,14 @@ def test_pending_requests_come_back_whole_and_in_order() -> None:
     spider = _Spider()
     queue = CompactFifoQueue(spider)
     sent = [
-        scrapy.Request(f"http://a.test/{n}.html", callback=spider.parse, errback=spider.failed, priority=-1,
-                       meta={"depth": 1}, headers={"Referer": "http://a.test/"})
+        scrapy.Request(
+            f"http://a.test/{n}.html",
+            callback=spider.parse,
+            errback=spider.failed,
+            priority=-1,
+            meta={"depth": 1},
+            headers={"Referer": "http://a.test/"},
+        )
         for n in range(3)
     ]
     sent.append(scrapy.Request("http://a.test/post", method="POST", body=b"q=1", dont_filter=True, flags=["x"]))
@@ -43,7 +49,13 @@ def test_pending_requests_come_back_whole_and_in_order() -> None:
     for before, after in zip(sent, back, strict=True):
         assert after is not None
         assert (after.url, after.method, after.body, after.priority, after.dont_filter, after.flags) == (
-            before.url, before.method, before.body, before.priority, before.dont_filter, before.flags)
+            before.url,
+            before.method,
+            before.body,
+            before.priority,
+            before.dont_filter,
+            before.flags,
+        )
         assert after.meta == before.meta
         assert after.headers.get("Referer") == before.headers.get("Referer")
         assert after.callback == before.callback and after.errback == before.errback

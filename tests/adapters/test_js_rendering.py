@@ -42,12 +42,12 @@ def rendering(tmp_path: Path, name: str = "page") -> tuple[RenderMiddleware, _Br
     return build_from_crawler(RenderMiddleware, crawler), browser, crawler.stats
 
 
-def page(url: str = "http://a.test/app", status: int = 200, content_type: str = "text/html",
-         **meta: object) -> tuple[Request, Response]:
+def page(
+    url: str = "http://a.test/app", status: int = 200, content_type: str = "text/html", **meta: object
+) -> tuple[Request, Response]:
     request = Request(url, meta=meta)
     body = b"<!doctype html><html><body><div id=app></div></body></html>"
-    return request, HtmlResponse(url, status=status, body=body, headers={"Content-Type": content_type},
-                                 request=request)
+    return request, HtmlResponse(url, status=status, body=body, headers={"Content-Type": content_type}, request=request)
 
 
 def test_rendering_is_off_by_default(tmp_path: Path) -> None:
@@ -69,15 +69,19 @@ def test_the_opt_in_installs_the_browser_handler_and_fetches_nothing_itself() ->
     assert refuse(object()) is True  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("name", "status", "content_type", "meta"), [
-    ("feed", 200, "text/html", {}),  # a feed crawl renders nothing
-    ("page", 404, "text/html", {}),  # only a 200
-    ("page", 200, "application/pdf", {}),  # only HTML
-    ("page", 200, "text/html", {"robots_txt": True}),  # side fetches are no pages
-    ("site", 200, "text/html", {"render_subresource": True}),
-])
-async def test_only_a_pages_html_200_is_rendered(tmp_path: Path, name: str, status: int, content_type: str,
-                                                 meta: dict[str, object]) -> None:
+@pytest.mark.parametrize(
+    ("name", "status", "content_type", "meta"),
+    [
+        ("feed", 200, "text/html", {}),  # a feed crawl renders nothing
+        ("page", 404, "text/html", {}),  # only a 200
+        ("page", 200, "application/pdf", {}),  # only HTML
+        ("page", 200, "text/html", {"robots_txt": True}),  # side fetches are no pages
+        ("site", 200, "text/html", {"render_subresource": True}),
+    ],
+)
+async def test_only_a_pages_html_200_is_rendered(
+    tmp_path: Path, name: str, status: int, content_type: str, meta: dict[str, object]
+) -> None:
     """ALL-NOJS opt-in: what is not an HTML 200 of a page, site or sitemap crawl goes on as fetched,
     without the browser."""
     mw, browser, _ = rendering(tmp_path, name)

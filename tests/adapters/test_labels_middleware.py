@@ -32,8 +32,10 @@ def _run(response: HtmlResponse) -> list[Any]:
 def test_the_worker_labels_are_copied_and_the_meta_tag_decides_the_reservation() -> None:
     """OMN-LABELS, OMN-FETCH: the kind, the link contexts and the tdm meta tag the worker read are the
     item's; the body is never parsed here (a body of 200,000 attributes costs nothing)."""
-    request = Request(URL, meta={"page_labels": Labels("news_article", (("https://b.test/", "citation"),),
-                                                       (("tdm-reservation", "1"),))})
+    request = Request(
+        URL,
+        meta={"page_labels": Labels("news_article", (("https://b.test/", "citation"),), (("tdm-reservation", "1"),))},
+    )
     response = HtmlResponse(URL, body=attributes(200_000), request=request, headers={"tdm-reservation": "0"})
     [item] = _run(response)
     assert item["page_kind"] == "news_article"

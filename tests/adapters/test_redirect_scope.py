@@ -54,8 +54,9 @@ def test_a_site_crawl_stays_under_its_start_path(tmp_path: Path) -> None:
         mw.process_response(request, moved(request, "/blog/"))
 
 
-@pytest.mark.parametrize(("target", "followed"), [("https://other.example.org/x", False),
-                                                   ("https://www.example.com/y", True)])
+@pytest.mark.parametrize(
+    ("target", "followed"), [("https://other.example.org/x", False), ("https://www.example.com/y", True)]
+)
 def test_yottabot_follows_only_within_the_same_site(tmp_path: Path, target: str, followed: bool) -> None:
     """YOT-REDIRECT: a hop within the same site (the registrable domain, as the web's "same site") is
     followed; a hop to another site is not."""
@@ -99,20 +100,28 @@ def test_a_redirect_without_a_location_is_the_answer_itself(tmp_path: Path) -> N
     assert mw.process_response(request, bare) is bare
 
 
-@pytest.mark.parametrize(("location", "reason"), [("javascript:alert(1)", "scheme"),
-                                                  ("ftp://docs.test/file", "scheme"),
-                                                  ("http://[::1/", "error"),
-                                                  ("http://docs.test:99999/x", "error")])
+@pytest.mark.parametrize(
+    ("location", "reason"),
+    [
+        ("javascript:alert(1)", "scheme"),
+        ("ftp://docs.test/file", "scheme"),
+        ("http://[::1/", "error"),
+        ("http://docs.test:99999/x", "error"),
+    ],
+)
 def test_a_redirect_to_an_unusable_location_skips_the_page_in_one_line(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture, location: str, reason: str) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, location: str, reason: str
+) -> None:
     """#14 item 2, CONTRACT (one-line error): a redirect to a Location that cannot be requested (another
     scheme, an invalid IPv6 literal, port 99999) is one line naming the page and the Location; the page is
     skipped (IgnoreRequest, no traceback) and counted, as "scheme" or "error"."""
     crawler = crawler_for(tmp_path)
     mw = build_from_crawler(ScopedRedirectMiddleware, crawler)
     request = Request("http://docs.test/a")
-    with caplog.at_level(logging.INFO, logger="middlewares.redirects"), \
-            pytest.raises(IgnoreRequest, match="not followed"):
+    with (
+        caplog.at_level(logging.INFO, logger="middlewares.redirects"),
+        pytest.raises(IgnoreRequest, match="not followed"),
+    ):
         mw.process_response(request, moved(request, location))
     lines = [r.getMessage() for r in caplog.records if r.name == "middlewares.redirects"]
     assert len(lines) == 1 and "\n" not in lines[0], lines

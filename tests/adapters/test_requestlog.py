@@ -18,8 +18,9 @@ from synapsecrawl.requestlog import LOG_NAME
 
 
 def extension(tmp_path: Path, **settings: object) -> RequestLogExtension:
-    crawler = get_crawler(Spider, settings_dict={"REPORT_DIR": str(tmp_path), "KB_URI": f"sqlite:///{tmp_path}/kb",
-                                                 **settings})
+    crawler = get_crawler(
+        Spider, settings_dict={"REPORT_DIR": str(tmp_path), "KB_URI": f"sqlite:///{tmp_path}/kb", **settings}
+    )
     crawler.spider = Spider("t")
     crawler.stats = MemoryStatsCollector(crawler)
     return build_from_crawler(RequestLogExtension, crawler)
@@ -52,17 +53,31 @@ def test_each_signal_lands_in_the_log(tmp_path: Path) -> None:
         if response is not None:
             send(signals.response_received, response=response, request=request, spider=None)
     ext._runtime.summary.skip("a.test", "noindex", "http://a.test/n")
-    send(signals.response_received, response=HtmlResponse("http://a.test/p", body=b""), request=Request("http://a.test/p"),
-         spider=None)  # a page's answer is not a robots read
+    send(
+        signals.response_received,
+        response=HtmlResponse("http://a.test/p", body=b""),
+        request=Request("http://a.test/p"),
+        spider=None,
+    )  # a page's answer is not a robots read
     send(signals.spider_closed, spider=ext._crawler.spider, reason="finished")
     lines = [json.loads(line) for line in (ext.directory / LOG_NAME).read_text().splitlines()]
-    requests = [(e["url"], e["kind"], e["status"], e["bytes"], e["retry_after"]) for e in lines if e["event"] == "request"]
-    assert requests == [("http://a.test/robots.txt", "robots", 200, 29, ""), ("http://a.test/busy", "page", 503, 4, "7"),
-                        ("http://b.test/robots.txt", "robots", None, 0, "")]
-    robots = {e["url"]: (e["status"], e["outcome"], e["allows_all"], e["crawl_delay"]) for e in lines
-              if e["event"] == "robots"}
-    assert robots == {"http://a.test/robots.txt": (200, "parsed", True, 4.0),
-                      "http://b.test/robots.txt": (None, "unreachable", False, None)}
+    requests = [
+        (e["url"], e["kind"], e["status"], e["bytes"], e["retry_after"]) for e in lines if e["event"] == "request"
+    ]
+    assert requests == [
+        ("http://a.test/robots.txt", "robots", 200, 29, ""),
+        ("http://a.test/busy", "page", 503, 4, "7"),
+        ("http://b.test/robots.txt", "robots", None, 0, ""),
+    ]
+    robots = {
+        e["url"]: (e["status"], e["outcome"], e["allows_all"], e["crawl_delay"])
+        for e in lines
+        if e["event"] == "robots"
+    }
+    assert robots == {
+        "http://a.test/robots.txt": (200, "parsed", True, 4.0),
+        "http://b.test/robots.txt": (None, "unreachable", False, None),
+    }
     assert [(e["reason"], e["url"]) for e in lines if e["event"] == "skip"] == [("noindex", "http://a.test/n")]
     sites = {e["site"]: e["crawl_delay"] for e in lines if e["event"] == "site"}
     assert sites == {"a.test": 4.0, "b.test": None}
@@ -71,8 +86,9 @@ def test_each_signal_lands_in_the_log(tmp_path: Path) -> None:
     assert (ext.directory / "index.html").is_file()
 
 
-def test_an_unwritable_report_dir_is_one_line_and_the_crawl_goes_on(tmp_path: Path,
-                                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unwritable_report_dir_is_one_line_and_the_crawl_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """#18, bad input: a REPORT_DIR that cannot be made (a file is in the way) switches the report off for
     this crawl with one error line naming it; the crawl itself is not stopped."""
     blocker = tmp_path / "reports"

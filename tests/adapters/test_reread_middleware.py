@@ -23,11 +23,24 @@ from tests.adapters.crawlers import crawler_for
 URL = "http://docs.test/guide"
 
 
-def stored(crawler: Crawler, url: str = URL, *, etag: str = '"v1"', last_modified: str = "",
-           outlinks: tuple[str, ...] = ()) -> Store:
+def stored(
+    crawler: Crawler, url: str = URL, *, etag: str = '"v1"', last_modified: str = "", outlinks: tuple[str, ...] = ()
+) -> Store:
     store = Runtime.of(crawler).store()
-    store.put_page(PageRecord("kb1", url, "Guide", "text", "text/html", 200, utcnow(), etag=etag,
-                              last_modified=last_modified, outlinks=outlinks))
+    store.put_page(
+        PageRecord(
+            "kb1",
+            url,
+            "Guide",
+            "text",
+            "text/html",
+            200,
+            utcnow(),
+            etag=etag,
+            last_modified=last_modified,
+            outlinks=outlinks,
+        )
+    )
     return store
 
 
@@ -87,8 +100,9 @@ async def test_a_304_keeps_the_copy_and_marks_it_verified(crawler: Crawler, mw: 
 
 
 @pytest.mark.parametrize("header", ["noindex", "SynapseBot: noindex", "none"])
-async def test_a_304_that_now_says_noindex_removes_the_copy(crawler: Crawler, mw: RereadMiddleware,
-                                                            header: str) -> None:
+async def test_a_304_that_now_says_noindex_removes_the_copy(
+    crawler: Crawler, mw: RereadMiddleware, header: str
+) -> None:
     """SYN-REMOVE, ALL-NOINDEX: RFC 9111 §4.3.4, a 304's X-Robots-Tag updates the stored one: noindex
     (plain, addressed to the bot, or none) deletes the copy."""
     store = stored(crawler)

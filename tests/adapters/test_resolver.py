@@ -27,8 +27,13 @@ def resolve(resolver: GuardedResolver, name: str) -> object:
 
 def make(allow_private: bool, spec: str = "") -> GuardedResolver:
     # no reactor: literals and mapped names never reach the threaded lookup that would need one
-    return GuardedResolver(None, 0, 5.0, host_map=parse_host_resolve(spec),  # type: ignore[arg-type]
-                           allow_private=allow_private)
+    return GuardedResolver(
+        None,
+        0,
+        5.0,
+        host_map=parse_host_resolve(spec),  # type: ignore[arg-type]
+        allow_private=allow_private,
+    )
 
 
 @pytest.mark.parametrize("literal", ["::1", "127.0.0.1", "fe80::1"])
@@ -46,7 +51,9 @@ def test_a_refused_name_keeps_its_reason_until_it_resolves_elsewhere(installed: 
     GuardedResolver.installed = resolver  # what install_on_reactor() does beside installing it
     error = resolve(resolver, "KB.test")
     assert isinstance(error, AddressRefused) and "loopback" in str(error)
-    assert refusal("kb.test") == "KB.test resolves to 127.0.0.1, a loopback address (set ALLOW_PRIVATE_ADDRESSES to allow)"
+    assert (
+        refusal("kb.test") == "KB.test resolves to 127.0.0.1, a loopback address (set ALLOW_PRIVATE_ADDRESSES to allow)"
+    )
     assert isinstance(resolve(resolver, "::1"), AddressRefused)
     assert refusal("ok.test") is None and resolve(resolver, "ok.test") == "93.184.216.34"
     resolver.host_map = parse_host_resolve("kb.test=93.184.216.34")

@@ -39,8 +39,13 @@ class Clock:
 
 
 class Robots:
-    def __init__(self, tmp_path: Path, answers: dict[str, tuple[int, bytes] | BaseException],
-                 profile: str = "synapsebot", **settings: object) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        answers: dict[str, tuple[int, bytes] | BaseException],
+        profile: str = "synapsebot",
+        **settings: object,
+    ) -> None:
         self.crawler = crawler_for(tmp_path, BOT_PROFILE=profile, **settings)
         self.site = SideFetches(answers).install(self.crawler)
         self.mw = build_from_crawler(RobotsMiddleware, self.crawler)
@@ -102,10 +107,12 @@ async def test_synapsebot_reads_any_4xx_as_allow_all(tmp_path: Path, status: int
     assert robots.stat("robots/unavailable") == 1
 
 
-@pytest.mark.parametrize("answer", [(500, b""), (503, b""), ConnectionRefusedError("refused"),
-                                    TimeoutError("timed out")])
-async def test_synapsebot_stops_a_site_whose_robots_txt_fails(tmp_path: Path,
-                                                              answer: tuple[int, bytes] | BaseException) -> None:
+@pytest.mark.parametrize(
+    "answer", [(500, b""), (503, b""), ConnectionRefusedError("refused"), TimeoutError("timed out")]
+)
+async def test_synapsebot_stops_a_site_whose_robots_txt_fails(
+    tmp_path: Path, answer: tuple[int, bytes] | BaseException
+) -> None:
     """SYN-ROBOTS-5XX: robots.txt answering 5xx, or not answering, stops the site: nothing fetched;
     the refusal says why, and a re-read keeps stored pages (robots_outcome is not "parsed")."""
     robots = Robots(tmp_path, {"http://a.test/robots.txt": answer})
@@ -121,8 +128,7 @@ async def test_serenereader_takes_a_server_error_as_permission(tmp_path: Path, s
     assert await robots.allows("http://blog.test/post")
 
 
-@pytest.mark.parametrize(("status", "allowed"), [(404, True), (410, True), (401, False), (403, False),
-                                                 (500, False)])
+@pytest.mark.parametrize(("status", "allowed"), [(404, True), (410, True), (401, False), (403, False), (500, False)])
 async def test_yottabot_crawls_only_after_a_404_or_410(tmp_path: Path, status: int, allowed: bool) -> None:
     """YOT-ROBOTS: 404/410 mean crawl everything; any other error means don't crawl the site."""
     robots = Robots(tmp_path, {"https://docs.test/robots.txt": (status, b"")}, "yottabot")
@@ -189,8 +195,10 @@ async def test_omniscientebot_stops_the_whole_site_when_one_hosts_robots_txt_fai
     """OMN-ROBOTS, OMN-SITE: 5xx or unreachable makes the whole site (registrable domain, all hosts)
     disallowed "until it answers again": a host whose own robots.txt allows everything is refused while
     another's fails, and let through once that one answers."""
-    answers: dict[str, tuple[int, bytes] | BaseException] = {"http://www.example.com/robots.txt": (503, b""),
-                                                             "http://shop.example.com/robots.txt": ALLOW_ALL}
+    answers: dict[str, tuple[int, bytes] | BaseException] = {
+        "http://www.example.com/robots.txt": (503, b""),
+        "http://shop.example.com/robots.txt": ALLOW_ALL,
+    }
     robots = Robots(tmp_path, answers, "omniscientebot", **signing)
     assert not await robots.allows("http://www.example.com/")
     assert not await robots.allows("http://shop.example.com/item")
@@ -203,8 +211,9 @@ async def test_omniscientebot_stops_the_whole_site_when_one_hosts_robots_txt_fai
 async def test_snagabot_stops_a_hosts_other_scheme_when_one_fails(tmp_path: Path) -> None:
     """SNA-ROBOTS: for a profile whose site is a host, the other origin of the site is that host's
     other scheme: http's failed robots.txt holds https too."""
-    robots = Robots(tmp_path, {"http://a.test/robots.txt": (500, b""), "https://a.test/robots.txt": ALLOW_ALL},
-                    "snagabot")
+    robots = Robots(
+        tmp_path, {"http://a.test/robots.txt": (500, b""), "https://a.test/robots.txt": ALLOW_ALL}, "snagabot"
+    )
     assert not await robots.allows("http://a.test/")
     assert not await robots.allows("https://a.test/")
     assert await robots.allows("https://b.test/")  # another host: its own 404 allows all
@@ -212,8 +221,15 @@ async def test_snagabot_stops_a_hosts_other_scheme_when_one_fails(tmp_path: Path
 
 async def test_the_longest_crawl_delay_among_a_sites_hosts_holds(tmp_path: Path, signing: dict[str, str]) -> None:
     """OMN-CD, OMN-SITE: the site is paced as one; a host without a Crawl-delay does not undo another's."""
-    robots = Robots(tmp_path, {"http://www.example.com/robots.txt": (200, b"User-agent: *\nCrawl-delay: 12.5\n"),
-                               "http://shop.example.com/robots.txt": ALLOW_ALL}, "omniscientebot", **signing)
+    robots = Robots(
+        tmp_path,
+        {
+            "http://www.example.com/robots.txt": (200, b"User-agent: *\nCrawl-delay: 12.5\n"),
+            "http://shop.example.com/robots.txt": ALLOW_ALL,
+        },
+        "omniscientebot",
+        **signing,
+    )
     assert await robots.allows("http://www.example.com/")
     assert await robots.allows("http://shop.example.com/")
     assert robots.runtime.pacer.spacing("example.com") == pytest.approx(12.5)
@@ -229,7 +245,9 @@ async def test_more_than_five_redirects_is_unavailable(tmp_path: Path) -> None:
     assert not await yotta.allows("https://a.test/")
 
 
-async def test_a_refused_address_is_named_not_blamed_on_robots_txt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_refused_address_is_named_not_blamed_on_robots_txt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Address guard: when robots.txt was unreachable because the resolver refused the host, the page
     is refused as an address (stat and summary), with the resolver's reason."""
     robots = Robots(tmp_path, {"http://inside.test/robots.txt": IgnoreRequest("refused")})
@@ -245,21 +263,28 @@ async def test_a_refused_address_is_named_not_blamed_on_robots_txt(tmp_path: Pat
 async def test_serenereader_feeds_heed_only_its_own_group(tmp_path: Path, signing: dict[str, str]) -> None:
     """SER-ROBOTS-FEEDS: a `*` Disallow does not apply to a feed URL (counted as exempt), still applies
     to an article; a SereneReader group disallowing the feed path does."""
-    star = Robots(tmp_path / "a", {"http://blog.test/robots.txt": (200, b"User-agent: *\nDisallow: /\n")},
-                  "serenereader", **signing)
+    star = Robots(
+        tmp_path / "a",
+        {"http://blog.test/robots.txt": (200, b"User-agent: *\nDisallow: /\n")},
+        "serenereader",
+        **signing,
+    )
     assert await star.allows("http://blog.test/feed.xml", feed=True)
     assert not await star.allows("http://blog.test/article")
     assert star.stat("robots/feed_exempt") == 1
-    own = Robots(tmp_path / "b", {"http://blog.test/robots.txt": (200, b"User-agent: SereneReader\nDisallow: /feed\n")},
-                 "serenereader", **signing)
+    own = Robots(
+        tmp_path / "b",
+        {"http://blog.test/robots.txt": (200, b"User-agent: SereneReader\nDisallow: /feed\n")},
+        "serenereader",
+        **signing,
+    )
     assert not await own.allows("http://blog.test/feed.xml", feed=True)
 
 
 async def test_a_read_robots_txt_removes_the_pages_it_now_disallows(tmp_path: Path) -> None:
     """YOT-ROBOTS, SYN-REMOVE: reading a file that disallows stored pages removes them at once; the
     pages it allows stay."""
-    robots = Robots(tmp_path, {"https://docs.test/robots.txt": (200, b"User-agent: *\nDisallow: /old/\n")},
-                    "yottabot")
+    robots = Robots(tmp_path, {"https://docs.test/robots.txt": (200, b"User-agent: *\nDisallow: /old/\n")}, "yottabot")
     store = robots.runtime.store()
     for url in ("https://docs.test/old/a", "https://docs.test/new/b"):
         store.put_page(PageRecord("kb1", url, "t", "text", "text/html", 200, utcnow()))

@@ -180,8 +180,13 @@ async def test_a_request_is_signed_as_the_downloader_hands_it_over(key_file: Pat
 def test_outside_the_paced_downloader_the_chain_signs(key_file: Path) -> None:
     """SER-SIGN: under any other downloader nothing would call process_send, so process_request signs:
     a signing profile never sends unsigned."""
-    mw = middleware({"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key_file),
-                     "DOWNLOADER": "scrapy.core.downloader.Downloader"})
+    mw = middleware(
+        {
+            "BOT_PROFILE": "omniscientebot",
+            "SIGNING_KEY": str(key_file),
+            "DOWNLOADER": "scrapy.core.downloader.Downloader",
+        }
+    )
     request = Request(URL)
     mw.process_request(request)
     assert b"Signature" in request.headers

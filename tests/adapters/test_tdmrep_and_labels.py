@@ -25,8 +25,13 @@ from synapsecrawl.tdmrep import MAX_TDMREP_BYTES, TdmRep, parse_tdmrep
 from tests.adapters.crawlers import SideFetches, crawler_for
 
 TDMREP = "http://example.com/.well-known/tdmrep.json"
-RESERVED = json.dumps([{"location": "/news/*", "tdm-reservation": 1, "tdm-policy": "https://example.com/policy"},
-                       {"location": "/*", "tdm-reservation": 0}, {"location": 7}]).encode()
+RESERVED = json.dumps(
+    [
+        {"location": "/news/*", "tdm-reservation": 1, "tdm-policy": "https://example.com/policy"},
+        {"location": "/*", "tdm-reservation": 0},
+        {"location": 7},
+    ]
+).encode()
 
 
 @pytest.fixture
@@ -34,8 +39,9 @@ def omni(tmp_path: Path, signing_key: Path) -> dict[str, object]:
     return {"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)}
 
 
-def tdmrep(tmp_path: Path, settings: dict[str, object],
-           answers: dict[str, tuple[int, bytes] | BaseException]) -> tuple[TdmRepMiddleware, SideFetches, Any]:
+def tdmrep(
+    tmp_path: Path, settings: dict[str, object], answers: dict[str, tuple[int, bytes] | BaseException]
+) -> tuple[TdmRepMiddleware, SideFetches, Any]:
     crawler = crawler_for(tmp_path, **settings)
     site = SideFetches(answers).install(crawler)
     return build_from_crawler(TdmRepMiddleware, crawler), site, crawler.stats
@@ -74,11 +80,18 @@ async def test_the_fetch_is_a_site_file_not_a_page(tmp_path: Path, omni: dict[st
     assert fetch.meta["dont_retry"] and fetch.meta["size_limit_bytes"] == MAX_TDMREP_BYTES
 
 
-@pytest.mark.parametrize(("answer", "stat"), [((404, b""), "tdmrep/absent"), ((200, b"{not json"), "tdmrep/invalid"),
-                                              (IgnoreRequest("robots.txt forbids"), "tdmrep/refused"),
-                                              (ConnectionRefusedError(), "tdmrep/unreachable")])
-async def test_no_usable_file_means_no_reservation(tmp_path: Path, omni: dict[str, object],
-                                                   answer: tuple[int, bytes] | BaseException, stat: str) -> None:
+@pytest.mark.parametrize(
+    ("answer", "stat"),
+    [
+        ((404, b""), "tdmrep/absent"),
+        ((200, b"{not json"), "tdmrep/invalid"),
+        (IgnoreRequest("robots.txt forbids"), "tdmrep/refused"),
+        (ConnectionRefusedError(), "tdmrep/unreachable"),
+    ],
+)
+async def test_no_usable_file_means_no_reservation(
+    tmp_path: Path, omni: dict[str, object], answer: tuple[int, bytes] | BaseException, stat: str
+) -> None:
     """OMN-FETCH (TDMRep): a missing, invalid, refused or failed file means no file: the page goes on
     with an empty policy, the outcome counted."""
     mw, _, stats = tdmrep(tmp_path, omni, {TDMREP: answer})
@@ -105,8 +118,9 @@ NO_META = PAGE.replace(b'<meta name="tdm-reservation" content="1">', b"")
 def read_as_the_spider_does(url: str, body: bytes, **meta: Any) -> Request:
     """The request of ``url`` with ``page_labels`` as spiders/base.py sets them: the Page.labels that the
     extraction worker's ``read_document(label=True)`` read from ``body`` (#14 item 5)."""
-    page = read_document(body, url, content_type="text/html; charset=utf-8", tokens=("omniscientebot",),
-                         encoding="utf-8", label=True)
+    page = read_document(
+        body, url, content_type="text/html; charset=utf-8", tokens=("omniscientebot",), encoding="utf-8", label=True
+    )
     assert page.labels is not None
     return Request(url, meta={**meta, "page_labels": page.labels})
 
@@ -126,16 +140,18 @@ def test_only_omniscientebot_labels_pages(tmp_path: Path, profile: str) -> None:
         build_from_crawler(LabelsMiddleware, crawler_for(tmp_path, BOT_PROFILE=profile))
 
 
-async def test_a_pages_item_gets_its_kind_link_contexts_and_tdm_policy(tmp_path: Path,
-                                                                       omni: dict[str, object]) -> None:
+async def test_a_pages_item_gets_its_kind_link_contexts_and_tdm_policy(tmp_path: Path, omni: dict[str, object]) -> None:
     """OMN-LABELS, OMN-FETCH: the item of the page that was fetched gets its kind, each link's context
     and its TDM reservation (the header's 0 supersedes the file's rule); labels only, no text added; a
     request and another URL's item pass untouched. The labels are the worker's (#14 item 5)."""
     mw = build_from_crawler(LabelsMiddleware, crawler_for(tmp_path, **omni))
     request = read_as_the_spider_does("http://example.com/post", NO_META, tdmrep_file=parse_tdmrep(RESERVED))
-    response = HtmlResponse(request.url, body=NO_META, headers={"tdm-reservation": "0",
-                                                             "Content-Type": "text/html; charset=utf-8"},
-                            request=request)
+    response = HtmlResponse(
+        request.url,
+        body=NO_META,
+        headers={"tdm-reservation": "0", "Content-Type": "text/html; charset=utf-8"},
+        request=request,
+    )
     follow = Request("http://example.com/other")
     mine, other = {"url": request.url}, {"url": "http://example.com/else"}
     out = await labelled(mw, response, [mine, follow, other])
@@ -146,12 +162,16 @@ async def test_a_pages_item_gets_its_kind_link_contexts_and_tdm_policy(tmp_path:
     assert set(mine) == {"url", "page_kind", "link_contexts", "tdm_reservation", "tdm_policy", "tdm_source"}
 
 
-@pytest.mark.parametrize(("body", "headers", "declared"), [
-    (PAGE, {"tdm-reservation": "0"}, (1, "meta")),  # the meta tag supersedes the header
-    (NO_META, {}, (1, "file")),  # /news/*: the file's first matching rule
-])
-async def test_a_later_declaration_supersedes_an_earlier(tmp_path: Path, omni: dict[str, object], body: bytes,
-                                                         headers: dict[str, str], declared: tuple[int, str]) -> None:
+@pytest.mark.parametrize(
+    ("body", "headers", "declared"),
+    [
+        (PAGE, {"tdm-reservation": "0"}, (1, "meta")),  # the meta tag supersedes the header
+        (NO_META, {}, (1, "file")),  # /news/*: the file's first matching rule
+    ],
+)
+async def test_a_later_declaration_supersedes_an_earlier(
+    tmp_path: Path, omni: dict[str, object], body: bytes, headers: dict[str, str], declared: tuple[int, str]
+) -> None:
     """OMN-FETCH (TDMRep "Processing priority"): tdmrep.json, then the header, then the meta tag (which the
     worker read, #14 item 5)."""
     mw = build_from_crawler(LabelsMiddleware, crawler_for(tmp_path, **omni))
@@ -165,8 +185,12 @@ async def test_a_later_declaration_supersedes_an_earlier(tmp_path: Path, omni: d
 async def test_a_body_that_is_no_document_is_labelled_other(tmp_path: Path, omni: dict[str, object]) -> None:
     """OMN-LABELS, bad input: an empty body, read by the worker, is kind "other" with no links, not an error."""
     mw = build_from_crawler(LabelsMiddleware, crawler_for(tmp_path, **omni))
-    response = HtmlResponse("http://example.com/empty", body=b"", encoding="utf-8",
-                            request=read_as_the_spider_does("http://example.com/empty", b""))
+    response = HtmlResponse(
+        "http://example.com/empty",
+        body=b"",
+        encoding="utf-8",
+        request=read_as_the_spider_does("http://example.com/empty", b""),
+    )
     item = {"url": response.url}
     await labelled(mw, response, [item])
     assert item["page_kind"] == "other" and item["link_contexts"] == []

@@ -366,8 +366,9 @@ def test_serene_feed_429_waits_at_least_retry_after() -> None:
     """SER-FEED-BACKOFF: on a 429 the next refresh also waits at least Retry-After (up to 7 days)."""
     assert feed_retry_delay(SERENE, 1, status=429, retry_after="7200", now=NOW) == 7200
     assert feed_retry_delay(SERENE, 1, status=429, retry_after="60", now=NOW) == 900
-    assert feed_retry_delay(SERENE, 1, status=429, retry_after=formatdate(NOW + 2 * DAY, usegmt=True),
-                            now=NOW) == pytest.approx(2 * DAY)
+    assert feed_retry_delay(
+        SERENE, 1, status=429, retry_after=formatdate(NOW + 2 * DAY, usegmt=True), now=NOW
+    ) == pytest.approx(2 * DAY)
     assert feed_retry_delay(SERENE, 1, status=429, retry_after="9" * 20, now=NOW) == 7 * DAY
     assert feed_retry_delay(SERENE, 1, status=500, retry_after="7200", now=NOW) == 900
 
@@ -433,8 +434,9 @@ def test_store_keeps_site_pauses_streaks_and_url_holds(tmp_path: Path) -> None:
     store.put_site_state("omniscientebot", SiteState("example.org", 0.0, "", 2, 1))
     store.put_url_hold("serenereader", UrlHold("https://a.test/x", "gone", NOW + 30 * DAY, "404", "a.test", "news"))
     store.put_url_hold("serenereader", UrlHold("https://a.test/y", "deferred", NOW + HOUR, "500", "a.test"))
-    store.put_url_hold("serenereader", UrlHold("https://a.test/y", "deferred", NOW + 2 * HOUR, "500", "a.test",
-                                               failures=3))
+    store.put_url_hold(
+        "serenereader", UrlHold("https://a.test/y", "deferred", NOW + 2 * HOUR, "500", "a.test", failures=3)
+    )
     store.close()
 
     store = SQLiteStore(path)

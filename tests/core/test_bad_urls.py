@@ -19,8 +19,17 @@ from synapsecrawl.feeds import parse_feed
 from synapsecrawl.sitemaps import order_entries, parse_lastmod, parse_sitemap
 from synapsecrawl.urls import canonical, is_usable, url_problem
 
-BAD = ["http://h.test:99999/", "http://[::1/", "http://h.test:abc/", "http://[zz]/", "http://h.test:0/",
-       "javascript:alert(1)", "http:///x", "ftp://h.test/a", ""]
+BAD = [
+    "http://h.test:99999/",
+    "http://[::1/",
+    "http://h.test:abc/",
+    "http://[zz]/",
+    "http://h.test:0/",
+    "javascript:alert(1)",
+    "http:///x",
+    "ftp://h.test/a",
+    "",
+]
 
 
 @pytest.mark.parametrize(
@@ -49,8 +58,11 @@ def test_url_problem_names_what_makes_a_url_unusable(url: str, problem: str | No
 
 
 @settings(max_examples=500)
-@given(st.one_of(st.text(max_size=60), st.builds(lambda h, p: f"http://{h}{p}", st.text(max_size=20),
-                                                  st.text(max_size=20))))
+@given(
+    st.one_of(
+        st.text(max_size=60), st.builds(lambda h, p: f"http://{h}{p}", st.text(max_size=20), st.text(max_size=20))
+    )
+)
 def test_url_problem_never_raises_and_a_usable_url_never_makes_w3lib_raise(url: str) -> None:
     """#14 item 3: url_problem never raises on any text, and a URL it passes is one that w3lib can make
     safe and canonical (what every Request and KB key needs), so a usable URL never raises later."""
@@ -62,8 +74,10 @@ def test_url_problem_never_raises_and_a_usable_url_never_makes_w3lib_raise(url: 
 def test_a_bad_link_is_skipped_and_named_and_the_page_keeps_its_other_links() -> None:
     """#14 item 3: a link with port 99999 or an invalid IPv6 literal is left out of the page's links and
     named in one problem phrase; the page's good links and text stay."""
-    body = (b'<html><head><title>T</title></head><body><p>Words here.</p><a href="http://h.test:99999/">bad</a>'
-            b'<a href="/ok">ok</a><a href="http://[::1/">v6</a><a href="/after">after</a></body></html>')
+    body = (
+        b'<html><head><title>T</title></head><body><p>Words here.</p><a href="http://h.test:99999/">bad</a>'
+        b'<a href="/ok">ok</a><a href="http://[::1/">v6</a><a href="/after">after</a></body></html>'
+    )
     page = parse_html(body, "http://h.test/", tokens=["synapsebot"])
     assert [link.url for link in page.links] == ["http://h.test/ok", "http://h.test/after"]
     assert page.text and page.title == "T"
@@ -73,17 +87,20 @@ def test_a_bad_link_is_skipped_and_named_and_the_page_keeps_its_other_links() ->
 
 def test_a_bad_loc_is_counted_and_the_sitemap_keeps_its_other_entries() -> None:
     """#14 item 3: a <loc> with port 99999 is counted as invalid; the sitemap's /ok entry is kept."""
-    body = (b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>http://h.test:99999/x</loc></url>'
-            b"<url><loc>http://h.test/ok</loc></url><url><loc>http://[::1/</loc></url></urlset>")
+    body = (
+        b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>http://h.test:99999/x</loc></url>'
+        b"<url><loc>http://h.test/ok</loc></url><url><loc>http://[::1/</loc></url></urlset>"
+    )
     sitemap = parse_sitemap(body)
     assert [e.url for e in sitemap.entries] == ["http://h.test/ok"] and sitemap.invalid == 2
 
 
 def test_a_bad_entry_link_is_skipped_and_the_feed_keeps_its_good_entries() -> None:
     """#14 item 3: an RSS item whose link has port 99999 is skipped (counted); the good items are kept."""
-    items = "".join(f"<item><title>{t}</title><link>{link}</link><description>{t} text</description></item>"
-                    for t, link in [("One", "http://h.test/1"), ("Bad", "http://h.test:99999/2"),
-                                    ("Three", "http://h.test/3")])
+    items = "".join(
+        f"<item><title>{t}</title><link>{link}</link><description>{t} text</description></item>"
+        for t, link in [("One", "http://h.test/1"), ("Bad", "http://h.test:99999/2"), ("Three", "http://h.test/3")]
+    )
     body = f'<?xml version="1.0"?><rss version="2.0"><channel><title>F</title>{items}</channel></rss>'.encode()
     feed = parse_feed(body, "http://h.test/feed.xml", content_type="application/rss+xml")
     assert [e.link for e in feed.entries] == ["http://h.test/1", "http://h.test/3"] and feed.skipped == 1
@@ -114,8 +131,17 @@ def test_a_bad_urls_file_line_is_skipped_and_the_others_are_kept(tmp_path: Path)
         CrawlRequest.from_args(urls_file=str(path))
 
 
-@pytest.mark.parametrize("value", ["2024-01-01T00:00:00+99:99", "2024-01-01T00:00+24:00", "2024-01-01T00:00-9999",
-                                   "2024-01-01T25:00Z", "0000-01-01", "9999-12-31T23:59:59-23:59"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2024-01-01T00:00:00+99:99",
+        "2024-01-01T00:00+24:00",
+        "2024-01-01T00:00-9999",
+        "2024-01-01T25:00Z",
+        "0000-01-01",
+        "9999-12-31T23:59:59-23:59",
+    ],
+)
 def test_an_unreadable_lastmod_is_no_lastmod(value: str) -> None:
     """#14 item 4: a <lastmod> with a zone past ±23:59 or an hour past 23 is absent (None), not a
     ValueError; a date past datetime's range too."""
@@ -125,11 +151,14 @@ def test_an_unreadable_lastmod_is_no_lastmod(value: str) -> None:
 def test_a_bad_lastmod_keeps_its_sitemap() -> None:
     """#14 item 4: a sitemap of 10 entries, one with lastmod +99:99, keeps all 10, the bad one ordered
     with the entries that have no lastmod."""
-    locs = [(f"http://h.test/{i}", "2024-01-01T00:00:00+99:99" if i == 3 else f"2024-01-{i + 1:02d}")
-            for i in range(10)]
-    body = ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-            + "".join(f"<url><loc>{loc}</loc><lastmod>{mod}</lastmod></url>" for loc, mod in locs)
-            + "</urlset>").encode()
+    locs = [
+        (f"http://h.test/{i}", "2024-01-01T00:00:00+99:99" if i == 3 else f"2024-01-{i + 1:02d}") for i in range(10)
+    ]
+    body = (
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(f"<url><loc>{loc}</loc><lastmod>{mod}</lastmod></url>" for loc, mod in locs)
+        + "</urlset>"
+    ).encode()
     sitemap = parse_sitemap(body)
     assert len(sitemap.entries) == 10 and sitemap.invalid == 0
     assert order_entries(sitemap.entries)[-1].url == "http://h.test/3"
@@ -151,7 +180,9 @@ def test_parse_lastmod_never_raises(value: str) -> None:
 @given(st.lists(_ZONED, min_size=1, max_size=10))
 def test_a_sitemap_keeps_every_entry_whatever_its_lastmod(values: list[str]) -> None:
     """#14 item 4: a sitemap keeps every entry whatever its lastmod text; parsing never raises."""
-    body = ('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-            + "".join(f"<url><loc>http://h.test/{i}</loc><lastmod>{v}</lastmod></url>" for i, v in enumerate(values))
-            + "</urlset>").encode()
+    body = (
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(f"<url><loc>http://h.test/{i}</loc><lastmod>{v}</lastmod></url>" for i, v in enumerate(values))
+        + "</urlset>"
+    ).encode()
     assert len(order_entries(parse_sitemap(body).entries)) == len(values)

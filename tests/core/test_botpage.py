@@ -92,33 +92,109 @@ def _set(data: dict[str, Any], path: tuple[Any, ...], value: float) -> dict[str,
 
 # The profile numbers each page states; any other number that changes a page must be one of these.
 STATED: dict[str, set[str]] = {
-    "ALL": {"reread_days", "robots.max_age", "robots.max_redirects", "robots.max_bytes", "redirects.max",
-            "backoff.max_wait", "backoff.retry_after_max", "backoff.absent.first", "backoff.absent.factor",
-            "backoff.absent.max", "backoff.absent.jitter", "backoff.retries", "backoff.retry_after_min",
-            "backoff.forbidden.streak", "backoff.forbidden.pause", "backoff.feed.first", "backoff.feed.factor",
-            "backoff.feed.max", "backoff.temporary_hold", "backoff.slow_hold", "backoff.gone_memory",
-            "deployments.*.pages.default", "deployments.*.pages.cap", "deployments.*.depth.default",
-            "deployments.*.depth.cap", "deployments.*.delay.floor", "concurrency", "crawl_delay_cap",
-            "ondemand_min_refetch", "ondemand_size_bytes", "slow_factor", "backoff.retry_delays.*"},
+    "ALL": {
+        "reread_days",
+        "robots.max_age",
+        "robots.max_redirects",
+        "robots.max_bytes",
+        "redirects.max",
+        "backoff.max_wait",
+        "backoff.retry_after_max",
+        "backoff.absent.first",
+        "backoff.absent.factor",
+        "backoff.absent.max",
+        "backoff.absent.jitter",
+        "backoff.retries",
+        "backoff.retry_after_min",
+        "backoff.forbidden.streak",
+        "backoff.forbidden.pause",
+        "backoff.feed.first",
+        "backoff.feed.factor",
+        "backoff.feed.max",
+        "backoff.temporary_hold",
+        "backoff.slow_hold",
+        "backoff.gone_memory",
+        "deployments.*.pages.default",
+        "deployments.*.pages.cap",
+        "deployments.*.depth.default",
+        "deployments.*.depth.cap",
+        "deployments.*.delay.floor",
+        "concurrency",
+        "crawl_delay_cap",
+        "ondemand_min_refetch",
+        "ondemand_size_bytes",
+        "slow_factor",
+        "backoff.retry_delays.*",
+    },
 }
 STATED: dict[str, set[str]] = {
-    "synapsebot": {"timeout", "size_bytes", "crawl_delay_cap", "concurrency", "reread_days",
-                   "deployments.self-hosted.delay.default", "deployments.self-hosted.delay.floor",
-                   "deployments.self-hosted.depth.default", "deployments.self-hosted.depth.cap",
-                   "deployments.self-hosted.pages.default", "deployments.self-hosted.pages.cap"},
-    "snagabot": {"timeout", "size_bytes", "ondemand_size_bytes", "crawl_delay_cap", "slow_factor", "concurrency",
-                 "ondemand_min_refetch", "robots.max_age", "backoff.max_wait", "backoff.retry_after_max",
-                 "deployments.snaga.delay.default"},
-    "serenereader": {"timeout", "size_bytes", "crawl_delay_cap", "backoff.retries", "backoff.retry_delays.*",
-                     "backoff.temporary_hold", "backoff.retry_after_max", "backoff.slow_hold", "backoff.gone_memory",
-                     "backoff.feed.first", "backoff.feed.factor", "backoff.feed.max", "deployments.serene.delay.default"},
-    "omniscientebot": {"timeout", "size_bytes", "crawl_delay_cap", "concurrency", "robots.max_age",
-                       "robots.max_redirects", "robots.max_bytes", "backoff.absent.first", "backoff.absent.factor",
-                       "backoff.absent.max", "backoff.forbidden.streak", "backoff.forbidden.pause",
-                       "deployments.omnisciente.delay.default"},
-    "yottabot": {"timeout", "size_bytes", "crawl_delay_cap", "robots.max_age", "redirects.max",
-                 "backoff.retry_after_min", "backoff.retry_after_max", "backoff.absent.first",
-                 "deployments.yotta.delay.default"},
+    "synapsebot": {
+        "timeout",
+        "size_bytes",
+        "crawl_delay_cap",
+        "concurrency",
+        "reread_days",
+        "deployments.self-hosted.delay.default",
+        "deployments.self-hosted.delay.floor",
+        "deployments.self-hosted.depth.default",
+        "deployments.self-hosted.depth.cap",
+        "deployments.self-hosted.pages.default",
+        "deployments.self-hosted.pages.cap",
+    },
+    "snagabot": {
+        "timeout",
+        "size_bytes",
+        "ondemand_size_bytes",
+        "crawl_delay_cap",
+        "slow_factor",
+        "concurrency",
+        "ondemand_min_refetch",
+        "robots.max_age",
+        "backoff.max_wait",
+        "backoff.retry_after_max",
+        "deployments.snaga.delay.default",
+    },
+    "serenereader": {
+        "timeout",
+        "size_bytes",
+        "crawl_delay_cap",
+        "backoff.retries",
+        "backoff.retry_delays.*",
+        "backoff.temporary_hold",
+        "backoff.retry_after_max",
+        "backoff.slow_hold",
+        "backoff.gone_memory",
+        "backoff.feed.first",
+        "backoff.feed.factor",
+        "backoff.feed.max",
+        "deployments.serene.delay.default",
+    },
+    "omniscientebot": {
+        "timeout",
+        "size_bytes",
+        "crawl_delay_cap",
+        "concurrency",
+        "robots.max_age",
+        "robots.max_redirects",
+        "robots.max_bytes",
+        "backoff.absent.first",
+        "backoff.absent.factor",
+        "backoff.absent.max",
+        "backoff.forbidden.streak",
+        "backoff.forbidden.pause",
+        "deployments.omnisciente.delay.default",
+    },
+    "yottabot": {
+        "timeout",
+        "size_bytes",
+        "crawl_delay_cap",
+        "robots.max_age",
+        "redirects.max",
+        "backoff.retry_after_min",
+        "backoff.retry_after_max",
+        "backoff.absent.first",
+        "deployments.yotta.delay.default",
+    },
 }
 
 
@@ -156,14 +232,17 @@ def test_a_changed_number_in_a_copy_of_a_profile_changes_the_rendered_page(tmp_p
     7 MB states those, not the shipped 1 minute and 5 MB; nothing else on the page changes."""
     text = (ROOT / "synapsecrawl" / "profiles" / "synapsebot.toml").read_text("utf-8")
     copy_path = tmp_path / "synapsebot.toml"
-    copy_path.write_text(text.replace("timeout = 60.0", "timeout = 45.0").replace("size_bytes = 5_000_000",
-                                                                                  "size_bytes = 7_000_000"))
+    copy_path.write_text(
+        text.replace("timeout = 60.0", "timeout = 45.0").replace("size_bytes = 5_000_000", "size_bytes = 7_000_000")
+    )
     shipped = synapsecrawl("botpage", "--profile", "synapsebot")
     changed = synapsecrawl("botpage", "--profile", "synapsebot", "--toml", str(copy_path))
     assert shipped.returncode == changed.returncode == 0, changed.stderr
     assert "gives up after 1 minute" in shipped.stdout and "gives up after 45 seconds" in changed.stdout
     assert "up to 5 MB" in shipped.stdout and "up to 7 MB" in changed.stdout and "5 MB" not in changed.stdout
-    differing = [(a, b) for a, b in zip(shipped.stdout.splitlines(), changed.stdout.splitlines(), strict=True) if a != b]
+    differing = [
+        (a, b) for a, b in zip(shipped.stdout.splitlines(), changed.stdout.splitlines(), strict=True) if a != b
+    ]
     assert len(differing) == 3  # the timeout line, the size line and the "reads ... up to" line
 
 

@@ -42,7 +42,8 @@ def _core_modules() -> list[str]:
     import synapsecrawl
 
     return sorted(
-        info.name for info in pkgutil.walk_packages(synapsecrawl.__path__, "synapsecrawl.")
+        info.name
+        for info in pkgutil.walk_packages(synapsecrawl.__path__, "synapsecrawl.")
         if not info.name.endswith(("__main__", "settings")) and ".commands" not in info.name
     )
 
@@ -161,14 +162,25 @@ def _profile_rows() -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
         ("Crawl-delay honoured up to", lambda p: _duration(p["crawl_delay_cap"])),
         ("robots.txt 4xx", lambda p: _robots_4xx(p["robots"])),
         ("robots.txt 5xx / no answer", lambda p: _robots_5xx(p["robots"])),
-        ("robots.txt kept", lambda p: "once per crawl" if p["robots"]["cache"] == "crawl"
-         else _duration(p["robots"]["max_age"])),
+        (
+            "robots.txt kept",
+            lambda p: "once per crawl" if p["robots"]["cache"] == "crawl" else _duration(p["robots"]["max_age"]),
+        ),
         ("schemes", lambda p: ", ".join(p["schemes"])),
-        ("size cap", lambda p: _megabytes(p["size_bytes"]) + (
-            f" ({_megabytes(p['ondemand_size_bytes'])} on demand)" if "ondemand_size_bytes" in p else "")),
+        (
+            "size cap",
+            lambda p: (
+                _megabytes(p["size_bytes"])
+                + (f" ({_megabytes(p['ondemand_size_bytes'])} on demand)" if "ondemand_size_bytes" in p else "")
+            ),
+        ),
         ("timeout", lambda p: _duration(p["timeout"])),
-        ("link depth (cap)", lambda p: _per_deployment(
-            p, lambda d: "0 (follows no links)" if d["depth"]["cap"] == 0 else _bound(d["depth"], _count, "cap"))),
+        (
+            "link depth (cap)",
+            lambda p: _per_deployment(
+                p, lambda d: "0 (follows no links)" if d["depth"]["cap"] == 0 else _bound(d["depth"], _count, "cap")
+            ),
+        ),
         ("pages per crawl (cap)", lambda p: _per_deployment(p, lambda d: _bound(d["pages"], _count, "cap"))),
         ("longest wait on a paused site in one crawl", lambda p: _duration(p["backoff"]["max_wait"])),
         ("re-read every", lambda p: _duration(p["reread_days"] * 86400)),
@@ -179,8 +191,7 @@ def _profile_rows() -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
 def profiles_table() -> str:
     """The table docs/profiles.md must hold, rendered from synapsecrawl/profiles/*.toml."""
     profiles = [
-        tomllib.loads((ROOT / "synapsecrawl" / "profiles" / f"{name}.toml").read_text("utf-8"))
-        for name in _PROFILES
+        tomllib.loads((ROOT / "synapsecrawl" / "profiles" / f"{name}.toml").read_text("utf-8")) for name in _PROFILES
     ]
     lines = ["| | " + " | ".join(f"`{name}`" for name in _PROFILES) + " |", "|---" * (len(_PROFILES) + 1) + "|"]
     lines += [f"| {label} | " + " | ".join(cell(p) for p in profiles) + " |" for label, cell in _profile_rows()]

@@ -32,8 +32,10 @@ PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8
 
 def many_attributes(count: int, spelling: str = 'a{i}="v"') -> bytes:
     attributes = " ".join(spelling.format(i=i) for i in range(count))
-    return (f"<html><head><title>Many attributes</title></head><body><div {attributes}>Body text here.</div>"
-            "<p>Good paragraph.</p></body></html>").encode()
+    return (
+        f"<html><head><title>Many attributes</title></head><body><div {attributes}>Body text here.</div>"
+        "<p>Good paragraph.</p></body></html>"
+    ).encode()
 
 
 def links_in_one_aside(count: int) -> bytes:
@@ -74,8 +76,7 @@ def test_no_spelling_of_attributes_gets_past_the_cap(spelling: str) -> None:
     assert cap_attributes(within) == (within, 0)
 
 
-@given(st.lists(st.sampled_from(["a", "b", "=", '"', "'", "/", ">", "<", " ", "\t", "\n", "x", "&", "é"]),
-                max_size=60))
+@given(st.lists(st.sampled_from(["a", "b", "=", '"', "'", "/", ">", "<", " ", "\t", "\n", "x", "&", "é"]), max_size=60))
 def test_the_cut_agrees_with_the_parser_on_any_tag(chars: list[str]) -> None:
     """#14 item 5: for any tag text, repeated past the cap, libxml2 sees at most MAX_ATTRIBUTES on one
     element after the cut (the cut reads attributes as the HTML tokenizer does, or more strictly)."""
@@ -164,11 +165,18 @@ def test_labels_read_in_the_worker_are_those_of_the_labeller() -> None:
 def test_labels_carry_the_tdm_meta_tags_and_a_pdf_is_labelled_by_its_address() -> None:
     """OMN-LABELS, OMN-FETCH: the worker hands the tdm-* meta tags over for the TDM reservation; a
     PDF under /docs/ is documentation by its address, as before."""
-    html = b'<html><head><meta name="TDM-Reservation" content="1"><meta name="x" content="y"></head><body>t</body></html>'
+    html = (
+        b'<html><head><meta name="TDM-Reservation" content="1"><meta name="x" content="y"></head><body>t</body></html>'
+    )
     page = read_document(html, "https://a.test/", content_type="text/html", tokens=TOKENS, label=True)
     assert page.labels is not None and page.labels.tdm_meta == (("TDM-Reservation", "1"),)
-    pdf = read_document(make_pdf([["Manual text."]]), "https://a.test/docs/manual.pdf",
-                        content_type="application/pdf", tokens=TOKENS, label=True)
+    pdf = read_document(
+        make_pdf([["Manual text."]]),
+        "https://a.test/docs/manual.pdf",
+        content_type="application/pdf",
+        tokens=TOKENS,
+        label=True,
+    )
     assert pdf.labels is not None and pdf.labels.kind == "documentation"
     assert read_document(html, "https://a.test/", content_type="text/html", tokens=TOKENS).labels is None
 
@@ -221,16 +229,20 @@ def test_the_summary_counts_bounded_pages_and_binary_ones() -> None:
     summary.skip("a.test", "binary")
     assert summary.stats()["summary/bounded"] == 1
     assert summary.stats()["summary/skipped/binary"] == 1
-    assert summary.lines() == ["crawl summary: fetched 2, stored 1, bounded 1, skipped 1 (binary 1)",
-                               "  a.test: fetched 2, stored 1, bounded 1, skipped binary 1"]
+    assert summary.lines() == [
+        "crawl summary: fetched 2, stored 1, bounded 1, skipped 1 (binary 1)",
+        "  a.test: fetched 2, stored 1, bounded 1, skipped binary 1",
+    ]
 
 
 def test_what_a_script_or_a_title_holds_is_never_cut() -> None:
     """#14 item 5: text the tokenizer reads as text (a script, a style, a title) is passed over whole,
     however many attribute-like words follow a '<' in it; the overfull <div> after it is still cut."""
     words = " ".join(f"w{i}" for i in range(MAX_ATTRIBUTES * 2))
-    text = (f"<html><head><title>Less <than {words}</title><script>var s = '<div {words}';</SCRIPT></head>"
-            f"<body><div {words}>Body.</div></body></html>")
+    text = (
+        f"<html><head><title>Less <than {words}</title><script>var s = '<div {words}';</SCRIPT></head>"
+        f"<body><div {words}>Body.</div></body></html>"
+    )
     out, dropped = cap_attributes(text)
     assert dropped == MAX_ATTRIBUTES
     assert f"<title>Less <than {words}</title>" in out and f"var s = '<div {words}';" in out

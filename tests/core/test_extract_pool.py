@@ -42,9 +42,14 @@ def hangs_on_hang(body: bytes, url: str, **kwargs: object) -> Page:
 def read_all(reader: Reader, urls: list[str]) -> list[Page | None]:
     async def main() -> list[Page | None]:
         try:
-            return list(await asyncio.gather(*(
-                reader.read(HTML, url, content_type="text/html; charset=utf-8", tokens=("synapsebot",))
-                for url in urls)))
+            return list(
+                await asyncio.gather(
+                    *(
+                        reader.read(HTML, url, content_type="text/html; charset=utf-8", tokens=("synapsebot",))
+                        for url in urls
+                    )
+                )
+            )
         finally:
             reader.close()
 
@@ -74,8 +79,9 @@ def test_a_page_that_hangs_its_worker_is_given_up_and_the_worker_killed() -> Non
     assert pages[1] is not None and pages[1].title == "Seedlings"
 
 
-@pytest.mark.parametrize(("value", "cpus", "count"), [("auto", 2, 1), ("auto", 8, 7), ("auto", 1, 1), (None, 4, 3),
-                                                      ("0", 8, 0), (3, 2, 3)])
+@pytest.mark.parametrize(
+    ("value", "cpus", "count"), [("auto", 2, 1), ("auto", 8, 7), ("auto", 1, 1), (None, 4, 3), ("0", 8, 0), (3, 2, 3)]
+)
 def test_extract_processes_setting(value: object, cpus: int, count: int) -> None:
     assert extract_processes(value, cpus) == count
 

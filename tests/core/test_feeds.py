@@ -32,12 +32,22 @@ def test_rss2_entries_text_dates_images_and_the_declared_image():
     """SER-FEEDS, SER-ICON: RSS 2.0 entries carry absolute links, text without markup or scripts, the
     date in UTC, an image/* enclosure as their image; the channel's <image> is the declared icon."""
     feed = read("rss2.xml", content_type="application/rss+xml")
-    assert (feed.kind, feed.media_type, feed.title, feed.language) == ("rss", "application/rss+xml", "Quiet Garden", "en")
+    assert (feed.kind, feed.media_type, feed.title, feed.language) == (
+        "rss",
+        "application/rss+xml",
+        "Quiet Garden",
+        "en",
+    )
     assert feed.link == "http://garden.test/" and feed.icon == "http://garden.test/logo.png"
     assert feed.description == "Notes from a quiet garden."
     assert feed.entries == (
-        FeedEntry("http://garden.test/posts/tomatoes", "Tomatoes in July", "The tomatoes ripen early.",
-                  "2024-07-02T06:30:00+00:00", "http://garden.test/img/tomatoes.jpg"),
+        FeedEntry(
+            "http://garden.test/posts/tomatoes",
+            "Tomatoes in July",
+            "The tomatoes ripen early.",
+            "2024-07-02T06:30:00+00:00",
+            "http://garden.test/img/tomatoes.jpg",
+        ),
         FeedEntry("http://garden.test/posts/compost", "Compost basics", "Turn the heap every week."),
     )
     assert feed.problems == ()
@@ -47,13 +57,25 @@ def test_atom_entries_prefer_content_and_take_an_img_from_it():
     """SER-FEEDS: Atom content wins over the summary, an HTML title is made plain, an <img> in the content
     is the entry's image (resolved against the feed's URL); <summary> alone is the text otherwise."""
     feed = read("atom.xml", content_type="application/atom+xml")
-    assert (feed.kind, feed.media_type, feed.title, feed.language) == ("atom", "application/atom+xml", "Cichy ogród", "pl")
+    assert (feed.kind, feed.media_type, feed.title, feed.language) == (
+        "atom",
+        "application/atom+xml",
+        "Cichy ogród",
+        "pl",
+    )
     first, second = feed.entries
     assert (first.title, first.text, first.image) == (
-        "Pomidory w lipcu", "Dojrzewają wcześnie.", "http://garden.test/feeds/img/pomidory.png")
+        "Pomidory w lipcu",
+        "Dojrzewają wcześnie.",
+        "http://garden.test/feeds/img/pomidory.png",
+    )
     assert first.published == "2024-07-02T06:30:00+00:00"
     assert (second.link, second.text, second.image, second.published) == (
-        "http://garden.test/wpisy/kompost", "Przerzucaj co tydzień.", "", "2024-07-03T10:00:00+00:00")
+        "http://garden.test/wpisy/kompost",
+        "Przerzucaj co tydzień.",
+        "",
+        "2024-07-03T10:00:00+00:00",
+    )
 
 
 @pytest.mark.parametrize(("name", "kind", "links"), [
@@ -73,8 +95,11 @@ def test_json_feed_fields():
     feed = read("feed.json")
     assert feed.icon == "http://garden.test/icon-512.png" and feed.skipped == 1
     seeds, rain = feed.entries
-    assert (seeds.text, seeds.image, seeds.published) == ("Sow now.", "http://garden.test/j/seeds.png",
-                                                          "2024-03-01T09:00:00+00:00")
+    assert (seeds.text, seeds.image, seeds.published) == (
+        "Sow now.",
+        "http://garden.test/j/seeds.png",
+        "2024-03-01T09:00:00+00:00",
+    )
     assert (rain.text, rain.image) == ("It rained.", "")
 
 
@@ -145,10 +170,15 @@ def test_icon_candidates_in_order():
     """SER-ICON: the declared icon, then /favicon.ico, /apple-touch-icon.png,
     /apple-touch-icon-precomposed.png of the site's origin, each once."""
     assert icon_candidates("https://garden.test:8443/blog/", "https://cdn.test/i.png") == (
-        "https://cdn.test/i.png", "https://garden.test:8443/favicon.ico",
-        "https://garden.test:8443/apple-touch-icon.png", "https://garden.test:8443/apple-touch-icon-precomposed.png")
+        "https://cdn.test/i.png",
+        "https://garden.test:8443/favicon.ico",
+        "https://garden.test:8443/apple-touch-icon.png",
+        "https://garden.test:8443/apple-touch-icon-precomposed.png",
+    )
     assert icon_candidates("http://garden.test/", "http://garden.test/favicon.ico")[:2] == (
-        "http://garden.test/favicon.ico", "http://garden.test/apple-touch-icon.png")
+        "http://garden.test/favicon.ico",
+        "http://garden.test/apple-touch-icon.png",
+    )
     assert is_image_type("image/x-icon") and is_image_type("Image/PNG; q=1") and not is_image_type("text/html")
 
 
@@ -162,7 +192,13 @@ def test_feed_refresh_curve_after_failures_in_a_row():
     at least Retry-After (time passed in)."""
     policy = load_profile("serenereader").backoff
     assert [feed_retry_delay(policy, n, status=500, now=0.0) for n in (1, 2, 3, 7, 8, 40)] == [
-        900, 1800, 3600, 57600, 86400, 86400]
+        900,
+        1800,
+        3600,
+        57600,
+        86400,
+        86400,
+    ]
     assert feed_retry_delay(policy, 2, status=429, retry_after="7200", now=0.0) == 7200
     assert feed_retry_delay(policy, 2, status=429, retry_after="Thu, 01 Jan 1970 03:00:00 GMT", now=0.0) == 10800
 
@@ -189,13 +225,18 @@ def test_rss_1_0_channel_image_is_the_declared_icon() -> None:
     made absolute against the feed's URL; without one the feed declares no icon."""
     feed = parse_feed(RSS1_RDF % b"/topics/logo.png", "http://news.test/index.rdf")
     assert (feed.kind, feed.icon, [e.link for e in feed.entries]) == (
-        "rss", "http://news.test/topics/logo.png", ["http://news.test/1"])
+        "rss",
+        "http://news.test/topics/logo.png",
+        ["http://news.test/1"],
+    )
     assert parse_feed(RSS1_RDF.replace(b"<url>%s</url>", b""), "http://news.test/index.rdf").icon == ""
 
 
 def test_rss_1_0_image_entities_are_not_expanded() -> None:
     """SER-FEEDS: an entity in the image URL is not expanded (no entity bomb); the feed still reads."""
-    bomb = RSS1_RDF.replace(b"<rdf:RDF", b'<!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">]><rdf:RDF')
+    bomb = RSS1_RDF.replace(
+        b"<rdf:RDF", b'<!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">]><rdf:RDF'
+    )
     feed = parse_feed(bomb % b"&b;", "http://news.test/index.rdf")
     assert len(feed.icon) < 200 and feed.entries
 

@@ -18,8 +18,14 @@ from tests.conftest import REDIS_URL
 
 @pytest.fixture
 def frontier(redis_prefix: str) -> Iterator[SharedFrontier]:
-    f = SharedFrontier(REDIS_URL, "core", prefix=f"{redis_prefix}:frontier", pacer_prefix=f"{redis_prefix}:pacing",
-                       lease_seconds=30.0, delay=0.5)
+    f = SharedFrontier(
+        REDIS_URL,
+        "core",
+        prefix=f"{redis_prefix}:frontier",
+        pacer_prefix=f"{redis_prefix}:pacing",
+        lease_seconds=30.0,
+        delay=0.5,
+    )
     yield f
     f.close()
 
@@ -44,8 +50,13 @@ def test_a_pickled_entry_written_by_anyone_is_refused_not_unpickled(frontier: Sh
     assert lease is not None and lease.data == payload
     with pytest.raises(BadEntry):
         Entry.from_json(lease.data)
-    for bad in (b'{"v":1,"u":"file:///etc/passwd","s":"x"}', b'{"v":1,"u":"http://a/","s":"x","cb":"os.system"}',
-                b'{"v":1,"u":"http://a/","s":"x","p":"x"}', b"[1,2]", b"\x80\x04K\x01."):
+    for bad in (
+        b'{"v":1,"u":"file:///etc/passwd","s":"x"}',
+        b'{"v":1,"u":"http://a/","s":"x","cb":"os.system"}',
+        b'{"v":1,"u":"http://a/","s":"x","p":"x"}',
+        b"[1,2]",
+        b"\x80\x04K\x01.",
+    ):
         with pytest.raises(BadEntry):
             Entry.from_json(bad)
     assert not marker.exists()
@@ -53,9 +64,16 @@ def test_a_pickled_entry_written_by_anyone_is_refused_not_unpickled(frontier: Sh
 
 def test_an_entry_round_trips_as_json() -> None:
     """#16: what the frontier holds is the request's own fields, JSON, read back unchanged."""
-    entry = Entry(url="https://a.test/x?q=1", source="s1", callback="parse_feed", errback="feed_failed",
-                  headers=(("Accept", "application/rss+xml"),), meta={"depth": 2, "feed": True, "redirect_urls": ["u"]},
-                  priority=-2, dont_filter=True)
+    entry = Entry(
+        url="https://a.test/x?q=1",
+        source="s1",
+        callback="parse_feed",
+        errback="feed_failed",
+        headers=(("Accept", "application/rss+xml"),),
+        meta={"depth": 2, "feed": True, "redirect_urls": ["u"]},
+        priority=-2,
+        dont_filter=True,
+    )
     assert Entry.from_json(entry.to_json().encode()) == entry
 
 
@@ -84,8 +102,9 @@ def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_fli
     other, _, _ = frontier.lease("w2")
     assert other is not None and other.site == "b.test"
     assert frontier.lease("w2")[0] is None  # within a spacing (0.5 s) of a.test's lease
-    pacer = RedisPacing(REDIS_URL, delay=2.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0,
-                        prefix=f"{redis_prefix}:pacing")
+    pacer = RedisPacing(
+        REDIS_URL, delay=2.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
+    )
 
     async def download() -> None:
         turn = await pacer.acquire("a.test")
@@ -105,8 +124,14 @@ def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_fli
 def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_not(redis_prefix: str) -> None:
     """#16 (leases): a request leased by a worker that stops renewing (killed) is put back once its
     lease expires and leased again by another worker; a lease its worker's heartbeat renews stays."""
-    f = SharedFrontier(REDIS_URL, "core", prefix=f"{redis_prefix}:frontier", pacer_prefix=f"{redis_prefix}:pacing",
-                       lease_seconds=1.0, delay=0.0)
+    f = SharedFrontier(
+        REDIS_URL,
+        "core",
+        prefix=f"{redis_prefix}:frontier",
+        pacer_prefix=f"{redis_prefix}:pacing",
+        lease_seconds=1.0,
+        delay=0.0,
+    )
     f.add([("a.test", Entry("http://a.test/dead", "s")), ("b.test", Entry("http://b.test/alive", "s"))])
     dead, _, _ = f.lease("dead-worker")
     alive, _, _ = f.lease("live-worker")

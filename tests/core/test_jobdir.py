@@ -22,8 +22,9 @@ def scrapy_state(jobdir: Path) -> None:
 
 def gone_pid() -> int:
     """The pid of a process that has ended."""
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     return int(done.stdout)
 
 

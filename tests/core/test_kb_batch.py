@@ -94,8 +94,10 @@ def test_passages_are_indexed_exactly_once_also_in_a_kb_made_by_older_code(tmp_p
     path = tmp_path / "kb.sqlite3"
     SQLiteStore(path).close()
     with closing(sqlite3.connect(path)) as old:  # as older code left the file
-        old.execute("CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN "
-                    "INSERT INTO passages_fts(rowid, text) VALUES (new.id, new.text); END")
+        old.execute(
+            "CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN "
+            "INSERT INTO passages_fts(rowid, text) VALUES (new.id, new.text); END"
+        )
         old.commit()
     store = SQLiteStore(path)
     store.put_pages([record(f"http://a.test/{i}", f"Kettle {i} boils.\n\nTeapot {i} pours.") for i in range(5)])

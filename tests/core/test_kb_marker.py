@@ -28,8 +28,15 @@ INSERT INTO users (name) VALUES ('ada');
 
 
 def page(url: str) -> PageRecord:
-    return PageRecord(kb="docs", url=url, title="Kept", text="Kettle notes.", content_type="text/html",
-                      status=200, fetched_at=utcnow())
+    return PageRecord(
+        kb="docs",
+        url=url,
+        title="Kept",
+        text="Kettle notes.",
+        content_type="text/html",
+        status=200,
+        fetched_at=utcnow(),
+    )
 
 
 def sha256(path: Path) -> str:
@@ -121,7 +128,9 @@ def test_a_missing_or_empty_file_becomes_a_marked_kb(tmp_path: Path, start: str)
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA application_id").fetchone() == (APPLICATION_ID,)
         assert dict(db.execute(f"SELECT key, value FROM {META_TABLE}")) == {  # noqa: S608
-            "application_id": str(APPLICATION_ID), "schema_version": str(SCHEMA_VERSION)}
+            "application_id": str(APPLICATION_ID),
+            "schema_version": str(SCHEMA_VERSION),
+        }
     db.close()
     assert open_store(f"sqlite:///{path}").get_page("docs", "http://a.test/") is not None
 
@@ -153,16 +162,30 @@ def test_a_foreign_postgres_schema_is_refused_untouched(postgres_schema_uri: str
     with psycopg.connect(postgres_schema_uri, autocommit=True) as raw:
         raw.execute("CREATE TABLE pages (id SERIAL PRIMARY KEY, slug TEXT NOT NULL, body TEXT NOT NULL)")
         raw.execute("INSERT INTO pages (slug, body) VALUES ('home', 'Welcome')")
-        before = raw.execute("SELECT relname, relkind FROM pg_class WHERE relnamespace = "
-                             "to_regnamespace(current_schema()) ORDER BY relname").fetchall()
-        columns = raw.execute("SELECT column_name FROM information_schema.columns WHERE table_name = 'pages' "
-                              "AND table_schema = current_schema() ORDER BY column_name").fetchall()
+        before = raw.execute(
+            "SELECT relname, relkind FROM pg_class WHERE relnamespace = "
+            "to_regnamespace(current_schema()) ORDER BY relname"
+        ).fetchall()
+        columns = raw.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'pages' "
+            "AND table_schema = current_schema() ORDER BY column_name"
+        ).fetchall()
         with pytest.raises(StoreError, match=r"is not a synapsecrawl knowledge base \(its pages table is not ours\)"):
             open_store(postgres_schema_uri)
-        assert raw.execute("SELECT relname, relkind FROM pg_class WHERE relnamespace = "
-                           "to_regnamespace(current_schema()) ORDER BY relname").fetchall() == before
-        assert raw.execute("SELECT column_name FROM information_schema.columns WHERE table_name = 'pages' "
-                           "AND table_schema = current_schema() ORDER BY column_name").fetchall() == columns
+        assert (
+            raw.execute(
+                "SELECT relname, relkind FROM pg_class WHERE relnamespace = "
+                "to_regnamespace(current_schema()) ORDER BY relname"
+            ).fetchall()
+            == before
+        )
+        assert (
+            raw.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'pages' "
+                "AND table_schema = current_schema() ORDER BY column_name"
+            ).fetchall()
+            == columns
+        )
         raw.execute("INSERT INTO pages (slug, body) VALUES ('new', 'New')")
         raw.execute("DELETE FROM pages WHERE slug = 'home'")
         assert raw.execute("SELECT slug FROM pages").fetchall() == [("new",)]
@@ -178,7 +201,9 @@ def test_a_postgres_database_with_other_tables_is_refused(postgres_uri: str) -> 
         with pytest.raises(StoreError, match=r"tables that are not ours: orders"):
             open_store(postgres_uri)
         assert raw.execute("SELECT to_regclass('robots_cache'), to_regclass('synapsecrawl_meta')").fetchone() == (
-            None, None)
+            None,
+            None,
+        )
 
 
 def test_an_empty_postgres_schema_becomes_a_kb_and_an_old_one_is_adopted(postgres_schema_uri: str) -> None:
@@ -191,7 +216,9 @@ def test_an_empty_postgres_schema_becomes_a_kb_and_an_old_one_is_adopted(postgre
     store.close()
     with psycopg.connect(postgres_schema_uri, autocommit=True) as raw:
         assert dict(raw.execute(f"SELECT key, value FROM {META_TABLE}").fetchall()) == {  # noqa: S608
-            "application_id": str(APPLICATION_ID), "schema_version": str(SCHEMA_VERSION)}
+            "application_id": str(APPLICATION_ID),
+            "schema_version": str(SCHEMA_VERSION),
+        }
         raw.execute(f"DROP TABLE IF EXISTS {META_TABLE}")
     store = open_store(postgres_schema_uri)
     try:

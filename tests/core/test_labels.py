@@ -80,11 +80,21 @@ def test_the_labelled_set_is_varied() -> None:
 
 # Floors: what the labeller measured on this fixed set (49 pages, 369 links) when it was written,
 # rounded down. The held-out pages (heldout-*) were written after the labeller was frozen.
-KIND_FLOOR = {"blog_post": (1.0, 0.75), "news_article": (0.85, 1.0), "tutorial": (1.0, 1.0),
-              "documentation": (1.0, 1.0), "product_page": (1.0, 1.0), "other": (0.9, 1.0)}
+KIND_FLOOR = {
+    "blog_post": (1.0, 0.75),
+    "news_article": (0.85, 1.0),
+    "tutorial": (1.0, 1.0),
+    "documentation": (1.0, 1.0),
+    "product_page": (1.0, 1.0),
+    "other": (0.9, 1.0),
+}
 CONTEXT_FLOOR = {"citation": (1.0, 0.95), "navigation": (0.98, 1.0), "advertisement": (1.0, 1.0)}
-HELD_OUT_FLOOR = {"kind_accuracy": 10 / 12, "citation": (1.0, 0.85), "navigation": (0.95, 1.0),
-                  "advertisement": (1.0, 1.0)}
+HELD_OUT_FLOOR = {
+    "kind_accuracy": 10 / 12,
+    "citation": (1.0, 0.85),
+    "navigation": (0.95, 1.0),
+    "advertisement": (1.0, 1.0),
+}
 
 
 def test_precision_and_recall_per_label() -> None:
@@ -129,16 +139,26 @@ def links_of(html: str, url: str = "https://a.test/page") -> dict[str, str]:
         ('<div><span>Advertisement</span><a href="https://x.test/">Buy</a></div>', "advertisement"),
         ('<p>See <a href="https://ad.doubleclick.net/clk;1">deal</a> today.</p>', "advertisement"),
         ('<nav><a href="https://x.test/">Home</a></nav>', "navigation"),
-        ('<footer><p>Made by people who like <a href="https://x.test/">our company</a> a lot.</p></footer>', "navigation"),
+        (
+            '<footer><p>Made by people who like <a href="https://x.test/">our company</a> a lot.</p></footer>',
+            "navigation",
+        ),
         ('<div class="breadcrumbs"><a href="https://x.test/">Docs</a></div>', "navigation"),
         ('<ul><li><a href="https://x.test/">Only a link</a></li></ul>', "navigation"),
         ('<p>The method follows <a href="https://x.test/">RFC 9309</a> closely, as the authors note.</p>', "citation"),
         ('<ol class="references"><li><a href="https://x.test/">Source</a></li></ol>', "citation"),
         ('<h2>Sources</h2><ul><li><a href="https://x.test/">A report</a></li></ul>', "citation"),
-        ('<blockquote><p>Quoted words from <a href="https://x.test/">the paper</a>, at length here.</p></blockquote>',
-         "citation"),
-        (('<article class="post tag-news category-nav"><p>As <a href="https://x.test/">the study</a> found, '
-          "sleep matters.</p></article>"), "citation"),
+        (
+            '<blockquote><p>Quoted words from <a href="https://x.test/">the paper</a>, at length here.</p></blockquote>',
+            "citation",
+        ),
+        (
+            (
+                '<article class="post tag-news category-nav"><p>As <a href="https://x.test/">the study</a> found, '
+                "sleep matters.</p></article>"
+            ),
+            "citation",
+        ),
     ],
 )
 def test_link_context_rules(html: str, context: str) -> None:
@@ -177,8 +197,16 @@ def test_labelling_never_raises(body: bytes) -> None:
     assert page.kind in PAGE_KINDS and all(link.context in LINK_CONTEXTS for link in links)
 
 
-@pytest.mark.parametrize("body", [b"", b"<", b"\x00\x00", b"<html><body><a href='http://[::1'>x</a></body></html>",
-                                  b'<script type="application/ld+json">{"@type": [1, {"a": null}]}</script>'])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"<",
+        b"\x00\x00",
+        b"<html><body><a href='http://[::1'>x</a></body></html>",
+        b'<script type="application/ld+json">{"@type": [1, {"a": null}]}</script>',
+    ],
+)
 def test_broken_pages_are_labelled(body: bytes) -> None:
     """Empty, binary and malformed pages (bad JSON-LD, bad URLs) get a kind, never an error."""
     page, _ = label_html(body, "https://a.test/x")

@@ -31,9 +31,16 @@ def test_built_on_the_named_libraries() -> None:
 def test_spiders_for_every_mode_feed_the_index_pipeline() -> None:
     """CARD-SPIDERS: `scrapy list` in the project shows the page, sitemap, site and feed spiders (and
     SnagaBot's on-demand one), and the project's items go to the indexing pipeline."""
-    listed = subprocess.run([sys.executable, "-m", "scrapy", "list"], cwd=ROOT, capture_output=True, text=True,
-                            timeout=120, check=True).stdout.split()
+    listed = subprocess.run(
+        [sys.executable, "-m", "scrapy", "list"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
     assert {"page", "sitemap", "site", "feed", "ondemand"} <= set(listed)
-    shown = subprocess.run([sys.executable, "-m", "scrapy", "settings", "--get", "ITEM_PIPELINES"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120, check=True).stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "scrapy", "settings", "--get", "ITEM_PIPELINES"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     assert "pipelines.index.IndexPipeline" in shown

@@ -41,10 +41,25 @@ def test_a_good_number_is_read(raw: object, options: dict[str, bool], value: flo
 def test_only_numeric_settings_are_checked_and_priorities_may_be_negative() -> None:
     """#14 item 7: a setting whose default is a number must be a finite number >= 0, except a priority;
     True/False, text and unknown settings are left to their own checks."""
-    defaults = {"CONCURRENT_REQUESTS": 16, "DOWNLOAD_DELAY": 0.0, "DEPTH_PRIORITY": 0,
-                "RETRY_PRIORITY_ADJUST": -1, "ROBOTSTXT_OBEY": True, "LOG_LEVEL": "DEBUG"}
-    check_numbers({"CONCURRENT_REQUESTS": "8", "DEPTH_PRIORITY": "-1", "RETRY_PRIORITY_ADJUST": "-3",
-                   "ROBOTSTXT_OBEY": "yes", "LOG_LEVEL": "LOUD", "UNKNOWN": "-1"}, defaults)
+    defaults = {
+        "CONCURRENT_REQUESTS": 16,
+        "DOWNLOAD_DELAY": 0.0,
+        "DEPTH_PRIORITY": 0,
+        "RETRY_PRIORITY_ADJUST": -1,
+        "ROBOTSTXT_OBEY": True,
+        "LOG_LEVEL": "DEBUG",
+    }
+    check_numbers(
+        {
+            "CONCURRENT_REQUESTS": "8",
+            "DEPTH_PRIORITY": "-1",
+            "RETRY_PRIORITY_ADJUST": "-3",
+            "ROBOTSTXT_OBEY": "yes",
+            "LOG_LEVEL": "LOUD",
+            "UNKNOWN": "-1",
+        },
+        defaults,
+    )
     for name, value in (("CONCURRENT_REQUESTS", "-1"), ("DOWNLOAD_DELAY", "nan"), ("DEPTH_PRIORITY", "inf")):
         with pytest.raises(ConfigError, match=f"^{name} '{value}' must be"):
             check_numbers({name: value}, defaults)

@@ -24,14 +24,21 @@ from synapsecrawl.ondemand import (
 from synapsecrawl.profiles import load_profile
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
-TEXT = "\n\n".join(f"Paragraph {i} says something worth reading about topic {i}, at some length." * 3
-                   for i in range(20))
+TEXT = "\n\n".join(
+    f"Paragraph {i} says something worth reading about topic {i}, at some length." * 3 for i in range(20)
+)
 
 
 def record(**kw: object) -> PageRecord:
     fields: dict[str, object] = {
-        "kb": "agents", "url": "https://example.org/a", "title": "A page", "text": TEXT,
-        "content_type": "text/html", "status": 200, "fetched_at": NOW, "description": "What the page says.",
+        "kb": "agents",
+        "url": "https://example.org/a",
+        "title": "A page",
+        "text": TEXT,
+        "content_type": "text/html",
+        "status": 200,
+        "fetched_at": NOW,
+        "description": "What the page says.",
     }
     fields.update(kw)
     return PageRecord(**fields)  # type: ignore[arg-type]
@@ -76,8 +83,21 @@ def test_http_urls_are_accepted(url: str) -> None:
     assert check_fetch_url(url) == url.strip()
 
 
-@pytest.mark.parametrize("url", [None, "", "  ", 42, "ftp://a.test/x", "file:///etc/passwd", "https://",
-                                 "javascript:alert(1)", "http://a.test:99999/", "http://[::1/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        None,
+        "",
+        "  ",
+        42,
+        "ftp://a.test/x",
+        "file:///etc/passwd",
+        "https://",
+        "javascript:alert(1)",
+        "http://a.test:99999/",
+        "http://[::1/",
+    ],
+)
 def test_other_asks_are_bad_urls(url: object) -> None:
     """SNA-ONDEMAND: anything but an http(s) URL with a host is a bad_url error (HTTP 400), never a crash."""
     with pytest.raises(FetchError) as caught:

@@ -42,8 +42,14 @@ def test_page_address_is_idempotent(origin: str, path: str, fragment: str) -> No
 def test_snagabot_stores_title_and_description_scrubbed() -> None:
     """SNA-PRIVACY: "Stored text has e-mail addresses and phone numbers removed": the title and the
     description a result shows are scrubbed like the text; other profiles keep them as written."""
-    page = Page(url="http://a.test/", content_type="text/html", title=f"Contact {EMAIL}",
-                text="Bicycles repaired.", description=f"Call +1 415 555 0132 or {EMAIL}.", scrubbed=True)
+    page = Page(
+        url="http://a.test/",
+        content_type="text/html",
+        title=f"Contact {EMAIL}",
+        text="Bicycles repaired.",
+        description=f"Call +1 415 555 0132 or {EMAIL}.",
+        scrubbed=True,
+    )
     item = make_item(page, kb="k", profile=load_profile("snagabot"), site="a.test", status=200)
     assert (item["title"], item["description"]) == ("Contact [email]", "Call [phone] or [email].")
     kept = make_item(page, kb="k", profile=load_profile("synapsebot"), site="a.test", status=200)

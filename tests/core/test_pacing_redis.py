@@ -20,10 +20,23 @@ async def machine(redis_prefix: str) -> AsyncIterator[Machine]:
     """Builds pacers sharing one deployment's keys, each like one machine; closes them after the test."""
     made: list[RedisPacing] = []
 
-    def make(*, delay: float = 100.0, concurrency: int = 2, lease_seconds: float = 60.0,
-             clock: Callable[[], float] = lambda: 0.0, url: str = REDIS_URL) -> RedisPacing:
-        pacer = RedisPacing(url, delay=delay, crawl_delay_cap=3600.0, concurrency=concurrency,
-                            lease_seconds=lease_seconds, prefix=redis_prefix, clock=clock)
+    def make(
+        *,
+        delay: float = 100.0,
+        concurrency: int = 2,
+        lease_seconds: float = 60.0,
+        clock: Callable[[], float] = lambda: 0.0,
+        url: str = REDIS_URL,
+    ) -> RedisPacing:
+        pacer = RedisPacing(
+            url,
+            delay=delay,
+            crawl_delay_cap=3600.0,
+            concurrency=concurrency,
+            lease_seconds=lease_seconds,
+            prefix=redis_prefix,
+            clock=clock,
+        )
         made.append(pacer)
         return pacer
 

@@ -15,8 +15,16 @@ from synapsecrawl.profiles import PROFILE_NAMES, load_profile, resolve_limits
         ("synapsebot", "SynapseBot", "Mozilla/5.0 (compatible; SynapseBot/1.0; +https://synapseorch.com/bot/)"),
         ("snagabot", "SnagaBot", "Mozilla/5.0 (compatible; SnagaBot/0.1.0; +https://snaga.ai/bot)"),
         ("serenereader", "SereneReader", "SereneReader/1.0 (+https://serenereader.com/bot)"),
-        ("omniscientebot", "OmniscienteBot", "OmniscienteBot/0.1 (+https://omnisciente.dev/bot; crawler@omnisciente.dev)"),
-        ("yottabot", "YottaBot-SearchBot", "Mozilla/5.0 (compatible; YottaBot-SearchBot/1.0; +https://yotta.bot/searchbot)"),
+        (
+            "omniscientebot",
+            "OmniscienteBot",
+            "OmniscienteBot/0.1 (+https://omnisciente.dev/bot; crawler@omnisciente.dev)",
+        ),
+        (
+            "yottabot",
+            "YottaBot-SearchBot",
+            "Mozilla/5.0 (compatible; YottaBot-SearchBot/1.0; +https://yotta.bot/searchbot)",
+        ),
     ],
 )
 def test_identity_is_exactly_the_published_one(name: str, token: str, user_agent: str) -> None:
@@ -30,10 +38,16 @@ def test_yotta_variants_and_alias() -> None:
     """YOT-UA, YOT-TOKEN: robots.txt requests add `robots.txt;`, a customer installation adds
     `customer;`, and the earlier name YottaSearch is an alias."""
     yotta = load_profile("yottabot")
-    assert yotta.robots_user_agent == "Mozilla/5.0 (compatible; YottaBot-SearchBot/1.0; robots.txt; +https://yotta.bot/searchbot)"
+    assert (
+        yotta.robots_user_agent
+        == "Mozilla/5.0 (compatible; YottaBot-SearchBot/1.0; robots.txt; +https://yotta.bot/searchbot)"
+    )
     assert yotta.tokens == ("YottaBot-SearchBot", "YottaSearch")
     customer = load_profile("yottabot", "customer")
-    assert customer.user_agent == "Mozilla/5.0 (compatible; YottaBot-SearchBot/1.0; customer; +https://yotta.bot/searchbot)"
+    assert (
+        customer.user_agent
+        == "Mozilla/5.0 (compatible; YottaBot-SearchBot/1.0; customer; +https://yotta.bot/searchbot)"
+    )
     assert "customer; robots.txt;" in customer.robots_user_agent
 
 

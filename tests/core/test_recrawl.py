@@ -57,9 +57,19 @@ def test_a_crawl_stopped_at_a_limit_counts_as_done(reason: str) -> None:
     assert crawled(reason).next_due == T0 + WEEK
 
 
-@pytest.mark.parametrize("reason", ["shutdown", "cancelled", "closespider_timeout", "closespider_errorcount",
-                                    "memusage_exceeded", "closespider_itemcount", "some_extension_reason",
-                                    RUNNING])
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "shutdown",
+        "cancelled",
+        "closespider_timeout",
+        "closespider_errorcount",
+        "memusage_exceeded",
+        "closespider_itemcount",
+        "some_extension_reason",
+        RUNNING,
+    ],
+)
 def test_a_crawl_stopped_from_outside_is_retried_within_the_hour(reason: str) -> None:
     """SYN-REREAD, SYN-MODES, #13 item 3: a crawl that closed before its frontier or its page budget ran out
     (SIGTERM, cancelled, a time limit, an error or memory limit, any reason of an extension), or that is still
@@ -84,8 +94,18 @@ def test_source_id_tells_sources_apart() -> None:
     """SYN-REREAD: another mode, URL list, KB or profile is another source; the id is stable."""
     base = ("site", ["https://a.test/"], "docs", "synapsebot", "self-hosted")
     assert source_id(*base) == source_id(*base)
-    assert len({source_id(*base), source_id("page", *base[1:]), source_id("site", ["https://b.test/"], *base[2:]),
-                source_id(*base[:2], "other", *base[3:]), source_id(*base[:3], "snagabot", "snaga")}) == 5
+    assert (
+        len(
+            {
+                source_id(*base),
+                source_id("page", *base[1:]),
+                source_id("site", ["https://b.test/"], *base[2:]),
+                source_id(*base[:2], "other", *base[3:]),
+                source_id(*base[:3], "snagabot", "snaga"),
+            }
+        )
+        == 5
+    )
 
 
 def test_an_operator_interval_applies() -> None:
@@ -184,8 +204,17 @@ def test_sources_and_page_urls_round_trip_in_sqlite(tmp_path: Path) -> None:
     assert store.delete_source(two.id) and not store.delete_source(two.id)
     assert store.get_source(two.id) is None
     for kb, url in (("docs", "https://a.test/x"), ("docs", "https://a.testing/y"), ("k2", "https://a.test/z")):
-        store.put_page(PageRecord(kb=kb, url=url, title="", text="t", content_type="text/plain", status=200,
-                                  fetched_at=datetime(2026, 1, 1, tzinfo=UTC)))
+        store.put_page(
+            PageRecord(
+                kb=kb,
+                url=url,
+                title="",
+                text="t",
+                content_type="text/plain",
+                status=200,
+                fetched_at=datetime(2026, 1, 1, tzinfo=UTC),
+            )
+        )
     assert store.page_urls(prefix="https://a.test/") == [("docs", "https://a.test/x"), ("k2", "https://a.test/z")]
     assert store.page_urls("docs") == [("docs", "https://a.test/x"), ("docs", "https://a.testing/y")]
     assert store.page_urls("docs", "https://a.test/") == [("docs", "https://a.test/x")]

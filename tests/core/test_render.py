@@ -20,7 +20,9 @@ def _page(limit: int = 20, kind: str = "host") -> PageRender:
 
 
 def _served(page: PageRender) -> PageRender:
-    assert page.judge(PAGE, method="GET", resource_type="document", navigation=True, main_frame=True).action == "document"
+    assert (
+        page.judge(PAGE, method="GET", resource_type="document", navigation=True, main_frame=True).action == "document"
+    )
     return page
 
 
@@ -45,16 +47,16 @@ def _served(page: PageRender) -> PageRender:
 def test_subresources_judged(url: str, method: str, resource_type: str, expected: tuple[str, str]) -> None:
     """ALL-NOJS opt-in: only same-site scripts and fetch/XHR GETs are fetched; images, fonts, media,
     stylesheets, other sites, other methods and schemes are refused."""
-    verdict = _served(_page()).judge(url, method=method, resource_type=resource_type, navigation=False,
-                                     main_frame=True)
+    verdict = _served(_page()).judge(url, method=method, resource_type=resource_type, navigation=False, main_frame=True)
     assert tuple(verdict) == expected
 
 
 def test_site_follows_the_profile_grouping() -> None:
     """OMN-SITE: under a registrable-domain grouping, another host of the same domain is the same site."""
     page = _served(_page(kind="registrable_domain"))
-    verdict = page.judge("https://cdn.example.com/app.js", method="GET", resource_type="script", navigation=False,
-                         main_frame=True)
+    verdict = page.judge(
+        "https://cdn.example.com/app.js", method="GET", resource_type="script", navigation=False, main_frame=True
+    )
     assert verdict.action == "fetch"
 
 
@@ -72,13 +74,19 @@ def test_only_the_first_main_frame_navigation_is_the_document() -> None:
 def test_subresources_capped_per_page() -> None:
     """ALL-NOJS opt-in: at most the cap of subresources per page; refused ones do not count."""
     page = _served(_page(limit=2))
-    judge = lambda url, kind="script": page.judge(  # noqa: E731
-        url, method="GET", resource_type=kind, navigation=False, main_frame=True).action
+
+    def judge(url: str, kind: str = "script") -> str:
+        return page.judge(url, method="GET", resource_type=kind, navigation=False, main_frame=True).action
+
     assert judge("https://www.example.com/logo.png", "image") == "refuse"
     assert [judge(f"https://www.example.com/{n}.js") for n in range(3)] == ["fetch", "fetch", "refuse"]
     assert page.fetched == 2
-    assert _served(_page(limit=0)).judge("https://www.example.com/a.js", method="GET", resource_type="script",
-                                         navigation=False, main_frame=True).reason == "limit"
+    assert (
+        _served(_page(limit=0))
+        .judge("https://www.example.com/a.js", method="GET", resource_type="script", navigation=False, main_frame=True)
+        .reason
+        == "limit"
+    )
 
 
 @pytest.mark.parametrize(("mode", "meta", "status", "content_type", "body", "expected"), [
@@ -99,8 +107,9 @@ def test_subresources_capped_per_page() -> None:
     ("page", {"render_subresource": True}, 200, "text/html", b"<html>", False),
     ("page", {"feed": True}, 200, "text/html", b"<html>", False),
 ])  # fmt: skip
-def test_what_is_rendered(mode: str, meta: dict[str, object], status: int, content_type: str, body: bytes,
-                          expected: bool) -> None:
+def test_what_is_rendered(
+    mode: str, meta: dict[str, object], status: int, content_type: str, body: bytes, expected: bool
+) -> None:
     """ALL-NOJS opt-in: only an HTML 200 of a page, site or sitemap crawl is rendered; robots.txt,
     sitemaps, feeds, PDFs and a page's own subresources never are."""
     assert should_render(mode, meta, status, content_type, body) is expected
@@ -124,8 +133,15 @@ def test_config_reads_the_operator_values(tmp_path: Path) -> None:
     chromium = tmp_path / "chromium"
     chromium.write_text("#!/bin/sh\n")
     chromium.chmod(0o755)
-    config = RenderConfig.from_settings({"JS_RENDERING": "True", "JS_CHROMIUM": str(chromium),
-                                         "JS_MAX_SUBRESOURCES": "5", "JS_MAX_PAGES": "2", "JS_RENDER_TIMEOUT": "2.5"})
+    config = RenderConfig.from_settings(
+        {
+            "JS_RENDERING": "True",
+            "JS_CHROMIUM": str(chromium),
+            "JS_MAX_SUBRESOURCES": "5",
+            "JS_MAX_PAGES": "2",
+            "JS_RENDER_TIMEOUT": "2.5",
+        }
+    )
     assert config == RenderConfig(True, str(chromium), 5, 2, 2.5)
 
 

@@ -27,9 +27,11 @@ def test_events_are_written_in_batches_and_read_back(tmp_path: Path) -> None:
     """#18: appending keeps events in memory until a batch is full; close() writes the rest; every
     event reads back equal, in order."""
     log = RequestLog(tmp_path / LOG_NAME, batch=3)
-    events = [RequestEvent("a.test", "http://a.test/", "page", 0.5, 0.1, 200, 120),
-              RobotsEvent("a.test", "http://a.test/robots.txt", 0.1, 200, "parsed", True, 2.5),
-              SkipEvent("a.test", "http://a.test/x", "noindex", 0.7)]
+    events = [
+        RequestEvent("a.test", "http://a.test/", "page", 0.5, 0.1, 200, 120),
+        RobotsEvent("a.test", "http://a.test/robots.txt", 0.1, 200, "parsed", True, 2.5),
+        SkipEvent("a.test", "http://a.test/x", "noindex", 0.7),
+    ]
     log.append(events[0])
     log.append(events[1])
     assert (tmp_path / LOG_NAME).read_text() == ""  # two events are below the batch: nothing handed over yet
@@ -62,8 +64,12 @@ def test_the_summary_tells_its_journal_of_stores_and_skips() -> None:
     summary.skip("a.test", "robots", "http://a.test/private")
     summary.skip("b.test", "limit")
     summary.truncate("a.test", "http://a.test/big")
-    assert seen == [("store", "a.test", "", "http://a.test/"), ("skip", "a.test", "robots", "http://a.test/private"),
-                    ("skip", "b.test", "limit", ""), ("skip", "a.test", "truncated", "http://a.test/big")]
+    assert seen == [
+        ("store", "a.test", "", "http://a.test/"),
+        ("skip", "a.test", "robots", "http://a.test/private"),
+        ("skip", "b.test", "limit", ""),
+        ("skip", "a.test", "truncated", "http://a.test/big"),
+    ]
     assert summary.stats()["summary/skipped/robots"] == 1
 
 
@@ -116,7 +122,8 @@ def test_a_site_page_holds_only_its_own_site_and_caps_its_rows(tmp_path: Path) -
     assert big.count('class="request"') == 1000 and "The first 1000 of 1500 requests" in big
     for page in (index, big):
         assert "http://" not in page.replace("http://big.test", "").replace("http://small.test", "").replace(
-            "http://www.w3.org/2000/svg", "")
+            "http://www.w3.org/2000/svg", ""
+        )
 
 
 def test_a_2000_site_report_stays_small(tmp_path: Path) -> None:

@@ -35,8 +35,19 @@ def test_conditional_headers_prefer_the_etag(etag: str, last_modified: str, expe
 
 @pytest.mark.parametrize(
     ("status", "effect"),
-    [(304, "unchanged"), (200, "replace"), (203, "replace"), (404, "remove"), (410, "remove"),
-     (500, "keep"), (503, "keep"), (429, "keep"), (403, "keep"), (401, "keep"), (301, "keep")],
+    [
+        (304, "unchanged"),
+        (200, "replace"),
+        (203, "replace"),
+        (404, "remove"),
+        (410, "remove"),
+        (500, "keep"),
+        (503, "keep"),
+        (429, "keep"),
+        (403, "keep"),
+        (401, "keep"),
+        (301, "keep"),
+    ],
 )
 def test_what_an_answer_does_to_a_stored_copy(status: int, effect: str) -> None:
     """SYN-REMOVE: 404 and 410 remove a page; a 304 keeps it unchanged; a 2xx replaces it; any other
@@ -150,16 +161,28 @@ def test_disallowed_urls_are_those_the_rules_refuse() -> None:
 
 
 def _page(kb: str, url: str) -> PageRecord:
-    return PageRecord(kb=kb, url=url, title="t", text="words", content_type="text/html", status=200,
-                      fetched_at=datetime(2026, 1, 1, tzinfo=UTC))
+    return PageRecord(
+        kb=kb,
+        url=url,
+        title="t",
+        text="words",
+        content_type="text/html",
+        status=200,
+        fetched_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
 
 
 def test_remove_disallowed_deletes_that_origins_pages_in_every_kb(tmp_path: Path) -> None:
     """YOT-ROBOTS: reading a robots.txt that disallows stored pages removes them at once from every KB,
     and leaves pages of other origins (another port, another scheme) alone."""
     store = SQLiteStore(tmp_path / "kb.sqlite3")
-    urls = ["https://h.test/blog/a", "https://h.test/docs/b", "https://h.test:8443/blog/c", "http://h.test/blog/d",
-            "https://h.testing/blog/e"]
+    urls = [
+        "https://h.test/blog/a",
+        "https://h.test/docs/b",
+        "https://h.test:8443/blog/c",
+        "http://h.test/blog/d",
+        "https://h.testing/blog/e",
+    ]
     for kb in ("one", "two"):
         for url in urls:
             store.put_page(_page(kb, url))

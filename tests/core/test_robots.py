@@ -718,9 +718,7 @@ def test_parse_never_raises(body, max_bytes):
     parsed = parse_robots(body, max_bytes=max_bytes)
     for tokens in (("FooBot",), YOTTA, ()):
         applied = parsed.rules_for(tokens)
-        assert applied.crawl_delay is None or (
-            math.isfinite(applied.crawl_delay) and applied.crawl_delay >= 0
-        )
+        assert applied.crawl_delay is None or (math.isfinite(applied.crawl_delay) and applied.crawl_delay >= 0)
 
 
 @given(ROBOTS_LINES, st.text(max_size=200))
@@ -750,9 +748,7 @@ def test_escaping_unreserved_characters_changes_nothing(pattern, path, data):
     """ALL-RFC9309: percent-encoding unreserved characters, in the URL or the rule, does not change
     the answer (RFC 9309 §2.2.2): normalisation is idempotent across spellings."""
     escape = data.draw(st.lists(st.booleans(), min_size=len(path), max_size=len(path)))
-    spelled = "".join(
-        f"%{ord(c):02x}" if flag and c != "/" else c for c, flag in zip(path, escape, strict=True)
-    )
+    spelled = "".join(f"%{ord(c):02x}" if flag and c != "/" else c for c, flag in zip(path, escape, strict=True))
     robots = f"User-agent: *\nDisallow: /{pattern}\n"
     escaped_rule = "".join(f"%{ord(c):02X}" if c in UNRESERVED else c for c in pattern)
     plain = allowed(robots, "/" + path)

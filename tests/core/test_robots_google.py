@@ -26,9 +26,7 @@ GROUPS = (
     "allow: /z/\ndisallow: /\n"
 )
 GLOBAL = "user-agent: *\nallow: /\nuser-agent: FooBot\ndisallow: /\n"
-ONLY_SPECIFIC = (
-    "user-agent: FooBot\nallow: /\nuser-agent: BarBot\ndisallow: /\nuser-agent: BazBot\ndisallow: /\n"
-)
+ONLY_SPECIFIC = "user-agent: FooBot\nallow: /\nuser-agent: BarBot\ndisallow: /\nuser-agent: BazBot\ndisallow: /\n"
 
 
 def doc(allow: str) -> str:
@@ -70,9 +68,7 @@ for _text in ("User-Agent: FOO BAR\n", "User-Agent: foo bar\n", "User-Agent: FoO
     for _agent in ("Foo", "foo"):
         AGREED += [
             param("UserAgentValueCaseInsensitive", _text + "Allow: /x/\nDisallow: /\n", _agent, "/x/y", True),
-            param(
-                "UserAgentValueCaseInsensitive", _text + "Allow: /x/\nDisallow: /\n", _agent, "/a/b", False
-            ),
+            param("UserAgentValueCaseInsensitive", _text + "Allow: /x/\nDisallow: /\n", _agent, "/a/b", False),
         ]
 _SPACE = "User-Agent: *\nDisallow: /\nUser-Agent: Foo Bar\nAllow: /x/\nDisallow: /\n"
 AGREED += [
@@ -82,9 +78,7 @@ AGREED += [
     param("GlobalGroups_Secondary", GLOBAL, "FooBot", "http://foo.bar/x/y", False),
     param("GlobalGroups_Secondary", GLOBAL, "BarBot", "http://foo.bar/x/y", True),
     param("GlobalGroups_Secondary", ONLY_SPECIFIC, "QuxBot", "http://foo.bar/x/y", True),
-    param(
-        "AllowDisallow_Value_CaseSensitive", "user-agent: FooBot\ndisallow: /x/\n", "FooBot", "/x/y", False
-    ),
+    param("AllowDisallow_Value_CaseSensitive", "user-agent: FooBot\ndisallow: /x/\n", "FooBot", "/x/y", False),
     param("AllowDisallow_Value_CaseSensitive", "user-agent: FooBot\ndisallow: /X/\n", "FooBot", "/x/y", True),
 ]
 _LONGEST = [
@@ -101,10 +95,7 @@ _LONGEST = [
     ("allow: /x/page.\ndisallow: /*.html\n", "/x/page.html", True),
     ("allow: /x/page.\ndisallow: /*.html\n", "/x/y.html", False),
 ]
-AGREED += [
-    param("LongestMatch", "user-agent: FooBot\n" + r, "FooBot", f"http://foo.bar{u}", e)
-    for r, u, e in _LONGEST
-]
+AGREED += [param("LongestMatch", "user-agent: FooBot\n" + r, "FooBot", f"http://foo.bar{u}", e) for r, u, e in _LONGEST]
 _STAR_THEN_FOO = "User-agent: *\nDisallow: /x/\nUser-agent: FooBot\nDisallow: /y/\n"
 AGREED += [
     param("LongestMatch", _STAR_THEN_FOO, "FooBot", "http://foo.bar/x/page", True),
@@ -239,9 +230,7 @@ AGREED += [
         "http://example.com/",
         True,
     ),
-    param(
-        "DocumentationChecks", "user-agent: FooBot\nallow: /$\ndisallow: /\n", "FooBot", "/page.html", False
-    ),
+    param("DocumentationChecks", "user-agent: FooBot\nallow: /$\ndisallow: /\n", "FooBot", "/page.html", False),
 ]
 
 

@@ -73,7 +73,9 @@ def test_a_crawl_scope_comes_before_the_profile_rule() -> None:
     """SYN-SCOPE: in a site crawl a redirect out of the start path is refused even where the
     profile's rule (here "any") would follow it; one inside is followed."""
     scopes = (SiteScope.from_start("https://h.test/docs/"),)
-    assert redirect_refusal("any", "https://h.test/docs/a", "https://h.test/blog/", scopes) == "out of the crawl's scope"
+    assert (
+        redirect_refusal("any", "https://h.test/docs/a", "https://h.test/blog/", scopes) == "out of the crawl's scope"
+    )
     assert redirect_refusal("any", "https://h.test/docs/a", "https://h.test/docs/b", scopes) is None
     assert redirect_refusal("site", "https://h.test/docs/a", "https://www.h.test/docs/b", scopes) == (
         "out of the crawl's scope"
@@ -86,5 +88,3 @@ def test_scope_never_raises_on_odd_urls(start: str, url: str) -> None:
     scope = SiteScope.from_start(start)
     assert scope.contains(url) in (True, False)
     assert isinstance(redirect_refusal("site", start, url, (scope,)), str | None)
-
-

@@ -35,8 +35,16 @@ H, E = HIT_OPEN, HIT_CLOSE  # how the index marks a query word
 
 
 def record(url: str, text: str, **kw: object) -> PageRecord:
-    return PageRecord(kb=str(kw.pop("kb", "docs")), url=url, title=str(kw.pop("title", "")), text=text,
-                      content_type="text/html", status=200, fetched_at=WHEN, **kw)  # type: ignore[arg-type]
+    return PageRecord(
+        kb=str(kw.pop("kb", "docs")),
+        url=url,
+        title=str(kw.pop("title", "")),
+        text=text,
+        content_type="text/html",
+        status=200,
+        fetched_at=WHEN,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def plain(snippet: str) -> str:
@@ -50,10 +58,15 @@ def test_headings_stay_with_what_they_head() -> None:
     """SYN-MODES (citable): a heading starts a passage once the one before has substance, and
     is never a passage alone; the page's own title heading is left out of passage 0."""
     body = "A paragraph that introduces the page and says what it is about, at some length, in one go."
-    text = (f"Restoring files\n\n{body}\n\nSingle files\n\nUse --include with the path.\n\nMounting\n\n"
-            "Mount shows snapshots as directories.")
+    text = (
+        f"Restoring files\n\n{body}\n\nSingle files\n\nUse --include with the path.\n\nMounting\n\n"
+        "Mount shows snapshots as directories."
+    )
     passages = split_passages(text, title="Restoring files — Tidepool docs")
-    assert passages == [body, "Single files\nUse --include with the path.\nMounting\nMount shows snapshots as directories."]
+    assert passages == [
+        body,
+        "Single files\nUse --include with the path.\nMounting\nMount shows snapshots as directories.",
+    ]
     assert split_passages(text)[0].startswith("Restoring files\n")
 
 
@@ -61,7 +74,8 @@ def test_a_title_heading_that_is_the_whole_text_stays_a_passage() -> None:
     """YOT-RESULTS (#13 item 6): the title heading is left out of the passages only when other text
     follows it; a page whose only text is its title line keeps that line as its one passage."""
     assert split_passages("quokka notes in plain text", title="quokka notes in plain text") == [
-        "quokka notes in plain text"]
+        "quokka notes in plain text"
+    ]
     assert split_passages("Quokka\n\n\n\n", title="Quokka") == ["Quokka"]
     assert split_passages("Quokka\n\nThey live on Rottnest.", title="Quokka") == ["They live on Rottnest."]
 
@@ -202,7 +216,8 @@ def test_the_page_and_passage_that_answer_come_first(tmp_path: Path, query: str,
     assert answer in split_passages(stored.text, stored.title)[best.passage]
     assert "«" in best.snippet and best.snippet.startswith(best.passages[0].text)
     assert plain(best.passages[0].text).strip("…").replace(" ", "") in split_passages(stored.text, stored.title)[
-        best.passage].replace("\n", "").replace(" ", "")
+        best.passage
+    ].replace("\n", "").replace(" ", "")
     start = unquote(best.anchor.removeprefix(f"{best.url}#:~:text=").split(",")[0])
     assert start in stored.text
     store.close()
@@ -213,8 +228,9 @@ def test_passages_follow_the_page_and_respect_data_nosnippet(tmp_path: Path) -> 
     shown; a re-write replaces the passages, a delete removes them (and the page's labels)."""
     db = tmp_path / "kb.db"
     store = open_store(f"sqlite:///{db}")
-    store.put_page(record("http://a.test/1", "Public kettle facts.\n\nSecret kettle recipe.",
-                          snippet_text="Public kettle facts."))
+    store.put_page(
+        record("http://a.test/1", "Public kettle facts.\n\nSecret kettle recipe.", snippet_text="Public kettle facts.")
+    )
     store.put_labels(LabelRecord("docs", "http://a.test/1", "other", (("http://b.test/", "citation"),)))
     hits = store.search("secret recipe")
     assert [h.url for h in hits] == ["http://a.test/1"] and "Secret" not in hits[0].snippet
@@ -259,8 +275,15 @@ def test_labels_round_trip(tmp_path: Path) -> None:
     kept per page and replaced on the next write."""
     store = open_store(f"sqlite:///{tmp_path / 'kb.db'}")
     store.put_page(record("http://a.test/1", "text"))
-    labels = LabelRecord("docs", "http://a.test/1", "news_article",
-                         (("http://b.test/", "citation"), ("http://a.test/", "navigation")), 1, "http://p/", "file")
+    labels = LabelRecord(
+        "docs",
+        "http://a.test/1",
+        "news_article",
+        (("http://b.test/", "citation"), ("http://a.test/", "navigation")),
+        1,
+        "http://p/",
+        "file",
+    )
     store.put_labels(labels)
     assert store.get_labels("docs", "http://a.test/1") == labels
     store.put_labels(LabelRecord("docs", "http://a.test/1", "other"))
@@ -276,8 +299,10 @@ def test_address_words_and_phrase_pairs() -> None:
     dropped; phrase proximity looks at the query words side by side, in order."""
     assert search.address_words("http://d.test/library/asyncio-task.html#x") == {"asyncio", "task"}
     assert search.address_words("http://d.test/library/os.path.html?v=2") == {"os", "path"}
-    assert search.phrase_pairs(["run", "coroutines", "concurrently"]) == [("run", "coroutines"),
-                                                                          ("coroutines", "concurrently")]
+    assert search.phrase_pairs(["run", "coroutines", "concurrently"]) == [
+        ("run", "coroutines"),
+        ("coroutines", "concurrently"),
+    ]
     assert search.phrase_pairs(["alone"]) == []
 
 
@@ -285,8 +310,10 @@ def test_each_rank_is_scaled_so_none_swamps_the_others() -> None:
     """YOT-RESULTS (#19 ranking): a passage rank ten times larger than the pages' ranks does not decide
     alone; the page whose text, title and address answer wins over one with a single loud passage,
     and the shortlist keeps the best pages by title and text."""
-    pages = [search.PageRank(1, "http://d.test/whatsnew.html", 0.0, 1.0),
-             search.PageRank(2, "http://d.test/kettle.html", 2.0, 0.9)]
+    pages = [
+        search.PageRank(1, "http://d.test/whatsnew.html", 0.0, 1.0),
+        search.PageRank(2, "http://d.test/kettle.html", 2.0, 0.9),
+    ]
     passages = [(1, 0, 10, 30.0), (2, 3, 20, 25.0), (2, 1, 21, 5.0)]
     ranked = search.rank_results(pages, passages, [(2, 1, 21, 4.0)], ["kettle", "boil"], 10)
     assert [page_id for page_id, _, _ in ranked] == [2, 1]

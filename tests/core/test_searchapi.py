@@ -19,7 +19,10 @@ def test_exported_members() -> None:
     ("params", "args"),
     [
         ({"query": "kettle"}, SearchArgs("kettle")),
-        ({"query": "  boil   water ", "kb": "docs", "limit": "5", "offset": "10"}, SearchArgs("boil water", "docs", 5, 10)),
+        (
+            {"query": "  boil   water ", "kb": "docs", "limit": "5", "offset": "10"},
+            SearchArgs("boil water", "docs", 5, 10),
+        ),
         ({"query": "kettle", "kb": "", "limit": 50, "offset": 0}, SearchArgs("kettle", None, 50, 0)),
         ({"query": "kettle", "limit": None}, SearchArgs("kettle")),
     ],
@@ -55,8 +58,18 @@ def test_a_wrong_search_is_one_bad_request(params: dict[str, object], message: s
 
 @pytest.mark.parametrize(
     ("host", "loopback"),
-    [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("[::1]", True), ("localhost", True),
-     ("LOCALHOST", True), ("0.0.0.0", False), ("::", False), ("192.168.1.4", False), ("search.example", False)],
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("LOCALHOST", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.4", False),
+        ("search.example", False),
+    ],
 )
 def test_only_loopback_addresses_count_as_private(host: str, loopback: bool) -> None:
     """#19 safe by default: a name is taken as reachable from other machines (fail toward safety)."""

@@ -177,8 +177,7 @@ def test_draft_vector_with_dictionary_signature_agent_verifies(key: SigningKey) 
         f';keyid="{RFC9421_KEYID}";alg="ed25519";expires=4889289600'
         ';nonce="n9p433xm+NJ3ph3upfBIGmsuwHw387YV7Q/F+6BSpGCVjYCqQw6rznNA8PVVLySrAWsv0hQtFioQb6E1YsauiA=="'
         ';tag="web-bot-auth"',
-        "Signature": "sig2=:RdNFx5Bj6au3YgAMQL/RzmUlZE8QZLIaXGRpw985hWnwPfMxT228NMk6ehRS1PSl4e8PhbNZ"
-        "ACSanGdhEwYCCg==:",
+        "Signature": "sig2=:RdNFx5Bj6au3YgAMQL/RzmUlZE8QZLIaXGRpw985hWnwPfMxT228NMk6ehRS1PSl4e8PhbNZACSanGdhEwYCCg==:",
     }
     result = verify(headers, key, url="https://example.com/", now=1735689600)
     assert result == VerifyResult(True, "verified", RFC9421_KEYID)

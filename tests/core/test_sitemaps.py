@@ -48,9 +48,11 @@ def test_urlset_entries_with_lastmod() -> None:
 
 def test_sitemap_index_lists_sitemaps() -> None:
     """sitemaps.org: a <sitemapindex> of <sitemap><loc> is an index, whatever its namespace prefix."""
-    body = (b'<?xml version="1.0"?><sm:sitemapindex xmlns:sm="http://www.sitemaps.org/schemas/sitemap/0.9">'
-            b"<sm:sitemap><sm:loc> https://h.test/s1.xml.gz </sm:loc><sm:lastmod>2024-01-01</sm:lastmod></sm:sitemap>"
-            b"<sm:sitemap><sm:loc>https://h.test/s2.xml</sm:loc></sm:sitemap></sm:sitemapindex>")
+    body = (
+        b'<?xml version="1.0"?><sm:sitemapindex xmlns:sm="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<sm:sitemap><sm:loc> https://h.test/s1.xml.gz </sm:loc><sm:lastmod>2024-01-01</sm:lastmod></sm:sitemap>"
+        b"<sm:sitemap><sm:loc>https://h.test/s2.xml</sm:loc></sm:sitemap></sm:sitemapindex>"
+    )
     sitemap = parse_sitemap(body)
     assert sitemap.kind == "index"
     assert [e.url for e in sitemap.entries] == ["https://h.test/s1.xml.gz", "https://h.test/s2.xml"]
@@ -204,8 +206,11 @@ def test_external_entities_are_neither_read_nor_fetched() -> None:
         (b"", "none", "empty"),
         (b"   \n\t ", "none", "empty"),
         (b"<html><body><p>Soft 404</p></body></html>", "none", "not a sitemap (root element <html>)"),
-        (b"<rss><channel><item><link>https://h.test/a</link></item></channel></rss>", "none",
-         "not a sitemap (root element <rss>)"),
+        (
+            b"<rss><channel><item><link>https://h.test/a</link></item></channel></rss>",
+            "none",
+            "not a sitemap (root element <rss>)",
+        ),
         (b"\x00\x01\x02 binary", "none", "not a sitemap (no line is a URL)"),
         (b"<urlset><url><loc>https://h.test/a</loc></url><url><loc>https://h.te", "urlset", "malformed XML"),
         (b"<", "none", "not a sitemap"),
@@ -241,8 +246,15 @@ def test_parse_never_raises_on_bytes(body: bytes) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["https://h.test/a", "https://h.test/b", "x", "http://[::1]/"]),
-                          st.one_of(st.none(), st.sampled_from(["2024", "2024-05-06T07:08Z", "bad"]))), max_size=20))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["https://h.test/a", "https://h.test/b", "x", "http://[::1]/"]),
+            st.one_of(st.none(), st.sampled_from(["2024", "2024-05-06T07:08Z", "bad"])),
+        ),
+        max_size=20,
+    )
+)
 def test_reading_is_idempotent_on_its_own_output(entries: list[tuple[str, str | None]]) -> None:
     """Writing the entries read back as a sitemap reads the same entries (w3lib's idempotence)."""
     first = parse_sitemap(urlset(*entries))
@@ -255,5 +267,3 @@ def test_lastmod_never_raises(value: str) -> None:
     """Any <lastmod> text is a UTC datetime or None."""
     stamp = parse_lastmod(value)
     assert stamp is None or stamp.tzinfo == UTC
-
-

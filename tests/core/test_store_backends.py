@@ -43,8 +43,16 @@ WHEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 def record(url: str, text: str, **kw: object) -> PageRecord:
-    return PageRecord(kb=str(kw.pop("kb", "docs")), url=url, title=str(kw.pop("title", "")), text=text,
-                      content_type="text/html", status=200, fetched_at=WHEN, **kw)  # type: ignore[arg-type]
+    return PageRecord(
+        kb=str(kw.pop("kb", "docs")),
+        url=url,
+        title=str(kw.pop("title", "")),
+        text=text,
+        content_type="text/html",
+        status=200,
+        fetched_at=WHEN,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 @functools.cache
@@ -126,7 +134,10 @@ def test_knowledge_bases_stay_apart(store: Store) -> None:
     store.put_page(record("http://a.test/1", "kettle in other", kb="other"))
     store.put_page(record("http://a.test/0", "teapot in other", kb="other"))
     assert [(p.kb, p.url) for p in store.pages()] == [
-        ("docs", "http://a.test/1"), ("other", "http://a.test/0"), ("other", "http://a.test/1")]
+        ("docs", "http://a.test/1"),
+        ("other", "http://a.test/0"),
+        ("other", "http://a.test/1"),
+    ]
     assert [p.url for p in store.pages("other")] == ["http://a.test/0", "http://a.test/1"]
     assert [h.kb for h in store.search("kettle", "other")] == ["other"]
     assert sorted(h.kb for h in store.search("kettle")) == ["docs", "other"]
@@ -140,8 +151,11 @@ def test_page_urls_by_prefix_in_byte_order(store: Store) -> None:
         store.put_page(record(url, "x"))
     store.put_page(record("http://a.test/z", "x", kb="other"))
     assert store.page_urls(prefix="http://a.test/") == [
-        ("docs", "http://a.test/B"), ("docs", "http://a.test/a_x"), ("docs", "http://a.test/b"),
-        ("other", "http://a.test/z")]
+        ("docs", "http://a.test/B"),
+        ("docs", "http://a.test/a_x"),
+        ("docs", "http://a.test/b"),
+        ("other", "http://a.test/z"),
+    ]
     assert store.page_urls("other") == [("other", "http://a.test/z")]
     assert store.page_urls(prefix="http://a.test/a%") == []
 
@@ -217,7 +231,8 @@ def test_search_ranks_title_matches_and_never_returns_full_text(store: Store) ->
 
 
 @pytest.mark.parametrize(
-    "query", ["'", "\\", ":*", "a & b | !c", "kettle:*", "foo<->bar", "x\x00y", "日本語の検索", "___", "the a of", "-" * 500],
+    "query",
+    ["'", "\\", ":*", "a & b | !c", "kettle:*", "foo<->bar", "x\x00y", "日本語の検索", "___", "the a of", "-" * 500],
 )
 def test_any_query_text_is_safe(store: Store, query: str) -> None:
     """YOT-RESULTS: whatever a user types, search answers (maybe nothing) and never raises."""
@@ -272,20 +287,43 @@ def test_the_defining_page_ranks_above_overview_pages_that_repeat_the_name(store
     repeat the function's name more often; its shown passage is the definition (both back-ends)."""
     others = ("teapot", "saucer", "spoon", "sugar", "milk", "lemon", "honey", "biscuit")
     definition = "kettle.boil(water, *, timeout=None)\n\nBoil the water and return the seconds it took."
-    store.put_page(record("http://docs.test/library/kettle.html", "kettle — Boiling water\n\n"
-                          "This module heats water for tea.\n\n" + definition + "\n\n"
-                          "kettle.pour(cup)\n\nPour the hot water into a cup.",
-                          title="kettle — Boiling water — Tea 3.9 documentation"))
-    examples = "\n\n".join(f"t = kettle.boil(water)\nkettle.boil(water, timeout={n})\n{name}.serve(t)"
-                            for n, name in enumerate(others))
-    store.put_page(record("http://docs.test/whatsnew/3.9.html", "What's New In Tea 3.9\n\n" + "\n\n".join(
-        f"The {name} module gained options. {name.title()} now warms faster." for name in others * 3)
-        + "\n\n" + examples, title="What's New In Tea 3.9 — Tea 3.9 documentation"))
-    store.put_page(record("http://docs.test/howto/cookbook.html", "Cookbook\n\n" + examples.replace("=", " = "),
-                          title="Tea cookbook — Tea 3.9 documentation"))
+    store.put_page(
+        record(
+            "http://docs.test/library/kettle.html",
+            "kettle — Boiling water\n\n"
+            "This module heats water for tea.\n\n" + definition + "\n\n"
+            "kettle.pour(cup)\n\nPour the hot water into a cup.",
+            title="kettle — Boiling water — Tea 3.9 documentation",
+        )
+    )
+    examples = "\n\n".join(
+        f"t = kettle.boil(water)\nkettle.boil(water, timeout={n})\n{name}.serve(t)" for n, name in enumerate(others)
+    )
+    store.put_page(
+        record(
+            "http://docs.test/whatsnew/3.9.html",
+            "What's New In Tea 3.9\n\n"
+            + "\n\n".join(f"The {name} module gained options. {name.title()} now warms faster." for name in others * 3)
+            + "\n\n"
+            + examples,
+            title="What's New In Tea 3.9 — Tea 3.9 documentation",
+        )
+    )
+    store.put_page(
+        record(
+            "http://docs.test/howto/cookbook.html",
+            "Cookbook\n\n" + examples.replace("=", " = "),
+            title="Tea cookbook — Tea 3.9 documentation",
+        )
+    )
     for name in others:
-        store.put_page(record(f"http://docs.test/library/{name}.html", f"{name} — {name.title()}s\n\n"
-                              f"The {name} module serves tea with water.", title=f"{name} — Tea 3.9 documentation"))
+        store.put_page(
+            record(
+                f"http://docs.test/library/{name}.html",
+                f"{name} — {name.title()}s\n\nThe {name} module serves tea with water.",
+                title=f"{name} — Tea 3.9 documentation",
+            )
+        )
     hits = store.search("kettle.boil", "docs")
     assert [h.url for h in hits][:1] == ["http://docs.test/library/kettle.html"], [h.url for h in hits]
     assert "kettle.boil(water, *, timeout=None) Boil the water" in plain(hits[0].passages[0].text), hits[0].passages
@@ -305,8 +343,11 @@ def test_snippets_follow_the_pages_rules(store: Store) -> None:
     assert 0 < len(short.snippet) <= 20
     assert "«Photosynthesis»" in shown.snippet and len(shown.snippet) <= 240
     assert shown.anchor.startswith("http://a.test/open#:~:text=")
-    store.put_page(record("http://a.test/secret", "Public kettle facts.\n\nSecret kettle recipe.",
-                          snippet_text="Public kettle facts."))
+    store.put_page(
+        record(
+            "http://a.test/secret", "Public kettle facts.\n\nSecret kettle recipe.", snippet_text="Public kettle facts."
+        )
+    )
     found = store.search("secret recipe")
     assert [h.url for h in found] == ["http://a.test/secret"] and "Secret" not in found[0].snippet
 
@@ -340,8 +381,15 @@ def test_labels_round_trip_and_go_with_the_page(store: Store) -> None:
     """OMN-LABELS, OMN-FETCH: a page's kind, its links' contexts (in order) and its TDM policy are
     kept per page, replaced on the next write, kept when the page is re-fetched, and deleted with it."""
     store.put_page(record("http://a.test/1", "text"))
-    labels = LabelRecord("docs", "http://a.test/1", "news_article",
-                         (("http://b.test/", "citation"), ("http://a.test/", "navigation")), 1, "http://p/", "file")
+    labels = LabelRecord(
+        "docs",
+        "http://a.test/1",
+        "news_article",
+        (("http://b.test/", "citation"), ("http://a.test/", "navigation")),
+        1,
+        "http://p/",
+        "file",
+    )
     store.put_labels(labels)
     assert store.get_labels("docs", "http://a.test/1") == labels
     assert store.get_labels("other", "http://a.test/1") is None
@@ -415,9 +463,21 @@ def test_site_icons(store: Store) -> None:
 def test_sources(store: Store) -> None:
     """SYN-REREAD: sources round trip (URLs in order), list earliest due first per KB, are
     replaced by id and forgotten without touching their pages."""
-    site = Source("s1", "site", ("http://a.test/", "http://a.test/b"), "docs", "synapsebot", "hosted",
-                  depth="2", max_pages="50", interval=3600.0, added_at=10.0, last_crawl=20.0, next_due=3620.0,
-                  outcome="ok")
+    site = Source(
+        "s1",
+        "site",
+        ("http://a.test/", "http://a.test/b"),
+        "docs",
+        "synapsebot",
+        "hosted",
+        depth="2",
+        max_pages="50",
+        interval=3600.0,
+        added_at=10.0,
+        last_crawl=20.0,
+        next_due=3620.0,
+        outcome="ok",
+    )
     page = Source("s2", "page", ("http://b.test/1",), "docs", "synapsebot", "hosted", next_due=100.0)
     other = Source("s3", "feed", ("http://c.test/feed",), "other", "serenereader", "self-hosted")
     for source in (site, page, other):

@@ -13,8 +13,13 @@ def test_failures_are_counted_by_kind_in_the_stats_and_the_lines() -> None:
     summary.fail("a.test", "timeout")
     summary.fail("b.test", "malformed")
     summary.skip("b.test", "robots")
-    assert summary.stats() == {"summary/fetched": 1, "summary/stored": 0, "summary/failed/timeout": 2,
-                               "summary/failed/malformed": 1, "summary/skipped/robots": 1}
+    assert summary.stats() == {
+        "summary/fetched": 1,
+        "summary/stored": 0,
+        "summary/failed/timeout": 2,
+        "summary/failed/malformed": 1,
+        "summary/skipped/robots": 1,
+    }
     assert summary.lines() == [
         "crawl summary: fetched 1, stored 0, failed 3 (malformed 1, timeout 2), skipped 1 (robots 1)",
         "  a.test: fetched 1, stored 0, failed timeout 2",
@@ -26,5 +31,7 @@ def test_a_crawl_without_failures_reads_as_before() -> None:
     """#14 item 1: no failure, no "failed" in the summary line."""
     summary = CrawlSummary()
     summary.skip("a.test", "scope")
-    assert summary.lines() == ["crawl summary: fetched 0, stored 0, skipped 1 (scope 1)",
-                               "  a.test: fetched 0, stored 0, skipped scope 1"]
+    assert summary.lines() == [
+        "crawl summary: fetched 0, stored 0, skipped 1 (scope 1)",
+        "  a.test: fetched 0, stored 0, skipped scope 1",
+    ]

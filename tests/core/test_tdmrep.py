@@ -11,19 +11,27 @@ from hypothesis import strategies as st
 from synapsecrawl.tdmrep import FILE, HEADER, META, TdmDeclaration, declare, parse_tdmrep, read_pairs
 
 # The example of the TDMRep report ("TDM File on the Origin Server").
-REPORT_EXAMPLE = json.dumps([
-    {"location": "/directory-a/", "tdm-reservation": 1},
-    {"location": "/directory-b/html/", "tdm-reservation": 1, "tdm-policy": "https://provider.com/policies/policy.json"},
-    {"location": "/directory-b/images/*.jpg", "tdm-reservation": 0},
-]).encode()
+REPORT_EXAMPLE = json.dumps(
+    [
+        {"location": "/directory-a/", "tdm-reservation": 1},
+        {
+            "location": "/directory-b/html/",
+            "tdm-reservation": 1,
+            "tdm-policy": "https://provider.com/policies/policy.json",
+        },
+        {"location": "/directory-b/images/*.jpg", "tdm-reservation": 0},
+    ]
+).encode()
 
 
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
         ("https://provider.com/directory-a/paper.pdf", TdmDeclaration(1, "", FILE)),
-        ("https://provider.com/directory-b/html/page.html",
-         TdmDeclaration(1, "https://provider.com/policies/policy.json", FILE)),
+        (
+            "https://provider.com/directory-b/html/page.html",
+            TdmDeclaration(1, "https://provider.com/policies/policy.json", FILE),
+        ),
         ("https://provider.com/directory-b/images/x/cat.jpg", TdmDeclaration(0, "", FILE)),
         ("https://provider.com/directory-b/images/cat.png", TdmDeclaration()),
         ("https://provider.com/other.html", TdmDeclaration()),
@@ -37,9 +45,11 @@ def test_report_example_rules(url: str, expected: TdmDeclaration) -> None:
 
 def test_the_first_matching_rule_applies_not_the_longest() -> None:
     """TDMRep: "the most specific match is the first in sequence" (unlike robots.txt); "$" anchors."""
-    rules = parse_tdmrep(b'[{"location": "/", "tdm-reservation": 0},'
-                         b' {"location": "/news/", "tdm-reservation": 1},'
-                         b' {"location": "/exact$", "tdm-reservation": 1}]')
+    rules = parse_tdmrep(
+        b'[{"location": "/", "tdm-reservation": 0},'
+        b' {"location": "/news/", "tdm-reservation": 1},'
+        b' {"location": "/exact$", "tdm-reservation": 1}]'
+    )
     assert rules.declaration_for("https://a.test/news/x").reservation == 0
     anchored = parse_tdmrep(b'[{"location": "/exact$", "tdm-reservation": 1}]')
     assert anchored.declaration_for("https://a.test/exact").reservation == 1
@@ -48,15 +58,17 @@ def test_the_first_matching_rule_applies_not_the_longest() -> None:
 
 def test_bad_entries_are_skipped_and_counted() -> None:
     """Rules without a location pattern or a 0/1 reservation are skipped, not fatal; a string "1" counts."""
-    body = json.dumps([
-        {"location": "/a/", "tdm-reservation": "1"},
-        {"location": "/b/", "tdm-reservation": 2},
-        {"location": "no-slash", "tdm-reservation": 1},
-        {"tdm-reservation": 1},
-        {"location": "/c/", "tdm-reservation": True},
-        "junk",
-        {"location": "/d/", "tdm-reservation": 0, "tdm-policy": "https://p.test/x"},
-    ]).encode()
+    body = json.dumps(
+        [
+            {"location": "/a/", "tdm-reservation": "1"},
+            {"location": "/b/", "tdm-reservation": 2},
+            {"location": "no-slash", "tdm-reservation": 1},
+            {"tdm-reservation": 1},
+            {"location": "/c/", "tdm-reservation": True},
+            "junk",
+            {"location": "/d/", "tdm-reservation": 0, "tdm-policy": "https://p.test/x"},
+        ]
+    ).encode()
     parsed = parse_tdmrep(body)
     assert [r.location for r in parsed.rules] == ["/a/", "/d/"]
     assert parsed.skipped == 5 and parsed.found
@@ -77,8 +89,13 @@ def test_parse_never_raises(body: bytes) -> None:
     parse_tdmrep(body).declaration_for("https://a.test/x")
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
-                    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner), max_leaves=20))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+        max_leaves=20,
+    )
+)
 def test_parse_never_raises_on_any_json(value: object) -> None:
     """Any JSON document parses without raising."""
     parse_tdmrep(json.dumps(value).encode()).declaration_for("https://a.test/x")
@@ -88,8 +105,11 @@ def test_headers_and_meta_pairs() -> None:
     """OMN-FETCH: tdm-reservation and tdm-policy read from headers or <meta name> pairs,
     case-insensitively; a value other than 0 or 1 is unset; a policy under 0 is ignored."""
     assert read_pairs([("TDM-Reservation", " 1 "), ("tdm-policy", "https://p.test/")], HEADER) == TdmDeclaration(
-        1, "https://p.test/", HEADER)
-    assert read_pairs([("tdm-reservation", "0"), ("tdm-policy", "https://p.test/")], META) == TdmDeclaration(0, "", META)
+        1, "https://p.test/", HEADER
+    )
+    assert read_pairs([("tdm-reservation", "0"), ("tdm-policy", "https://p.test/")], META) == TdmDeclaration(
+        0, "", META
+    )
     assert read_pairs([("tdm-reservation", "yes")], META) == TdmDeclaration()
     assert read_pairs([("tdm-policy", "https://p.test/")], META) == TdmDeclaration()
     assert read_pairs([("robots", "noindex")], META) == TdmDeclaration()

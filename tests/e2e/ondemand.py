@@ -35,8 +35,9 @@ class Fetcher:
 
     def post(self, url: object, *, raw: bytes | None = None) -> tuple[int, dict[str, Any]]:
         data = raw if raw is not None else json.dumps({"url": url}).encode()
-        request = urllib.request.Request(f"{self.base}/api/web_fetch", data=data, method="POST",
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.base}/api/web_fetch", data=data, method="POST", headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=90) as response:
                 return response.status, json.loads(response.read())
@@ -47,8 +48,9 @@ class Fetcher:
     def search(self, **params: str) -> tuple[int, dict[str, Any]]:
         """GET /api/search with ``params``: the search the on-demand server also serves."""
         try:
-            with urllib.request.urlopen(f"{self.base}/api/search?{urllib.parse.urlencode(params)}",
-                                        timeout=60) as response:
+            with urllib.request.urlopen(
+                f"{self.base}/api/search?{urllib.parse.urlencode(params)}", timeout=60
+            ) as response:
                 return response.status, json.loads(response.read())
         except urllib.error.HTTPError as error:
             with error:
@@ -66,8 +68,15 @@ def run_ondemand(tmp: Path, extra: dict[str, str] | None = None) -> Iterator[Fet
     """`scrapy crawl ondemand` under snagabot on a free port; stopped with SIGINT, as Ctrl-C would."""
     kb_uri = f"sqlite:///{tmp / 'kb.sqlite3'}"
     log = tmp / "crawl.log"
-    settings = {"BOT_PROFILE": "snagabot", "ONDEMAND_PORT": "0", "HOST_RESOLVE": "*.test=127.0.0.1",
-                "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri, "LOG_LEVEL": "INFO", **(extra or {})}
+    settings = {
+        "BOT_PROFILE": "snagabot",
+        "ONDEMAND_PORT": "0",
+        "HOST_RESOLVE": "*.test=127.0.0.1",
+        "ALLOW_PRIVATE_ADDRESSES": "True",
+        "KB_URI": kb_uri,
+        "LOG_LEVEL": "INFO",
+        **(extra or {}),
+    }
     cmd = [bin_path("scrapy"), "crawl", "ondemand", "-a", "kb=agents"]
     for key, value in settings.items():
         cmd += ["-s", f"{key}={value}"]

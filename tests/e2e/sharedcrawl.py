@@ -33,12 +33,23 @@ class SharedCrawl:
 
     def add(self, *args: str) -> subprocess.CompletedProcess[str]:
         """``synapsecrawl crawl add --crawl NAME ARGS`` against this crawl's Redis."""
-        return synapsecrawl("crawl", "add", "--crawl", self.name, "--redis", self.redis_url,
-                            "--prefix", self.frontier_prefix, *args)
+        return synapsecrawl(
+            "crawl", "add", "--crawl", self.name, "--redis", self.redis_url, "--prefix", self.frontier_prefix, *args
+        )
 
     def status(self) -> list[dict[str, object]]:
-        out = synapsecrawl("crawl", "status", "--crawl", self.name, "--redis", self.redis_url,
-                           "--prefix", self.frontier_prefix, "--format", "jsonl")
+        out = synapsecrawl(
+            "crawl",
+            "status",
+            "--crawl",
+            self.name,
+            "--redis",
+            self.redis_url,
+            "--prefix",
+            self.frontier_prefix,
+            "--format",
+            "jsonl",
+        )
         assert out.returncode == 0, out.stderr
         return [json.loads(line) for line in out.stdout.splitlines()]
 

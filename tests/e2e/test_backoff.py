@@ -63,15 +63,14 @@ def test_retry_after_is_waited_before_the_next_request(
 
     server.add(host, {"/a.html": first_then(first, html("Alpha")), "/b.html": html("Beta")})
     urls = [server.url(host, "/a.html"), server.url(host, "/b.html")]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
-                settings={"BOT_PROFILE": profile})
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)}, settings={"BOT_PROFILE": profile})
     assert run.returncode == 0, run.stderr[-3000:]
 
     hits = server.log(host)
     assert [h.path for h in hits].count("/a.html") == 2
     refused = next(i for i, h in enumerate(hits) if h.path == "/a.html")
     after = hits[refused + 1]
-    assert after.start - hits[refused].start >= wait, (after.start - hits[refused].start)
+    assert after.start - hits[refused].start >= wait, after.start - hits[refused].start
     assert sorted(p["url"] for p in run.kb()) == sorted(urls)
     assert f"backoff: pausing {host} for" in run.stderr
     assert "'backoff/paused/503': 1" in run.stderr
@@ -121,17 +120,16 @@ def test_snagabot_leaves_a_host_asking_more_than_an_hour_and_so_does_the_next_cr
     assert "paused 3" in second.stderr  # the summary's skip reason, one per page of the host
 
 
-def test_a_paused_site_costs_other_sites_nothing(
-    server: TestServer, host: str, crawl, tmp_path: Path
-) -> None:
+def test_a_paused_site_costs_other_sites_nothing(server: TestServer, host: str, crawl, tmp_path: Path) -> None:
     """SNA-429, SNA-RATE: while one host waits out a 5 s Retry-After, another host's pages keep
     coming at its own spacing (1 s); the paused host hears nothing until its pause ends."""
     slow, fast = f"slow.{host}", f"fast.{host}"
     server.add(slow, {"/s.html": first_then(status(429, {"Retry-After": "5"}), html("S"))})
     server.add(fast, {f"/f{i}.html": html(f"F{i}") for i in range(5)})
     urls = [server.url(slow, "/s.html")] + [server.url(fast, f"/f{i}.html") for i in range(5)]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
-                settings={"BOT_PROFILE": "snagabot"})
+    run = crawl(
+        "page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)}, settings={"BOT_PROFILE": "snagabot"}
+    )
     assert run.returncode == 0, run.stderr[-3000:]
 
     slow_pages = pages(server.log(slow))
@@ -151,8 +149,9 @@ def test_snagabot_spaces_a_slow_server_ten_times_its_response_time(
     response time), not at the 1 s spacing."""
     server.add(host, {f"/p{i}.html": Reply(html(f"P{i}").body, delay=0.3) for i in range(3)})
     urls = [server.url(host, f"/p{i}.html") for i in range(3)]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
-                settings={"BOT_PROFILE": "snagabot"})
+    run = crawl(
+        "page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)}, settings={"BOT_PROFILE": "snagabot"}
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     page_gaps = gaps(pages(server.log(host)))
     assert len(page_gaps) == 2
@@ -172,8 +171,11 @@ def test_omniscientebot_pauses_every_host_of_the_registrable_domain(
     server.add(a, {"/p.html": route})
     server.add(b, {"/p.html": route})
     urls = [server.url(a, "/p.html"), server.url(b, "/p.html")]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
-                settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)})
+    run = crawl(
+        "page",
+        args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
+        settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
 
     hits = sorted(server.log(a) + server.log(b), key=lambda h: h.start)
@@ -223,8 +225,12 @@ def test_yottabot_raises_a_short_retry_after_to_one_minute(
     tls_server.add(host, {p: status(429, {"Retry-After": "1"}) for p in ("/a.html", "/b.html")})
     urls = [tls_server.url(host, "/a.html"), tls_server.url(host, "/b.html")]
     started = time.time()
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
-                settings={"BOT_PROFILE": "yottabot", "BACKOFF_MAX_WAIT": "10"}, timeout=60)
+    run = crawl(
+        "page",
+        args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
+        settings={"BOT_PROFILE": "yottabot", "BACKOFF_MAX_WAIT": "10"},
+        timeout=60,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert len(pages(tls_server.log(host))) == 1
     assert "Retry-After 1.0 s taken as 60 s" in run.stderr

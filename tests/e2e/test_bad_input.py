@@ -87,8 +87,11 @@ def test_a_knowledge_base_that_cannot_be_opened_is_refused_in_one_line(
     it cannot keep, logs tracebacks and exits 0; the file it named is left byte for byte as it was."""
     notes = tmp_path / "notes.txt"
     notes.write_bytes(b"my notes, not a database\n" * 100)
-    uri = {"unknown scheme": "ftp://kb.example/kb", "not a database": f"sqlite:///{notes}",
-           "under a file": f"sqlite:///{notes}/kb.sqlite3"}[kind]
+    uri = {
+        "unknown scheme": "ftp://kb.example/kb",
+        "not a database": f"sqlite:///{notes}",
+        "under a file": f"sqlite:///{notes}/kb.sqlite3",
+    }[kind]
     server.add(host, {"/robots.txt": Reply("", status=404), "/a.html": page("A")})
     run = crawl("page", args={"url": server.url(host, "/a.html")}, settings=FAST, kb_uri=uri)
     assert run.returncode != 0
@@ -108,10 +111,17 @@ def test_broken_pages_and_documents_are_one_line_each_and_the_rest_is_kept(
     the good page and PDF linked after them are stored with their text, and the mislabelled page keeps
     its readable words."""
     links = ("/latin.html", "/deep.html", "/not-gzip.html", "/cut.pdf", "/locked.pdf", "/report.pdf", "/after.html")
-    latin = ("<html><head><meta charset='utf-8'><title>Menu</title></head><body><p>Cr\xe8me br\xfbl\xe9e "
-             "and \x93fresh\x94 bread served daily.</p></body></html>").encode("latin-1")
-    deep = ("<html><head><title>Deep</title></head><body><p>Top words.</p>" + "<div><span>" * 100_000
-            + "deep words" + "</span></div>" * 100_000 + "</body></html>")
+    latin = (
+        "<html><head><meta charset='utf-8'><title>Menu</title></head><body><p>Cr\xe8me br\xfbl\xe9e "
+        "and \x93fresh\x94 bread served daily.</p></body></html>"
+    ).encode("latin-1")
+    deep = (
+        "<html><head><title>Deep</title></head><body><p>Top words.</p>"
+        + "<div><span>" * 100_000
+        + "deep words"
+        + "</span></div>" * 100_000
+        + "</body></html>"
+    )
     assert len(deep) > 2_000_000
     report = make_pdf([["Quarterly report text."]], title="Report")
     server.add(host, {
@@ -137,7 +147,9 @@ def test_broken_pages_and_documents_are_one_line_each_and_the_rest_is_kept(
     kept = {str(row["url"]).removeprefix(server.url(host, "")): row for row in run.kb()}
     assert kept["/report.pdf"]["text"] == "Quarterly report text."
     assert kept["/after.html"]["text"] == "After words."
-    assert {"Cr", "me", "bread", "served", "daily."} <= set(str(kept["/latin.html"]["text"]).replace("\ufffd", " ").split())
+    assert {"Cr", "me", "bread", "served", "daily."} <= set(
+        str(kept["/latin.html"]["text"]).replace("\ufffd", " ").split()
+    )
     assert "Top words." in str(kept["/deep.html"]["text"])
 
 
@@ -149,15 +161,22 @@ def test_a_re_read_that_finds_a_broken_copy_keeps_the_stored_text(
     warning line naming it, and the KB still holds the text it had: a broken copy never overwrites a
     good one."""
     report = make_pdf([["Quarterly report text."]], title="Report")
-    server.add(host, {"/robots.txt": Reply("", status=404), "/report.pdf": Reply(report, headers=PDF),
-                      "/guide.html": page("Guide")})
+    server.add(
+        host,
+        {"/robots.txt": Reply("", status=404), "/report.pdf": Reply(report, headers=PDF), "/guide.html": page("Guide")},
+    )
     urls = write_urls(tmp_path / "urls.txt", [server.url(host, "/report.pdf"), server.url(host, "/guide.html")])
     first = crawl("page", args={"urls_file": urls}, settings=FAST)
     assert first.returncode == 0, first.stderr[-3000:]
     before = {str(row["url"]): (row["title"], row["text"]) for row in first.kb()}
     assert sorted(before.values()) == [("Guide", "Guide words."), ("Report", "Quarterly report text.")]
-    server.add(host, {"/report.pdf": Reply(report[:300], headers=PDF),
-                      "/guide.html": Reply(b"\x00\x01\x02\x03" * 500, headers=HTML)})
+    server.add(
+        host,
+        {
+            "/report.pdf": Reply(report[:300], headers=PDF),
+            "/guide.html": Reply(b"\x00\x01\x02\x03" * 500, headers=HTML),
+        },
+    )
     second = crawl("page", args={"urls_file": urls}, settings=FAST)
     assert second.returncode == 0, second.stderr[-3000:]
     assert [h.path for h in server.log(host)].count("/report.pdf") == 2
@@ -174,15 +193,19 @@ def test_a_hostile_sitemap_and_a_feed_gone_bad_lose_nothing(
     stored; a feed whose refresh answers 200 with an HTML error page is one warning line and its stored
     entries stay in the KB."""
     u = lambda path: server.url(host, path)  # noqa: E731
-    sitemap = ("\ufeff<?xml version='1.0' encoding='UTF-8'?>\n<urlset xmlns='http://www.sitemaps.org/schemas/sitemap/0.9'"
-               " xmlns:image='http://www.google.com/schemas/sitemap-image/1.1' xmlns:xhtml='http://www.w3.org/1999/xhtml'>\n"
-               f"<url>\n  <loc>\n    {u('/p/spaced')}\n  </loc>\n  <image:image><image:loc>{u('/img.png')}</image:loc>"
-               f"</image:image><xhtml:link rel='alternate' hreflang='de' href='{u('/de/spaced')}'/></url>\n"
-               f"<url><loc><![CDATA[{u('/p/cdata')}]]></loc></url>\n<url><loc>{u('/p/q?a=1&amp;b=2')}</loc></url>\n"
-               "</urlset>\n")
-    rss = ("<?xml version='1.0' encoding='utf-8'?><rss version='2.0'><channel><title>News</title>"
-           f"<link>{u('/')}</link><item><title>First</title><link>{u('/n/1')}</link><description>One story."
-           f"</description></item><item><title>Second</title><link>{u('/n/2')}</link></item></channel></rss>")
+    sitemap = (
+        "\ufeff<?xml version='1.0' encoding='UTF-8'?>\n<urlset xmlns='http://www.sitemaps.org/schemas/sitemap/0.9'"
+        " xmlns:image='http://www.google.com/schemas/sitemap-image/1.1' xmlns:xhtml='http://www.w3.org/1999/xhtml'>\n"
+        f"<url>\n  <loc>\n    {u('/p/spaced')}\n  </loc>\n  <image:image><image:loc>{u('/img.png')}</image:loc>"
+        f"</image:image><xhtml:link rel='alternate' hreflang='de' href='{u('/de/spaced')}'/></url>\n"
+        f"<url><loc><![CDATA[{u('/p/cdata')}]]></loc></url>\n<url><loc>{u('/p/q?a=1&amp;b=2')}</loc></url>\n"
+        "</urlset>\n"
+    )
+    rss = (
+        "<?xml version='1.0' encoding='utf-8'?><rss version='2.0'><channel><title>News</title>"
+        f"<link>{u('/')}</link><item><title>First</title><link>{u('/n/1')}</link><description>One story."
+        f"</description></item><item><title>Second</title><link>{u('/n/2')}</link></item></channel></rss>"
+    )
     server.add(host, {
         "/robots.txt": Reply("", status=404),
         "/sitemap.xml": Reply(sitemap.encode(), headers={"Content-Type": "application/xml"}),

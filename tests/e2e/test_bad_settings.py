@@ -53,8 +53,10 @@ def test_a_negative_priority_and_a_known_log_level_still_crawl(server: TestServe
     """#14 item 7: the checks leave good values alone: a negative DEPTH_PRIORITY (breadth-first), a known
     log level, a fractional REREAD_DAYS and DOWNLOAD_TIMEOUT crawl as before."""
     server.add(host, {"/robots.txt": Reply("", status=404), "/a.html": Reply("<title>A</title><p>A.</p>")})
-    run = crawl("page", args={"url": server.url(host, "/a.html")},
-                settings={"DEPTH_PRIORITY": "-1", "LOG_LEVEL": "WARNING", "REREAD_DAYS": "0.5",
-                          "DOWNLOAD_TIMEOUT": "7.5"})
+    run = crawl(
+        "page",
+        args={"url": server.url(host, "/a.html")},
+        settings={"DEPTH_PRIORITY": "-1", "LOG_LEVEL": "WARNING", "REREAD_DAYS": "0.5", "DOWNLOAD_TIMEOUT": "7.5"},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert [h.path for h in server.log(host)] == ["/robots.txt", "/a.html"]

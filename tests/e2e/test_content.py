@@ -116,20 +116,38 @@ def test_omniscientebot_reads_tdm_reservations_and_labels_pages(
         "/news/storm.html": Reply(story),
         "/paper.pdf": Reply(PDF, headers={"Content-Type": "application/pdf"}, chunk_delay=0.005),
     })  # fmt: skip
-    server.add(b, {"/robots.txt": NO_ROBOTS, "/b.html": html("B", headers={
-        "tdm-reservation": "1", "tdm-policy": f"https://{b}/policy.html"})})
+    server.add(
+        b,
+        {
+            "/robots.txt": NO_ROBOTS,
+            "/b.html": html("B", headers={"tdm-reservation": "1", "tdm-policy": f"https://{b}/policy.html"}),
+        },
+    )
     server.add(c, {
         "/robots.txt": NO_ROBOTS,
         TDMREP: Reply('[{"location": "/", "tdm-reservation": 1}]', headers={"Content-Type": "application/json"}),
         "/c.html": html("C", head='<meta name="tdm-reservation" content="0">', headers={"tdm-reservation": "1"}),
     })  # fmt: skip
-    server.add(d, {"/robots.txt": Reply("User-agent: *\nDisallow: /.well-known/\n",
-                                        headers={"Content-Type": "text/plain"}),
-                   TDMREP: Reply('[{"location": "/", "tdm-reservation": 1}]'), "/d.html": html("D")})
-    urls = [server.url(a, "/news/storm.html"), server.url(a, "/paper.pdf"), server.url(b, "/b.html"),
-            server.url(c, "/c.html"), server.url(d, "/d.html")]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
-                settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)})
+    server.add(
+        d,
+        {
+            "/robots.txt": Reply("User-agent: *\nDisallow: /.well-known/\n", headers={"Content-Type": "text/plain"}),
+            TDMREP: Reply('[{"location": "/", "tdm-reservation": 1}]'),
+            "/d.html": html("D"),
+        },
+    )
+    urls = [
+        server.url(a, "/news/storm.html"),
+        server.url(a, "/paper.pdf"),
+        server.url(b, "/b.html"),
+        server.url(c, "/c.html"),
+        server.url(d, "/d.html"),
+    ]
+    run = crawl(
+        "page",
+        args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
+        settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
 
     logs = {name: server.log(name) for name in (a, b, c, d)}
@@ -156,7 +174,10 @@ def test_omniscientebot_reads_tdm_reservations_and_labels_pages(
     assert dict(news.links) == {urljoin(urls[0], href): context for href, context in expected.items()}
     assert (news.tdm_reservation, news.tdm_policy, news.tdm_source) == (1, policy, "file")
     assert (labels[urls[2]].tdm_reservation, labels[urls[2]].tdm_policy, labels[urls[2]].tdm_source) == (
-        1, f"https://{b}/policy.html", "header")
+        1,
+        f"https://{b}/policy.html",
+        "header",
+    )
     assert (labels[urls[3]].tdm_reservation, labels[urls[3]].tdm_source) == (0, "meta")
     assert (labels[urls[4]].tdm_reservation, labels[urls[4]].tdm_source) == (None, "")
     item = next(i for i in run.items() if i["url"] == urls[0])

@@ -19,8 +19,7 @@ def test_deferred_urls_bring_the_source_forward_and_are_fetched_once_due(
     (not 7 days later); once the wait is over, the next crawl of the source fetches the deferred
     URL, stores it and releases the hold."""
     answers = iter([status(503, {"Retry-After": "7200"})])
-    server.add(host, {"/robots.txt": Reply("", status=404),
-                      "/a.html": lambda _h: next(answers, html("A at last"))})
+    server.add(host, {"/robots.txt": Reply("", status=404), "/a.html": lambda _h: next(answers, html("A at last"))})
     urls_file = write_urls(tmp_path / "urls.txt", [server.url(host, "/a.html")])
     settings = {"BOT_PROFILE": "snagabot"}
     started = time.time()

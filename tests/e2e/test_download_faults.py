@@ -38,7 +38,9 @@ def ok(title: str, links: tuple[str, ...] = ()) -> list[dict[str, Any]]:
 
 
 def xml(body: str) -> list[dict[str, Any]]:
-    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
     return [{"send": head + body}]
 
 
@@ -58,8 +60,11 @@ class Run:
     def lines_about(self, url: str) -> list[str]:
         """Log lines at WARNING or ERROR naming ``url`` (exactly, not as a prefix of a longer path)."""
         pattern = re.compile(re.escape(url) + r"(?![\w/.-])")
-        return [line for line in self.stderr.splitlines()
-                if (" WARNING: " in line or " ERROR: " in line) and pattern.search(line)]
+        return [
+            line
+            for line in self.stderr.splitlines()
+            if (" WARNING: " in line or " ERROR: " in line) and pattern.search(line)
+        ]
 
     def summary(self) -> str:
         [line] = [line for line in self.stderr.splitlines() if "crawl summary:" in line]
@@ -70,8 +75,13 @@ def scrapy_crawl(spider: str, kb_uri: str, args: dict[str, str]) -> Run:
     cmd = [bin_path("scrapy"), "crawl", spider]
     for key, value in args.items():
         cmd += ["-a", f"{key}={value}"]
-    settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri,
-                "LOG_LEVEL": "INFO", **SETTINGS}
+    settings = {
+        "HOST_RESOLVE": "*.test=127.0.0.1",
+        "ALLOW_PRIVATE_ADDRESSES": "True",
+        "KB_URI": kb_uri,
+        "LOG_LEVEL": "INFO",
+        **SETTINGS,
+    }
     for key, value in settings.items():
         cmd += ["-s", f"{key}={value}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
@@ -115,16 +125,21 @@ def test_a_crawl_of_faults_exits_cleanly_without_a_traceback(page_run: Run, faul
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
-def test_each_fault_is_one_line_naming_the_url_and_the_reason(page_run: Run, faults: FaultServer,
-                                                              case: dict[str, Any]) -> None:
+def test_each_fault_is_one_line_naming_the_url_and_the_reason(
+    page_run: Run, faults: FaultServer, case: dict[str, Any]
+) -> None:
     """#14 item 1: each failed download (a bad status line, HTTP/0.9, bad Content-Length, bad chunks,
     resets, closes, stalls, a 200 KB header, a slow drip, a timeout) is exactly one WARNING line that names
     its URL and a reason of its kind, and nothing of it is stored."""
     url = faults.url(HOST, f"/{case['name']}")
     lines = page_run.lines_about(url)
     assert len(lines) == 1, lines
-    words = {"timeout": "DOWNLOAD_TIMEOUT", "closed": "no complete HTTP answer", "malformed": "malformed",
-             "cut-short": "cut short"}[case["kind"]]
+    words = {
+        "timeout": "DOWNLOAD_TIMEOUT",
+        "closed": "no complete HTTP answer",
+        "malformed": "malformed",
+        "cut-short": "cut short",
+    }[case["kind"]]
     assert f"not fetched: {url}: " in lines[0] and words in lines[0], lines[0]
     assert url not in page_run.kb()
 
@@ -157,11 +172,13 @@ def test_site_and_sitemap_entries_that_fail_are_one_line_each(faults: FaultServe
     faults.scripts["/site/after"] = ok("After")
     entries = "".join(f"<url><loc>{faults.url(HOST, path)}</loc></url>" for path in [*broken, "/site/listed"])
     faults.scripts["/site/sitemap.xml"] = xml(
-        f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>')
+        f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>'
+    )
     faults.scripts["/site/listed"] = ok("Listed")
     site = scrapy_crawl("site", f"sqlite:///{tmp_path / 'site.sqlite3'}", {"url": faults.url(HOST, "/site/start")})
-    sitemap = scrapy_crawl("sitemap", f"sqlite:///{tmp_path / 'sitemap.sqlite3'}",
-                           {"url": faults.url(HOST, "/site/sitemap.xml")})
+    sitemap = scrapy_crawl(
+        "sitemap", f"sqlite:///{tmp_path / 'sitemap.sqlite3'}", {"url": faults.url(HOST, "/site/sitemap.xml")}
+    )
     for run, good in ((site, "/site/after"), (sitemap, "/site/listed")):
         assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-3000:]
         for path in broken:

@@ -24,8 +24,10 @@ def feed(name: str, content_type: str = "application/rss+xml", headers: dict[str
 
 def article(title: str, og_image: str = "") -> Reply:
     meta = f'<meta property="og:image" content="{og_image}">' if og_image else ""
-    return Reply(f"<html><head><title>{title}</title>{meta}</head><body><p>{title}</p>"
-                 f'<a href="/elsewhere">more</a></body></html>')
+    return Reply(
+        f"<html><head><title>{title}</title>{meta}</head><body><p>{title}</p>"
+        f'<a href="/elsewhere">more</a></body></html>'
+    )
 
 
 def image() -> Reply:
@@ -38,11 +40,17 @@ def text(body: str, status: int = 200, headers: dict[str, str] | None = None) ->
 
 def conditional(reply: Reply, etag: str = "", last_modified: str = "") -> Callable[[object], Reply]:
     """A route answering 304 to a request whose validator matches, else ``reply`` with the validators."""
-    headers = {**reply.headers, **({"ETag": etag} if etag else {}), **({"Last-Modified": last_modified} if last_modified else {})}
+    headers = {
+        **reply.headers,
+        **({"ETag": etag} if etag else {}),
+        **({"Last-Modified": last_modified} if last_modified else {}),
+    }
 
     def route(handler: object) -> Reply:
         sent = handler.headers  # type: ignore[attr-defined]
-        if (etag and sent.get("If-None-Match") == etag) or (last_modified and sent.get("If-Modified-Since") == last_modified):
+        if (etag and sent.get("If-None-Match") == etag) or (
+            last_modified and sent.get("If-Modified-Since") == last_modified
+        ):
             return Reply(b"", status=304, headers={k: v for k, v in headers.items() if k != "Content-Type"})
         return replace(reply, headers=headers)
 
@@ -145,7 +153,7 @@ def test_atom_new_entries_only_icon_fallback_order_and_if_modified_since(
         store.delete_page("default", feed_url)  # the feed's copy gone: read in full, its entries known
     second = crawl("feed", args={"url": feed_url}, settings=serene(signing_key))
     assert second.returncode == 0, second.stderr[-3000:]
-    assert paths(server.log(host)[len(hits):]) == ["/atom.xml"]
+    assert paths(server.log(host)[len(hits) :]) == ["/atom.xml"]
     assert f"feed {feed_url}: 2 entries, 0 new" in second.stderr
     third = crawl("feed", args={"url": feed_url}, settings=serene(signing_key))
     assert third.returncode == 0, third.stderr[-3000:]
@@ -207,7 +215,8 @@ def test_robots_server_error_allows_feeds_and_article_pages(
     assert run.returncode == 0, run.stderr[-3000:]
     assert {"/feed.xml", "/posts/compost"} <= set(paths(server.log(host)))
     assert {row["url"]: row["image"] for row in run.kb()}[server.url(host, "/posts/compost")] == server.url(
-        host, "/img/compost.jpg")
+        host, "/img/compost.jpg"
+    )
 
 
 def test_crawl_delay_spaces_article_pages(server: TestServer, host: str, crawl, signing_key: Path) -> None:
@@ -227,7 +236,8 @@ def test_crawl_delay_spaces_article_pages(server: TestServer, host: str, crawl, 
     assert sorted(paths(hits)) == ["/feed.xml", "/i.png", "/p/0", "/p/1", "/p/2"]
     assert min(gaps(hits)) >= 2.0 - 0.05
     assert sorted(str(row["image"]) for row in run.kb() if "/p/" in str(row["url"])) == [
-        server.url(host, f"/og/{n}.png") for n in range(3)]
+        server.url(host, f"/og/{n}.png") for n in range(3)
+    ]
 
 
 def test_a_first_add_does_not_wait_the_crawl_delay_and_a_refresh_does(
@@ -278,8 +288,9 @@ def test_a_broken_feed_is_one_line_and_the_other_feeds_are_read(
         "/icon-512.png": image(),
     })  # fmt: skip
     broken, good = server.url(host, "/broken.xml"), server.url(host, "/good.json")
-    run = crawl("feed", args={"urls_file": write_urls(tmp_path / "feeds.txt", [broken, good])},
-                settings=serene(signing_key))
+    run = crawl(
+        "feed", args={"urls_file": write_urls(tmp_path / "feeds.txt", [broken, good])}, settings=serene(signing_key)
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     lines = [line for line in run.stderr.splitlines() if broken in line and "WARNING" in line]
     assert len(lines) == 1 and "not read: feed: not RSS, Atom or JSON Feed" in lines[0]
@@ -293,9 +304,11 @@ def test_failed_refresh_delays_the_next_from_15_minutes_doubling_and_429_waits_r
     """SER-FEED-BACKOFF: a refresh answered 500 is not retried in the crawl; the next refresh is due 15
     min later, and a crawl before then does not ask; the next failure doubles it to 30 min; a 429 with
     Retry-After 7200 s waits at least that; a good refresh clears the delay."""
-    back = Reply('<rss version="2.0"><channel><title>Back</title><item><title>Back again</title><link>/back</link>'
-                 '<enclosure url="/back.png" type="image/png"/></item></channel></rss>',
-                 headers={"Content-Type": "application/rss+xml"})
+    back = Reply(
+        '<rss version="2.0"><channel><title>Back</title><item><title>Back again</title><link>/back</link>'
+        '<enclosure url="/back.png" type="image/png"/></item></channel></rss>',
+        headers={"Content-Type": "application/rss+xml"},
+    )
     answers = iter([text("down", 500), text("down", 500), text("slow", 429, {"Retry-After": "7200"}), back])
     server.add(host, {"/robots.txt": text("", status=404), "/feed.xml": lambda _: next(answers)})
     feed_url = server.url(host, "/feed.xml")
@@ -345,8 +358,9 @@ def test_other_profiles_read_feeds_without_previews_and_obey_the_star_group(
     server.add(blocked, {"/robots.txt": text("User-agent: *\nDisallow: /\n"), "/feed.xml": feed("rss2.xml")})
     urls = [server.url(host, "/feed.xml"), server.url(host, "/silent.xml"), server.url(blocked, "/feed.xml")]
     started = time.time()
-    run = crawl("feed", args={"urls_file": write_urls(tmp_path / "feeds.txt", urls)},
-                settings={"DOWNLOAD_DELAY": "0.1"})
+    run = crawl(
+        "feed", args={"urls_file": write_urls(tmp_path / "feeds.txt", urls)}, settings={"DOWNLOAD_DELAY": "0.1"}
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     # Twisted's connection pool itself sends a request again once when a reused connection drops
     assert sorted(set(paths(server.log(host)))) == ["/feed.xml", "/robots.txt", "/silent.xml"]
@@ -371,10 +385,12 @@ def test_serenereader_refresh_of_a_moved_feed_is_conditional(
     unchanged feed then costs only a 304". A subscribed feed address that redirects (WordPress's
     /feed to /feed/, http to https, a moved feed) is the usual case: the feed answers with an ETag, so
     the next refresh's request to the feed carries it and gets a 304 with no body."""
-    rss = ('<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>Moved garden</title>'
-           "<link>/</link><image><url>/logo.png</url><title>Moved garden</title><link>/</link></image>"
-           "<item><title>Beans</title><link>/posts/beans</link>"
-           '<enclosure url="/img/beans.png" type="image/png" length="64"/></item></channel></rss>')
+    rss = (
+        '<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>Moved garden</title>'
+        "<link>/</link><image><url>/logo.png</url><title>Moved garden</title><link>/</link></image>"
+        "<item><title>Beans</title><link>/posts/beans</link>"
+        '<enclosure url="/img/beans.png" type="image/png" length="64"/></item></channel></rss>'
+    )
     server.add(host, {
         "/robots.txt": NO_ROBOTS,
         "/feed": Reply("", status=301, headers={"Content-Type": "text/html", "Location": "/feed/"}),

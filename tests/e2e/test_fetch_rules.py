@@ -57,8 +57,9 @@ def test_literal_private_address_is_refused(server: TestServer, crawl) -> None:
     """Address guard: a URL naming 127.0.0.1 itself is refused without a connection."""
     # counted for this host only: an earlier test's slow answer may still land in the shared log
     before = len(server.log("127.0.0.1"))
-    run = crawl("page", args={"url": f"http://127.0.0.1:{server.port}/a.html"},
-                settings={"ALLOW_PRIVATE_ADDRESSES": "False"})
+    run = crawl(
+        "page", args={"url": f"http://127.0.0.1:{server.port}/a.html"}, settings={"ALLOW_PRIVATE_ADDRESSES": "False"}
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert len(server.log("127.0.0.1")) == before
     assert "127.0.0.1 is a loopback address" in run.stderr
@@ -72,12 +73,19 @@ def test_robots_txt_is_reused_across_crawls_only_where_the_profile_allows(
     SynapseBot and once under SnagaBot, whose stored copy is less than a day old."""
     syn, sna = f"syn.{host}", f"sna.{host}"
     for name in (syn, sna):
-        server.add(name, {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
-                          "/a.html": Reply("<title>a</title>")})
+        server.add(
+            name,
+            {
+                "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+                "/a.html": Reply("<title>a</title>"),
+            },
+        )
     kb_uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
     for _ in range(2):
         assert crawl("page", args={"url": server.url(syn, "/a.html")}, kb_uri=kb_uri).returncode == 0
-        run = crawl("page", args={"url": server.url(sna, "/a.html")}, kb_uri=kb_uri, settings={"BOT_PROFILE": "snagabot"})
+        run = crawl(
+            "page", args={"url": server.url(sna, "/a.html")}, kb_uri=kb_uri, settings={"BOT_PROFILE": "snagabot"}
+        )
         assert run.returncode == 0
     assert [h.path for h in server.log(syn)].count("/robots.txt") == 2
     assert [h.path for h in server.log(sna)].count("/robots.txt") == 1
@@ -94,8 +102,11 @@ def test_omniscientebot_paces_a_whole_registrable_domain(
     for name in hosts:
         server.add(name, {"/robots.txt": NO_ROBOTS, "*": Reply("<title>slow page</title>", delay=5.5)})
     urls = [server.url(name, f"/p{i}.html") for i in range(2) for name in hosts]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)},
-                settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)})
+    run = crawl(
+        "page",
+        args={"urls_file": write_urls(tmp_path / "u.txt", urls)},
+        settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     hits = sorted(server.log(hosts[0]) + server.log(hosts[1]), key=lambda h: h.start)
     assert len([h for h in hits if h.path != "/.well-known/tdmrep.json"]) == 6  # + tdmrep.json per host (OMN-FETCH)

@@ -18,9 +18,14 @@ pytestmark = pytest.mark.e2e
 
 
 def site(server: TestServer, host: str) -> None:
-    server.add(host, {"/robots.txt": Reply("", status=404),
-                      "/a.html": Reply("<title>A</title><p>Alpha words.</p>"),
-                      "/b.html": Reply("<title>B</title><p>Beta words.</p>")})
+    server.add(
+        host,
+        {
+            "/robots.txt": Reply("", status=404),
+            "/a.html": Reply("<title>A</title><p>Alpha words.</p>"),
+            "/b.html": Reply("<title>B</title><p>Beta words.</p>"),
+        },
+    )
 
 
 def one_line(stderr: str) -> str:
@@ -69,8 +74,9 @@ def test_a_crawl_into_a_foreign_postgres_schema_is_refused_before_anything(
         assert run.returncode == 1
         assert "is not a synapsecrawl knowledge base" in one_line(run.stderr)
         assert server.log(host) == []
-        assert raw.execute("SELECT relname FROM pg_class WHERE relnamespace = to_regnamespace(current_schema()) "
-                           "AND relkind = 'r'").fetchall() == [("pages",)]
+        assert raw.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = to_regnamespace(current_schema()) AND relkind = 'r'"
+        ).fetchall() == [("pages",)]
 
 
 def test_a_kb_from_before_markers_keeps_its_pages_and_takes_new_ones(

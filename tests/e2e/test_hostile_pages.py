@@ -25,8 +25,11 @@ good = partial(page, say="{title} is a good page.", main=False)
 
 def lines_about(stderr: str, url: str) -> list[str]:
     """The WARNING and ERROR lines naming ``url`` (the URL followed by a colon, space or the line's end)."""
-    return [line for line in stderr.splitlines()
-            if re.search(re.escape(url) + r"(?=[:\s]|$)", line) and (" WARNING: " in line or " ERROR: " in line)]
+    return [
+        line
+        for line in stderr.splitlines()
+        if re.search(re.escape(url) + r"(?=[:\s]|$)", line) and (" WARNING: " in line or " ERROR: " in line)
+    ]
 
 
 def summary_line(stderr: str) -> str:
@@ -53,8 +56,11 @@ def test_a_hostile_corpus_is_read_within_bounds_or_refused_one_line_each(
         name = f"{title.lower()}-{host}"
         server.add(name, {"/robots.txt": NO_ROBOTS, "/good.html": good(title)})
         urls[title] = server.url(name, "/good.html")
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", list(urls.values()))},
-                settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)})
+    run = crawl(
+        "page",
+        args={"urls_file": write_urls(tmp_path / "urls.txt", list(urls.values()))},
+        settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "Traceback" not in run.stderr and "extraction gave up" not in run.stderr, run.stderr[-3000:]
 
@@ -83,8 +89,9 @@ def test_a_hostile_corpus_is_read_within_bounds_or_refused_one_line_each(
     assert {link["context"] for link in contexts} == {"navigation"}
 
 
-def test_a_re_read_that_gets_binary_bytes_keeps_the_good_text(server: TestServer, host: str, crawl,
-                                                              tmp_path: Path) -> None:
+def test_a_re_read_that_gets_binary_bytes_keeps_the_good_text(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
     """#14 item 6, SYN-REMOVE ('any other failure keeps the page'): two pages stored with good text
     answer the next read with a PNG sent as text/html and with gzip inside one gzip Content-Encoding.
     Each is one warning line, counted as skipped binary, and the KB still holds the good text."""
@@ -96,8 +103,13 @@ def test_a_re_read_that_gets_binary_bytes_keeps_the_good_text(server: TestServer
     assert sorted(before.values()) == [("Logo", "Logo is a good page."), ("News", "News is a good page.")]
 
     twice = gzip.compress(gzip.compress(b"<html><body><p>News, compressed twice.</p></body></html>"))
-    server.add(host, {"/logo.html": Reply((CORPUS / "pixels.png").read_bytes(), headers={"Content-Type": "text/html"}),
-                      "/news.html": Reply(twice, headers={**HTML, "Content-Encoding": "gzip"})})
+    server.add(
+        host,
+        {
+            "/logo.html": Reply((CORPUS / "pixels.png").read_bytes(), headers={"Content-Type": "text/html"}),
+            "/news.html": Reply(twice, headers={**HTML, "Content-Encoding": "gzip"}),
+        },
+    )
     second = crawl("page", args={"urls_file": urls}, settings=FAST)
     assert second.returncode == 0, second.stderr[-3000:]
     assert [h.path for h in server.log(host)].count("/logo.html") == 2
@@ -108,8 +120,9 @@ def test_a_re_read_that_gets_binary_bytes_keeps_the_good_text(server: TestServer
     assert "binary 2" in summary_line(second.stderr)
 
 
-def test_a_first_crawl_of_binary_pages_stores_nothing_for_them(server: TestServer, host: str, crawl,
-                                                               tmp_path: Path) -> None:
+def test_a_first_crawl_of_binary_pages_stores_nothing_for_them(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
     """#14 item 6: a first crawl of a PNG sent as text/html and of a double-gzipped page stores
     nothing for them, one warning line each, while the good page beside them is stored."""
     twice = gzip.compress(gzip.compress(b"<html><body><p>Compressed twice.</p></body></html>"))
@@ -120,8 +133,11 @@ def test_a_first_crawl_of_binary_pages_stores_nothing_for_them(server: TestServe
         "/good.html": good("Good"),
     })  # fmt: skip
     paths = ("/pixels.html", "/twice.html", "/good.html")
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", [server.url(host, p) for p in paths])},
-                settings=FAST)
+    run = crawl(
+        "page",
+        args={"urls_file": write_urls(tmp_path / "urls.txt", [server.url(host, p) for p in paths])},
+        settings=FAST,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert [str(row["url"]) for row in run.kb()] == [server.url(host, "/good.html")]
     for path in paths[:2]:

@@ -30,8 +30,9 @@ def test_a_crawl_of_an_ipv6_literal_is_fetched_after_its_robots_txt(
     name = host if named else "[::1]"
     path = f"/crawl-{host}.html"
     server6.add(name, {"/robots.txt": ROBOTS, path: page("Six")})
-    run = crawl("page", args={"url": server6.url(name, path)},
-                settings={"DOWNLOAD_DELAY": "0.1", "HOST_RESOLVE": f"{host}=::1"})
+    run = crawl(
+        "page", args={"url": server6.url(name, path)}, settings={"DOWNLOAD_DELAY": "0.1", "HOST_RESOLVE": f"{host}=::1"}
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert [h.path for h in server6.log(name) if h.path in ("/robots.txt", path)][-2:] == ["/robots.txt", path]
     assert [(p["url"], p["title"]) for p in run.kb()] == [(server6.url(name, path), "Six")]

@@ -89,15 +89,17 @@ def test_rendering_fetches_only_same_site_scripts_through_the_crawler(
     Cookie is ever sent."""
     other = f"other-{host}"
     _app(server, host, other)
-    run = crawl("site", args={"url": server.url(host, "/app.html")},
-                settings={"JS_RENDERING": "True", "JS_RENDER_TIMEOUT": "3"})
+    run = crawl(
+        "site", args={"url": server.url(host, "/app.html")}, settings={"JS_RENDERING": "True", "JS_RENDER_TIMEOUT": "3"}
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     texts = _texts(run)
     assert "Quokka lanterns glow" in texts["app.html"] and "Numbats arrive by fetch." in texts["app.html"]
     assert "Wombat echo." in texts["two.html"]  # found through the link the script wrote
     hits = server.log(host)
     assert sorted(h.path for h in hits) == sorted(
-        ["/robots.txt", "/app.html", "/app.js", "/api/more.json", "/two.html", "/two.js"])
+        ["/robots.txt", "/app.html", "/app.js", "/api/more.json", "/two.html", "/two.js"]
+    )
     assert server.log(other) == []
     assert all("SynapseBot" in (h.header("User-Agent") or "") for h in hits)
     assert all(h.header("Cookie") is None and h.method == "GET" for h in hits)
@@ -118,8 +120,11 @@ def test_a_script_that_never_ends_leaves_the_page_as_served(
                             headers=_HTML),
     })  # fmt: skip
     urls = [server.url(host, "/spin.html"), server.url(host, "/fine.html")]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)},
-                settings={"JS_RENDERING": "True", "JS_RENDER_TIMEOUT": "2"})
+    run = crawl(
+        "page",
+        args={"urls_file": write_urls(tmp_path / "u.txt", urls)},
+        settings={"JS_RENDERING": "True", "JS_RENDER_TIMEOUT": "2"},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     texts = _texts(run)
     assert "Served words." in texts["spin.html"] and "Fine words." in texts["fine.html"]
@@ -130,8 +135,11 @@ def test_an_unusable_rendering_setting_is_one_line_before_any_request(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
     """ALL-NOJS: switching rendering on without a browser stops the crawl in one line, nothing fetched."""
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", [server.url(host, "/app.html")])},
-                settings={"JS_RENDERING": "True", "JS_CHROMIUM": str(tmp_path / "no-chromium")})
+    run = crawl(
+        "page",
+        args={"urls_file": write_urls(tmp_path / "u.txt", [server.url(host, "/app.html")])},
+        settings={"JS_RENDERING": "True", "JS_CHROMIUM": str(tmp_path / "no-chromium")},
+    )
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1].startswith("synapsecrawl: JS_RENDERING is on but JS_CHROMIUM")
     assert "Traceback" not in run.stderr

@@ -75,8 +75,18 @@ def test_a_copy_older_than_15_minutes_is_checked_again(fetcher: Fetcher, server:
     store = open_store(fetcher.kb_uri)
     an_hour_ago = utcnow() - timedelta(hours=1)
     for path, title in (("/same.html", "Same"), ("/changed.html", "Old title")):
-        store.put_page(PageRecord(kb="agents", url=server.url(host, path), title=title, text="Stored text.",
-                                  content_type="text/html", status=200, fetched_at=an_hour_ago, etag='"v1"'))
+        store.put_page(
+            PageRecord(
+                kb="agents",
+                url=server.url(host, path),
+                title=title,
+                text="Stored text.",
+                content_type="text/html",
+                status=200,
+                fetched_at=an_hour_ago,
+                etag='"v1"',
+            )
+        )
     store.close()
     server.add(host, {
         "/robots.txt": ROBOTS,
@@ -92,9 +102,7 @@ def test_a_copy_older_than_15_minutes_is_checked_again(fetcher: Fetcher, server:
     assert hits["/changed.html"].header("If-None-Match") == '"v1"'
 
 
-def test_refusals_are_json_errors_and_the_server_keeps_serving(
-    fetcher: Fetcher, server: TestServer, host: str
-) -> None:
+def test_refusals_are_json_errors_and_the_server_keeps_serving(fetcher: Fetcher, server: TestServer, host: str) -> None:
     """SNA-ONDEMAND, SNA-ROBOTS, SNA-HTML: a robots-disallowed page is refused and never requested; a
     bad URL or body is a 400; a PDF is refused once its headers show the type; a noindex page is not
     served; after all of these the next ask is answered."""
@@ -125,9 +133,7 @@ def test_refusals_are_json_errors_and_the_server_keeps_serving(
     assert [h.path for h in server.log(host)].count("/hidden.html") == 1
 
 
-def test_pages_of_one_host_asked_at_once_are_a_second_apart(
-    fetcher: Fetcher, server: TestServer, host: str
-) -> None:
+def test_pages_of_one_host_asked_at_once_are_a_second_apart(fetcher: Fetcher, server: TestServer, host: str) -> None:
     """SNA-ONDEMAND, SNA-RATE: two pages of one host asked for at the same moment are fetched one at a
     time, at least a second apart."""
     server.add(host, {"/robots.txt": ROBOTS, "/one.html": page("One", "first"), "/two.html": page("Two", "second")})
@@ -150,6 +156,7 @@ def test_pages_of_one_host_asked_at_once_are_a_second_apart(
 def test_on_demand_reads_up_to_5_mb(fetcher: Fetcher, server: TestServer, host: str) -> None:
     """SNA-SIZE: an asked-for page is read up to 5 MB (not the crawl's 2 MB): a 4 MB page whole, a 6 MB
     page only up to 5 MB, the download stopped there."""
+
     def big(title: str, size: int) -> Reply:
         head = f"<html><head><title>{title}</title></head><body><main><p>{title} has a lot of padding.</p></main>"
         return Reply(head + "<!--" + "x" * (size - len(head) - 4), chunk_delay=0.004)  # 4 MB/s: the stop is seen
@@ -169,8 +176,14 @@ async def test_mcp_client_lists_and_calls_web_fetch(fetcher: Fetcher, server: Te
     gets a page through it; a robots-disallowed page is a tool error, not a crash."""
     from mcp import Client
 
-    server.add(host, {"/robots.txt": ROBOTS, "/m.html": page("Via MCP", "Fetched for an agent over MCP."),
-                      "/private/m.html": page("No", "no")})
+    server.add(
+        host,
+        {
+            "/robots.txt": ROBOTS,
+            "/m.html": page("Via MCP", "Fetched for an agent over MCP."),
+            "/private/m.html": page("No", "no"),
+        },
+    )
     async with Client(f"{fetcher.base}/mcp") as client:
         tools = await client.list_tools()
         assert "web_fetch" in [tool.name for tool in tools.tools]
@@ -191,9 +204,14 @@ async def test_the_on_demand_server_also_searches_what_it_fetched(
     and a fetched page is then found by search with its passages and anchors."""
     from mcp import Client
 
-    server.add(host, {"/robots.txt": ROBOTS, "/q.html": page("Quokka census", "The quokka census counts "
-                                                           "marsupials on Rottnest every spring."),
-                      "/private/q.html": page("No", "no")})
+    server.add(
+        host,
+        {
+            "/robots.txt": ROBOTS,
+            "/q.html": page("Quokka census", "The quokka census counts marsupials on Rottnest every spring."),
+            "/private/q.html": page("No", "no"),
+        },
+    )
     url = server.url(host, "/q.html")
     async with Client(f"{fetcher.base}/mcp") as client:
         assert {"web_fetch", "search", "fetch", "list_kbs"} <= {t.name for t in (await client.list_tools()).tools}
@@ -207,19 +225,35 @@ async def test_the_on_demand_server_also_searches_what_it_fetched(
     assert [h.path for h in server.log(host)] == ["/robots.txt", "/q.html"]
     status, body = await asyncio.to_thread(fetcher.search, query="quokka census", kb="agents")
     results = body["results"]
-    assert status == 200 and results[0]["url"] == url and results[0]["passages"][0]["anchor"].startswith(f"{url}#:~:text=")
+    assert (
+        status == 200 and results[0]["url"] == url and results[0]["passages"][0]["anchor"].startswith(f"{url}#:~:text=")
+    )
 
 
 def test_ondemand_refuses_a_profile_that_promises_no_on_demand_fetch(tmp_path: Path) -> None:
     """SNA-ONDEMAND: only a profile whose page promises on-demand fetches serves them; another is refused
     at start-up with one line."""
     proc = subprocess.run(
-        [bin_path("scrapy"), "crawl", "ondemand", "-s", "BOT_PROFILE=synapsebot", "-s", f"KB_URI=sqlite:///{tmp_path}/k"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        [
+            bin_path("scrapy"),
+            "crawl",
+            "ondemand",
+            "-s",
+            "BOT_PROFILE=synapsebot",
+            "-s",
+            f"KB_URI=sqlite:///{tmp_path}/k",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert proc.returncode == 1
-    assert proc.stderr.strip() == ("synapsecrawl: BOT_PROFILE synapsebot does not fetch on demand "
-                                   "(only a profile whose page promises it, snagabot, does)")
+    assert proc.stderr.strip() == (
+        "synapsecrawl: BOT_PROFILE synapsebot does not fetch on demand "
+        "(only a profile whose page promises it, snagabot, does)"
+    )
 
 
 JANE = "jane.doe" + chr(64) + "example.org"
@@ -259,8 +293,9 @@ def test_one_page_asked_by_three_agents_at_once_is_fetched_once(
 ) -> None:
     """SNA-ONDEMAND, SNA-RATE: three agents asking for the same page at the same moment are all
     answered with it, from one fetch: the site sees robots.txt and the page once, a second apart."""
-    server.add(host, {"/robots.txt": ROBOTS, "/same.html": Reply(page("Shared", "Asked by three agents.").body,
-                                                                   delay=0.5)})
+    server.add(
+        host, {"/robots.txt": ROBOTS, "/same.html": Reply(page("Shared", "Asked by three agents.").body, delay=0.5)}
+    )
     url = server.url(host, "/same.html")
     answers = ask_at_once(fetcher, [url, url, url])
     assert [status for status, _ in answers] == [200, 200, 200], answers
@@ -278,8 +313,14 @@ def test_robots_txt_answering_5xx_fetches_nothing_and_tells_the_agent(
     """SNA-ROBOTS, SNA-ONDEMAND: robots.txt answering 503 means nothing is fetched from the host: the
     agent is told `robots_unavailable` (503), and asking again, for that page or another, requests no
     page."""
-    server.add(host, {"/robots.txt": Reply("down", status=503, headers={"Content-Type": "text/plain"}),
-                      "/a.html": page("A", "a"), "/b.html": page("B", "b")})
+    server.add(
+        host,
+        {
+            "/robots.txt": Reply("down", status=503, headers={"Content-Type": "text/plain"}),
+            "/a.html": page("A", "a"),
+            "/b.html": page("B", "b"),
+        },
+    )
     status, body = fetcher.post(server.url(host, "/a.html"))
     assert (status, body["error"]["code"]) == (503, "robots_unavailable"), body
     status, body = fetcher.post(server.url(host, "/b.html"))
@@ -297,12 +338,22 @@ def test_a_copy_younger_than_15_minutes_is_served_without_any_request(
     no request at all, not even robots.txt; one fetched 16 minutes ago is fetched again."""
     store = open_store(fetcher.kb_uri)
     for path, minutes in (("/fresh.html", 14), ("/stale.html", 16)):
-        store.put_page(PageRecord(kb="agents", url=server.url(host, path), title=f"Stored {minutes}",
-                                  text="Stored text of the page.", content_type="text/html", status=200,
-                                  fetched_at=utcnow() - timedelta(minutes=minutes)))
+        store.put_page(
+            PageRecord(
+                kb="agents",
+                url=server.url(host, path),
+                title=f"Stored {minutes}",
+                text="Stored text of the page.",
+                content_type="text/html",
+                status=200,
+                fetched_at=utcnow() - timedelta(minutes=minutes),
+            )
+        )
     store.close()
-    server.add(host, {"/robots.txt": ROBOTS, "/fresh.html": page("Live fresh", "live"),
-                      "/stale.html": page("Live stale", "live")})
+    server.add(
+        host,
+        {"/robots.txt": ROBOTS, "/fresh.html": page("Live fresh", "live"), "/stale.html": page("Live stale", "live")},
+    )
     status, fresh = fetcher.post(server.url(host, "/fresh.html"))
     assert status == 200 and fresh["from_index"] is True and fresh["title"] == "Stored 14", fresh
     assert server.log(host) == []
@@ -317,8 +368,14 @@ def test_a_redirecting_address_is_stored_under_its_target_and_not_fetched_again(
     """SNA-ONDEMAND: an address that answers 301 is followed; the page is stored and answered under the
     address it was read from (`url`), with the address asked for as `requested_url`. Asked again, by
     either address, within 15 minutes, it is served from the index with no request to the site."""
-    server.add(host, {"/robots.txt": ROBOTS, "/old.html": moved(server.url(host, "/new.html")),
-                      "/new.html": page("Moved page", "The page now lives here.")})
+    server.add(
+        host,
+        {
+            "/robots.txt": ROBOTS,
+            "/old.html": moved(server.url(host, "/new.html")),
+            "/new.html": page("Moved page", "The page now lives here."),
+        },
+    )
     old, new = server.url(host, "/old.html"), server.url(host, "/new.html")
     status, body = fetcher.post(old)
     assert status == 200 and body["from_index"] is False, body
@@ -339,8 +396,14 @@ def test_a_redirect_into_a_disallowed_path_or_another_host_obeys_that_robots_txt
     robots.txt: a hop into a disallowed path is never requested (`robots_disallowed`); a hop to another
     host is requested only after that host's robots.txt, which is read first."""
     other = f"other-{host}"
-    server.add(host, {"/robots.txt": ROBOTS, "/go.html": moved(server.url(host, "/private/x.html"), 302),
-                      "/away.html": moved(server.url(other, "/there.html"))})
+    server.add(
+        host,
+        {
+            "/robots.txt": ROBOTS,
+            "/go.html": moved(server.url(host, "/private/x.html"), 302),
+            "/away.html": moved(server.url(other, "/there.html")),
+        },
+    )
     server.add(other, {"/robots.txt": ROBOTS, "/there.html": page("Over there", "On the other host.")})
     status, body = fetcher.post(server.url(host, "/go.html"))
     assert status == 403 and body["error"]["code"] == "robots_disallowed", body
@@ -351,9 +414,7 @@ def test_a_redirect_into_a_disallowed_path_or_another_host_obeys_that_robots_txt
     assert all(h.header("User-Agent") == UA for h in server.log(host) + server.log(other))
 
 
-def test_a_fragment_or_an_upper_case_host_names_the_same_page(
-    fetcher: Fetcher, server: TestServer, host: str
-) -> None:
+def test_a_fragment_or_an_upper_case_host_names_the_same_page(fetcher: Fetcher, server: TestServer, host: str) -> None:
     """SNA-ONDEMAND: `page#one`, `page#two` and `HTTP://HOST/page` are one page: it is fetched once
     (no fragment ever reaches the site), later asks within 15 minutes are served from the index, and
     the KB holds it once, under its address without a fragment."""
@@ -369,15 +430,15 @@ def test_a_fragment_or_an_upper_case_host_names_the_same_page(
     assert [row["url"] for row in fetcher.kb() if host in str(row["url"]).lower()] == [url]
 
 
-def test_personal_data_never_reaches_an_agent_in_any_field(
-    fetcher: Fetcher, server: TestServer, host: str
-) -> None:
+def test_personal_data_never_reaches_an_agent_in_any_field(fetcher: Fetcher, server: TestServer, host: str) -> None:
     """SNA-PRIVACY: an e-mail address and a phone number in the title, the meta description and the
     text of a page appear in no field an agent gets (snippet, passages, their anchors, description,
     title), fetched or from the index, nor in the stored text."""
     head = f'<meta name="description" content="Call {PHONE} or write to {EMAIL} today.">'
-    body = (f"Our office answers at {PHONE} on weekdays. Write to {EMAIL} for a quote. "
-            "We repair bicycles of every kind, old and new.")
+    body = (
+        f"Our office answers at {PHONE} on weekdays. Write to {EMAIL} for a quote. "
+        "We repair bicycles of every kind, old and new."
+    )
     server.add(host, {"/robots.txt": ROBOTS, "/contact.html": page(f"Contact {EMAIL}", body, head=head)})
     url = server.url(host, "/contact.html")
     for from_index in (False, True):
@@ -427,12 +488,20 @@ def test_the_5_mb_cap_holds_through_a_redirect_and_for_a_gzipped_page(
 ) -> None:
     """SNA-SIZE: an asked-for page is read up to 5 MB, not the crawl's 2 MB, also when it is reached by a
     redirect and when it is sent gzip-compressed (3 MB once inflated): both are read whole."""
+
     def big(title: str, size: int, **kw: Any) -> Reply:
         head = f"<html><head><title>{title}</title></head><body><main><p>{title} is long.</p></main>"
         return Reply(head + "<!--" + "x" * (size - len(head) - 4), **kw)
 
-    server.add(host, {"/robots.txt": ROBOTS, "/r.html": moved(server.url(host, "/3mb.html")),
-                      "/3mb.html": big("Three", 3_000_000), "/gz.html": big("Zipped", 3_000_000, gzip=True)})
+    server.add(
+        host,
+        {
+            "/robots.txt": ROBOTS,
+            "/r.html": moved(server.url(host, "/3mb.html")),
+            "/3mb.html": big("Three", 3_000_000),
+            "/gz.html": big("Zipped", 3_000_000, gzip=True),
+        },
+    )
     status, body = fetcher.post(server.url(host, "/r.html"))
     assert status == 200 and body["title"] == "Three" and body["truncated"] is False, body
     status, body = fetcher.post(server.url(host, "/gz.html"))
@@ -455,9 +524,7 @@ def test_a_page_answering_500_is_not_asked_again_within_15_minutes(
     assert paths(server.log(host)).count("/err.html") == 1, paths(server.log(host))
 
 
-async def test_mcp_agents_asking_at_once_share_one_fetch(
-    fetcher: Fetcher, server: TestServer, host: str
-) -> None:
+async def test_mcp_agents_asking_at_once_share_one_fetch(fetcher: Fetcher, server: TestServer, host: str) -> None:
     """SNA-ONDEMAND: two MCP clients (the official SDK's) and a JSON API caller asking for one page at
     once get it from a single request to the site."""
     import asyncio

@@ -29,8 +29,11 @@ def test_page_mode_keeps_indexable_pages_and_exports_them(
         "/private/d.html": page("Secret", "Secret."),
     })  # fmt: skip
     urls = [server.url(host, p) for p in ("/a.html", "/b.html", "/c.html", "/private/d.html")]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls), "kb": "docs"},
-                settings={"EXTRACT_PROCESSES": processes})
+    run = crawl(
+        "page",
+        args={"urls_file": write_urls(tmp_path / "u.txt", urls), "kb": "docs"},
+        settings={"EXTRACT_PROCESSES": processes},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     paths = [h.path for h in server.log(host)]
     assert paths[0] == "/robots.txt" and paths.count("/robots.txt") == 1
@@ -58,8 +61,10 @@ def test_directives_for_other_crawlers_do_not_apply(server: TestServer, host: st
         "/google-header.html": page("google header", "x", headers={"X-Robots-Tag": "googlebot: noindex"}),
         "/robots-meta.html": page("robots meta", "x", head='<meta name="robots" content="none">'),
     })  # fmt: skip
-    urls = [server.url(host, p) for p in ("/own-meta.html", "/google-meta.html", "/own-header.html",
-                                          "/google-header.html", "/robots-meta.html")]
+    urls = [
+        server.url(host, p)
+        for p in ("/own-meta.html", "/google-meta.html", "/own-header.html", "/google-header.html", "/robots-meta.html")
+    ]
     run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)}, settings={"BOT_PROFILE": "snagabot"})
     assert run.returncode == 0, run.stderr[-3000:]
     assert sorted(p["title"] for p in run.kb()) == ["google header", "google meta"]
@@ -92,10 +97,14 @@ def test_kb_search_ranks_and_honours_snippet_rules(server: TestServer, host: str
         "/short.html": page("Photosynthesis short", long_text, head='<meta name="robots" content="max-snippet:20">'),
         "/unrelated.html": page("Cars", "Engines and wheels."),
     })  # fmt: skip
-    urls = [server.url(host, p) for p in ("/best.html", "/other.html", "/hidden.html", "/short.html",
-                                          "/unrelated.html")]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls), "kb": "bio"},
-                settings={"DOWNLOAD_DELAY": "0.1"})
+    urls = [
+        server.url(host, p) for p in ("/best.html", "/other.html", "/hidden.html", "/short.html", "/unrelated.html")
+    ]
+    run = crawl(
+        "page",
+        args={"urls_file": write_urls(tmp_path / "u.txt", urls), "kb": "bio"},
+        settings={"DOWNLOAD_DELAY": "0.1"},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     out = synapsecrawl("kb", "search", "photosynthesis", "--uri", run.kb_uri, "--kb", "bio", "--format", "jsonl")
     assert out.returncode == 0, out.stderr
@@ -109,7 +118,13 @@ def test_kb_search_ranks_and_honours_snippet_rules(server: TestServer, host: str
     assert "photosynthesis" in by_url[urls[0]]["snippet"].lower()
     assert all(len(r["snippet"]) < len(long_text) for r in results)
     table = synapsecrawl("kb", "list", "--uri", run.kb_uri, "--kb", "bio", "--format", "table")
-    assert table.returncode == 0 and table.stdout.splitlines()[0].split() == ["kb", "url", "status", "fetched_at", "title"]
+    assert table.returncode == 0 and table.stdout.splitlines()[0].split() == [
+        "kb",
+        "url",
+        "status",
+        "fetched_at",
+        "title",
+    ]
     assert len(table.stdout.splitlines()) == 6
 
 

@@ -65,22 +65,29 @@ def extraction_processes(procs: dict[int, Proc], crawler: int) -> tuple[list[int
 
 def start_crawl(server: TestServer, host: str, tmp_path: Path, mark: str, pages: int, delay: float):  # type: ignore[no-untyped-def]
     links = "".join(f'<a href="/p{n}.html">p{n}</a> ' for n in range(pages))
-    body = ("<html><head><title>{t}</title></head><body><main><p>{t} is a page with enough words to be read "
-            "as text by the extraction worker.</p>{links}</main></body></html>")
+    body = (
+        "<html><head><title>{t}</title></head><body><main><p>{t} is a page with enough words to be read "
+        "as text by the extraction worker.</p>{links}</main></body></html>"
+    )
     server.add(host, {
         "/robots.txt": ROBOTS_ALL,
         "/": Reply(body.format(t="Index", links=links)),
         **{f"/p{n}.html": Reply(body.format(t=f"Page {n}", links=""), delay=delay) for n in range(pages)},
     })  # fmt: skip
-    settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "DOWNLOAD_DELAY": "0.1",
-                "KB_URI": f"sqlite:///{tmp_path / 'kb.sqlite3'}", "EXTRACT_PROCESSES": "2", "LOG_LEVEL": "INFO"}
+    settings = {
+        "HOST_RESOLVE": "*.test=127.0.0.1",
+        "ALLOW_PRIVATE_ADDRESSES": "True",
+        "DOWNLOAD_DELAY": "0.1",
+        "KB_URI": f"sqlite:///{tmp_path / 'kb.sqlite3'}",
+        "EXTRACT_PROCESSES": "2",
+        "LOG_LEVEL": "INFO",
+    }
     command = [bin_path("scrapy"), "crawl", "site", "-a", f"url={server.url(host, '/')}"]
     for key, value in settings.items():
         command += ["-s", f"{key}={value}"]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}, MARK: mark}
     log = (tmp_path / "crawl.log").open("w")
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     log.close()
     return proc
 
@@ -112,8 +119,9 @@ def kill_leftovers(mark: str) -> None:
 
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM])
-def test_no_process_outlives_a_crawl_stopped_mid_run(server: TestServer, host: str, tmp_path: Path,
-                                                     stop: signal.Signals) -> None:
+def test_no_process_outlives_a_crawl_stopped_mid_run(
+    server: TestServer, host: str, tmp_path: Path, stop: signal.Signals
+) -> None:
     """#13 item 4: a site crawl with extraction workers, its scrapy process (alone, not its group) killed
     with SIGKILL or stopped with SIGTERM mid-run: within 30 s none of its processes is left, not the
     forkserver, a worker or the resource tracker, which were all running before."""

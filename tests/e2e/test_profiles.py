@@ -23,8 +23,13 @@ UA = {
     "yottabot": "Mozilla/5.0 (compatible; YottaBot-SearchBot/1.0; +https://yotta.bot/searchbot)",
 }
 YOTTA_ROBOTS_UA = "Mozilla/5.0 (compatible; YottaBot-SearchBot/1.0; robots.txt; +https://yotta.bot/searchbot)"
-TOKEN = {"synapsebot": "SynapseBot", "snagabot": "snagabot", "serenereader": "SereneReader",
-         "omniscientebot": "OmniscienteBot", "yottabot": "yottabot-searchbot"}
+TOKEN = {
+    "synapsebot": "SynapseBot",
+    "snagabot": "snagabot",
+    "serenereader": "SereneReader",
+    "omniscientebot": "OmniscienteBot",
+    "yottabot": "yottabot-searchbot",
+}
 
 # Which hosts' pages each profile fetches, by how robots.txt answered.
 FETCHES = {
@@ -57,10 +62,7 @@ def test_profile_identity_robots_outcomes_and_spacing(
     # one site each, also for OmniscienteBot (a site is a registrable domain): a failed robots.txt stops its
     # whole site (OMN-ROBOTS), and each host here shows one outcome
     hosts = [f"{kind}-{base}.test" for kind in ("rules", "r404", "r403", "r500", "rdrop")]
-    rules = (
-        f"User-agent: {TOKEN[profile]}\nDisallow: /private/\nCrawl-delay: 1.5\n\n"
-        "User-agent: *\nDisallow: /\n"
-    )
+    rules = f"User-agent: {TOKEN[profile]}\nDisallow: /private/\nCrawl-delay: 1.5\n\nUser-agent: *\nDisallow: /\n"
     robots = [
         Reply(rules, headers={"Content-Type": "text/plain"}),
         Reply("gone", status=404, headers={"Content-Type": "text/plain"}),
@@ -70,8 +72,15 @@ def test_profile_identity_robots_outcomes_and_spacing(
     ]
     urls = []
     for name, reply in zip(hosts, robots, strict=True):
-        srv.add(name, {"/robots.txt": reply, "/a.html": html(f"A of {name}"), "/b.html": html(f"B of {name}"),
-                       "/private/x.html": html("private")})
+        srv.add(
+            name,
+            {
+                "/robots.txt": reply,
+                "/a.html": html(f"A of {name}"),
+                "/b.html": html(f"B of {name}"),
+                "/private/x.html": html("private"),
+            },
+        )
         urls += [srv.url(name, "/a.html"), srv.url(name, "/b.html")]
     urls.append(srv.url(hosts[0], "/private/x.html"))
     settings = {"BOT_PROFILE": profile}
@@ -148,8 +157,11 @@ def test_omniscientebot_crawl_delay_decimals_from_its_own_group(
         **{f"/{n}.html": html(f"Page {n}") for n in range(3)},
     })  # fmt: skip
     urls = [server.url(host, f"/{n}.html") for n in range(3)]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
-                settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)})
+    run = crawl(
+        "page",
+        args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
+        settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
 
     hits = [h for h in server.log(host) if h.path != "/.well-known/tdmrep.json"]
@@ -174,10 +186,13 @@ def test_a_crawl_delay_line_does_not_end_a_group(server: TestServer, host: str, 
     text = {"Content-Type": "text/plain"}
     server.add(shut, {"/robots.txt": Reply(shut_robots, headers=text), "*": html("Shut")})
     server.add(other, {"/robots.txt": Reply(other_robots, headers=text), "*": html("Open")})
-    urls = [server.url(shut, "/a.html"), server.url(other, "/a.html"), server.url(other, "/b.html"),
-            server.url(other, "/private/c.html")]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
-                settings={"DOWNLOAD_DELAY": "0.1"})
+    urls = [
+        server.url(shut, "/a.html"),
+        server.url(other, "/a.html"),
+        server.url(other, "/b.html"),
+        server.url(other, "/private/c.html"),
+    ]
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)}, settings={"DOWNLOAD_DELAY": "0.1"})
     assert run.returncode == 0, run.stderr[-3000:]
 
     assert [h.path for h in server.log(shut)] == ["/robots.txt"]
@@ -187,8 +202,9 @@ def test_a_crawl_delay_line_does_not_end_a_group(server: TestServer, host: str, 
     assert all(gap >= 1.5 for gap in gaps(other_hits[1:])), gaps(other_hits)
     robots_file = tmp_path / "robots.txt"
     robots_file.write_text(shut_robots)
-    check = synapsecrawl("robots", "check", "--robots", str(robots_file), "--agent", "SynapseBot",
-                         server.url(shut, "/a.html"))
+    check = synapsecrawl(
+        "robots", "check", "--robots", str(robots_file), "--agent", "SynapseBot", server.url(shut, "/a.html")
+    )
     assert check.stdout.split()[0] == "disallowed", check.stdout + check.stderr
     delay = synapsecrawl("robots", "check", "--robots", str(robots_file), "--agent", "SynapseBot", "--crawl-delay")
     assert delay.stdout.strip() == "1.5", delay.stdout + delay.stderr

@@ -27,8 +27,9 @@ def cron(*args: str) -> list[str]:
 
 
 def run_cron(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cron(*args), cwd="/", stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        cron(*args), cwd="/", stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def sources(uri: str) -> list[Source]:
@@ -57,12 +58,18 @@ def test_recrawl_from_cron_rereads_due_sources_only(server: TestServer, host: st
         "/": validated(html("Home", links=("/a.html",)), etag='"h"'),
         "/a.html": validated(html("Apple"), etag='"a"'),
     })  # fmt: skip
-    first = crawl("site", args={"url": server.url(host, "/"), "kb": "docs", "depth": "2"},
-                  settings={"DOWNLOAD_DELAY": "0.1"})
+    first = crawl(
+        "site", args={"url": server.url(host, "/"), "kb": "docs", "depth": "2"}, settings={"DOWNLOAD_DELAY": "0.1"}
+    )
     assert first.returncode == 0, first.stderr[-3000:]
     [source] = sources(first.kb_uri)
     assert (source.mode, source.urls, source.kb, source.depth, source.profile) == (
-        "site", (server.url(host, "/"),), "docs", "2", "synapsebot")
+        "site",
+        (server.url(host, "/"),),
+        "docs",
+        "2",
+        "synapsebot",
+    )
     assert source.next_due - source.last_crawl == pytest.approx(7 * 86400)
     mark = len(server.log(host))
 
@@ -79,7 +86,10 @@ def test_recrawl_from_cron_rereads_due_sources_only(server: TestServer, host: st
     assert line.startswith(f"crawled   {source.id} site ") and "finished, next due" in line
     hits = since(server, host, mark)
     assert sorted((h.path, h.header("If-None-Match")) for h in hits) == [
-        ("/", '"h"'), ("/a.html", '"a"'), ("/robots.txt", None)]
+        ("/", '"h"'),
+        ("/a.html", '"a"'),
+        ("/robots.txt", None),
+    ]
     assert all(row["verified_at"] for row in first.kb())
     [after] = sources(first.kb_uri)
     assert after.next_due > time.time() + 6.9 * 86400 and after.last_crawl > source.last_crawl
@@ -104,8 +114,14 @@ def test_overlapping_recrawl_is_refused_by_the_lock(server: TestServer, host: st
     server.add(host, {"/slow.html": slow})
     mark = len(server.log(host))
 
-    with subprocess.Popen(cron("--uri", first.kb_uri, *TEST_HOSTS), cwd="/", stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as running:
+    with subprocess.Popen(
+        cron("--uri", first.kb_uri, *TEST_HOSTS),
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as running:
         try:
             assert reached.wait(60), "the first recrawl never reached the page"
             second = run_cron("--uri", first.kb_uri, *TEST_HOSTS)
@@ -138,7 +154,8 @@ def test_a_crawl_that_cannot_start_fails_the_run_and_is_retried_soon(
     assert failed.returncode == 1, failed.stdout + failed.stderr
     [line] = failed.stdout.splitlines()
     assert line.startswith("failed    ") and line.endswith(
-        "exit 1: synapsecrawl: DOWNLOAD_DELAY 0.01 is below synapsebot (self-hosted)'s floor 0.1 s")
+        "exit 1: synapsecrawl: DOWNLOAD_DELAY 0.01 is below synapsebot (self-hosted)'s floor 0.1 s"
+    )
     assert len(server.log(host)) == mark
     [source] = sources(first.kb_uri)
     assert time.time() < source.next_due <= time.time() + 3600

@@ -34,14 +34,17 @@ def busy_once() -> Any:
 
 def serve_site(server: TestServer, host: str) -> None:
     links = "".join(f'<a href="{p}">{p}</a> ' for p in ("/a.html", "/busy.html", "/hidden.html", "/private/x.html"))
-    server.add(host, {
-        "/robots.txt": Reply("User-agent: *\nCrawl-delay: 1.5\nDisallow: /private/\n", headers=TEXT),
-        "/": html("Home", after=links),
-        "/a.html": html("A"),
-        "/busy.html": busy_once(),
-        "/hidden.html": html("Hidden", head='<meta name="robots" content="noindex">'),
-        "/private/x.html": html("Private"),
-    })
+    server.add(
+        host,
+        {
+            "/robots.txt": Reply("User-agent: *\nCrawl-delay: 1.5\nDisallow: /private/\n", headers=TEXT),
+            "/": html("Home", after=links),
+            "/a.html": html("A"),
+            "/busy.html": busy_once(),
+            "/hidden.html": html("Hidden", head='<meta name="robots" content="noindex">'),
+            "/private/x.html": html("Private"),
+        },
+    )
 
 
 def crawl_dir(reports: Path) -> Path:
@@ -53,16 +56,16 @@ def crawl_dir(reports: Path) -> Path:
 @pytest.fixture
 def reported(server: TestServer, host: str, crawl, tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     serve_site(server, host)
-    run = crawl("site", args={"url": server.url(host, "/")},
-                settings={"REPORT_DIR": str(tmp_path / "reports")})
+    run = crawl("site", args={"url": server.url(host, "/")}, settings={"REPORT_DIR": str(tmp_path / "reports")})
     assert run.returncode == 0, run.stderr
     directory = crawl_dir(tmp_path / "reports")
     assert f"crawl report: {directory / 'index.html'}" in run.stderr
     return directory, json.loads((directory / "report.json").read_text())
 
 
-def test_report_json_matches_what_the_server_saw(reported: tuple[Path, dict[str, Any]], server: TestServer,
-                                                 host: str) -> None:
+def test_report_json_matches_what_the_server_saw(
+    reported: tuple[Path, dict[str, Any]], server: TestServer, host: str
+) -> None:
     """#18 part 1 (ALL-CD, the design card's 429/503 backoff, ALL-NOINDEX, ALL-RFC9309): the report's
     site holds every request the server logged, in order, with its status; the Crawl-delay read from
     robots.txt and the spacing it set; the 503 as a pause with its Retry-After; robots.txt read once
@@ -78,8 +81,10 @@ def test_report_json_matches_what_the_server_saw(reported: tuple[Path, dict[str,
     assert [(p["status"], p["retry_after"]) for p in site["pauses"]] == [(503, "2")]
     [robots] = site["robots"]
     assert (robots["status"], robots["outcome"], robots["crawl_delay"]) == (200, "parsed", 1.5)
-    assert site["skipped"] == {"noindex": [server.url(host, "/hidden.html")],
-                               "robots": [server.url(host, "/private/x.html")]}
+    assert site["skipped"] == {
+        "noindex": [server.url(host, "/hidden.html")],
+        "robots": [server.url(host, "/private/x.html")],
+    }
     assert sorted(site["stored"]) == sorted(server.url(host, p) for p in ("/", "/a.html", "/busy.html"))
     assert len(site["gaps"]) == len(hits) - 1
     assert data["totals"]["requests"] == len(hits) and data["totals"]["stored"] == 3
@@ -87,8 +92,9 @@ def test_report_json_matches_what_the_server_saw(reported: tuple[Path, dict[str,
     assert all(r["bytes"] > 0 for r in site["requests"])
 
 
-def test_report_renders_in_chromium_with_its_key_elements(reported: tuple[Path, dict[str, Any]],
-                                                          server: TestServer, host: str, tmp_path: Path) -> None:
+def test_report_renders_in_chromium_with_its_key_elements(
+    reported: tuple[Path, dict[str, Any]], server: TestServer, host: str, tmp_path: Path
+) -> None:
     """#18 part 1: the index and the site's page load from the disk in headless Chromium with no console
     error or page error; the site's row shows the request count the server logged and its skip reasons;
     its page draws the gap chart with the Crawl-delay line at 1.5 s, one gap point per gap, and a pause
@@ -101,8 +107,9 @@ def test_report_renders_in_chromium_with_its_key_elements(reported: tuple[Path, 
     hits = server.log(host)
     errors: list[str] = []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                             chromium_sandbox=os.geteuid() != 0)
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", headless=True, chromium_sandbox=os.geteuid() != 0
+        )
         try:
             page = browser.new_page(viewport={"width": 1200, "height": 900})
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)

@@ -116,8 +116,15 @@ def test_reread_removes_gone_noindex_and_disallowed_pages_and_keeps_failures(
     disallowed by robots.txt leaves the KB, the disallowed one without being requested; a page answering
     500, 503 (a pause) or not at all (a timeout), and a page whose site's robots.txt cannot be read, stay."""
     other = f"unreadable-{host}"
-    pages = ["/gone404.html", "/gone410.html", "/noindex.html", "/private/secret.html",
-             "/e500.html", "/e503.html", "/slow.html"]
+    pages = [
+        "/gone404.html",
+        "/gone410.html",
+        "/noindex.html",
+        "/private/secret.html",
+        "/e500.html",
+        "/e503.html",
+        "/slow.html",
+    ]
     server.add(host, {"/robots.txt": ROBOTS_ALL, **{p: Reply(html(p.strip("/")), headers=HTML) for p in pages}})
     server.add(other, {"/robots.txt": ROBOTS_ALL, "/page.html": Reply(html("Elsewhere"), headers=HTML)})
     urls = write_urls(tmp_path / "u.txt", [server.url(host, p) for p in pages] + [server.url(other, "/page.html")])
@@ -136,8 +143,7 @@ def test_reread_removes_gone_noindex_and_disallowed_pages_and_keeps_failures(
         "/slow.html": Reply(html("Slow"), headers=HTML, delay=3),
     })  # fmt: skip
     server.add(other, {"/robots.txt": Reply("down", status=500, headers={"Content-Type": "text/plain"})})
-    second = crawl("page", args={"urls_file": urls},
-                   settings={**FAST, "DOWNLOAD_TIMEOUT": "1", "RETRY_TIMES": "0"})
+    second = crawl("page", args={"urls_file": urls}, settings={**FAST, "DOWNLOAD_TIMEOUT": "1", "RETRY_TIMES": "0"})
     assert second.returncode == 0, second.stderr[-3000:]
     paths = [h.path for h in since(server, host, mark)]
     assert "/private/secret.html" not in paths
@@ -244,7 +250,8 @@ def test_a_page_moved_for_good_leaves_its_old_address_and_one_moved_for_now_keep
     second = crawl("page", args={"urls_file": urls}, settings=FAST)
     assert second.returncode == 0, second.stderr[-3000:]
     assert sorted(stored(second)) == sorted(
-        server.url(host, path) for path in ("/new.html", "/here.html", "/elsewhere.html"))
+        server.url(host, path) for path in ("/new.html", "/here.html", "/elsewhere.html")
+    )
     assert "removed from the knowledge base (moved permanently to" in second.stderr
 
 
@@ -274,7 +281,9 @@ def test_yottabot_removes_pages_a_new_robots_txt_disallows_at_once(
     store.close()
     mark = len(server.log(host))
 
-    server.add(host, {"/robots.txt": Reply("User-agent: *\nDisallow: /blog/\n", headers={"Content-Type": "text/plain"})})
+    server.add(
+        host, {"/robots.txt": Reply("User-agent: *\nDisallow: /blog/\n", headers={"Content-Type": "text/plain"})}
+    )
     second = crawl("page", args={"url": urls[0]}, settings=settings)
     assert second.returncode == 0, second.stderr[-3000:]
     assert [h.path for h in since(server, host, mark)] == ["/robots.txt", "/docs/a.html"]
@@ -301,10 +310,15 @@ def test_removal_list_deletes_pages_and_keeps_them_out(server: TestServer, host:
     mark, mark_banned = len(server.log(host)), len(server.log(banned))
 
     removal = tmp_path / "removals.txt"
-    removal.write_text(f"# removal requests\n{banned.upper()}\nhttps://{host}:{server.port}/secret/\nnot a url at all\n")
+    removal.write_text(
+        f"# removal requests\n{banned.upper()}\nhttps://{host}:{server.port}/secret/\nnot a url at all\n"
+    )
     second_urls = [server.url(host, "/keep.html"), server.url(host, "/secret/two.html"), server.url(banned, "/b.html")]
-    second = crawl("page", args={"urls_file": write_urls(tmp_path / "u2.txt", second_urls)},
-                   settings={**settings, "REMOVAL_LIST": str(removal)})
+    second = crawl(
+        "page",
+        args={"urls_file": write_urls(tmp_path / "u2.txt", second_urls)},
+        settings={**settings, "REMOVAL_LIST": str(removal)},
+    )
     assert second.returncode == 0, second.stderr[-3000:]
     assert list(stored(second)) == [server.url(host, "/keep.html")]
     assert [h.path for h in since(server, host, mark) if h.path != "/robots.txt"] == ["/keep.html"]
@@ -313,12 +327,14 @@ def test_removal_list_deletes_pages_and_keeps_them_out(server: TestServer, host:
     assert "1 lines are neither a domain nor an http(s) URL prefix" in second.stderr
 
 
-def test_unreadable_removal_list_stops_the_crawl_in_one_line(server: TestServer, host: str, crawl,
-                                                            tmp_path: Path) -> None:
+def test_unreadable_removal_list_stops_the_crawl_in_one_line(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
     """YOT-REMOVAL: a REMOVAL_LIST that cannot be read refuses the crawl before any request, in one line."""
     server.add(host, {"/robots.txt": ROBOTS_ALL})
-    run = crawl("page", args={"url": server.url(host, "/x.html")},
-                settings={"REMOVAL_LIST": str(tmp_path / "missing.txt")})
+    run = crawl(
+        "page", args={"url": server.url(host, "/x.html")}, settings={"REMOVAL_LIST": str(tmp_path / "missing.txt")}
+    )
     assert run.returncode == 1
     missing = tmp_path / "missing.txt"
     assert run.stderr.strip().splitlines() == [f"synapsecrawl: REMOVAL_LIST {missing}: No such file or directory"]
@@ -345,8 +361,7 @@ def test_a_304_that_now_carries_noindex_removes_the_page(server: TestServer, hos
 
         return answer
 
-    server.add(host, {"/robots.txt": Reply("", status=404),
-                      "/hidden.html": route(False), "/kept.html": route(False)})
+    server.add(host, {"/robots.txt": Reply("", status=404), "/hidden.html": route(False), "/kept.html": route(False)})
     start = server.url(host, "/")
     server.add(host, {"/": served("Home", links=("/hidden.html", "/kept.html"))})
     first = crawl("site", args={"url": start}, settings=FAST)

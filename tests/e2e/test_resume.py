@@ -78,13 +78,24 @@ class Site:
         return sum(1 for _, status in self.answers if status == 200)
 
     def serve(self, server: TestServer, host: str) -> None:
-        server.add(host, {"/robots.txt": ROBOTS_ALL,
-                          **{path: self.route(path, page(path, links=links)) for path, links in self.pages.items()}})
+        server.add(
+            host,
+            {
+                "/robots.txt": ROBOTS_ALL,
+                **{path: self.route(path, page(path, links=links)) for path, links in self.pages.items()},
+            },
+        )
 
 
 def scrapy_command(spider: str, args: dict[str, str], kb_uri: str, extra: dict[str, str]) -> list[str]:
-    settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "KB_URI": kb_uri,
-                "LOG_LEVEL": "INFO", **FAST, **extra}
+    settings = {
+        "HOST_RESOLVE": "*.test=127.0.0.1",
+        "ALLOW_PRIVATE_ADDRESSES": "True",
+        "KB_URI": kb_uri,
+        "LOG_LEVEL": "INFO",
+        **FAST,
+        **extra,
+    }
     command = [bin_path("scrapy"), "crawl", spider]
     for key, value in args.items():
         command += ["-a", f"{key}={value}"]
@@ -104,8 +115,9 @@ def stored_count(path: Path) -> int:
 
 
 @pytest.mark.parametrize("jobdir", [False, True], ids=["kb", "jobdir"])
-def test_a_site_crawl_killed_half_way_finishes_when_run_again(server: TestServer, host: str, crawl,
-                                                              tmp_path: Path, jobdir: bool) -> None:
+def test_a_site_crawl_killed_half_way_finishes_when_run_again(
+    server: TestServer, host: str, crawl, tmp_path: Path, jobdir: bool
+) -> None:
     """SYN-MODES, SYN-REREAD (#13 item 3), the operator's path: a 61-page site with ETags, its crawl killed
     with SIGKILL (its process group) once 29 pages are stored, then `scrapy crawl site` again, with or
     without a JOBDIR (whose job state a kill leaves stale). Every page ends up in the KB; each page stored
@@ -122,8 +134,14 @@ def test_a_site_crawl_killed_half_way_finishes_when_run_again(server: TestServer
     start = server.url(host, "/")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     log = (tmp_path / "killed.log").open("w")
-    proc = subprocess.Popen(scrapy_command("site", {"url": start}, uri, extra), cwd=ROOT, env=env, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        scrapy_command("site", {"url": start}, uri, extra),
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 180
         while stored_count(kb_path) < 29 and proc.poll() is None and time.monotonic() < deadline:
@@ -148,7 +166,7 @@ def test_a_site_crawl_killed_half_way_finishes_when_run_again(server: TestServer
     site.gate_after = None
     second = crawl("site", args={"url": start}, settings={**FAST, **extra}, kb_uri=uri)
     assert second.returncode == 0, second.stderr[-3000:]
-    again = site.answers[len(first):]
+    again = site.answers[len(first) :]
     with closing(open_store(uri)) as store:
         urls = {page.url for page in store.pages()}
         [source] = store.sources()
@@ -162,8 +180,7 @@ def test_a_site_crawl_killed_half_way_finishes_when_run_again(server: TestServer
         assert not (tmp_path / "job" / MARK).exists()  # closed: Scrapy's state is good for a next run
 
 
-def test_a_304_leads_to_the_stored_links_in_postgres(server: TestServer, host: str, crawl,
-                                                      postgres_uri: str) -> None:
+def test_a_304_leads_to_the_stored_links_in_postgres(server: TestServer, host: str, crawl, postgres_uri: str) -> None:
     """SYN-MODES, SYN-REREAD (#13 item 3) on PostgreSQL: a site crawl stopped at its page budget keeps each
     stored page's links; the next crawl's 304 for the start page and for the section it had read leads to
     the pages never reached, within depth and scope: an out-of-scope link stays unfollowed, a page deeper
@@ -177,8 +194,13 @@ def test_a_304_leads_to_the_stored_links_in_postgres(server: TestServer, host: s
         "/elsewhere.html": [],
     }
     site = Site()
-    server.add(host, {"/robots.txt": ROBOTS_ALL,
-                      **{path: site.route(path, page(path, links=links)) for path, links in routes.items()}})
+    server.add(
+        host,
+        {
+            "/robots.txt": ROBOTS_ALL,
+            **{path: site.route(path, page(path, links=links)) for path, links in routes.items()},
+        },
+    )
     start = server.url(host, "/docs/")
     first = crawl("site", args={"url": start, "max_pages": "2", "depth": "2"}, settings=FAST, kb_uri=postgres_uri)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -189,8 +211,13 @@ def test_a_304_leads_to_the_stored_links_in_postgres(server: TestServer, host: s
 
     second = crawl("site", args={"url": start, "depth": "2"}, settings=FAST, kb_uri=postgres_uri)
     assert second.returncode == 0, second.stderr[-3000:]
-    assert sorted(site.answers[2:]) == sorted([("/docs/", 304), ("/docs/a/", 304), ("/docs/b.html", 200),
-                                               ("/docs/a/deep.html", 200)])
+    assert sorted(site.answers[2:]) == sorted(
+        [("/docs/", 304), ("/docs/a/", 304), ("/docs/b.html", 200), ("/docs/a/deep.html", 200)]
+    )
     with closing(open_store(postgres_uri)) as store:
-        assert {urlsplit(p.url).path for p in store.pages()} == {"/docs/", "/docs/a/", "/docs/b.html",
-                                                                 "/docs/a/deep.html"}
+        assert {urlsplit(p.url).path for p in store.pages()} == {
+            "/docs/",
+            "/docs/a/",
+            "/docs/b.html",
+            "/docs/a/deep.html",
+        }

@@ -60,8 +60,14 @@ def test_synapsebot_reads_a_robots_txt_as_site_owners_write_it(
         "Disallow: /*?replytocom=\r\n"
         "\r\nSitemap: https://example.test/sitemap.xml\r\n"
     )
-    allowed = ["/wp-admin/options.php", "/nogoogle/a.html", "/private/press/kit.html", "/tie.html",
-               "/feed.json?page=2", "/post.html"]
+    allowed = [
+        "/wp-admin/options.php",
+        "/nogoogle/a.html",
+        "/private/press/kit.html",
+        "/tie.html",
+        "/feed.json?page=2",
+        "/post.html",
+    ]
     refused = ["/private/notes.html", "/feed.json", "/post.html?replytocom=12"]
     server.add(host, {"/robots.txt": Reply(robots, headers=TEXT), "*": html("Any page")})
     urls = [server.url(host, p) for p in allowed + refused]
@@ -104,8 +110,9 @@ def test_a_hosts_crawl_delay_holds_after_another_host_of_the_site_is_read(
     assert all(g >= 6.0 for g in gaps(www_hits)), gaps(www_hits)
     hits = sorted([*www_hits, m_robots], key=lambda h: h.start)
     assert all(g >= 5.0 for g in gaps(hits)), gaps(hits)  # OMN-SITE: one site
-    assert sorted(str(p["url"]) for p in run.kb()) == sorted(server.url(www, p) for p in ("/b.html", "/c.html",
-                                                                                         "/d.html"))
+    assert sorted(str(p["url"]) for p in run.kb()) == sorted(
+        server.url(www, p) for p in ("/b.html", "/c.html", "/d.html")
+    )
 
 
 def test_a_robots_txt_cut_at_the_parse_limit_is_not_read_mid_rule(
@@ -130,8 +137,7 @@ def test_a_robots_txt_cut_at_the_parse_limit_is_not_read_mid_rule(
     assert body.index(cut_line) == cut_at
     server.add(host, {"/robots.txt": Reply(body, headers=TEXT), "*": plain("page")})
     urls = [server.url(host, "/shop/cart.html"), server.url(host, "/filler/000001.html")]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)},
-                settings=omni(signing_key))
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)}, settings=omni(signing_key))
     assert run.returncode == 0, run.stderr[-3000:]
     # the rules read are used (an allowed filler page is fetched), and the cut fragment is not one of them
     assert [h.path for h in server.log(host)] == ["/robots.txt", "/filler/000001.html"]
@@ -148,8 +154,7 @@ def test_a_huge_gzipped_robots_txt_is_parsed_up_to_the_limit(
     assert len(body) > 20_000_000
     server.add(host, {"/robots.txt": Reply(body, headers=TEXT, gzip=True), "*": plain("page")})
     urls = [server.url(host, "/a.html"), server.url(host, "/private/x.html")]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)},
-                settings=omni(signing_key))
+    run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)}, settings=omni(signing_key))
     assert run.returncode == 0, run.stderr[-3000:]
     paths = [h.path for h in server.log(host)]
     assert "/private/x.html" not in paths
@@ -163,8 +168,9 @@ def test_a_robots_txt_answering_429_pauses_the_site_then_allows_it(
     """OMN-PAUSE, OMN-ROBOTS: robots.txt answering 429 with Retry-After: 8 is a 4xx (no restrictions)
     and also a "slow down" that pauses the whole site: nothing is asked for 8 s, then the site's
     tdmrep.json and the page are fetched."""
-    server.add(host, {"/robots.txt": Reply("slow down", status=429, headers={**TEXT, "Retry-After": "8"}),
-                      "*": plain("Page")})
+    server.add(
+        host, {"/robots.txt": Reply("slow down", status=429, headers={**TEXT, "Retry-After": "8"}), "*": plain("Page")}
+    )
     run = crawl("page", args={"url": server.url(host, "/a.html")}, settings=omni(signing_key))
     assert run.returncode == 0, run.stderr[-3000:]
     hits = server.log(host)
@@ -182,10 +188,20 @@ def test_a_robots_txt_redirecting_to_the_www_host_is_obeyed_there(
     the file it reaches governs SITE: its Disallow keeps /private/ unasked and its Crawl-delay of
     6.5 s (longer than the 5 s default) spaces every request to the site."""
     www = f"www.{host}"
-    server.add(host, {"/robots.txt": Reply(status=301, headers={"Location": server.url(www, "/robots.txt")}),
-                      "*": plain("apex page")})
-    server.add(www, {"/robots.txt": Reply("User-agent: omniscientebot\nDisallow: /private/\nCrawl-delay: 6.5\n",
-                                          headers=TEXT), "*": plain("www page")})
+    server.add(
+        host,
+        {
+            "/robots.txt": Reply(status=301, headers={"Location": server.url(www, "/robots.txt")}),
+            "*": plain("apex page"),
+        },
+    )
+    server.add(
+        www,
+        {
+            "/robots.txt": Reply("User-agent: omniscientebot\nDisallow: /private/\nCrawl-delay: 6.5\n", headers=TEXT),
+            "*": plain("www page"),
+        },
+    )
     urls = [server.url(host, p) for p in ("/a.html", "/private/x.html", "/b.html")]
     run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)}, settings=omni(signing_key))
     assert run.returncode == 0, run.stderr[-3000:]

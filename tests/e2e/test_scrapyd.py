@@ -60,8 +60,21 @@ def _built_venv() -> Path:
     shutil.rmtree(VENV, ignore_errors=True)
     try:
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, capture_output=True, timeout=120)
-        subprocess.run([str(VENV / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        *_requirements()], check=True, capture_output=True, text=True, timeout=900)
+        subprocess.run(
+            [
+                str(VENV / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                *_requirements(),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(VENV, ignore_errors=True)
         pytest.skip(f"cannot build the Scrapyd virtualenv: {str(exc.stderr).strip()[-500:]}")
@@ -95,8 +108,14 @@ def scrapyd(scrapyd_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     )
     url = f"http://127.0.0.1:{port}"
     with open(home / "scrapyd.out", "wb") as out:
-        proc = subprocess.Popen([str(scrapyd_venv / "bin" / "scrapyd")], cwd=home, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=_clean_env())
+        proc = subprocess.Popen(
+            [str(scrapyd_venv / "bin" / "scrapyd")],
+            cwd=home,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=_clean_env(),
+        )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -129,17 +148,28 @@ def deployed(scrapyd: str, scrapyd_venv: Path, tmp_path_factory: pytest.TempPath
     config = (ROOT / "scrapy.cfg").read_text()
     assert "url = http://127.0.0.1:6800" in config and "project = synapsecrawl" in config
     (project / "scrapy.cfg").write_text(config.replace("http://127.0.0.1:6800", scrapyd))
-    done = subprocess.run([str(scrapyd_venv / "bin" / "scrapyd-deploy"), "local"], cwd=project, capture_output=True,
-                          text=True, timeout=300, env=_clean_env(), check=False)
+    done = subprocess.run(
+        [str(scrapyd_venv / "bin" / "scrapyd-deploy"), "local"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_clean_env(),
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
-    answer = json.loads(done.stdout[done.stdout.index("{"):])
+    answer = json.loads(done.stdout[done.stdout.index("{") :])
     assert answer["status"] == "ok" and answer["project"] == "synapsecrawl", answer
     return scrapyd
 
 
 def schedule(scrapyd: str, spider: str, settings: dict[str, str], args: dict[str, str]) -> str:
-    form = [("project", "synapsecrawl"), ("spider", spider), *(("setting", f"{k}={v}") for k, v in settings.items()),
-            *args.items()]
+    form = [
+        ("project", "synapsecrawl"),
+        ("spider", spider),
+        *(("setting", f"{k}={v}") for k, v in settings.items()),
+        *args.items(),
+    ]
     request = urllib.request.Request(f"{scrapyd}/schedule.json", data=urllib.parse.urlencode(form).encode())
     with urllib.request.urlopen(request, timeout=10) as response:
         answer = json.loads(response.read())
@@ -181,8 +211,10 @@ def test_scrapyd_job_crawls_the_test_site_into_the_kb(
     listed = synapsecrawl("kb", "list", "--uri", uri, "--format", "jsonl")
     assert listed.returncode == 0, listed.stderr
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
-    assert sorted((r["url"], r["kb"]) for r in rows) == [(server.url(host, "/"), "docs"),
-                                                         (server.url(host, "/a.html"), "docs")]
+    assert sorted((r["url"], r["kb"]) for r in rows) == [
+        (server.url(host, "/"), "docs"),
+        (server.url(host, "/a.html"), "docs"),
+    ]
     [source] = sources(uri)
     assert source.mode == "site" and source.outcome == "finished"
 
@@ -198,14 +230,28 @@ def test_recrawl_schedules_due_sources_on_scrapyd(
     make_due(first.kb_uri)
     mark = len(server.log(host))
 
-    scheduled = subprocess.run(cron("--uri", first.kb_uri, "--scrapyd", deployed, *TEST_HOSTS), cwd="/",
-                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False)
+    scheduled = subprocess.run(
+        cron("--uri", first.kb_uri, "--scrapyd", deployed, *TEST_HOSTS),
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert scheduled.returncode == 0, scheduled.stdout + scheduled.stderr
     [line] = scheduled.stdout.splitlines()
     assert line.startswith("scheduled ") and " Scrapyd job " in line
     job = line.rsplit(" ", 1)[1]
-    again = subprocess.run(cron("--uri", first.kb_uri, "--scrapyd", deployed), cwd="/", stdin=subprocess.DEVNULL,
-                           capture_output=True, text=True, timeout=60, check=False)
+    again = subprocess.run(
+        cron("--uri", first.kb_uri, "--scrapyd", deployed),
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert again.returncode == 0 and again.stdout.startswith("not due "), again.stdout + again.stderr
     wait_finished(deployed, job)
     [hit] = [h for h in since(server, host, mark) if h.path == "/p.html"]

@@ -31,8 +31,9 @@ def test_kb_search_answers_from_a_crawled_documentation_site(server: TestServer,
     puts the page that answers first, with the paragraph that answers as its first passage
     (query words between « and »), the passage's ordinal, and a text-fragment link that finds
     the passage's first words on the page; results never carry the page's full text."""
-    server.add(host, {"/robots.txt": NO_ROBOTS,
-                      **{f"/docs/{p.name}": Reply(p.read_bytes()) for p in DOCSITE.glob("*.html")}})
+    server.add(
+        host, {"/robots.txt": NO_ROBOTS, **{f"/docs/{p.name}": Reply(p.read_bytes()) for p in DOCSITE.glob("*.html")}}
+    )
     run = crawl("site", args={"url": server.url(host, "/docs/index.html"), "kb": "tidepool"}, settings=FAST)
     assert run.returncode == 0, run.stderr[-3000:]
     pages = {str(p["url"]): p for p in run.kb("tidepool")}
@@ -113,8 +114,9 @@ def test_snagabot_search_shows_snippets_without_personal_data(
                            headers={"X-Robots-Tag": "snagabot: max-snippet:30"}),
     })  # fmt: skip
     urls = [server.url(host, "/contact.html"), server.url(host, "/fees.html")]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
-                settings={"BOT_PROFILE": "snagabot"})
+    run = crawl(
+        "page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)}, settings={"BOT_PROFILE": "snagabot"}
+    )
     assert run.returncode == 0, run.stderr[-3000:]
 
     personal = re.compile(r"harbourmaster|fees\.desk|portwell\.example|7946|0958")

@@ -44,10 +44,15 @@ class Service:
     base: str
     log: Path
 
-    def call(self, path: str, *, body: bytes | None = None,
-             headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
-        request = urllib.request.Request(f"{self.base}{path}", data=body, method="POST" if body is not None else "GET",
-                                         headers={"Content-Type": "application/json", **(headers or {})})
+    def call(
+        self, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        request = urllib.request.Request(
+            f"{self.base}{path}",
+            data=body,
+            method="POST" if body is not None else "GET",
+            headers={"Content-Type": "application/json", **(headers or {})},
+        )
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
                 return response.status, json.loads(response.read())
@@ -65,8 +70,13 @@ def serve(tmp: Path, uri: str, *args: str, env: dict[str, str] | None = None) ->
     log = tmp / f"serve-{time.monotonic_ns()}.log"
     environment = {k: v for k, v in os.environ.items() if k not in ("SEARCH_TOKEN", "BOT_PROFILE")}
     with log.open("wb") as out:
-        proc = subprocess.Popen([_bin("synapsecrawl"), "serve", "--uri", uri, "--port", "0", *args], cwd=tmp,
-                                stdout=out, stderr=subprocess.STDOUT, env={**environment, **(env or {})})
+        proc = subprocess.Popen(
+            [_bin("synapsecrawl"), "serve", "--uri", uri, "--port", "0", *args],
+            cwd=tmp,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**environment, **(env or {})},
+        )
     try:
         deadline = time.monotonic() + 60
         while not (found := _LISTENING.search(log.read_text(errors="replace"))):
@@ -95,8 +105,10 @@ def kb_search(uri: str, query: str, *extra: str) -> list[dict[str, Any]]:
 
 def page(title: str, body: str, head: str = "", headers: dict[str, str] | None = None) -> Reply:
     paragraphs = "".join(f"<p>{p}</p>" for p in body.split("\n\n"))
-    return Reply(f"<html><head><title>{title}</title>{head}</head><body><main><h1>{title}</h1>{paragraphs}"
-                 "</main></body></html>", headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})})
+    return Reply(
+        f"<html><head><title>{title}</title>{head}</head><body><main><h1>{title}</h1>{paragraphs}</main></body></html>",
+        headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})},
+    )
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -107,16 +119,19 @@ def kb_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres_schema_uri"))
 
 
-def test_http_search_answers_as_kb_search_does(server: TestServer, host: str, crawl, kb_uri: str,
-                                               tmp_path: Path) -> None:
+def test_http_search_answers_as_kb_search_does(
+    server: TestServer, host: str, crawl, kb_uri: str, tmp_path: Path
+) -> None:
     """YOT-RESULTS, SYN-MODES: after a site crawl of the 16-page documentation site (SQLite and
     PostgreSQL), GET and POST /api/search put the page that answers first with url, title, score,
     fetched_at and passages whose anchors are text fragments found on the page; the results are the
     ones `kb search` prints, limit and offset page through them, and no result carries the full text."""
-    server.add(host, {"/robots.txt": NO_ROBOTS,
-                      **{f"/docs/{p.name}": Reply(p.read_bytes()) for p in DOCSITE.glob("*.html")}})
-    run = crawl("site", args={"url": server.url(host, "/docs/index.html"), "kb": "tidepool"}, settings=FAST,
-                kb_uri=kb_uri)
+    server.add(
+        host, {"/robots.txt": NO_ROBOTS, **{f"/docs/{p.name}": Reply(p.read_bytes()) for p in DOCSITE.glob("*.html")}}
+    )
+    run = crawl(
+        "site", args={"url": server.url(host, "/docs/index.html"), "kb": "tidepool"}, settings=FAST, kb_uri=kb_uri
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     texts = {str(p["url"]): str(p["text"]) for p in run.kb("tidepool")}
     assert len(texts) == 16
@@ -135,8 +150,10 @@ def test_http_search_answers_as_kb_search_does(server: TestServer, host: str, cr
         assert first["anchor"].startswith(top["url"] + "#:~:text=") and start in texts[top["url"]]
         assert got["results"] == kb_search(kb_uri, "limit upload bandwidth", "--kb", "tidepool")
 
-        status, posted = service.call("/api/search", body=json.dumps(
-            {"query": "limit upload bandwidth", "kb": "tidepool", "limit": 3, "offset": 1}).encode())
+        status, posted = service.call(
+            "/api/search",
+            body=json.dumps({"query": "limit upload bandwidth", "kb": "tidepool", "limit": 3, "offset": 1}).encode(),
+        )
         assert status == 200 and posted["results"] == got["results"][1:4]
         status, everywhere = service.search(query="encryption algorithm", limit=2)
         assert status == 200 and len(everywhere["results"]) == 2
@@ -162,8 +179,9 @@ def test_results_follow_snagabots_rules(server: TestServer, host: str, crawl, tm
                             "salary: seventeen zlotys, confidential marmalade.</p></div></main></body></html>"),
     })  # fmt: skip
     urls = [server.url(host, p) for p in ("/contact.html", "/short.html", "/hidden.html", "/part.html")]
-    run = crawl("page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)},
-                settings={"BOT_PROFILE": "snagabot"})
+    run = crawl(
+        "page", args={"urls_file": write_urls(tmp_path / "urls.txt", urls)}, settings={"BOT_PROFILE": "snagabot"}
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     texts = {str(p["url"]): str(p["text"]) for p in run.kb()}
     personal = re.compile(r"harbourmaster|portwell|7946|0958|marmalade|seventeen|salary", re.IGNORECASE)
@@ -233,8 +251,7 @@ def test_an_unopenable_kb_is_a_503_and_the_service_keeps_running(tmp_path: Path)
         assert service.call("/api/kbs")[0] == 503
         path.unlink()
         store = open_store(uri)
-        store.put_page(PageRecord("docs", "http://a.test/k", "Kettle", "Kettles boil water.", "text/html", 200,
-                                  WHEN))
+        store.put_page(PageRecord("docs", "http://a.test/k", "Kettle", "Kettles boil water.", "text/html", 200, WHEN))
         store.close()
         status, body = service.search(query="kettle")
         assert status == 200 and [r["url"] for r in body["results"]] == ["http://a.test/k"]
@@ -248,12 +265,19 @@ def test_a_token_is_required_when_set_and_a_public_bind_needs_one(tmp_path: Path
     Host is refused (DNS rebinding); binding an address other than loopback without a token is
     refused at start in one line."""
     uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
-    refused = subprocess.run([_bin("synapsecrawl"), "serve", "--uri", uri, "--host", "0.0.0.0", "--port", "0"],
-                             capture_output=True, text=True, timeout=60, check=False,
-                             env={k: v for k, v in os.environ.items() if k != "SEARCH_TOKEN"})
+    refused = subprocess.run(
+        [_bin("synapsecrawl"), "serve", "--uri", uri, "--host", "0.0.0.0", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={k: v for k, v in os.environ.items() if k != "SEARCH_TOKEN"},
+    )
     assert refused.returncode == 1 and refused.stdout == ""
-    assert refused.stderr.strip() == ("synapsecrawl: serve --host 0.0.0.0 is reachable from other machines: set "
-                                      "SEARCH_TOKEN to a bearer token agents must send, or bind 127.0.0.1")
+    assert refused.stderr.strip() == (
+        "synapsecrawl: serve --host 0.0.0.0 is reachable from other machines: set "
+        "SEARCH_TOKEN to a bearer token agents must send, or bind 127.0.0.1"
+    )
     store = open_store(uri)
     store.put_page(PageRecord("docs", "http://a.test/k", "Kettle", "Kettles boil water.", "text/html", 200, WHEN))
     store.close()
@@ -262,8 +286,9 @@ def test_a_token_is_required_when_set_and_a_public_bind_needs_one(tmp_path: Path
         assert service.call("/api/search?query=kettle", headers={"Authorization": "Bearer wrong"})[0] == 401
         status, body = service.call("/api/search?query=kettle", headers={"Authorization": "Bearer s3cret-token"})
         assert status == 200 and len(body["results"]) == 1
-        status, body = service.call("/api/search?query=kettle", headers={
-            "Authorization": "Bearer s3cret-token", "Host": "rebound.example:80"})
+        status, body = service.call(
+            "/api/search?query=kettle", headers={"Authorization": "Bearer s3cret-token", "Host": "rebound.example:80"}
+        )
         assert status == 403 and body["error"]["code"] == "bad_host"
         status, body = service.call("/mcp", body=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}')
         assert status == 401 and body["error"]["code"] == "unauthorized"  # MCP behind the same token
@@ -281,10 +306,21 @@ async def test_mcp_client_searches_and_fetches(kb_uri: str, tmp_path: Path) -> N
 
     store = open_store(kb_uri)
     body = "Quokkas live on Rottnest Island.\n\n" + "They are small marsupials that smile. " * 40
-    store.put_page(PageRecord("fauna", "http://zoo.test/quokka", "Quokka", f"Quokka\n\n{body}", "text/html", 200,
-                              WHEN, description="A small marsupial."))
-    store.put_page(PageRecord("fauna", "http://zoo.test/wombat", "Wombat", "Wombats dig burrows.", "text/html", 200,
-                              WHEN))
+    store.put_page(
+        PageRecord(
+            "fauna",
+            "http://zoo.test/quokka",
+            "Quokka",
+            f"Quokka\n\n{body}",
+            "text/html",
+            200,
+            WHEN,
+            description="A small marsupial.",
+        )
+    )
+    store.put_page(
+        PageRecord("fauna", "http://zoo.test/wombat", "Wombat", "Wombats dig burrows.", "text/html", 200, WHEN)
+    )
     store.close()
     with serve(tmp_path, kb_uri, env={"SEARCH_TOKEN": "mcp-token"}) as service:
         http = create_mcp_http_client(headers={"Authorization": "Bearer mcp-token"})
@@ -304,11 +340,16 @@ async def test_mcp_client_searches_and_fetches(kb_uri: str, tmp_path: Path) -> N
             assert copy["snippet"].startswith("Quokkas live on Rottnest Island.") and len(copy["snippet"]) <= 240
             assert "text" not in copy and "smile. They are small marsupials that smile. " * 10 not in str(copy)
             kbs = await client.call_tool("list_kbs", {})
-            assert kbs.structured_content["kbs"][0] == {"name": "fauna", "pages": 2,
-                                                        "last_fetched_at": WHEN.isoformat()}
-            for arguments, message in (({"query": "  "}, "bad_request: give a query"),
-                                       ({"query": "quokka", "limit": 500}, "limit must be from 1 to 50"),
-                                       ({"query": "quokka", "kb": "flora"}, "unknown_kb")):
+            assert kbs.structured_content["kbs"][0] == {
+                "name": "fauna",
+                "pages": 2,
+                "last_fetched_at": WHEN.isoformat(),
+            }
+            for arguments, message in (
+                ({"query": "  "}, "bad_request: give a query"),
+                ({"query": "quokka", "limit": 500}, "limit must be from 1 to 50"),
+                ({"query": "quokka", "kb": "flora"}, "unknown_kb"),
+            ):
                 bad = await client.call_tool("search", arguments)
                 assert bad.is_error and message in bad.content[0].text, (arguments, bad)
             missing = await client.call_tool("fetch", {"url": "http://zoo.test/emu"})

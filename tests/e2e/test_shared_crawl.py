@@ -24,8 +24,9 @@ NO_ROBOTS = Reply("", status=404)
 
 def _page(title: str, links: tuple[str, ...] = ()) -> Reply:
     anchors = "".join(f'<a href="{href}">{href}</a> ' for href in links)
-    return Reply(f"<html><head><title>{title}</title></head><body><p>{title} has words to read.</p>"
-                 f"{anchors}</body></html>")
+    return Reply(
+        f"<html><head><title>{title}</title></head><body><p>{title} has words to read.</p>{anchors}</body></html>"
+    )
 
 
 def _in_flight(hits: list[Hit]) -> int:
@@ -101,10 +102,18 @@ def test_a_site_crawl_shared_by_three_workers_keeps_its_depth_and_its_page_limit
             tree[f"/{top}/{n}/"] = (f"/{top}/{n}/deep.html", "/")
     limited, full = f"limited.{host}", f"full.{host}"
     for site in (limited, full):
-        server.add(site, {"/robots.txt": NO_ROBOTS, **{path: _page(path, links) for path, links in tree.items()},
-                          "*": _page("deep")})
-    assert shared.add("--url", server.url(limited, "/"), "--mode", "site", "--depth", "2",
-                      "--max-pages", "6").returncode == 0
+        server.add(
+            site,
+            {
+                "/robots.txt": NO_ROBOTS,
+                **{path: _page(path, links) for path, links in tree.items()},
+                "*": _page("deep"),
+            },
+        )
+    assert (
+        shared.add("--url", server.url(limited, "/"), "--mode", "site", "--depth", "2", "--max-pages", "6").returncode
+        == 0
+    )
     assert shared.add("--url", server.url(full, "/"), "--mode", "site", "--depth", "1").returncode == 0
     shared.start(3)
     shared.wait()
@@ -127,22 +136,34 @@ def test_a_sitemap_and_a_feed_shared_by_three_workers_are_read_once_and_their_pa
     maps, feeds = f"maps.{host}", f"feeds.{host}"
     pages = [server.url(maps, f"/p{n}.html") for n in range(8)]
     items = "".join(f"<url><loc>{url}</loc></url>" for url in pages)
-    server.add(maps, {"/robots.txt": NO_ROBOTS, "/sitemap.xml": Reply(
-        f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{items}</urlset>',
-        headers={"Content-Type": "application/xml"}), "*": _page("listed")})
+    server.add(
+        maps,
+        {
+            "/robots.txt": NO_ROBOTS,
+            "/sitemap.xml": Reply(
+                f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{items}</urlset>',
+                headers={"Content-Type": "application/xml"},
+            ),
+            "*": _page("listed"),
+        },
+    )
     server.add(feeds, {"/robots.txt": NO_ROBOTS, "/feed.xml": feed("rss2.xml")})
     assert shared.add("--url", server.url(maps, "/sitemap.xml"), "--mode", "sitemap").returncode == 0
     assert shared.add("--url", server.url(feeds, "/feed.xml"), "--mode", "feed", "--kb", "news").returncode == 0
     shared.start(3)
     shared.wait()
-    assert fetched(server.log(maps)) == {(maps, p): 1 for p in ["/robots.txt", "/sitemap.xml",
-                                                             *(f"/p{n}.html" for n in range(8))]}
+    assert fetched(server.log(maps)) == {
+        (maps, p): 1 for p in ["/robots.txt", "/sitemap.xml", *(f"/p{n}.html" for n in range(8))]
+    }
     assert fetched(server.log(feeds)) == {(feeds, "/robots.txt"): 1, (feeds, "/feed.xml"): 1}
     stored = {str(row["url"]): row for row in _kb(shared)}
     assert set(pages) <= set(stored)
     news = {url for url, row in stored.items() if row["kb"] == "news"}
-    assert news == {server.url(feeds, "/feed.xml"), server.url(feeds, "/posts/tomatoes"),
-                    server.url(feeds, "/posts/compost")}
+    assert news == {
+        server.url(feeds, "/feed.xml"),
+        server.url(feeds, "/posts/tomatoes"),
+        server.url(feeds, "/posts/compost"),
+    }
 
 
 def test_a_worker_killed_mid_crawl_loses_nothing_its_leases_go_back_and_are_fetched_once_more_at_most(
@@ -155,8 +176,7 @@ def test_a_worker_killed_mid_crawl_loses_nothing_its_leases_go_back_and_are_fetc
     (timeout 5 s + 15 s); robots.txt once per site; the KB holds every page once."""
     sites = [f"k{i}.{host}" for i in range(3)]
     for site in sites:
-        server.add(site, {"/robots.txt": NO_ROBOTS, "*": Reply("<title>slow</title><p>slow page text</p>",
-                                                               delay=0.8)})
+        server.add(site, {"/robots.txt": NO_ROBOTS, "*": Reply("<title>slow</title><p>slow page text</p>", delay=0.8)})
     urls = [server.url(site, f"/p{n}.html") for site in sites for n in range(10)]
     assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
     shared.settings["DOWNLOAD_TIMEOUT"] = "5"
@@ -195,8 +215,14 @@ def test_three_403s_on_different_workers_are_one_streak_and_leave_the_site_for_e
     per worker; the third 403 leaves the site for the crawl on every worker (its other pages deferred,
     not fetched, and the crawl ends instead of waiting a day)."""
     site = f"forbid.{host}"
-    server.add(site, {"/robots.txt": NO_ROBOTS, "/.well-known/tdmrep.json": NO_ROBOTS,
-                      "*": Reply("no", status=403, headers={"Content-Type": "text/plain"})})
+    server.add(
+        site,
+        {
+            "/robots.txt": NO_ROBOTS,
+            "/.well-known/tdmrep.json": NO_ROBOTS,
+            "*": Reply("no", status=403, headers={"Content-Type": "text/plain"}),
+        },
+    )
     urls = [server.url(site, f"/p{n}.html") for n in range(8)]
     assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
     shared.settings.update({"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)})
@@ -244,9 +270,25 @@ def _free_port() -> int:
 
 def _redis_server(port: int, data: Path) -> subprocess.Popen[bytes]:
     """A redis-server of this test's own (never the shared 6379), persisting every write (appendonly)."""
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
-                             "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(data),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--save",
+            "",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     import redis
 
     client = redis.Redis(port=port)
@@ -273,8 +315,14 @@ def test_redis_gone_for_a_minute_mid_crawl_workers_say_so_once_wait_and_go_on_lo
     port, data = _free_port(), tmp_path / "redis"
     data.mkdir()
     redis_proc = _redis_server(port, data)
-    crawl = SharedCrawl(name="outage", prefix="outage", kb_uri=postgres_schema_uri, tmp=tmp_path,
-                        redis_url=f"redis://127.0.0.1:{port}/0", settings={"DOWNLOAD_TIMEOUT": "5"})
+    crawl = SharedCrawl(
+        name="outage",
+        prefix="outage",
+        kb_uri=postgres_schema_uri,
+        tmp=tmp_path,
+        redis_url=f"redis://127.0.0.1:{port}/0",
+        settings={"DOWNLOAD_TIMEOUT": "5"},
+    )
     try:
         sites = [f"o{i}.{host}" for i in range(3)]
         for site in sites:
@@ -324,8 +372,17 @@ def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
     shared.start(2)
     shared.wait()
     make_due(shared.kb_uri)
-    out = synapsecrawl("recrawl", "--uri", shared.kb_uri, "--crawl", shared.name, "--redis", shared.redis_url,
-                       "--prefix", shared.frontier_prefix)
+    out = synapsecrawl(
+        "recrawl",
+        "--uri",
+        shared.kb_uri,
+        "--crawl",
+        shared.name,
+        "--redis",
+        shared.redis_url,
+        "--prefix",
+        shared.frontier_prefix,
+    )
     assert out.returncode == 0, out.stderr
     assert "queued" in out.stdout and "new round" in out.stdout, out.stdout
     shared.workers.clear()
@@ -355,8 +412,13 @@ def test_a_crawl_delay_read_by_one_worker_holds_for_all_of_them(
     from tests.core.test_frontier_redis import _Exploit
 
     site = f"slowly.{host}"
-    server.add(site, {"/robots.txt": Reply("User-agent: *\nCrawl-delay: 3\n", headers={"Content-Type": "text/plain"}),
-                      "*": _page("paced")})
+    server.add(
+        site,
+        {
+            "/robots.txt": Reply("User-agent: *\nCrawl-delay: 3\n", headers={"Content-Type": "text/plain"}),
+            "*": _page("paced"),
+        },
+    )
     urls = [server.url(site, f"/p{n}.html") for n in range(5)]
     assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
     marker = tmp_path / "pwned"

@@ -24,7 +24,11 @@ pytestmark = pytest.mark.e2e
 
 
 def test_two_scrapyd_worker_jobs_share_one_crawl(
-    deployed: str, server: TestServer, host: str, redis_prefix: str, postgres_schema_uri: str,  # noqa: F811
+    deployed: str,  # noqa: F811 - the imported fixture
+    server: TestServer,
+    host: str,
+    redis_prefix: str,
+    postgres_schema_uri: str,
     tmp_path: Path,
 ) -> None:
     """#16 (Scrapyd running N workers; CARD-USE): a URL list added to a shared crawl, and 2 worker jobs
@@ -36,11 +40,28 @@ def test_two_scrapyd_worker_jobs_share_one_crawl(
         server.add(site, {"/robots.txt": Reply("", status=404), "*": Reply("<title>t</title><p>job page</p>")})
     urls = [server.url(site, f"/p{n}.html") for site in sites for n in range(4)]
     name, prefix = host.replace(".", "-"), f"{redis_prefix}:frontier"
-    added = synapsecrawl("crawl", "add", "--crawl", name, "--redis", REDIS_URL, "--prefix", prefix,
-                         "--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page")
+    added = synapsecrawl(
+        "crawl",
+        "add",
+        "--crawl",
+        name,
+        "--redis",
+        REDIS_URL,
+        "--prefix",
+        prefix,
+        "--urls-file",
+        write_urls(tmp_path / "urls.txt", urls),
+        "--mode",
+        "page",
+    )
     assert added.returncode == 0, added.stderr
-    settings = {**TEST_SETTINGS, "KB_URI": postgres_schema_uri, "PACING_REDIS_URL": REDIS_URL,
-                "PACING_REDIS_PREFIX": redis_prefix, "FRONTIER_REDIS_PREFIX": prefix}
+    settings = {
+        **TEST_SETTINGS,
+        "KB_URI": postgres_schema_uri,
+        "PACING_REDIS_URL": REDIS_URL,
+        "PACING_REDIS_PREFIX": redis_prefix,
+        "FRONTIER_REDIS_PREFIX": prefix,
+    }
     settings.pop("DOWNLOAD_DELAY")
     jobs = [schedule(deployed, "worker", settings, {"crawl": name}) for _ in range(2)]
     for job in jobs:

@@ -57,8 +57,14 @@ def test_two_machines_keep_one_sites_limits_only_through_redis(
     for site, settings in ((shared, with_redis), (alone, omni)):
         for machine in ("a", "b"):
             name = f"{machine}.{site}"
-            server.add(name, {"/robots.txt": NO_ROBOTS, "/.well-known/tdmrep.json": NO_ROBOTS,
-                              "*": Reply("<title>slow page</title>", delay=SLOW)})
+            server.add(
+                name,
+                {
+                    "/robots.txt": NO_ROBOTS,
+                    "/.well-known/tdmrep.json": NO_ROBOTS,
+                    "*": Reply("<title>slow page</title>", delay=SLOW),
+                },
+            )
             urls = [server.url(name, f"/p{i}.html") for i in range(2)]
             runs.append((name, _start(tmp_path, name, urls, settings)))
     for name, proc in runs:
@@ -66,8 +72,10 @@ def test_two_machines_keep_one_sites_limits_only_through_redis(
 
     hits = sorted(server.log(f"a.{shared}") + server.log(f"b.{shared}"), key=lambda h: h.start)
     assert sorted((h.host, h.path) for h in hits) == sorted(
-        (f"{m}.{shared}", path) for m in "ab" for path in ("/robots.txt", "/.well-known/tdmrep.json", "/p0.html",
-                                                           "/p1.html"))
+        (f"{m}.{shared}", path)
+        for m in "ab"
+        for path in ("/robots.txt", "/.well-known/tdmrep.json", "/p0.html", "/p1.html")
+    )
     assert all(gap >= 5.0 for gap in gaps(hits)), gaps(hits)
     assert _in_flight(hits) == 2
 
@@ -77,15 +85,14 @@ def test_two_machines_keep_one_sites_limits_only_through_redis(
     assert _in_flight(apart) > 2
 
 
-def test_a_redis_that_does_not_answer_stops_the_crawl_before_any_request(
-    server: TestServer, host: str, crawl
-) -> None:
+def test_a_redis_that_does_not_answer_stops_the_crawl_before_any_request(server: TestServer, host: str, crawl) -> None:
     """OMN-SITE (fail toward politeness): with PACING_REDIS_URL naming a Redis that does not answer,
     the crawl does not start (without the shared pacer the limits would hold for this machine only):
     one line naming the setting, exit non-zero, the server sees nothing."""
     server.add(host, {"/robots.txt": NO_ROBOTS, "*": Reply("<title>page</title>")})
-    run = crawl("page", args={"url": server.url(host, "/a.html")},
-                settings={"PACING_REDIS_URL": "redis://127.0.0.1:1/0"})
+    run = crawl(
+        "page", args={"url": server.url(host, "/a.html")}, settings={"PACING_REDIS_URL": "redis://127.0.0.1:1/0"}
+    )
     assert run.returncode != 0
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("synapsecrawl: PACING_REDIS_URL 'redis://127.0.0.1:1/0'")

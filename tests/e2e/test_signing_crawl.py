@@ -250,12 +250,15 @@ def test_a_request_is_signed_as_it_leaves_after_every_wait(
         "/held.html": _first_then(busy, html("Held")),
         **{f"/{n}.html": html(f"Page {n}") for n in range(3)},
     })  # fmt: skip
-    urls = [server.url(host, "/0.html"), server.url(host, "/held.html"), server.url(host, "/1.html"),
-            server.url(host, "/2.html")]
+    urls = [
+        server.url(host, "/0.html"),
+        server.url(host, "/held.html"),
+        server.url(host, "/1.html"),
+        server.url(host, "/2.html"),
+    ]
     urls_file = tmp_path / "urls.txt"
     urls_file.write_text("\n".join(urls) + "\n")
-    run = crawl("page", args={"urls_file": str(urls_file)},
-                settings={"BOT_PROFILE": profile, "SIGNING_KEY": str(key)})
+    run = crawl("page", args={"urls_file": str(urls_file)}, settings={"BOT_PROFILE": profile, "SIGNING_KEY": str(key)})
     assert run.returncode == 0, run.stderr[-3000:]
 
     hits = server.log(host)
@@ -266,8 +269,13 @@ def test_a_request_is_signed_as_it_leaves_after_every_wait(
         created = signature_params(hit)["created"]
         assert isinstance(created, int)
         assert created >= math.floor(hit.arrived_at) - 1, late
-        result = verify_request(method=hit.method, url=server.url(host, hit.path), headers=hit.headers,
-                                directory=directory, now=int(hit.arrived_at))
+        result = verify_request(
+            method=hit.method,
+            url=server.url(host, hit.path),
+            headers=hit.headers,
+            directory=directory,
+            now=int(hit.arrived_at),
+        )
         assert result.ok, (hit.path, result.reason)
     assert sorted(p["url"] for p in run.kb()) == sorted(urls)
 
@@ -309,10 +317,16 @@ def wire_url(srv: TestServer, hit: Hit) -> str:
     return srv.url(hit.host, hit.path)
 
 
-def verifies(srv: TestServer, hit: Hit, directory: dict[str, Any], url: str | None = None,
-             now: int | None = None) -> str:
-    result = verify_request(method=hit.method, url=url or wire_url(srv, hit), headers=hit.headers,
-                            directory=directory, now=now if now is not None else int(time.time()))
+def verifies(
+    srv: TestServer, hit: Hit, directory: dict[str, Any], url: str | None = None, now: int | None = None
+) -> str:
+    result = verify_request(
+        method=hit.method,
+        url=url or wire_url(srv, hit),
+        headers=hit.headers,
+        directory=directory,
+        now=now if now is not None else int(time.time()),
+    )
     return result.reason
 
 
@@ -327,12 +341,25 @@ def test_each_redirect_hop_is_signed_for_the_host_path_and_query_it_is_sent_to(
     key, directory_file, directory = keygen_and_directory(tmp_path, "serene")
     other = f"b-{host}"
     target = server.url(other, "/landing.html?ref=a&lang=pl")
-    server.add(host, {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
-                      "*": moved(target, 302)})
-    server.add(other, {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
-                       "/landing.html": page("Landing", "Arrived from a signed redirect.")})
-    run = crawl("page", args={"url": server.url(host, "/café/a b.html?q=ü&x=1")},
-                settings={"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(key)})
+    server.add(
+        host,
+        {
+            "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+            "*": moved(target, 302),
+        },
+    )
+    server.add(
+        other,
+        {
+            "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+            "/landing.html": page("Landing", "Arrived from a signed redirect."),
+        },
+    )
+    run = crawl(
+        "page",
+        args={"url": server.url(host, "/café/a b.html?q=ü&x=1")},
+        settings={"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(key)},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     first, second = server.log(host), server.log(other)
     assert paths(first) == ["/robots.txt", "/caf%C3%A9/a%20b.html?q=%C3%BC&x=1"]
@@ -349,10 +376,10 @@ def test_each_redirect_hop_is_signed_for_the_host_path_and_query_it_is_sent_to(
     assert len({params_of(h)["nonce"] for h in hits}) == len(hits)
     hop = first[1]
     request_head = tmp_path / "hop.txt"
-    request_head.write_text("\r\n".join([f"GET {hop.path} HTTP/1.1", *(f"{n}: {v}" for n, v in hop.headers.items())])
-                            + "\r\n\r\n")
-    out = synapsecrawl("verify", "--directory", str(directory_file), "--request", str(request_head),
-                       "--scheme", "http")
+    request_head.write_text(
+        "\r\n".join([f"GET {hop.path} HTTP/1.1", *(f"{n}: {v}" for n, v in hop.headers.items())]) + "\r\n\r\n"
+    )
+    out = synapsecrawl("verify", "--directory", str(directory_file), "--request", str(request_head), "--scheme", "http")
     assert (out.returncode, out.stdout) == (0, f"verified keyid={directory['keys'][0]['kid']}\n"), out.stderr
     assert [row["url"] for row in run.kb()] == [target]
 
@@ -365,11 +392,19 @@ def test_signatures_are_valid_from_when_they_are_sent_for_signing_expires_second
     it verifies throughout that window and is refused after it; the Signature-Agent header is exactly
     `sig1="https://omnisciente.dev"` and the key id the published key's."""
     key, _, directory = keygen_and_directory(tmp_path, "omni")
-    server.add(host, {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
-                      "/w.html": page("Window", "A signed page.")})
+    server.add(
+        host,
+        {
+            "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+            "/w.html": page("Window", "A signed page."),
+        },
+    )
     before = int(time.time())
-    run = crawl("page", args={"url": server.url(host, "/w.html")},
-                settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key), "SIGNING_EXPIRES": "60"})
+    run = crawl(
+        "page",
+        args={"url": server.url(host, "/w.html")},
+        settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key), "SIGNING_EXPIRES": "60"},
+    )
     after = int(time.time())
     assert run.returncode == 0, run.stderr[-3000:]
     hits = server.log(host)
@@ -399,11 +434,23 @@ def test_a_retried_request_is_signed_afresh(server: TestServer, host: str, crawl
         attempts.append(1)
         return Reply("try again", status=500) if len(attempts) == 1 else page("Flaky", "Second time lucky.")
 
-    server.add(host, {"/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
-                      "/flaky.html": flaky})
-    run = crawl("page", args={"url": server.url(host, "/flaky.html")},
-                settings={"BOT_PROFILE": "synapsebot", "DOWNLOAD_DELAY": "0.1", "SIGNING_KEY": str(key),
-                          "SIGNATURE_AGENT": "https://bots.example.org"})
+    server.add(
+        host,
+        {
+            "/robots.txt": Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+            "/flaky.html": flaky,
+        },
+    )
+    run = crawl(
+        "page",
+        args={"url": server.url(host, "/flaky.html")},
+        settings={
+            "BOT_PROFILE": "synapsebot",
+            "DOWNLOAD_DELAY": "0.1",
+            "SIGNING_KEY": str(key),
+            "SIGNATURE_AGENT": "https://bots.example.org",
+        },
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     tries = [h for h in server.log(host) if h.path == "/flaky.html"]
     assert len(tries) == 2, paths(server.log(host))
@@ -414,15 +461,19 @@ def test_a_retried_request_is_signed_afresh(server: TestServer, host: str, crawl
     assert [row["title"] for row in run.kb()] == ["Flaky"]
 
 
-def test_on_demand_requests_are_signed_with_an_operator_key(
-    server: TestServer, host: str, tmp_path: Path
-) -> None:
+def test_on_demand_requests_are_signed_with_an_operator_key(server: TestServer, host: str, tmp_path: Path) -> None:
     """SNA-ONDEMAND ("same rules as the crawl"), SER-SIGN (any profile signs with an operator key): with
     SIGNING_KEY set, every request an on-demand ask sends (robots.txt, a redirect and its target) is
     signed for the address it is sent to and verifies."""
     key, _, directory = keygen_and_directory(tmp_path, "snaga")
-    server.add(host, {"/robots.txt": ROBOTS, "/ask.html?v=1": moved(server.url(host, "/answer.html?v=2")),
-                      "/answer.html": page("Answer", "A signed on-demand fetch.")})
+    server.add(
+        host,
+        {
+            "/robots.txt": ROBOTS,
+            "/ask.html?v=1": moved(server.url(host, "/answer.html?v=2")),
+            "/answer.html": page("Answer", "A signed on-demand fetch."),
+        },
+    )
     extra = {"SIGNING_KEY": str(key), "SIGNATURE_AGENT": "https://snaga.ai"}
     with run_ondemand(tmp_path, extra) as signed:
         status, body = signed.post(server.url(host, "/ask.html?v=1"))

@@ -50,8 +50,9 @@ def test_operator_may_raise_depth_to_five_and_a_user_may_lower_it(server: TestSe
     assert paths(server.log(host)) == [f"/docs/d{n}.html" for n in range(6)]
     lowered = f"low-{host}"
     chain(server, lowered, 4)
-    run = crawl("site", args={"url": server.url(lowered, "/docs/d0.html"), "depth": "1"},
-                settings={**FAST, "DEPTH_LIMIT": "5"})
+    run = crawl(
+        "site", args={"url": server.url(lowered, "/docs/d0.html"), "depth": "1"}, settings={**FAST, "DEPTH_LIMIT": "5"}
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert paths(server.log(lowered)) == ["/docs/d0.html", "/docs/d1.html"]
 
@@ -113,10 +114,24 @@ def test_a_crawl_stops_at_five_hundred_pages(server: TestServer, host: str, craw
 
 NOFOLLOW_SITE = {
     "/robots.txt": Reply("", status=404),
-    "/": html("Start", links=["/meta.html", "/header.html", "/other-bot.html", "/rel-nofollow.html", "/rel-ugc.html",
-                        "/rel-sponsored.html", "/rel-plain.html"],
-              rels={"/rel-nofollow.html": "nofollow", "/rel-ugc.html": "ugc noopener",
-                    "/rel-sponsored.html": "Sponsored", "/rel-plain.html": "noopener"}),
+    "/": html(
+        "Start",
+        links=[
+            "/meta.html",
+            "/header.html",
+            "/other-bot.html",
+            "/rel-nofollow.html",
+            "/rel-ugc.html",
+            "/rel-sponsored.html",
+            "/rel-plain.html",
+        ],
+        rels={
+            "/rel-nofollow.html": "nofollow",
+            "/rel-ugc.html": "ugc noopener",
+            "/rel-sponsored.html": "Sponsored",
+            "/rel-plain.html": "noopener",
+        },
+    ),
     "/meta.html": html("Meta nofollow", links=["/from-meta.html"], head='<meta name="robots" content="nofollow">'),
     "/header.html": html("Header nofollow", links=["/from-header.html"], headers={"X-Robots-Tag": "nofollow"}),
     "/other-bot.html": html("Other bot", links=["/from-other-bot.html"], headers={"X-Robots-Tag": "googlebot: none"}),
@@ -254,16 +269,23 @@ def test_yottabot_follows_redirects_within_the_site_at_most_five_in_a_row(
     hops = {f"/c{n}": Reply("", status=302, headers={"Location": f"/c{n + 1}"}) for n in range(5)}
     hops |= {f"/d{n}": Reply("", status=302, headers={"Location": f"/d{n + 1}"}) for n in range(6)}
     robots = {"/robots.txt": Reply("", status=404)}
-    tls_server.add(f"a.{site}", {**robots, "/hop": Reply("", status=301, headers={
-        "Location": tls_server.url(f"www.{site}", "/landed.html")})})
+    tls_server.add(
+        f"a.{site}",
+        {**robots, "/hop": Reply("", status=301, headers={"Location": tls_server.url(f"www.{site}", "/landed.html")})},
+    )
     tls_server.add(f"www.{site}", {**robots, "/landed.html": html("Landed")})
-    tls_server.add(f"off.{site}", {**robots, "/off": Reply("", status=301, headers={
-        "Location": tls_server.url(other, "/x.html")})})
+    tls_server.add(
+        f"off.{site}", {**robots, "/off": Reply("", status=301, headers={"Location": tls_server.url(other, "/x.html")})}
+    )
     tls_server.add(other, {**robots, "/x.html": html("Other site")})
     tls_server.add(f"c.{site}", {**robots, **hops, "/c5": html("Five hops")})
     tls_server.add(f"d.{site}", {**robots, **hops, "/d6": html("Six hops")})
-    urls = [tls_server.url(f"a.{site}", "/hop"), tls_server.url(f"off.{site}", "/off"),
-            tls_server.url(f"c.{site}", "/c0"), tls_server.url(f"d.{site}", "/d0")]
+    urls = [
+        tls_server.url(f"a.{site}", "/hop"),
+        tls_server.url(f"off.{site}", "/off"),
+        tls_server.url(f"c.{site}", "/c0"),
+        tls_server.url(f"d.{site}", "/d0"),
+    ]
     run = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)}, settings={"BOT_PROFILE": "yottabot"})
     assert run.returncode == 0, run.stderr[-3000:]
     assert paths(tls_server.log(f"www.{site}")) == ["/landed.html"]
@@ -292,8 +314,9 @@ def test_crawl_summary_counts_fetched_stored_and_skipped_by_reason_per_site(
     run = crawl("site", args={"url": server.url(host, "/"), "max_pages": "4"}, settings=FAST)
     assert run.returncode == 0, run.stderr[-3000:]
     assert paths(server.log(host)) == ["/", "/hidden.html", "/img.png", "/p1.html"]
-    assert "crawl summary: fetched 3, stored 2, skipped 6 (limit 2, noindex 1, robots 1, scope 1, type 1)" \
-        in run.stderr, run.stderr[-2000:]
+    assert (
+        "crawl summary: fetched 3, stored 2, skipped 6 (limit 2, noindex 1, robots 1, scope 1, type 1)" in run.stderr
+    ), run.stderr[-2000:]
     assert f"{host}: fetched 3, stored 2, skipped limit 2, noindex 1, robots 1, type 1" in run.stderr
     assert "away-elsewhere.test: fetched 0, stored 0, skipped scope 1" in run.stderr
 
@@ -365,8 +388,9 @@ def test_yottabot_directive_variants_in_headers_meta_and_rel(tls_server: TestSer
     assert sorted(str(p["title"]) for p in run.kb()) == ["Google only", "Leaf", "Start"]
 
 
-def test_a_site_crawl_started_without_a_trailing_slash_stays_under_that_path(server: TestServer, host: str,
-                                                                              crawl) -> None:
+def test_a_site_crawl_started_without_a_trailing_slash_stays_under_that_path(
+    server: TestServer, host: str, crawl
+) -> None:
     """SYN-SCOPE: "a site crawl stays on the starting host, under the starting address's path". A KB user
     adds https://h/docs, as people type it; the server redirects it to /docs/ as servers do for a
     directory. Pages under /docs/ are crawled; /blog/ and /shop/ are not under /docs and are never

@@ -64,8 +64,10 @@ def test_index_gzip_children_host_scope_robots_and_lastmod_order(server: TestSer
         "/p/old": page("Old"), "/p/new": page("New"), "/p/undated": page("Undated"), "/p/mid": page("Mid"),
         "/p/b1": page("B1"), "/p/b2": page("B2"), "/p/private-1": page("Private"),
     })  # fmt: skip
-    server.add(other, {"/map.xml": Reply(urlset((server.url(other, "/p/x"), None)), headers=XML),
-                       "/p/foreign": page("Foreign")})
+    server.add(
+        other,
+        {"/map.xml": Reply(urlset((server.url(other, "/p/x"), None)), headers=XML), "/p/foreign": page("Foreign")},
+    )
     run = crawl("sitemap", args={"url": u("/sitemap_index.xml")}, settings=FAST)
     assert run.returncode == 0, run.stderr[-3000:]
     hits = server.log(host)
@@ -104,8 +106,16 @@ def test_malformed_and_oversized_sitemaps_do_not_stop_the_rest(server: TestServe
     sitemap's pages are still fetched; no entity is expanded, no file read, no crash."""
     u = lambda path: server.url(host, path)  # noqa: E731
     hostile = lambda name: (DATA / name).read_bytes().replace(b"http://HOST", u("").rstrip("/").encode())  # noqa: E731
-    names = ["truncated.xml", "laughs.xml", "xxe.xml", "bomb.xml.gz", "encoded-bomb.xml", "page.html",
-             "missing.xml", "good.xml"]
+    names = [
+        "truncated.xml",
+        "laughs.xml",
+        "xxe.xml",
+        "bomb.xml.gz",
+        "encoded-bomb.xml",
+        "page.html",
+        "missing.xml",
+        "good.xml",
+    ]
     truncated = urlset((u("/p/before-break"), None), (u("/p/after-break"), None))
     truncated = truncated[: truncated.index("<url>", truncated.index("before-break")) + 7]  # inside a tag
     server.add(host, {

@@ -29,7 +29,9 @@ __all__ = ["FaultServer"]
 
 Script = Sequence[Mapping[str, Any]]
 
-_NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found"
+_NOT_FOUND = (
+    b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 9\r\nConnection: close\r\n\r\nnot found"
+)
 _STALL_LIMIT = 30.0  # seconds a stalled connection is held at most, so no thread outlives a test for long
 
 

@@ -21,9 +21,21 @@ NO_ROBOTS = Reply("", status=404, headers=TEXT)
 ROBOTS_ALL = Reply("User-agent: *\nAllow: /\n", headers=TEXT)
 
 
-def html(title: str, text: str | None = None, *, say: str = "{title} is a page of the test site.", head: str = "",
-         main: bool = True, h1: bool = False, split: bool = False, links: tuple[str, ...] | list[str] | None = (),
-         rels: dict[str, str] | None = None, listed: bool = False, after: str = "", tail: str = "") -> str:
+def html(
+    title: str,
+    text: str | None = None,
+    *,
+    say: str = "{title} is a page of the test site.",
+    head: str = "",
+    main: bool = True,
+    h1: bool = False,
+    split: bool = False,
+    links: tuple[str, ...] | list[str] | None = (),
+    rels: dict[str, str] | None = None,
+    listed: bool = False,
+    after: str = "",
+    tail: str = "",
+) -> str:
     """An HTML page titled ``title``.
 
     Its paragraph is ``text``, or ``say`` filled with ``{title}`` and ``{lower}`` (the title in lower case);
@@ -36,22 +48,54 @@ def html(title: str, text: str | None = None, *, say: str = "{title} is a page o
     paragraphs = "".join(f"<p>{p}</p>" for p in said.split("\n\n")) if split else f"<p>{said}</p>"
     rels = rels or {}
     if listed:
-        items = "".join(f'<li><a href="{href}"' + (f' rel="{rels[href]}"' if href in rels else "") + f">{href}</a></li>"
-                        for href in links or ())
+        items = "".join(
+            f'<li><a href="{href}"' + (f' rel="{rels[href]}"' if href in rels else "") + f">{href}</a></li>"
+            for href in links or ()
+        )
         anchors = f"<ul>{items}</ul>"
     else:
-        anchors = "".join(f'<a href="{href}"' + (f' rel="{rels[href]}"' if href in rels else "") + f">{href}</a> "
-                          for href in links or ())
+        anchors = "".join(
+            f'<a href="{href}"' + (f' rel="{rels[href]}"' if href in rels else "") + f">{href}</a> "
+            for href in links or ()
+        )
     content = (f"<h1>{title}</h1>" if h1 else "") + paragraphs + anchors + after
-    return (f"<html><head><title>{title}</title>{head}</head><body>"
-            + (f"<main>{content}</main>" if main else content) + f"{tail}</body></html>")
+    return (
+        f"<html><head><title>{title}</title>{head}</head><body>"
+        + (f"<main>{content}</main>" if main else content)
+        + f"{tail}</body></html>"
+    )
 
 
-def page(title: str, text: str | None = None, *, headers: dict[str, str] | None = None, status: int = 200,
-         say: str = "{title} is a page of the test site.", head: str = "", main: bool = True, h1: bool = False,
-         split: bool = False, links: tuple[str, ...] | list[str] | None = (), rels: dict[str, str] | None = None,
-         listed: bool = False, after: str = "", tail: str = "") -> Reply:
+def page(
+    title: str,
+    text: str | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    status: int = 200,
+    say: str = "{title} is a page of the test site.",
+    head: str = "",
+    main: bool = True,
+    h1: bool = False,
+    split: bool = False,
+    links: tuple[str, ...] | list[str] | None = (),
+    rels: dict[str, str] | None = None,
+    listed: bool = False,
+    after: str = "",
+    tail: str = "",
+) -> Reply:
     """``html(...)`` served as text/html (UTF-8) with ``status``; ``headers`` are added to the Content-Type."""
-    body = html(title, text, say=say, head=head, main=main, h1=h1, split=split, links=links, rels=rels,
-                listed=listed, after=after, tail=tail)
+    body = html(
+        title,
+        text,
+        say=say,
+        head=head,
+        main=main,
+        h1=h1,
+        split=split,
+        links=links,
+        rels=rels,
+        listed=listed,
+        after=after,
+        tail=tail,
+    )
     return Reply(body, status=status, headers={**HTML, **(headers or {})})
