@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.conftest import REDIS_URL, ROOT, _bin, synapsecrawl
-from tests.site.server import Hit
+from tests.site.server import Hit, Reply
 
 __all__ = ["SharedCrawl"]
 
@@ -105,3 +105,23 @@ class SharedCrawl:
 def fetched(hits: list[Hit]) -> Counter[tuple[str, str]]:
     """How many times each (host, path) was fetched."""
     return Counter((hit.host, hit.path) for hit in hits)
+
+
+def page(title: str, links: tuple[str, ...] = ()) -> Reply:
+    """A small HTML page titled ``title`` with a link to each of ``links``."""
+    anchors = "".join(f'<a href="{href}">{href}</a> ' for href in links)
+    return Reply(
+        f"<html><head><title>{title}</title></head><body><p>{title} has words to read.</p>{anchors}</body></html>"
+    )
+
+
+def in_flight(hits: list[Hit]) -> int:
+    """The most requests the server had in flight at once among ``hits``."""
+    return max((sum(1 for other in hits if other.start <= hit.start < other.end) for hit in hits), default=0)
+
+
+def stored_pages(shared: SharedCrawl) -> list[dict[str, object]]:
+    """What the shared crawl's KB holds, as `kb list --format jsonl` prints it."""
+    out = synapsecrawl("kb", "list", "--uri", shared.kb_uri, "--format", "jsonl")
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]

@@ -6,40 +6,18 @@ once, per-site gaps and concurrency across workers) and what the KB holds.
 
 from __future__ import annotations
 
-import itertools
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import gaps, write_urls
-from tests.e2e.sharedcrawl import SharedCrawl, fetched
-from tests.site.server import Hit, Reply, TestServer
+from tests.e2e.sharedcrawl import SharedCrawl, fetched, in_flight, page, stored_pages
+from tests.helpers import gaps, write_urls
+from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
 NO_ROBOTS = Reply("", status=404)
-
-
-def _page(title: str, links: tuple[str, ...] = ()) -> Reply:
-    anchors = "".join(f'<a href="{href}">{href}</a> ' for href in links)
-    return Reply(
-        f"<html><head><title>{title}</title></head><body><p>{title} has words to read.</p>{anchors}</body></html>"
-    )
-
-
-def _in_flight(hits: list[Hit]) -> int:
-    return max((sum(1 for other in hits if other.start <= hit.start < other.end) for hit in hits), default=0)
-
-
-@pytest.fixture
-def shared(redis_prefix: str, postgres_schema_uri: str, tmp_path: Path, host: str):  # type: ignore[no-untyped-def]
-    crawl = SharedCrawl(name=host.replace(".", "-"), prefix=redis_prefix, kb_uri=postgres_schema_uri, tmp=tmp_path)
-    try:
-        yield crawl
-    finally:
-        crawl.stop()
 
 
 def test_three_workers_fetch_a_url_list_once_each_with_every_sites_gaps_held(
@@ -53,7 +31,7 @@ def test_three_workers_fetch_a_url_list_once_each_with_every_sites_gaps_held(
     than one worker."""
     sites = [f"s{i}.{host}" for i in range(4)]
     for site in sites:
-        server.add(site, {"/robots.txt": NO_ROBOTS, "*": _page(f"page of {site}")})
+        server.add(site, {"/robots.txt": NO_ROBOTS, "*": page(f"page of {site}")})
     urls = [server.url(site, f"/p{n}.html") for site in sites for n in range(6)]
     out = shared.add("--urls-file", write_urls(tmp_path / "urls.txt", [*urls, urls[0]]), "--mode", "page")
     assert out.returncode == 0, out.stderr
@@ -66,8 +44,8 @@ def test_three_workers_fetch_a_url_list_once_each_with_every_sites_gaps_held(
     for site in sites:
         site_hits = server.log(site)
         assert all(gap >= 1.0 for gap in gaps(site_hits)), (site, gaps(site_hits))
-        assert _in_flight(site_hits) == 1
-    stored = sorted(str(row["url"]) for row in _kb(shared))
+        assert in_flight(site_hits) == 1
+    stored = sorted(str(row["url"]) for row in stored_pages(shared))
     assert stored == sorted(urls)
     status = shared.status()
     total = status[-1]
@@ -75,16 +53,6 @@ def test_three_workers_fetch_a_url_list_once_each_with_every_sites_gaps_held(
     workers = [row for row in status if "worker" in row]
     assert sum(int(row["done"]) for row in workers) >= len(urls)
     assert len([row for row in workers if int(row["done"]) > 0]) >= 2
-
-
-def _kb(shared: SharedCrawl) -> list[dict[str, object]]:
-    import json
-
-    from tests.conftest import synapsecrawl
-
-    out = synapsecrawl("kb", "list", "--uri", shared.kb_uri, "--format", "jsonl")
-    assert out.returncode == 0, out.stderr
-    return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 def test_a_site_crawl_shared_by_three_workers_keeps_its_depth_and_its_page_limit_across_them(
@@ -106,8 +74,8 @@ def test_a_site_crawl_shared_by_three_workers_keeps_its_depth_and_its_page_limit
             site,
             {
                 "/robots.txt": NO_ROBOTS,
-                **{path: _page(path, links) for path, links in tree.items()},
-                "*": _page("deep"),
+                **{path: page(path, links) for path, links in tree.items()},
+                "*": page("deep"),
             },
         )
     assert (
@@ -144,7 +112,7 @@ def test_a_sitemap_and_a_feed_shared_by_three_workers_are_read_once_and_their_pa
                 f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{items}</urlset>',
                 headers={"Content-Type": "application/xml"},
             ),
-            "*": _page("listed"),
+            "*": page("listed"),
         },
     )
     server.add(feeds, {"/robots.txt": NO_ROBOTS, "/feed.xml": feed("rss2.xml")})
@@ -156,7 +124,7 @@ def test_a_sitemap_and_a_feed_shared_by_three_workers_are_read_once_and_their_pa
         (maps, p): 1 for p in ["/robots.txt", "/sitemap.xml", *(f"/p{n}.html" for n in range(8))]
     }
     assert fetched(server.log(feeds)) == {(feeds, "/robots.txt"): 1, (feeds, "/feed.xml"): 1}
-    stored = {str(row["url"]): row for row in _kb(shared)}
+    stored = {str(row["url"]): row for row in stored_pages(shared)}
     assert set(pages) <= set(stored)
     news = {url for url, row in stored.items() if row["kb"] == "news"}
     assert news == {
@@ -164,47 +132,6 @@ def test_a_sitemap_and_a_feed_shared_by_three_workers_are_read_once_and_their_pa
         server.url(feeds, "/posts/tomatoes"),
         server.url(feeds, "/posts/compost"),
     }
-
-
-def test_a_worker_killed_mid_crawl_loses_nothing_its_leases_go_back_and_are_fetched_once_more_at_most(
-    server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path
-) -> None:
-    """#16 (failure: SIGKILL): 3 workers on 3 sites x 10 slow pages (0.8 s an answer); one is killed
-    with SIGKILL once the server has seen 6 pages. The others finish the crawl: every URL answered
-    200 at least once; a URL fetched twice is one the killed worker held at the kill, so at most 3
-    of them (one per site: concurrency 1), each fetched again only after its lease expired
-    (timeout 5 s + 15 s); robots.txt once per site; the KB holds every page once."""
-    sites = [f"k{i}.{host}" for i in range(3)]
-    for site in sites:
-        server.add(site, {"/robots.txt": NO_ROBOTS, "*": Reply("<title>slow</title><p>slow page text</p>", delay=0.8)})
-    urls = [server.url(site, f"/p{n}.html") for site in sites for n in range(10)]
-    assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
-    shared.settings["DOWNLOAD_TIMEOUT"] = "5"
-    victim, *_ = shared.start(3)
-    deadline = time.monotonic() + 120
-    while sum(1 for s in sites for h in server.log(s) if h.path != "/robots.txt") < 6:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    victim.kill()
-    killed_at = time.monotonic()
-    victim.wait(timeout=30)
-    shared.wait()
-    hits = [hit for site in sites for hit in server.log(site)]
-    counts = fetched(hits)
-    assert {(s, "/robots.txt") for s in sites} <= set(counts)
-    assert all(counts[(s, "/robots.txt")] == 1 for s in sites)
-    pages = {key: n for key, n in counts.items() if key[1] != "/robots.txt"}
-    assert set(pages) == {(s, f"/p{n}.html") for s in sites for n in range(10)}
-    twice = [key for key, n in pages.items() if n > 1]
-    assert all(pages[key] == 2 for key in twice) and len(twice) <= 3, twice
-    for key in twice:
-        first, second = [h for h in hits if (h.host, h.path) == key]
-        assert first.start <= killed_at <= second.start
-        assert second.start - killed_at >= 5.0  # not before the lease could expire (20 s after its last renewal)
-    assert sorted(str(row["url"]) for row in _kb(shared)) == sorted(urls)
-
-
-_unused = itertools
 
 
 def test_three_403s_on_different_workers_are_one_streak_and_leave_the_site_for_every_worker(
@@ -231,7 +158,7 @@ def test_three_403s_on_different_workers_are_one_streak_and_leave_the_site_for_e
     pages = [hit for hit in server.log(site) if hit.path.startswith("/p")]
     assert len(pages) == 3, [h.path for h in pages]
     assert all(gap >= 5.0 for gap in gaps(server.log(site)))
-    assert _kb(shared) == []
+    assert stored_pages(shared) == []
 
 
 def test_a_429_seen_by_one_worker_pauses_the_site_for_all_of_them(
@@ -247,7 +174,7 @@ def test_a_429_seen_by_one_worker_pauses_the_site_for_all_of_them(
         served.append(1)
         if len(served) == 1:
             return Reply("busy", status=429, headers={"Content-Type": "text/plain", "Retry-After": "6"})
-        return _page("fine")
+        return page("fine")
 
     server.add(site, {"/robots.txt": NO_ROBOTS, "*": first_busy})
     urls = [server.url(site, f"/p{n}.html") for n in range(6)]
@@ -257,102 +184,7 @@ def test_a_429_seen_by_one_worker_pauses_the_site_for_all_of_them(
     hits = [hit for hit in server.log(site) if hit.path.startswith("/p")]
     assert len(hits) == 7
     assert hits[1].start - hits[0].start >= 6.0, gaps(hits)
-    assert sorted(str(row["url"]) for row in _kb(shared)) == sorted(urls)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _redis_server(port: int, data: Path) -> subprocess.Popen[bytes]:
-    """A redis-server of this test's own (never the shared 6379), persisting every write (appendonly)."""
-    proc = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(data),
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-            "--save",
-            "",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    import redis
-
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.RedisError:
-            assert time.monotonic() < deadline and proc.poll() is None, "redis-server did not start"
-            time.sleep(0.1)
-    client.close()
-    return proc
-
-
-def test_redis_gone_for_a_minute_mid_crawl_workers_say_so_once_wait_and_go_on_losing_nothing(
-    server: TestServer, host: str, postgres_schema_uri: str, tmp_path: Path
-) -> None:
-    """#16 (failure: Redis unreachable for a minute): 2 workers on 3 sites x 8 pages, on a redis-server
-    of the test's own with appendonly; once the server has seen 6 pages the Redis is stopped for 60 s
-    and started again from its AOF. Each worker says so in one warning line and one line when Redis
-    is back, and the crawl goes on: every page fetched exactly once (what was in flight finished
-    meanwhile and was acknowledged once Redis answered), no site's gap under 1 s, the KB holds all."""
-    port, data = _free_port(), tmp_path / "redis"
-    data.mkdir()
-    redis_proc = _redis_server(port, data)
-    crawl = SharedCrawl(
-        name="outage",
-        prefix="outage",
-        kb_uri=postgres_schema_uri,
-        tmp=tmp_path,
-        redis_url=f"redis://127.0.0.1:{port}/0",
-        settings={"DOWNLOAD_TIMEOUT": "5"},
-    )
-    try:
-        sites = [f"o{i}.{host}" for i in range(3)]
-        for site in sites:
-            server.add(site, {"/robots.txt": NO_ROBOTS, "*": Reply("<title>p</title><p>page text</p>", delay=0.3)})
-        urls = [server.url(site, f"/p{n}.html") for site in sites for n in range(8)]
-        assert crawl.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
-        crawl.start(2)
-        deadline = time.monotonic() + 120
-        while sum(1 for s in sites for h in server.log(s) if h.path != "/robots.txt") < 6:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        redis_proc.terminate()  # SHUTDOWN: the AOF is complete (appendfsync always)
-        redis_proc.wait(timeout=30)
-        time.sleep(60)
-        redis_proc = _redis_server(port, data)
-        crawl.wait(timeout=300)
-        hits = [hit for site in sites for hit in server.log(site)]
-        assert fetched(hits) == {(s, p): 1 for s in sites for p in ["/robots.txt", *(f"/p{n}.html" for n in range(8))]}
-        for site in sites:
-            assert all(gap >= 1.0 for gap in gaps(server.log(site)))
-        assert sorted(str(row["url"]) for row in _kb(crawl)) == sorted(urls)
-        for index in range(2):
-            log = crawl.log(index)
-            down = [line for line in log.splitlines() if "WARNING" in line and "does not answer" in line]
-            back = [line for line in log.splitlines() if "answers again" in line]
-            assert len(down) == 1 and len(back) == 1, log[-3000:]
-    finally:
-        crawl.stop()
-        redis_proc.terminate()
-        redis_proc.wait(timeout=30)
+    assert sorted(str(row["url"]) for row in stored_pages(shared)) == sorted(urls)
 
 
 def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
@@ -367,7 +199,7 @@ def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
     from tests.e2e.test_recrawl import make_due
 
     site = f"again.{host}"
-    server.add(site, {"/robots.txt": NO_ROBOTS, "/": _page("start", ("/a.html", "/b.html")), "*": _page("leaf")})
+    server.add(site, {"/robots.txt": NO_ROBOTS, "/": page("start", ("/a.html", "/b.html")), "*": page("leaf")})
     assert shared.add("--url", server.url(site, "/"), "--mode", "site").returncode == 0
     shared.start(2)
     shared.wait()
@@ -416,7 +248,7 @@ def test_a_crawl_delay_read_by_one_worker_holds_for_all_of_them(
         site,
         {
             "/robots.txt": Reply("User-agent: *\nCrawl-delay: 3\n", headers={"Content-Type": "text/plain"}),
-            "*": _page("paced"),
+            "*": page("paced"),
         },
     )
     urls = [server.url(site, f"/p{n}.html") for n in range(5)]
