@@ -68,6 +68,8 @@ def _print_rows(rows: Iterable[dict[str, Any]], fmt: str, columns: Sequence[str]
 
 
 def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"  # a score: fixed point, so a column of them reads as one scale
     return " ".join(str(value if value is not None else "").split())
 
 
