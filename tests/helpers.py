@@ -12,18 +12,22 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from synapsecrawl.kb.sqlite import SQLiteStore
+from synapsecrawl.kb.store import PageRecord
 
 __all__ = [
     "POSTGRES_ADMIN_URI",
     "REDIS_URL",
     "ROOT",
+    "WHEN",
     "CrawlRun",
     "bin_path",
     "gaps",
     "make_pdf",
+    "record",
     "store_of",
     "synapsecrawl",
     "write_urls",
@@ -130,3 +134,20 @@ def store_of(run: CrawlRun) -> Iterator[SQLiteStore]:
         yield store
     finally:
         store.close()
+
+
+WHEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # the fetch time of store-level test pages
+
+
+def record(url: str, text: str, **kw: object) -> PageRecord:
+    """A stored HTML page of ``url`` (kb "docs" unless given), for tests that fill a store directly."""
+    return PageRecord(
+        kb=str(kw.pop("kb", "docs")),
+        url=url,
+        title=str(kw.pop("title", "")),
+        text=text,
+        content_type="text/html",
+        status=200,
+        fetched_at=WHEN,
+        **kw,
+    )  # type: ignore[arg-type]

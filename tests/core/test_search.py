@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -27,24 +26,11 @@ from synapsecrawl.kb.search import (
     split_passages,
     text_fragment,
 )
-from synapsecrawl.kb.store import LabelRecord, PageRecord, open_store
+from synapsecrawl.kb.store import LabelRecord, open_store
+from tests.helpers import record
 
 DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"
-WHEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 H, E = HIT_OPEN, HIT_CLOSE  # how the index marks a query word
-
-
-def record(url: str, text: str, **kw: object) -> PageRecord:
-    return PageRecord(
-        kb=str(kw.pop("kb", "docs")),
-        url=url,
-        title=str(kw.pop("title", "")),
-        text=text,
-        content_type="text/html",
-        status=200,
-        fetched_at=WHEN,
-        **kw,
-    )  # type: ignore[arg-type]
 
 
 def plain(snippet: str) -> str:

@@ -37,22 +37,9 @@ from synapsecrawl.kb.store import (
     UrlHold,
     open_store,
 )
+from tests.helpers import WHEN, record
 
 DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"
-WHEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-
-
-def record(url: str, text: str, **kw: object) -> PageRecord:
-    return PageRecord(
-        kb=str(kw.pop("kb", "docs")),
-        url=url,
-        title=str(kw.pop("title", "")),
-        text=text,
-        content_type="text/html",
-        status=200,
-        fetched_at=WHEN,
-        **kw,
-    )  # type: ignore[arg-type]
 
 
 @functools.cache
