@@ -2,7 +2,7 @@
 
 Replaces Scrapy's RedirectMiddleware (same order, 600) with a subclass: the
 hop is built as Scrapy builds it, then judged by
-``synapsecrawl.scope.redirect_refusal`` against the URL that began the chain
+``synapsecrawl.crawl.scope.redirect_refusal`` against the URL that began the chain
 and the spider's ``scopes`` (SYN-SCOPE; YOT-REDIRECT: same site, at most
 ``REDIRECT_MAX_TIMES`` in a row, which the profile add-on sets). A followed
 redirect goes back through every other middleware (robots.txt, scheme and
@@ -12,7 +12,7 @@ robots.txt fetches follow their redirects wherever they lead, up to the
 profile's limit (RFC 9309 §2.3.1.2), although they ask for every status.
 
 A page's redirect to a Location that cannot be requested (``javascript:``, an
-invalid IPv6 literal, port 99999: ``synapsecrawl.urls.url_problem``) is one
+invalid IPv6 literal, port 99999: ``synapsecrawl.crawl.urls.url_problem``) is one
 line and the page counted as skipped, not a traceback; a robots.txt's is
 "unreachable" (``middlewares.robots``).
 """
@@ -28,8 +28,8 @@ from scrapy.exceptions import IgnoreRequest
 from w3lib.url import safe_url_string
 
 from middlewares.runtime import Runtime
-from synapsecrawl.scope import redirect_refusal
-from synapsecrawl.urls import url_problem
+from synapsecrawl.crawl.scope import redirect_refusal
+from synapsecrawl.crawl.urls import url_problem
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -22,9 +22,17 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.requestlog import (
+    LOG_NAME,
+    RequestEvent,
+    RequestLog,
+    RobotsEvent,
+    SiteEvent,
+    SkipEvent,
+    StoreEvent,
+)
 from synapsecrawl.report import build_report, crawl_meta, default_report_dir, write_stats
-from synapsecrawl.requestlog import LOG_NAME, RequestEvent, RequestLog, RobotsEvent, SiteEvent, SkipEvent, StoreEvent
-from synapsecrawl.robotspolicy import judge_fetch
+from synapsecrawl.rules.robots_policy import judge_fetch
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

@@ -1,6 +1,6 @@
 """The PostgreSQL knowledge base: the same Store as SQLite, for many crawlers and large KBs.
 
-Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.content``
+Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.sqlite_content``
 (pages, passages, labels, robots.txt copies, backoff state, sources, site
 icons) and are created on open; the methods that read and write them alike
 are ``kb.rows``'s. Search uses a stored ``tsvector`` per page (title weight A,

@@ -89,11 +89,11 @@ class LabelRecord:
 
     kb: str
     url: str
-    kind: str  # synapsecrawl.labels.PAGE_KINDS
+    kind: str  # synapsecrawl.extract.page_kind.PAGE_KINDS
     links: tuple[tuple[str, str], ...] = ()  # (target URL, context) in page order
     tdm_reservation: int | None = None  # 1 reserved, 0 not reserved, None unset (W3C TDMRep)
     tdm_policy: str = ""
-    tdm_source: str = ""  # "file", "header", "meta" or "" (synapsecrawl.tdmrep)
+    tdm_source: str = ""  # "file", "header", "meta" or "" (synapsecrawl.rules.tdmrep)
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class RobotsCopy:
 
 @dataclass(frozen=True)
 class SiteState:
-    """What a profile remembers of a site across crawls (synapsecrawl.backoff)."""
+    """What a profile remembers of a site across crawls (synapsecrawl.pacing.backoff)."""
 
     site: str
     paused_until: float = 0.0  # unix seconds; not touched before then
@@ -142,7 +142,7 @@ class SiteIcon:
 
 
 class SiteIcons(Protocol):
-    """Site icons, kept by a store that can (SQLite so far; synapsecrawl.feeds)."""
+    """Site icons, kept by a store that can (SQLite so far; synapsecrawl.extract.feeds)."""
 
     def put_site_icon(self, icon: SiteIcon) -> None: ...
     def get_site_icon(self, origin: str) -> SiteIcon | None: ...
@@ -150,7 +150,7 @@ class SiteIcons(Protocol):
 
 @dataclass(frozen=True)
 class Source:
-    """What a KB user added, re-read on a schedule (SYN-REREAD; synapsecrawl.reread)."""
+    """What a KB user added, re-read on a schedule (SYN-REREAD; synapsecrawl.kb.reread)."""
 
     id: str
     mode: str  # the spider: page, site, sitemap, feed
@@ -181,14 +181,14 @@ class Store(Protocol):
     def get_labels(self, kb: str, url: str) -> LabelRecord | None: ...
     def get_robots(self, profile: str, origin: str) -> RobotsCopy | None: ...
     def put_robots(self, profile: str, copy: RobotsCopy) -> None: ...
-    # Backoff state that outlives a crawl (synapsecrawl.backoff), per profile.
+    # Backoff state that outlives a crawl (synapsecrawl.pacing.backoff), per profile.
     def get_site_state(self, profile: str, site: str) -> SiteState | None: ...
     def put_site_state(self, profile: str, state: SiteState) -> None: ...
     def get_url_hold(self, profile: str, url: str) -> UrlHold | None: ...
     def put_url_hold(self, profile: str, hold: UrlHold) -> None: ...
     def delete_url_hold(self, profile: str, url: str) -> bool: ...
     def url_holds(self, profile: str, kind: str | None = None) -> list[UrlHold]: ...
-    # Re-reads and removals (synapsecrawl.reread, synapsecrawl.removals).
+    # Re-reads and removals (synapsecrawl.kb.reread, synapsecrawl.rules.removals).
     def page_urls(self, kb: str | None = None, prefix: str = "") -> list[tuple[str, str]]: ...
     def page_depths(self, kb: str) -> dict[str, int | None]: ...
     def put_source(self, source: Source) -> None: ...

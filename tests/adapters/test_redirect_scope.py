@@ -13,7 +13,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from middlewares.redirects import ScopedRedirectMiddleware
 from middlewares.runtime import Runtime
-from synapsecrawl.scope import SiteScope
+from synapsecrawl.crawl.scope import SiteScope
 from tests.adapters.crawlers import crawler_for
 
 

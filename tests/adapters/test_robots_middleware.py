@@ -20,8 +20,8 @@ from twisted.internet.testing import MemoryReactor
 from middlewares.resolver import GuardedResolver
 from middlewares.robots import RobotsMiddleware
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.netguard import parse_host_resolve
 from synapsecrawl.kb.store import PageRecord, utcnow
-from synapsecrawl.netguard import parse_host_resolve
 from tests.adapters.crawlers import SideFetches, crawler_for
 
 DAY = 86400.0

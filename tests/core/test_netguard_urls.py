@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from synapsecrawl.crawlrequest import CrawlRequest
+from synapsecrawl.crawl.netguard import forbidden_reason, parse_host_resolve
+from synapsecrawl.crawl.request import CrawlRequest
+from synapsecrawl.crawl.scope import SiteScope
+from synapsecrawl.crawl.urls import canonical, origin_of, registrable_domain, site_of
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.netguard import forbidden_reason, parse_host_resolve
-from synapsecrawl.scope import SiteScope
-from synapsecrawl.urls import canonical, origin_of, registrable_domain, site_of
 
 
 @pytest.mark.parametrize(

@@ -7,18 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from synapsecrawl.cli.recrawl import absolute_uri, crawl_arguments, crawl_settings, plan, schedule_form, scrapy_command
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.kb.sqlite import SQLiteStore
-from synapsecrawl.kb.store import Source
-from synapsecrawl.recrawl import (
-    absolute_uri,
-    crawl_arguments,
-    crawl_settings,
-    plan,
-    schedule_form,
-    scrapy_command,
-)
-from synapsecrawl.reread import (
+from synapsecrawl.kb.reread import (
     DAY,
     RETRY_AFTER_FAILURE,
     RUNNING,
@@ -28,6 +19,8 @@ from synapsecrawl.reread import (
     record_crawl,
     source_id,
 )
+from synapsecrawl.kb.sqlite import SQLiteStore
+from synapsecrawl.kb.store import Source
 
 T0 = 1_800_000_000.0
 WEEK = 7 * DAY

@@ -1,0 +1,87 @@
+"""What a KB user asked a crawl to do, from spider arguments (``-a``).
+
+A start URL that cannot be requested (``synapsecrawl.crawl.urls.url_problem``) is an
+``ArgumentError``: ``-a url=`` stops the crawl. A urls_file line that cannot be
+requested is skipped and named in ``skipped`` (one line each for the operator),
+so one typo does not cost the other lines; a file with no usable line stops it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from synapsecrawl.crawl.urls import url_problem
+from synapsecrawl.errors import ArgumentError, ConfigError
+
+__all__ = ["CrawlRequest"]
+
+_KB_NAME = re.compile(r"^[\w.-]{1,100}$")
+
+
+def _check_url(url: str, argument: str) -> str:
+    url = url.strip()
+    problem = url_problem(url)
+    if problem is None:
+        return url
+    if problem.startswith("not an http(s) URL") or problem == "no host":
+        raise ArgumentError(f"{argument} {url!r} is not an http(s) URL")
+    raise ArgumentError(f"{argument} {url!r} is not a usable URL: {problem}")
+
+
+@dataclass(frozen=True)
+class CrawlRequest:
+    """Start URLs, knowledge base and the limits a KB user typed (strings, as given)."""
+
+    urls: tuple[str, ...]
+    kb: str
+    depth: str | None = None
+    max_pages: str | None = None
+    skipped: tuple[str, ...] = ()  # urls_file lines left out, one message each
+
+    @classmethod
+    def from_args(
+        cls,
+        *,
+        url: str | None = None,
+        urls_file: str | None = None,
+        kb: str | None = None,
+        depth: str | None = None,
+        max_pages: str | None = None,
+        **unknown: object,
+    ) -> CrawlRequest:
+        """Validate ``-a`` arguments; raises ConfigError with a one-line message."""
+        unknown.pop("_job", None)  # Scrapyd passes its job id as a spider argument
+        if unknown:
+            raise ConfigError(f"unknown spider argument(s): {', '.join(sorted(unknown))}")
+        if bool(url) == bool(urls_file):
+            raise ConfigError("give exactly one of -a url=URL or -a urls_file=PATH")
+        skipped: list[str] = []
+        if url:
+            urls = [_check_url(url, "url")]
+        else:
+            path = Path(str(urls_file))
+            try:
+                lines = path.read_text("utf-8", errors="replace").splitlines()
+            except OSError as exc:
+                raise ConfigError(f"urls_file {path}: {exc.strerror or exc}") from None
+            urls = []
+            for number, line in enumerate(lines, 1):
+                if not line.strip() or line.lstrip().startswith("#"):
+                    continue
+                try:
+                    urls.append(_check_url(line, f"urls_file {path} line {number}:"))
+                except ArgumentError as exc:
+                    skipped.append(f"{exc}: skipped")
+            if not urls:
+                if skipped:
+                    raise ArgumentError(
+                        f"urls_file {path} holds no usable URL ({len(skipped)} lines, "
+                        f"the first: {skipped[0].removesuffix(': skipped')})"
+                    )
+                raise ConfigError(f"urls_file {path} holds no URL")
+        name = kb or "default"
+        if not _KB_NAME.match(name):
+            raise ConfigError(f"kb {name!r} may hold only letters, digits, '.', '_' and '-'")
+        return cls(tuple(dict.fromkeys(urls)), name, depth, max_pages, tuple(skipped))

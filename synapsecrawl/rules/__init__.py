@@ -1,0 +1,1 @@
+"""What a site owner allows: robots.txt, robots directives, TDM reservations, removals."""
