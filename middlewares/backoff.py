@@ -36,7 +36,7 @@ from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.utils.misc import load_object
 
 from middlewares.runtime import Runtime
-from synapsecrawl.kb.store import SiteState, UrlHold
+from synapsecrawl.kb.records import SiteState, UrlHold
 from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide, feed_retry_delay, slow_spacing
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from middlewares.runtime import Runtime
+from synapsecrawl.kb.records import utcnow
 from synapsecrawl.kb.reread import conditional_headers, effect_of
-from synapsecrawl.kb.store import utcnow
 from synapsecrawl.rules.directives import parse_directives
 from synapsecrawl.rules.removals import RemovalList, read_removal_list
 

@@ -21,7 +21,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from middlewares.resolver import refusal
 from middlewares.runtime import Runtime
 from synapsecrawl.crawl.urls import origin_of
-from synapsecrawl.kb.store import RobotsCopy
+from synapsecrawl.kb.records import RobotsCopy
 from synapsecrawl.rules.removals import remove_disallowed
 from synapsecrawl.rules.robots_policy import RobotsOutcome, is_fresh, judge_fetch
 

@@ -21,7 +21,7 @@ from synapsecrawl.kb.indexing import labels_from_item, record_from_item
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from synapsecrawl.kb.store import PageRecord
+    from synapsecrawl.kb.records import PageRecord
 
 __all__ = ["IndexPipeline"]
 

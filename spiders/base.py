@@ -51,8 +51,8 @@ from synapsecrawl.crawl.urls import canonical
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.page_kind import LABELLING_PROFILES
 from synapsecrawl.kb.indexing import make_item
+from synapsecrawl.kb.records import Source
 from synapsecrawl.kb.reread import HOLD_RENEWAL, RUNNING, record_crawl, reread_interval, source_id
-from synapsecrawl.kb.store import Source
 from synapsecrawl.profiles import Limits
 
 __all__ = ["SynapseSpider"]

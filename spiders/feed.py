@@ -62,7 +62,7 @@ from synapsecrawl.extract.feeds import (
 )
 from synapsecrawl.extract.page import Page
 from synapsecrawl.kb.indexing import make_item
-from synapsecrawl.kb.store import SiteIcon
+from synapsecrawl.kb.records import SiteIcon
 
 __all__ = ["FeedSpider"]
 

@@ -44,7 +44,7 @@ from synapsecrawl.crawl.ondemand import (
 )
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.kb.indexing import record_from_item
-from synapsecrawl.kb.store import PageRecord, utcnow
+from synapsecrawl.kb.records import PageRecord, utcnow
 from synapsecrawl.search.api import SearchService
 
 if TYPE_CHECKING:

@@ -28,7 +28,8 @@ from synapsecrawl.cli.publish import register as register_publish
 from synapsecrawl.cli.recrawl import register as register_recrawl
 from synapsecrawl.cli.serve import register as register_serve
 from synapsecrawl.errors import SynapseError
-from synapsecrawl.kb.store import DEFAULT_KB_URI, PageRecord, open_store
+from synapsecrawl.kb import DEFAULT_KB_URI, open_store
+from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.profiles import PROFILE_NAMES
 from synapsecrawl.search.api import hit_json
 

@@ -47,8 +47,10 @@ from pathlib import Path
 from typing import Any
 
 from synapsecrawl.errors import ConfigError, SynapseError
+from synapsecrawl.kb import DEFAULT_KB_URI, open_store
+from synapsecrawl.kb.records import Source
 from synapsecrawl.kb.reread import after_failure, claim, is_due
-from synapsecrawl.kb.store import DEFAULT_KB_URI, Source, Store, open_store
+from synapsecrawl.kb.store import Store
 
 __all__ = [
     "EXIT_BUSY",

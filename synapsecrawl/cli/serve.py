@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from synapsecrawl.errors import SynapseError
-from synapsecrawl.kb.store import DEFAULT_KB_URI
+from synapsecrawl.kb import DEFAULT_KB_URI
 from synapsecrawl.search.api import SearchService, check_bind
 
 __all__ = ["DEFAULT_PORT", "register"]

@@ -23,8 +23,8 @@ from urllib.parse import urlsplit, urlunsplit
 from w3lib.url import safe_url_string
 
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.search import compose_snippet, split_passages
-from synapsecrawl.kb.store import PageRecord
 from synapsecrawl.profiles import Profile
 
 __all__ = [

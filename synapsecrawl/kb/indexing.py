@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from synapsecrawl.extract.page import Page
-from synapsecrawl.kb.store import LabelRecord, PageRecord, utcnow
+from synapsecrawl.kb.records import LabelRecord, PageRecord, utcnow
 from synapsecrawl.profiles import Profile
 from synapsecrawl.rules.tdmrep import TdmDeclaration
 

@@ -28,6 +28,7 @@ import psycopg
 
 from synapsecrawl.errors import StoreError
 from synapsecrawl.kb.marker import META_TABLE, Found, judge, meta_rows
+from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.rows import (
     HIT_COLUMNS,
     PAGE_CANDIDATES,
@@ -46,7 +47,6 @@ from synapsecrawl.kb.search import (
     shortlist,
     split_passages,
 )
-from synapsecrawl.kb.store import PageRecord, SearchHit
 
 __all__ = ["PostgresStore", "redact_uri"]
 

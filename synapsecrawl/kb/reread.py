@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Literal
 
-from synapsecrawl.kb.store import Source
+from synapsecrawl.kb.records import Source
 from synapsecrawl.numbers import read_number
 
 __all__ = [

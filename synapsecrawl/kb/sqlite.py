@@ -20,8 +20,8 @@ from typing import Any
 from synapsecrawl.errors import StoreError
 from synapsecrawl.kb import sqlite_content as content
 from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, Found, judge, meta_rows
+from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.rows import PAGE_COLUMNS, SharedTables
-from synapsecrawl.kb.store import PageRecord, SearchHit
 
 __all__ = ["SQLiteStore"]
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from synapsecrawl.kb.records import SearchHit
 from synapsecrawl.kb.rows import HIT_COLUMNS, PAGE_CANDIDATES, PASSAGE_CANDIDATES, search_hit
 from synapsecrawl.kb.search import (
     HIT_CLOSE,
@@ -31,7 +32,6 @@ from synapsecrawl.kb.search import (
     shortlist,
     split_passages,
 )
-from synapsecrawl.kb.store import SearchHit
 
 __all__ = ["SCHEMA", "backfill_passages", "search", "write_passages"]
 

@@ -23,7 +23,9 @@ from typing import Any
 
 from synapsecrawl.crawl.ondemand import FetchError, check_fetch_url, page_address, shape_page
 from synapsecrawl.errors import ConfigError, StoreError
-from synapsecrawl.kb.store import PageRecord, SearchHit, Store, open_store
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.records import PageRecord, SearchHit
+from synapsecrawl.kb.store import Store
 from synapsecrawl.profiles import Profile
 
 __all__ = [

@@ -6,22 +6,18 @@ a signature). The public names are re-exported here, so callers write
 ``from synapsecrawl.signing import load_private_key``.
 """
 
-from synapsecrawl.signing.sign import (
+from synapsecrawl.signing.keys import (
     DIRECTORY_MEDIA_TYPE,
     DIRECTORY_PATH,
     SigningKey,
-    VerifyResult,
     generate_private_key_pem,
     jwk_thumbprint,
     key_directory,
     load_private_key,
     public_jwk,
-    sign_directory_response,
-    sign_request,
-    signature_agent_header,
-    signature_agent_url,
-    verify_request,
 )
+from synapsecrawl.signing.sign import sign_directory_response, sign_request, signature_agent_header, signature_agent_url
+from synapsecrawl.signing.verify import VerifyResult, verify_request
 
 __all__ = [
     "DIRECTORY_MEDIA_TYPE",

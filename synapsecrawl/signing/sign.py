@@ -1,169 +1,41 @@
-"""Web Bot Auth: sign our requests, publish our keys, check a signature.
+"""Web Bot Auth: sign our requests and the key directory response (RFC 9421).
 
-The request profile of HTTP Message Signatures (RFC 9421) that the IETF webbotauth
-drafts define (draft-meunier-web-bot-auth-architecture,
-draft-ietf-webbotauth-httpsig-protocol): an Ed25519 key named by the RFC 7638
-thumbprint of its JWK, a ``Signature-Agent`` dictionary member covered by the
-signature, ``tag="web-bot-auth"`` and a short validity window. Also the key
-directory (a JWKS served at ``DIRECTORY_PATH``) and the signatures over it.
-
-Time is passed in as unix seconds, never read here. When to sign, where the key
-file lives and fetching a directory are the adapters' business.
-
-Written by hand on ``cryptography`` rather than on http-message-signatures: that
-library reads the wall clock when it verifies and reports failures as free-text
-exceptions, while a signature base over our few fixed components is a few lines.
+The request profile of HTTP Message Signatures that the IETF webbotauth drafts define
+(draft-meunier-web-bot-auth-architecture, draft-ietf-webbotauth-httpsig-protocol): a
+``Signature-Agent`` dictionary member covered by the signature, ``tag="web-bot-auth"`` and
+a short validity window. Time is passed in as unix seconds, never read here; when to sign
+is the adapter's business. Written by hand on ``cryptography``: that library reads the
+wall clock and reports failures as free text, while our signature base is a few lines.
 Structured fields (RFC 8941, now RFC 9651) are parsed and serialised with ``http_sf``.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
-import json
-import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import http_sf
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from http_sf.innerlist import ser_item_or_inner_list as _ser
 from http_sf.types import BareItemType, ItemOrInnerListType, ItemType
 
 from synapsecrawl.errors import SigningError
+from synapsecrawl.signing.keys import _ALG, DIRECTORY_PATH, SigningKey
 
 __all__ = [
-    "DIRECTORY_MEDIA_TYPE",
-    "DIRECTORY_PATH",
-    "SigningKey",
-    "VerifyResult",
-    "generate_private_key_pem",
-    "jwk_thumbprint",
-    "key_directory",
-    "load_private_key",
-    "public_jwk",
     "sign_directory_response",
     "sign_request",
     "signature_agent_header",
     "signature_agent_url",
-    "verify_request",
 ]
-
-DIRECTORY_PATH = "/.well-known/http-message-signatures-directory"
-DIRECTORY_MEDIA_TYPE = "application/http-message-signatures-directory+json"
 
 _TAG = "web-bot-auth"
 _DIRECTORY_TAG = "http-message-signatures-directory"
-_ALG = "ed25519"
 _AGENT_FORMS = ("origin", "directory")  # Signature-Agent: -00 drafts, then httpsig-protocol-01
-# RFC 7638 §3.2 required members, in lexicographic order; OKP from RFC 8037 §2
-_THUMBPRINT_MEMBERS = {"OKP": ("crv", "kty", "x"), "EC": ("crv", "kty", "x", "y"), "RSA": ("e", "kty", "n")}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-
 _Params = dict[str, BareItemType]
 _Component = tuple[str, _Params]
-
-
-def _b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def jwk_thumbprint(jwk: Mapping[str, object]) -> str:
-    """The base64url SHA-256 JWK thumbprint (RFC 7638) of `jwk`; optional members are ignored."""
-    members = _THUMBPRINT_MEMBERS.get(str(jwk.get("kty")))
-    if members is None:
-        raise SigningError(f"cannot take the thumbprint of a JWK with kty {jwk.get('kty')!r}")
-    missing = [name for name in members if not isinstance(jwk.get(name), str)]
-    if missing:
-        raise SigningError(f"JWK lacks the required member {missing[0]!r}")
-    canonical = json.dumps({name: jwk[name] for name in members}, separators=(",", ":"), sort_keys=True)
-    return _b64url(hashlib.sha256(canonical.encode("utf-8")).digest())
-
-
-def _okp_jwk(public_key: Ed25519PublicKey) -> dict[str, str]:
-    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return {"kty": "OKP", "crv": "Ed25519", "x": _b64url(raw)}  # RFC 8037 §2
-
-
-@dataclass(frozen=True)
-class SigningKey:
-    """An Ed25519 private key and its `keyid`, the RFC 7638 thumbprint of its public JWK."""
-
-    private_key: Ed25519PrivateKey = field(repr=False, compare=False)
-    keyid: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "keyid", jwk_thumbprint(_okp_jwk(self.private_key.public_key())))
-
-    def public_jwk(self) -> dict[str, str]:
-        """The public key as a JWK, with `kid` set to the thumbprint."""
-        return public_jwk(self)
-
-    def sign(self, data: bytes) -> bytes:
-        """The Ed25519 signature of `data` (deterministic, RFC 8032)."""
-        return self.private_key.sign(data)
-
-
-def public_jwk(key: SigningKey | Ed25519PublicKey) -> dict[str, str]:
-    """The JWK to publish for `key`: kty, crv, x and a `kid` equal to its thumbprint."""
-    public_key = key.private_key.public_key() if isinstance(key, SigningKey) else key
-    jwk = _okp_jwk(public_key)
-    return {**jwk, "kid": jwk_thumbprint(jwk)}
-
-
-def generate_private_key_pem() -> bytes:
-    """A new Ed25519 private key as unencrypted PKCS#8 PEM."""
-    return Ed25519PrivateKey.generate().private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def load_private_key(path_or_pem: str | os.PathLike[str] | bytes) -> SigningKey:
-    """Read an Ed25519 PKCS#8 PEM key from a file path, or from PEM text or bytes.
-
-    Any problem raises `SigningError` with one line that names the path.
-    """
-    if isinstance(path_or_pem, bytes):
-        source, data = "(inline PEM)", path_or_pem
-    elif isinstance(path_or_pem, str) and path_or_pem.lstrip().startswith("-----BEGIN"):
-        source, data = "(inline PEM)", path_or_pem.encode("ascii", "replace")
-    else:
-        source = os.fspath(path_or_pem)
-        try:
-            with open(source, "rb") as file:
-                data = file.read()
-        except FileNotFoundError:
-            raise SigningError(f"signing key {source}: no such file") from None
-        except OSError as error:
-            raise SigningError(f"signing key {source}: cannot read it ({error.strerror})") from None
-    return SigningKey(_parse_private_key(source, data))
-
-
-def _parse_private_key(source: str, data: bytes) -> Ed25519PrivateKey:
-    if b"-----BEGIN " not in data:
-        raise SigningError(f"signing key {source}: not a PEM file (expected an Ed25519 PKCS#8 private key)")
-    if b"PRIVATE KEY-----" not in data:
-        raise SigningError(f"signing key {source}: holds no private key (a public key or certificate?)")
-    try:
-        key = serialization.load_pem_private_key(data, password=None)
-    except TypeError:  # cryptography: the key is encrypted and needs a password
-        raise SigningError(f"signing key {source}: is encrypted; store it unencrypted (mode 600)") from None
-    except (ValueError, UnsupportedAlgorithm):
-        raise SigningError(f"signing key {source}: not a readable PEM private key") from None
-    if not isinstance(key, Ed25519PrivateKey):
-        kind = type(key).__name__.removesuffix("PrivateKey").lstrip("_")
-        raise SigningError(f"signing key {source}: not an Ed25519 key ({kind}); Web Bot Auth needs Ed25519")
-    return key
-
-
-def key_directory(keys: Sequence[SigningKey]) -> dict[str, list[dict[str, str]]]:
-    """The JWKS to serve at `DIRECTORY_PATH` as `DIRECTORY_MEDIA_TYPE`, one entry per distinct key."""
-    unique = {key.keyid: key for key in keys}
-    return {"keys": [public_jwk(key) for key in unique.values()]}
 
 
 def signature_agent_header(agent_url: str, label: str = "sig1") -> str:
@@ -333,154 +205,7 @@ def sign_directory_response(
     }
 
 
-@dataclass(frozen=True)
-class VerifyResult:
-    """Whether a request carries a valid Web Bot Auth signature, and why not."""
-
-    ok: bool
-    reason: str
-    keyid: str | None = None
-
-
-class _Rejected(Exception):
-    """A signature fails a check; its one argument is the reason."""
-
-
 def _parse_dictionary(value: str) -> dict[str, ItemOrInnerListType]:
     parsed = http_sf.parse(value.encode("ascii"), tltype="dictionary")
     assert isinstance(parsed, dict)
     return parsed
-
-
-def _directory_keys(directory: Mapping[str, object]) -> dict[str, Ed25519PublicKey]:
-    keys: dict[str, Ed25519PublicKey] = {}
-    entries = directory.get("keys")
-    for jwk in entries if isinstance(entries, list) else []:
-        if not isinstance(jwk, Mapping) or jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519":
-            continue
-        try:
-            x = str(jwk.get("x"))
-            public_key = Ed25519PublicKey.from_public_bytes(
-                base64.b64decode(x + "=" * (-len(x) % 4), altchars=b"-_", validate=True)
-            )
-        except (ValueError, binascii.Error):
-            continue
-        keys[jwk_thumbprint(_okp_jwk(public_key))] = public_key
-    return keys
-
-
-def verify_request(
-    *,
-    method: str,
-    url: str,
-    headers: Mapping[str, str],
-    directory: Mapping[str, object],
-    now: int,
-    max_skew: int = 0,
-) -> VerifyResult:
-    """Check the request's ``tag="web-bot-auth"`` signatures against the JWKS `directory` at `now`.
-
-    Never raises on content. The first signature that verifies wins; failing
-    that, the first one's failure is the reason.
-    """
-    fields = {name.lower(): value for name, value in headers.items()}
-    if "signature" not in fields:
-        return VerifyResult(False, "missing Signature header")
-    if "signature-input" not in fields:
-        return VerifyResult(False, "missing Signature-Input")
-    parsed: list[dict[str, ItemOrInnerListType]] = []
-    for name in ("Signature-Input", "Signature"):
-        try:
-            parsed.append(_parse_dictionary(fields[name.lower()]))
-        except (ValueError, UnicodeError) as error:
-            return VerifyResult(False, f"malformed {name}: {error}")
-    inputs, signatures = parsed
-    failures: list[VerifyResult] = []
-    for label, member in inputs.items():
-        if not (isinstance(member, tuple) and isinstance(member[0], list) and member[1].get("tag") == _TAG):
-            continue
-        keyid = member[1].get("keyid")
-        result = VerifyResult(True, "verified", keyid if isinstance(keyid, str) else None)
-        try:
-            _check_time(member[1], now, max_skew)
-            _check_signature(member, signatures.get(label), method=method, url=url, fields=fields, directory=directory)
-        except _Rejected as rejection:
-            result = VerifyResult(False, str(rejection), result.keyid)
-        if result.ok:
-            return result
-        failures.append(result)
-    return failures[0] if failures else VerifyResult(False, "no web-bot-auth signature")
-
-
-def _check_time(params: _Params, now: int, max_skew: int) -> None:
-    created, expires = params.get("created"), params.get("expires")
-    if not isinstance(created, int) or isinstance(created, bool):
-        raise _Rejected("missing parameter: created")
-    if not isinstance(expires, int) or isinstance(expires, bool):
-        raise _Rejected("missing parameter: expires")
-    if now > expires + max_skew:  # RFC 9421 §2.3: not valid after `expires`
-        raise _Rejected("expired")
-    if created > now + max_skew:
-        raise _Rejected("not yet valid")
-
-
-def _check_signature(
-    signature_input: tuple[list[ItemType], _Params],
-    signature: ItemOrInnerListType | None,
-    *,
-    method: str,
-    url: str,
-    fields: Mapping[str, str],
-    directory: Mapping[str, object],
-) -> None:
-    items, params = signature_input
-    keyid = params.get("keyid")
-    if not isinstance(keyid, str):
-        raise _Rejected("missing parameter: keyid")
-    if params.get("alg", _ALG) != _ALG:
-        raise _Rejected(f"unsupported alg {params['alg']!s}")
-    if not (isinstance(signature, tuple) and isinstance(signature[0], bytes)):
-        raise _Rejected("malformed Signature: no byte sequence under the Signature-Input label")
-    components = _covered_components(items, fields)
-    public_key = _directory_keys(directory).get(keyid)
-    if public_key is None:
-        raise _Rejected(f"unknown key {keyid}")
-    try:
-        covered = [
-            ((name, p), _derived(name, method, url) if name[0] == "@" and not p else _field(name, p, fields))
-            for name, p in components
-        ]
-        base = _signature_base(covered, params)
-    except LookupError as error:
-        raise _Rejected(f"header missing: {error.args[0]}") from None
-    except _Unsupported as error:
-        raise _Rejected(str(error)) from None
-    except ValueError as error:  # includes UnicodeError: a signature base is ASCII
-        raise _Rejected(f"malformed request: {error}") from None
-    try:
-        public_key.verify(signature[0], base)
-    except InvalidSignature:
-        raise _Rejected("bad signature") from None
-
-
-def _covered_components(items: Sequence[object], fields: Mapping[str, str]) -> list[_Component]:
-    """The covered components, once the profile's required ones are known to be there."""
-    components: list[_Component] = []
-    for item in items:
-        if not (isinstance(item, tuple) and isinstance(item[0], str) and isinstance(item[1], dict)):
-            raise _Rejected("malformed Signature-Input: a component is not a string")
-        components.append((item[0], item[1]))
-    names = [name for name, _ in components]
-    # draft-meunier-web-bot-auth-architecture: @authority always, Signature-Agent when sent
-    for required in ("@authority", "signature-agent"):
-        if required not in names and (required in fields or required.startswith("@")):
-            raise _Rejected(f"component missing: {required}")
-    for name, params in components:
-        if name == "signature-agent" and "key" in params and name in fields:  # absent: "header missing"
-            try:
-                agent = _parse_dictionary(fields.get(name, "")).get(str(params["key"]))
-            except (ValueError, UnicodeError):
-                agent = None
-            if not (isinstance(agent, tuple) and isinstance(agent[0], str) and agent[0].startswith("https://")):
-                raise _Rejected("signature-agent mismatch")
-    return components

@@ -21,7 +21,7 @@ from middlewares.resolver import GuardedResolver
 from middlewares.robots import RobotsMiddleware
 from middlewares.runtime import Runtime
 from synapsecrawl.crawl.netguard import parse_host_resolve
-from synapsecrawl.kb.store import PageRecord, utcnow
+from synapsecrawl.kb.records import PageRecord, utcnow
 from tests.adapters.crawlers import SideFetches, crawler_for
 
 DAY = 86400.0

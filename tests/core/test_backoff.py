@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from synapsecrawl.kb.records import SiteState, UrlHold
 from synapsecrawl.kb.sqlite import SQLiteStore
-from synapsecrawl.kb.store import SiteState, UrlHold
 from synapsecrawl.pacing.backoff import (
     Decision,
     SiteHistory,

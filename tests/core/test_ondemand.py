@@ -19,8 +19,8 @@ from synapsecrawl.crawl.ondemand import (
     shape_page,
 )
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.search import DEFAULT_SNIPPET_CHARS
-from synapsecrawl.kb.store import PageRecord
 from synapsecrawl.profiles import load_profile
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

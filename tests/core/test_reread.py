@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.reread import DAY, check_operations, conditional_headers, effect_of, reread_interval
 from synapsecrawl.kb.sqlite import SQLiteStore
-from synapsecrawl.kb.store import PageRecord
 from synapsecrawl.rules.removals import RemovalList, disallowed_urls, read_removal_list, remove_disallowed
 from synapsecrawl.rules.robots import parse_robots
 

@@ -194,7 +194,7 @@ def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
     as a source; a week later `synapsecrawl recrawl --crawl NAME` queues it in the shared crawl again
     (a new round: the crawl was drained) instead of crawling it here, and 2 workers read it again:
     every page fetched once per round, the source's next re-read due a week on."""
-    from synapsecrawl.kb.store import open_store
+    from synapsecrawl.kb import open_store
     from tests.conftest import synapsecrawl
     from tests.e2e.test_recrawl import make_due
 

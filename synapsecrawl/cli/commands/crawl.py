@@ -25,8 +25,8 @@ from synapsecrawl.crawl.ondemand import check_arguments, check_serving
 from synapsecrawl.crawl.render import RenderConfig
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.errors import ArgumentError, ConfigError, StoreError
+from synapsecrawl.kb import DEFAULT_KB_URI, open_store
 from synapsecrawl.kb.reread import check_operations
-from synapsecrawl.kb.store import DEFAULT_KB_URI, open_store
 from synapsecrawl.numbers import check_numbers
 from synapsecrawl.pacing.shared import check_redis
 
