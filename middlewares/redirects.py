@@ -12,7 +12,7 @@ robots.txt fetches follow their redirects wherever they lead, up to the
 profile's limit (RFC 9309 §2.3.1.2), although they ask for every status.
 
 A page's redirect to a Location that cannot be requested (``javascript:``, an
-invalid IPv6 literal, port 99999: ``synapsecrawl.crawl.urls.url_problem``) is one
+invalid IPv6 literal, port 99999: ``synapsecrawl.urls.url_problem``) is one
 line and the page counted as skipped, not a traceback; a robots.txt's is
 "unreachable" (``middlewares.robots``).
 """
@@ -29,7 +29,7 @@ from w3lib.url import safe_url_string
 
 from middlewares.runtime import Runtime
 from synapsecrawl.crawl.scope import redirect_refusal
-from synapsecrawl.crawl.urls import url_problem
+from synapsecrawl.urls import url_problem
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

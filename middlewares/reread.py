@@ -29,10 +29,10 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from middlewares.runtime import Runtime
+from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.kb.records import utcnow
+from synapsecrawl.kb.removals import RemovalList, read_removal_list
 from synapsecrawl.kb.reread import conditional_headers, effect_of
-from synapsecrawl.rules.directives import parse_directives
-from synapsecrawl.rules.removals import RemovalList, read_removal_list
 
 if TYPE_CHECKING:
     from scrapy import Request

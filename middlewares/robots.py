@@ -20,10 +20,10 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from middlewares.resolver import refusal
 from middlewares.runtime import Runtime
-from synapsecrawl.crawl.urls import origin_of
 from synapsecrawl.kb.records import RobotsCopy
-from synapsecrawl.rules.removals import remove_disallowed
+from synapsecrawl.kb.removals import remove_disallowed
 from synapsecrawl.rules.robots_policy import RobotsOutcome, is_fresh, judge_fetch
+from synapsecrawl.urls import origin_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 from synapsecrawl.crawl.config import check_config
 from synapsecrawl.crawl.frontier import SharedFrontier
 from synapsecrawl.crawl.summary import CrawlSummary
-from synapsecrawl.crawl.urls import site_of
 from synapsecrawl.extract.pool import Reader
 from synapsecrawl.kb import DEFAULT_KB_URI, open_store
 from synapsecrawl.kb.store import Store
 from synapsecrawl.pacing.clock import SiteClock
 from synapsecrawl.pacing.shared import DEFAULT_PREFIX, RedisPacing
 from synapsecrawl.profiles import Limits, Profile
+from synapsecrawl.urls import site_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -47,13 +47,13 @@ from synapsecrawl.crawl.config import check_config
 from synapsecrawl.crawl.jobdir import mark_closed
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.crawl.scope import in_any
-from synapsecrawl.crawl.urls import canonical
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.page_kind import LABELLING_PROFILES
 from synapsecrawl.kb.indexing import make_item
 from synapsecrawl.kb.records import Source
 from synapsecrawl.kb.reread import HOLD_RENEWAL, RUNNING, record_crawl, reread_interval, source_id
 from synapsecrawl.profiles import Limits
+from synapsecrawl.urls import canonical
 
 __all__ = ["SynapseSpider"]
 

@@ -50,7 +50,6 @@ from middlewares.failures import describe
 from middlewares.pacing import SKIP_CRAWL_DELAY
 from middlewares.reread import Unchanged
 from spiders.base import SynapseSpider
-from synapsecrawl.crawl.urls import canonical, origin_of
 from synapsecrawl.extract.feeds import (
     ENTRY_TYPE_SUFFIX,
     Feed,
@@ -63,6 +62,7 @@ from synapsecrawl.extract.feeds import (
 from synapsecrawl.extract.page import Page
 from synapsecrawl.kb.indexing import make_item
 from synapsecrawl.kb.records import SiteIcon
+from synapsecrawl.urls import canonical, origin_of
 
 __all__ = ["FeedSpider"]
 

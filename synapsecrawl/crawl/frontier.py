@@ -47,8 +47,8 @@ from typing import Any
 import redis
 import redis.asyncio
 
-from synapsecrawl.crawl.urls import canonical
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.urls import canonical
 
 __all__ = [
     "DEFAULT_FRONTIER_PREFIX",

@@ -1,6 +1,6 @@
 """What a KB user asked a crawl to do, from spider arguments (``-a``).
 
-A start URL that cannot be requested (``synapsecrawl.crawl.urls.url_problem``) is an
+A start URL that cannot be requested (``synapsecrawl.urls.url_problem``) is an
 ``ArgumentError``: ``-a url=`` stops the crawl. A urls_file line that cannot be
 requested is skipped and named in ``skipped`` (one line each for the operator),
 so one typo does not cost the other lines; a file with no usable line stops it.
@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from synapsecrawl.crawl.urls import url_problem
 from synapsecrawl.errors import ArgumentError, ConfigError
+from synapsecrawl.urls import url_problem
 
 __all__ = ["CrawlRequest"]
 

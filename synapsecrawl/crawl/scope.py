@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-from synapsecrawl.crawl.urls import host_of, registrable_domain
+from synapsecrawl.urls import host_of, registrable_domain
 
 __all__ = ["RedirectRule", "SiteScope", "in_any", "redirect_refusal"]
 

@@ -26,9 +26,9 @@ import feedparser
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
-from synapsecrawl.crawl.urls import origin_of
 from synapsecrawl.extract.html import _absolute, _parse_tree, _visible_text
 from synapsecrawl.extract.text import detect_encoding
+from synapsecrawl.urls import origin_of
 
 __all__ = [
     "ENTRY_TYPE_SUFFIX",

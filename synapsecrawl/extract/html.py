@@ -29,12 +29,12 @@ from w3lib.encoding import html_to_unicode
 from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
 
-from synapsecrawl.crawl.urls import url_problem
 from synapsecrawl.extract.bounds import MAX_ATTRIBUTES, MAX_LINKS, cap_attributes
+from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.extract.page import Directives, Labels, Link, Page
 from synapsecrawl.extract.sniff import unreadable_share
 from synapsecrawl.extract.text import detect_encoding
-from synapsecrawl.rules.directives import parse_directives
+from synapsecrawl.urls import url_problem
 
 __all__ = ["MAX_TRAFILATURA_DEPTHS", "MAX_TRAFILATURA_ELEMENTS", "jsonld_documents", "parse_html", "parse_tree"]
 

@@ -20,9 +20,9 @@ from io import BytesIO
 
 from pypdf import PasswordType, PdfReader
 
+from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.text import clean_text
-from synapsecrawl.rules.directives import parse_directives
 
 __all__ = ["MAX_CHARS", "MAX_PAGES", "parse_pdf"]
 

@@ -74,7 +74,7 @@ def _read(
     media = media_type(content_type, body)
     signature = binary_signature(body)
     if signature and media != "application/pdf":
-        from synapsecrawl.rules.directives import parse_directives
+        from synapsecrawl.extract.directives import parse_directives
 
         sent = f"sent as {content_type.split(';', 1)[0].strip().lower()}" if content_type.strip() else "sent untyped"
         return Page(

@@ -25,7 +25,7 @@ from typing import Literal
 
 from lxml import etree
 
-from synapsecrawl.crawl.urls import url_problem
+from synapsecrawl.urls import url_problem
 
 __all__ = [
     "MAX_ENTRIES",

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import charset_normalizer
 from w3lib.encoding import read_bom, resolve_encoding, to_unicode
 
+from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.sniff import unreadable_share
-from synapsecrawl.rules.directives import parse_directives
 
 __all__ = ["clean_text", "decode", "detect_encoding", "parse_text"]
 

@@ -92,7 +92,7 @@ def check_operations(settings: Mapping[str, object]) -> None:
     """Refuse a bad ``REREAD_DAYS`` or an unreadable ``REMOVAL_LIST`` before a crawl starts (ConfigError)."""
     reread_interval(settings.get("REREAD_DAYS"), 1.0)
     if settings.get("REMOVAL_LIST"):
-        from synapsecrawl.rules.removals import read_removal_list
+        from synapsecrawl.kb.removals import read_removal_list
 
         read_removal_list(str(settings.get("REMOVAL_LIST")))
 

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from w3lib.url import safe_url_string
 
 from synapsecrawl.crawl.request import CrawlRequest
-from synapsecrawl.crawl.urls import canonical, is_usable, url_problem
 from synapsecrawl.errors import ArgumentError
 from synapsecrawl.extract.feeds import parse_feed
 from synapsecrawl.extract.html import parse_html
 from synapsecrawl.extract.sitemaps import order_entries, parse_lastmod, parse_sitemap
+from synapsecrawl.urls import canonical, is_usable, url_problem
 
 BAD = [
     "http://h.test:99999/",

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.extract.page import Directives
-from synapsecrawl.rules.directives import parse_directives
 
 SNAGA = ("SnagaBot",)
 YOTTA = ("YottaBot-SearchBot", "YottaSearch")

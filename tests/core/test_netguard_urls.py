@@ -7,8 +7,8 @@ import pytest
 from synapsecrawl.crawl.netguard import forbidden_reason, parse_host_resolve
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.crawl.scope import SiteScope
-from synapsecrawl.crawl.urls import canonical, origin_of, registrable_domain, site_of
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.urls import canonical, origin_of, registrable_domain, site_of
 
 
 @pytest.mark.parametrize(

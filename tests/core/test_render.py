@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from synapsecrawl.crawl.render import PageRender, RenderBudget, RenderConfig, should_render
-from synapsecrawl.crawl.urls import site_of
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.urls import site_of
 
 PAGE = "https://www.example.com/docs/a.html"
 

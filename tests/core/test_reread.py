@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.records import PageRecord
+from synapsecrawl.kb.removals import RemovalList, disallowed_urls, read_removal_list, remove_disallowed
 from synapsecrawl.kb.reread import DAY, check_operations, conditional_headers, effect_of, reread_interval
 from synapsecrawl.kb.sqlite import SQLiteStore
-from synapsecrawl.rules.removals import RemovalList, disallowed_urls, read_removal_list, remove_disallowed
 from synapsecrawl.rules.robots import parse_robots
 
 

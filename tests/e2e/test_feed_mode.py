@@ -8,8 +8,8 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from synapsecrawl.crawl.urls import origin_of
 from synapsecrawl.kb.records import SiteState
+from synapsecrawl.urls import origin_of
 from tests.helpers import CrawlRun, gaps, store_of, write_urls
 from tests.site.pages import NO_ROBOTS, page
 from tests.site.server import Hit, Reply, TestServer

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from synapsecrawl.crawl.urls import origin_of
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.store import Store
 from synapsecrawl.rules.robots import RobotsRules
+from synapsecrawl.urls import origin_of
 
 __all__ = ["RemovalList", "disallowed_urls", "read_removal_list", "remove_disallowed"]
 
