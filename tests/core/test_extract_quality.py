@@ -50,7 +50,9 @@ def _read(path: Path) -> dict[str, Any]:
         "text": page.text,
         "snippet_text": page.snippet_text,
         "links": [[link.url, sorted(link.rel), link.text] for link in page.links],
-        "labels": {"kind": page.labels.kind, "links": [list(pair) for pair in page.labels.links]} if page.labels else None,
+        "labels": {"kind": page.labels.kind, "links": [list(pair) for pair in page.labels.links]}
+        if page.labels
+        else None,
         "directives": asdict(page.directives),
     }
 
