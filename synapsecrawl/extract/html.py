@@ -251,8 +251,10 @@ def _links(
 
     Each distinct href is resolved once (#17): a page repeats its hrefs (a docs page links the same
     few dozen places, and itself by "#..." hundreds of times), and resolving is a pure function of the
-    base and the href, so the cache changes nothing but the cost. Hrefs of one fragment share a key:
-    the fragment is cut from what they resolve to.
+    base and the href, so the cache changes nothing but the cost. Hrefs that differ only after their
+    "#" share a key ("x.html#" for "x.html#len" and "x.html#abs"): the fragment is cut from what they
+    resolve to, and nothing after the "#" can make resolving fail. An empty href keeps its own key
+    (it is no link; "#top" is this page).
     """
     seen: dict[str, Link] = {}
     resolved: dict[str, tuple[str, str | None]] = {}
@@ -261,7 +263,7 @@ def _links(
             bounded.append(f"links: only the first {MAX_LINKS:,} read")
             break
         href = anchor.get("href") or ""
-        key = "#" if href.startswith("#") else href
+        key = href.split("#", 1)[0] + "#" if "#" in href else href
         if (known := resolved.get(key)) is None:
             known = resolved[key] = _resolve(base, href, encoding)
         url, problem = known
