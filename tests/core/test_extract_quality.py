@@ -58,7 +58,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def test_the_quality_set_is_there() -> None:
-    """#17 item 3: the set holds the 16 docsite pages, the 6 odd pages and the 10 long real ones, each with
+    """#17 item 3: the set holds the 16 docsite pages, the 6 odd pages and the 10 long ones, each with
     an expectation."""
     assert len(PAGES) == 32
     if not os.environ.get("SYNAPSECRAWL_WRITE_QUALITY"):
