@@ -154,6 +154,8 @@ def write_docs() -> None:
         "python -m bench.politeness --hosts 30 --pages 8 --delays 2,4,6 --slow 3 --failing 2",
         "python -m bench.throughput [--profile snagabot] [--cprofile]",
         "python -m bench.memory [--sizes 100000,1000000]",
+        "python -m bench.kbwrite [--parts]                            # the KB write alone, CPU ms a page (#17)",
+        "python -m bench.extraction [--cprofile]                      # extraction alone, CPU ms a page (#17)",
         "python -m bench.report                                      # all of it, and this document",
         "```",
         "",

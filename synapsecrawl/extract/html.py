@@ -20,6 +20,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
+from functools import lru_cache
 from urllib.parse import urljoin
 
 import lxml.html  # type: ignore[import-untyped,unused-ignore]
@@ -78,11 +79,18 @@ class _Drop(logging.Filter):
         return False
 
 
+@lru_cache(maxsize=8)
+def _loggers(prefixes: tuple[str, ...], modules: int) -> list[logging.Logger]:
+    """The loggers of the modules under ``prefixes``, found again only when a module was imported (#17:
+    scanning sys.modules twice a page cost 2 % of extraction)."""
+    del modules  # the cache key: a new import may bring a new logger
+    return [logging.getLogger(n) for n in list(sys.modules) if n.split(".")[0] in prefixes]
+
+
 @contextmanager
 def _silenced(prefixes: Sequence[str]) -> Iterator[None]:
     """Mute the named libraries' loggers (filters do not inherit, so each one)."""
-    names = [n for n in list(sys.modules) if n.split(".")[0] in prefixes]
-    loggers = [logging.getLogger(n) for n in names]
+    loggers = _loggers(tuple(prefixes), len(sys.modules))
     drop = _Drop()
     for logger in loggers:
         logger.addFilter(drop)
@@ -239,13 +247,26 @@ def _links(
     root: lxml.html.HtmlElement, base: str, encoding: str, unusable: list[str], bounded: list[str]
 ) -> tuple[Link, ...]:
     """The page's http(s) links, once each, the first MAX_LINKS examined; an unusable one is skipped and
-    described in ``unusable``."""
+    described in ``unusable``.
+
+    Each distinct href is resolved once (#17): a page repeats its hrefs (a docs page links the same
+    few dozen places, and itself by "#..." hundreds of times), and resolving is a pure function of the
+    base and the href, so the cache changes nothing but the cost. Hrefs that differ only after their
+    "#" share a key ("x.html#" for "x.html#len" and "x.html#abs"): the fragment is cut from what they
+    resolve to, and nothing after the "#" can make resolving fail. An empty href keeps its own key
+    (it is no link; "#top" is this page).
+    """
     seen: dict[str, Link] = {}
+    resolved: dict[str, tuple[str, str | None]] = {}
     for examined, anchor in enumerate(root.iter("a", "area")):
         if examined == MAX_LINKS:
             bounded.append(f"links: only the first {MAX_LINKS:,} read")
             break
-        url, problem = _resolve(base, anchor.get("href"), encoding)
+        href = anchor.get("href") or ""
+        key = href.split("#", 1)[0] + "#" if "#" in href else href
+        if (known := resolved.get(key)) is None:
+            known = resolved[key] = _resolve(base, href, encoding)
+        url, problem = known
         if problem is not None:
             unusable.append(f"{_squash(anchor.get('href'), 100)!r}: {problem}")
         if not url or url in seen:

@@ -378,11 +378,14 @@ def link_labelling(root: lxml.html.HtmlElement, url: str) -> LinkLabelling:
     page = _Page()
     labels: dict[str, LinkLabel] = {}
     bounded: tuple[str, ...] = ()
+    targets: dict[str | None, str] = {}  # each distinct href resolved once (#17): pages repeat theirs
     for examined, anchor in enumerate(root.iter("a", "area")):
         if examined == MAX_LINKS:
             bounded = (f"link labels: only the first {MAX_LINKS:,} links labelled",)
             break
-        target = _absolute(base_url, anchor.get("href"))
+        href = anchor.get("href")
+        if (target := targets.get(href)) is None:
+            target = targets[href] = _absolute(base_url, href)
         if not target or target == here:
             continue
         context = page.context(anchor, target)

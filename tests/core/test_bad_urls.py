@@ -85,6 +85,24 @@ def test_a_bad_link_is_skipped_and_named_and_the_page_keeps_its_other_links() ->
     assert "2 links without a usable URL skipped" in problem and "port out of range" in problem
 
 
+def test_a_repeated_href_is_read_as_if_each_were_resolved_alone() -> None:
+    """#17: hrefs are resolved once each, and that changes nothing read: a bad href repeated counts each
+    time, a repeated good one keeps its first text, and "#..." hrefs (one key) all lead back to the page."""
+    body = (
+        b'<html><head><title>T</title></head><body><p>Words here.</p><a href="http://h.test:99999/">bad</a>'
+        b'<a href="/ok">first</a><a href="#a">top</a><a href="http://h.test:99999/">bad again</a>'
+        b'<a href="/ok">second</a><a href="#b">b</a><a href="/ok#x">third</a><a href="/ok#y">fourth</a>'
+        b'<a href="http://h.test:99999/#a">bad, a</a><a href="http://h.test:99999/#b">bad, b</a></body></html>'
+    )
+    page = parse_html(body, "http://h.test/p?q=1#frag", tokens=["synapsebot"])
+    assert [(link.url, link.text) for link in page.links] == [
+        ("http://h.test/ok", "first"),
+        ("http://h.test/p?q=1", "top"),
+    ]
+    [problem] = page.problems
+    assert "4 links without a usable URL skipped" in problem
+
+
 def test_a_bad_loc_is_counted_and_the_sitemap_keeps_its_other_entries() -> None:
     """#14 item 3: a <loc> with port 99999 is counted as invalid; the sitemap's /ok entry is kept."""
     body = (
