@@ -39,11 +39,9 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
-from middlewares.addon import operator_settings
 from middlewares.failures import describe, quiet_dataloss_hint
 from middlewares.reread import Unchanged
 from middlewares.runtime import Runtime
-from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest
 from synapsecrawl.extract.page import Page
 from synapsecrawl.indexing import make_item
@@ -51,7 +49,7 @@ from synapsecrawl.jobdir import mark_closed
 from synapsecrawl.kb.store import Source
 from synapsecrawl.labels import LABELLING_PROFILES
 from synapsecrawl.profiles import Limits
-from synapsecrawl.reread import HOLD_RENEWAL, RUNNING, record_crawl, reread_interval, source_id
+from synapsecrawl.reread import HOLD_RENEWAL, RUNNING, record_crawl, source_id
 from synapsecrawl.scope import in_any
 from synapsecrawl.urls import canonical
 
@@ -73,8 +71,8 @@ class SynapseSpider(scrapy.Spider):
         spider.crawl = CrawlRequest.from_args(**kwargs)
         for skipped in spider.crawl.skipped:
             logger.warning("%s", skipped)
-        spider.limits = check_config(operator_settings(crawler.settings), kwargs).limits
         spider.runtime = Runtime.of(crawler)
+        spider.limits = spider.runtime.config.limits_for(kwargs)
         quiet_dataloss_hint()
         spider._requested = set()
         spider._revisited = False
@@ -261,7 +259,7 @@ class SynapseSpider(scrapy.Spider):
     def _record(self, reason: str) -> Source:
         """The source this crawl reads, as a crawl of it ending (or running) for ``reason`` leaves it."""
         profile = self.runtime.profile
-        interval = reread_interval(self.crawler.settings.get("REREAD_DAYS"), profile.reread_days)
+        interval = self.runtime.config.operations.reread_interval
         ident = source_id(self.name, self.crawl.urls, self.crawl.kb, profile.name, profile.deployment)
         return record_crawl(
             self.runtime.store().get_source(ident),

@@ -30,6 +30,7 @@ __all__ = [
     "Profile",
     "RobotsPolicy",
     "load_profile",
+    "lower_limits",
     "parse_profile",
     "read_profile_data",
     "resolve_limits",
@@ -347,6 +348,13 @@ def resolve_limits(
         pages = _number("CLOSESPIDER_PAGECOUNT", settings["CLOSESPIDER_PAGECOUNT"], integer=True)
         if pages > profile.pages.cap or pages == 0:
             raise ConfigError(f"CLOSESPIDER_PAGECOUNT {pages:g} is beyond {who}'s cap {profile.pages.cap:g}")
+    return lower_limits(Limits(delay=delay, depth=int(depth), pages=int(pages)), arguments)
+
+
+def lower_limits(limits: Limits, arguments: dict[str, object]) -> Limits:
+    """``limits`` as a KB user's spider ``arguments`` (``depth``, ``max_pages``) lower them; raises ``ConfigError``."""
+    depth: float = limits.depth
+    pages: float = limits.pages
     # spider arguments only lower; a higher value is refused, not silently clamped
     if arguments.get("depth") is not None:
         asked = _number("depth", arguments["depth"], integer=True)
@@ -357,5 +365,5 @@ def resolve_limits(
         asked = _number("max_pages", arguments["max_pages"], integer=True)
         if asked > pages or asked == 0:
             raise ConfigError(f"-a max_pages={asked:g} must be between 1 and the page limit {pages:g}")
-        pages = asked
-    return Limits(delay=delay, depth=int(depth), pages=int(pages))
+        pages = int(asked)
+    return Limits(delay=limits.delay, depth=int(depth), pages=int(pages))

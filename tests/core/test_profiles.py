@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from synapsecrawl.config import check_config
+from synapsecrawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError, ProfileError
 from synapsecrawl.profiles import PROFILE_NAMES, load_profile, resolve_limits
 
@@ -169,13 +169,15 @@ def test_config_checks_identity_and_signing(tmp_path) -> None:  # type: ignore[n
     """ALL-UA: an operator USER_AGENT must keep the product token; SER-SIGN/OMN-SIGN: a signing
     profile without a key refuses to start; a key path must exist."""
     with pytest.raises(ConfigError, match="USER_AGENT must name synapsebot's product token SynapseBot"):
-        check_config({"USER_AGENT": "curl/8"}, {})
-    assert check_config({"USER_AGENT": "SynapseBot/1.0 (+ops)"}, {}).profile.name == "synapsebot"
+        CrawlConfig.from_settings({"USER_AGENT": "curl/8"}, {})
+    assert CrawlConfig.from_settings({"USER_AGENT": "SynapseBot/1.0 (+ops)"}, {}).profile.name == "synapsebot"
     with pytest.raises(ConfigError, match="serenereader signs every request"):
-        check_config({"BOT_PROFILE": "serenereader"}, {})
+        CrawlConfig.from_settings({"BOT_PROFILE": "serenereader"}, {})
     with pytest.raises(ConfigError, match=r"SIGNING_KEY .* is not a readable file"):
-        check_config({"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(tmp_path / "none.pem")}, {})
+        CrawlConfig.from_settings({"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(tmp_path / "none.pem")}, {})
     with pytest.raises(ConfigError, match="DOWNLOAD_TIMEOUT 16 is beyond omniscientebot's cap 15 s"):
         key = tmp_path / "k.pem"
         key.write_text("x")
-        check_config({"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key), "DOWNLOAD_TIMEOUT": "16"}, {})
+        CrawlConfig.from_settings(
+            {"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key), "DOWNLOAD_TIMEOUT": "16"}, {}
+        )
