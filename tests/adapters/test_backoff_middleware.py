@@ -379,7 +379,10 @@ async def test_backoff_max_wait_lowers_the_profiles_wait(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(
     ("max_wait", "message"),
-    [(10**6, "BACKOFF_MAX_WAIT 1e+06 is beyond synapsebot's cap 600 s"), ("soon", "BACKOFF_MAX_WAIT 'soon' is not a number")],
+    [
+        (10**6, "BACKOFF_MAX_WAIT 1e+06 is beyond synapsebot's cap 600 s"),
+        ("soon", "BACKOFF_MAX_WAIT 'soon' is not a number"),
+    ],
 )
 def test_backoff_max_wait_over_the_profiles_is_refused_not_clamped(
     tmp_path: Path, max_wait: object, message: str
