@@ -23,7 +23,6 @@ from scrapy.exceptions import NotConfigured
 from middlewares.runtime import Runtime
 from synapsecrawl.extract.page import Labels
 from synapsecrawl.indexing import label_fields
-from synapsecrawl.labels import LABELLING_PROFILES
 from synapsecrawl.tdmrep import HEADER, META, TdmDeclaration, TdmRep, declare, read_pairs
 
 if TYPE_CHECKING:
@@ -43,7 +42,7 @@ class LabelsMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LabelsMiddleware:
         profile = Runtime.of(crawler).profile
-        if profile.name not in LABELLING_PROFILES:
+        if not profile.labels:
             raise NotConfigured(f"{profile.name} does not label pages")
         return cls()
 

@@ -47,7 +47,6 @@ from synapsecrawl.extract.page import Page
 from synapsecrawl.indexing import make_item
 from synapsecrawl.jobdir import mark_closed
 from synapsecrawl.kb.store import Source
-from synapsecrawl.labels import LABELLING_PROFILES
 from synapsecrawl.profiles import Limits
 from synapsecrawl.reread import HOLD_RENEWAL, RUNNING, record_crawl, source_id
 from synapsecrawl.scope import in_any
@@ -132,7 +131,7 @@ class SynapseSpider(scrapy.Spider):
             x_robots_tag=[v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")],
             encoding=http_content_type_encoding(content_type),
             scrub_personal_data=profile.scrub_personal_data,
-            label=profile.name in LABELLING_PROFILES,  # OMN-LABELS, read in the worker under its guard
+            label=profile.labels,  # OMN-LABELS, read in the worker under its guard
         )
         if page is None:
             self.runtime.summary.skip(self.runtime.site(response.url), "error", response.url)

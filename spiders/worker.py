@@ -194,7 +194,7 @@ class WorkerSpider(scrapy.Spider):
         if isinstance(spider, SharedSitemapSpider):
             spider.source_id, spider.worker = source.id, self
         if isinstance(spider, FeedSpider):
-            spider.previews = self.runtime.profile.accepts_type("image/png")
+            spider.previews = self.runtime.profile.previews
             spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()
         return spider
 

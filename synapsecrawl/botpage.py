@@ -19,10 +19,9 @@ from html import escape
 from typing import Any
 
 from synapsecrawl.feeds import ICON_PATHS
-from synapsecrawl.labels import LABELLING_PROFILES, LINK_CONTEXTS, PAGE_KINDS
+from synapsecrawl.labels import LINK_CONTEXTS, PAGE_KINDS
 from synapsecrawl.profiles.profile import Profile, parse_profile
 from synapsecrawl.signing import DIRECTORY_PATH
-from synapsecrawl.tdmrep import TDMREP_PROFILES
 
 __all__ = [
     "PREFIXES",
@@ -459,7 +458,7 @@ PROMISES: dict[str, Callable[[Bot], Template | list[Template]]] = {
         lambda b: {
             "types": _types(b.profile),
             "tdm": " and /.well-known/tdmrep.json (the TDM reservation is recorded per site)"
-            if b.profile.name in TDMREP_PROFILES
+            if b.profile.tdmrep
             else "",
         },
     ),
@@ -468,7 +467,7 @@ PROMISES: dict[str, Callable[[Bot], Template | list[Template]]] = {
     "OMN-LABELS": _fixed(
         "It keeps labels, not text: the kind of each page ({kinds}) and the context of each link ({contexts}).",
         lambda b: {
-            "kinds": _joined([k.replace("_", " ") for k in PAGE_KINDS]) if b.profile.name in LABELLING_PROFILES else "",
+            "kinds": _joined([k.replace("_", " ") for k in PAGE_KINDS]) if b.profile.labels else "",
             "contexts": _joined(list(LINK_CONTEXTS)),
         },
     ),

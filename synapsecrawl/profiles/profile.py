@@ -121,13 +121,20 @@ class Profile:
     reread_days: float
     signs: bool
     signature_agent: str
+    # Capabilities only some bots' pages promise: read tdmrep.json (OMN-FETCH), label pages instead of
+    # keeping text (OMN-LABELS), article previews with og:image read from at most og_image_bytes of the
+    # article (SER-OGIMAGE), fetch on demand for agents (SNA-ONDEMAND).
+    tdmrep: bool
+    labels: bool
+    previews: bool
+    og_image_bytes: int
+    ondemand: bool
     robots: RobotsPolicy
     redirect_max: int
     redirect_scope: Literal["host", "site", "any"]
     delay: Bound  # cap is the floor: the operator may go down to it, never below
     depth: Bound
     pages: Bound
-    retry_after_max: float
     backoff: BackoffPolicy = BackoffPolicy()
 
     @property
@@ -290,6 +297,11 @@ def parse_profile(name: str, data: dict[str, Any], deployment: str | None = None
             reread_days=float(data.get("reread_days", 7)),
             signs=bool(data.get("signs", False)),
             signature_agent=str(data.get("signature_agent", "")),
+            tdmrep=bool(data.get("tdmrep", False)),
+            labels=bool(data.get("labels", False)),
+            previews=bool(data.get("previews", False)),
+            og_image_bytes=int(data.get("og_image_bytes", 0)),
+            ondemand=bool(data.get("ondemand", False)),
             robots=RobotsPolicy(
                 on_4xx=_verdict(name, robots.get("on_4xx", "allow")),
                 on_404_410=_verdict(name, robots.get("on_404_410", robots.get("on_4xx", "allow"))),
@@ -306,13 +318,14 @@ def parse_profile(name: str, data: dict[str, Any], deployment: str | None = None
             delay=_bound(name, dep, "delay"),
             depth=_bound(name, dep, "depth"),
             pages=_bound(name, dep, "pages"),
-            retry_after_max=float(backoff.get("retry_after_max", 86400)),
             backoff=_backoff(name, backoff),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileError(f"profile {name}: missing or invalid {exc}") from None
     if profile.concurrency < 1 or profile.delay.cap <= 0 or profile.robots.max_bytes < 500 * 1024:
         raise ProfileError(f"profile {name}: concurrency >= 1, delay floor > 0, robots max_bytes >= 500 KiB")
+    if profile.previews != (profile.og_image_bytes > 0) or profile.ondemand != (profile.ondemand_min_refetch > 0):
+        raise ProfileError(f"profile {name}: previews need og_image_bytes > 0, ondemand an ondemand_min_refetch > 0")
     return profile
 
 

@@ -7,6 +7,7 @@ import pytest
 from synapsecrawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError, ProfileError
 from synapsecrawl.profiles import PROFILE_NAMES, load_profile, resolve_limits
+from synapsecrawl.profiles.profile import parse_profile, read_profile_data
 
 
 @pytest.mark.parametrize(
@@ -181,3 +182,26 @@ def test_config_checks_identity_and_signing(tmp_path) -> None:  # type: ignore[n
         CrawlConfig.from_settings(
             {"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key), "DOWNLOAD_TIMEOUT": "16"}, {}
         )
+
+
+def test_capabilities_only_some_pages_promise_are_profile_data() -> None:
+    """OMN-FETCH, OMN-LABELS, SER-OGIMAGE, SNA-ONDEMAND: tdmrep.json, page labels, article previews (from at
+    most 1 MB of an article) and on-demand fetching are each the TOML's switch, on only for the bot whose
+    page promises it; a switch without its number is refused when the profile is read."""
+    capabilities = {
+        name: (p.tdmrep, p.labels, p.previews, p.og_image_bytes, p.ondemand)
+        for name in PROFILE_NAMES
+        for p in [load_profile(name)]
+    }
+    assert capabilities == {
+        "synapsebot": (False, False, False, 0, False),
+        "snagabot": (False, False, False, 0, True),
+        "serenereader": (False, False, True, 1_000_000, False),
+        "omniscientebot": (True, True, False, 0, False),
+        "yottabot": (False, False, False, 0, False),
+    }
+    data = read_profile_data("synapsebot")
+    with pytest.raises(ProfileError, match="previews need og_image_bytes > 0"):
+        parse_profile("synapsebot", {**data, "previews": True})
+    with pytest.raises(ProfileError, match="ondemand an ondemand_min_refetch > 0"):
+        parse_profile("synapsebot", {**data, "ondemand": True})
