@@ -53,8 +53,8 @@ class SigningMiddleware:
         key: SigningKey,
         *,
         signature_agent: str,
-        expires_in: int = 300,
-        nonce: bool = True,
+        expires_in: int,  # the defaults are the configuration's (synapsecrawl.config, settings.py)
+        nonce: bool,
         clock: Callable[[], float] = time.time,
         on_send: bool = False,
     ) -> None:
