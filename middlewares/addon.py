@@ -3,52 +3,40 @@
 Runs before the settings freeze, so every way of starting a crawl (the
 ``crawl`` command, Scrapyd, ``get_crawler`` in tests) runs under the same
 profile. Values the operator set (priority ``project`` or higher) win where
-the profile allows; ``check_config`` has already refused those beyond a cap.
+the profile allows; the crawl's one configuration (``Runtime.of(crawler).config``,
+synapsecrawl.crawl.config) has already refused those beyond a cap. Scrapy builds
+add-ons with ``from_crawler`` (2.10+), after the spider.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from scrapy.settings import SETTINGS_PRIORITIES
+from typing import TYPE_CHECKING
 
 from middlewares.render import render_settings
-from synapsecrawl.crawl.config import check_config
+from middlewares.runtime import Runtime
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-__all__ = ["ProfileAddon", "operator_settings"]
-
-_OPERATOR = SETTINGS_PRIORITIES["project"]
-_CHECKED = (
-    "BOT_PROFILE", "BOT_DEPLOYMENT", "DOWNLOAD_DELAY", "DEPTH_LIMIT", "CLOSESPIDER_PAGECOUNT",
-    "DOWNLOAD_TIMEOUT", "USER_AGENT", "HOST_RESOLVE", "SIGNING_KEY",
-    "SIGNATURE_AGENT", "SIGNATURE_AGENT_FORM", "SIGNING_EXPIRES", "EXTRACT_PROCESSES", "LOG_LEVEL",
-)  # fmt: skip
-
-
-def operator_settings(settings: BaseSettings) -> dict[str, Any]:
-    """The settings the operator set (settings.py, -s, Scrapyd job settings)."""
-    return {
-        name: settings.get(name)
-        for name in _CHECKED
-        if (settings.getpriority(name) or 0) >= _OPERATOR and settings.get(name) not in (None, "")
-    }
+__all__ = ["ProfileAddon"]
 
 
 class ProfileAddon:
     """Applies the profile's identity, pacing, limits and safety settings."""
 
+    def __init__(self, crawler: Crawler) -> None:
+        self._crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ProfileAddon:
+        return cls(crawler)
+
     def update_settings(self, settings: BaseSettings) -> None:
-        config = check_config(operator_settings(settings), {})
+        config = Runtime.of(self._crawler).config
         profile, limits = config.profile, config.limits
         prio = "addon"
-        settings.set(
-            "USER_AGENT",
-            settings.get("USER_AGENT") if "USER_AGENT" in operator_settings(settings) else profile.user_agent,
-            priority=prio,
-        )
+        settings.set("USER_AGENT", config.user_agent, priority=prio)
         headers = dict(settings.getdict("DEFAULT_REQUEST_HEADERS"))
         headers["Accept"] = "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,*/*;q=0.5"
         if profile.from_header:
@@ -65,5 +53,6 @@ class ProfileAddon:
         # decompression (set per request there).
         settings.set("DOWNLOAD_MAXSIZE", 0, priority=prio)
         settings.set("DOWNLOAD_WARNSIZE", 0, priority=prio)
-        for name, value in render_settings(settings).items():  # ALL-NOJS: only when JS_RENDERING is on
+        # ALL-NOJS: only when JS_RENDERING is on
+        for name, value in render_settings(config.render, settings.getdict("DOWNLOAD_HANDLERS")).items():
             settings.set(name, value, priority=prio)

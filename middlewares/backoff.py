@@ -120,26 +120,8 @@ class _Book:
         book: _Book | None = getattr(crawler, _ATTR, None)
         if book is None:
             runtime = Runtime.of(crawler)
-            policy_wait = runtime.profile.backoff.max_wait
-            try:
-                asked = crawler.settings.getfloat("BACKOFF_MAX_WAIT", 0.0)
-            except ValueError:  # fail toward politeness: wait as long as the profile says
-                logger.warning(
-                    "BACKOFF_MAX_WAIT %r is not a number: using %s's %s",
-                    crawler.settings.get("BACKOFF_MAX_WAIT"),
-                    runtime.profile.name,
-                    policy_wait,
-                )
-                asked = 0.0
-            if asked > policy_wait:
-                logger.warning(
-                    "BACKOFF_MAX_WAIT %s is above %s's %s: using %s",
-                    asked,
-                    runtime.profile.name,
-                    policy_wait,
-                    policy_wait,
-                )
-            book = cls(crawler, runtime, min(asked, policy_wait) if asked > 0 else policy_wait)
+            # BACKOFF_MAX_WAIT over the profile's is refused by the config, never clamped here
+            book = cls(crawler, runtime, runtime.config.backoff_max_wait)
             setattr(crawler, _ATTR, book)
         return book
 

@@ -22,7 +22,6 @@ from scrapy.exceptions import NotConfigured
 
 from middlewares.runtime import Runtime
 from synapsecrawl.extract.page import Labels
-from synapsecrawl.extract.page_kind import LABELLING_PROFILES
 from synapsecrawl.kb.indexing import label_fields
 from synapsecrawl.rules.tdmrep import HEADER, META, TdmDeclaration, TdmRep, declare, read_pairs
 
@@ -43,7 +42,7 @@ class LabelsMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> LabelsMiddleware:
         profile = Runtime.of(crawler).profile
-        if profile.name not in LABELLING_PROFILES:
+        if not profile.labels:
             raise NotConfigured(f"{profile.name} does not label pages")
         return cls()
 

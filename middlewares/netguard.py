@@ -40,7 +40,8 @@ class NetGuardMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NetGuardMiddleware:
-        return cls(crawler, Runtime.of(crawler), crawler.settings.getbool("ALLOW_PRIVATE_ADDRESSES"))
+        runtime = Runtime.of(crawler)
+        return cls(crawler, runtime, runtime.config.net.allow_private)
 
     def _refuse(self, request: Request, reason: str, stat: str) -> IgnoreRequest:
         assert self._crawler.stats is not None

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from playwright.async_api import Request as BrowserRequest
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
 
 __all__ = ["RenderMiddleware", "refuse", "render_settings"]
 
@@ -64,13 +63,12 @@ _DROPPED_HEADERS = {
 }
 
 
-def render_settings(settings: BaseSettings) -> dict[str, Any]:
-    """The Scrapy settings JS rendering needs; none when JS_RENDERING is off."""
-    config = RenderConfig.from_settings(settings)
+def render_settings(config: RenderConfig, download_handlers: dict[str, Any]) -> dict[str, Any]:
+    """The Scrapy settings JS rendering needs (over Scrapy's ``download_handlers``); none when JS_RENDERING is off."""
     if not config.enabled:
         return {}
     return {
-        "DOWNLOAD_HANDLERS": {**settings.getdict("DOWNLOAD_HANDLERS"), "http": _HANDLER, "https": _HANDLER},
+        "DOWNLOAD_HANDLERS": {**download_handlers, "http": _HANDLER, "https": _HANDLER},
         "PLAYWRIGHT_BROWSER_TYPE": "chromium",
         "PLAYWRIGHT_LAUNCH_OPTIONS": config.launch_options(as_root=os.geteuid() == 0),
         "PLAYWRIGHT_MAX_CONTEXTS": 1,
@@ -101,10 +99,10 @@ class RenderMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
-        config = RenderConfig.from_settings(crawler.settings)
-        if not config.enabled:
+        runtime = Runtime.of(crawler)
+        if not runtime.config.render.enabled:
             raise NotConfigured("JS_RENDERING is off (ALL-NOJS)")
-        return cls(crawler, Runtime.of(crawler), config)
+        return cls(crawler, runtime, runtime.config.render)
 
     def _stat(self, key: str) -> None:
         assert self._crawler.stats is not None
@@ -150,7 +148,7 @@ class RenderMiddleware:
                 "playwright_context_kwargs": {
                     "service_workers": "block",
                     "accept_downloads": False,
-                    "user_agent": self._crawler.settings.get("USER_AGENT"),
+                    "user_agent": self._runtime.config.user_agent,
                 },
                 "playwright_include_page": True,  # closed here, also when the watchdog gives up
                 "playwright_page_init_callback": self._install_routes,

@@ -75,10 +75,10 @@ class RequestLogExtension:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RequestLogExtension:
-        if not crawler.settings.getbool("REPORT_ENABLED", True):
-            raise NotConfigured("REPORT_ENABLED is off")
         runtime = Runtime.of(crawler)
-        directory = crawler.settings.get("REPORT_DIR") or default_report_dir(runtime.kb_uri)
+        if not runtime.config.kb.report:
+            raise NotConfigured("REPORT_ENABLED is off")
+        directory = runtime.config.kb.report_dir or default_report_dir(runtime.kb_uri)
         try:
             return cls(crawler, runtime, Path(directory))
         except OSError as exc:  # the crawl goes on without its report

@@ -169,7 +169,7 @@ class RemovalListMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RemovalListMiddleware:
-        path = crawler.settings.get("REMOVAL_LIST") or ""
+        path = Runtime.of(crawler).config.operations.removal_list
         if not path:
             raise NotConfigured("no REMOVAL_LIST set")
         removals = read_removal_list(path)

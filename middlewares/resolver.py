@@ -19,7 +19,8 @@ from scrapy.resolver import CachingThreadedResolver
 from twisted.internet import defer
 from twisted.internet.error import DNSLookupError
 
-from synapsecrawl.crawl.netguard import HostMap, forbidden_reason, parse_host_resolve
+from middlewares.runtime import Runtime
+from synapsecrawl.crawl.netguard import HostMap, forbidden_reason
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -53,13 +54,13 @@ class GuardedResolver(CachingThreadedResolver):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, reactor: ReactorBase) -> GuardedResolver:
-        settings = crawler.settings
+        settings, net = crawler.settings, Runtime.of(crawler).config.net
         return cls(
             reactor,
             settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0,
             settings.getfloat("DNS_TIMEOUT"),
-            host_map=parse_host_resolve(settings.get("HOST_RESOLVE") or ""),
-            allow_private=settings.getbool("ALLOW_PRIVATE_ADDRESSES"),
+            host_map=net.host_map,
+            allow_private=net.allow_private,
         )
 
     def install_on_reactor(self) -> None:

@@ -1,7 +1,8 @@
 """One crawl's shared core objects, built once from the crawler's settings.
 
-Every adapter reaches the profile, the pacer, the summary and the store
-through ``Runtime.of(crawler)`` so all of them agree on one view of the crawl.
+Every adapter reaches the configuration, the profile, the pacer, the summary
+and the store through ``Runtime.of(crawler)`` so all of them agree on one view
+of the crawl: ``runtime.config`` is the one reading of the settings.
 """
 
 from __future__ import annotations
@@ -10,14 +11,16 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from synapsecrawl.crawl.config import check_config
+from scrapy.settings import default_settings
+
+from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.crawl.frontier import SharedFrontier
 from synapsecrawl.crawl.summary import CrawlSummary
 from synapsecrawl.extract.pool import Reader
-from synapsecrawl.kb import DEFAULT_KB_URI, open_store
+from synapsecrawl.kb import open_store
 from synapsecrawl.kb.store import Store
 from synapsecrawl.pacing.clock import SiteClock
-from synapsecrawl.pacing.shared import DEFAULT_PREFIX, RedisPacing
+from synapsecrawl.pacing.shared import RedisPacing
 from synapsecrawl.profiles import Limits, Profile
 from synapsecrawl.urls import site_of
 
@@ -31,8 +34,9 @@ _ATTR = "_synapsecrawl_runtime"
 
 @dataclass
 class Runtime:
-    """The profile, pacer, summary and store of one crawl."""
+    """The configuration, profile, pacer, summary and store of one crawl."""
 
+    config: CrawlConfig
     profile: Profile
     pacer: SiteClock | RedisPacing  # RedisPacing when PACING_REDIS_URL shares the limits between machines
     kb_uri: str
@@ -49,14 +53,13 @@ class Runtime:
         runtime: Runtime | None = getattr(crawler, _ATTR, None)
         if runtime is None:
             # Read from what the operator set, not from the add-on's derived
-            # settings: a spider can be built before add-ons have run.
-            from middlewares.addon import operator_settings
-
-            config = check_config(operator_settings(crawler.settings), {})
+            # settings: a spider is built before add-ons have run.
+            config = CrawlConfig.from_settings(crawler.settings, defaults=vars(default_settings))
             runtime = cls(
+                config=config,
                 profile=config.profile,
-                pacer=_pacer(crawler, config.profile, config.limits),
-                kb_uri=crawler.settings.get("KB_URI") or DEFAULT_KB_URI,
+                pacer=_pacer(config),
+                kb_uri=config.kb.uri,
                 limits=config.limits,
                 reader=Reader(config.extract_processes),
             )
@@ -86,11 +89,10 @@ class Runtime:
             self._store = None
 
 
-def _pacer(crawler: Crawler, profile: Profile, limits: Limits) -> SiteClock | RedisPacing:
-    url = crawler.settings.get("PACING_REDIS_URL") or ""
+def _pacer(config: CrawlConfig) -> SiteClock | RedisPacing:
+    profile, limits, url, prefix = config.profile, config.limits, config.shared.redis_url, config.shared.pacing_prefix
     if not url:
         return SiteClock(delay=limits.delay, crawl_delay_cap=profile.crawl_delay_cap)
-    prefix = crawler.settings.get("PACING_REDIS_PREFIX") or DEFAULT_PREFIX
     # A lease outlives the longest download (the profile's timeout, a cap), then frees a dead machine's place.
     return RedisPacing(
         url,

@@ -29,7 +29,7 @@ from scrapy.utils.misc import load_object
 from middlewares.pacing import PacedDownloader
 from middlewares.runtime import Runtime
 from synapsecrawl.errors import SigningError
-from synapsecrawl.signing import SigningKey, load_private_key, sign_request, signature_agent_url
+from synapsecrawl.signing import SigningKey, load_private_key, sign_request
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -53,8 +53,8 @@ class SigningMiddleware:
         key: SigningKey,
         *,
         signature_agent: str,
-        expires_in: int = 300,
-        nonce: bool = True,
+        expires_in: int,  # the defaults are the configuration's (synapsecrawl.crawl.config, settings.py)
+        nonce: bool,
         clock: Callable[[], float] = time.time,
         on_send: bool = False,
     ) -> None:
@@ -68,24 +68,19 @@ class SigningMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SigningMiddleware:
-        settings = crawler.settings
-        profile = Runtime.of(crawler).profile
-        path = settings.get("SIGNING_KEY")
-        if not path:
-            if profile.signs:  # check_config refuses this first; never send unsigned
-                raise SigningError(f"{profile.name} signs every request: set SIGNING_KEY")
+        config = Runtime.of(crawler).config
+        signing = config.signing
+        if not signing.key:
+            if config.profile.signs:  # the config refuses this first; never send unsigned
+                raise SigningError(f"{config.profile.name} signs every request: set SIGNING_KEY")
             raise NotConfigured("no SIGNING_KEY: requests are not signed")
-        agent = signature_agent_url(
-            settings.get("SIGNATURE_AGENT") or profile.signature_agent,
-            settings.get("SIGNATURE_AGENT_FORM") or "origin",
-        )
         return cls(
             crawler,
-            load_private_key(path),
-            signature_agent=agent,
-            expires_in=settings.getint("SIGNING_EXPIRES", 300),
-            nonce=settings.getbool("SIGNING_NONCE_ENABLED", True),
-            on_send=issubclass(load_object(settings["DOWNLOADER"]), PacedDownloader),
+            load_private_key(signing.key),
+            signature_agent=signing.agent,
+            expires_in=signing.expires,
+            nonce=signing.nonce,
+            on_send=issubclass(load_object(crawler.settings["DOWNLOADER"]), PacedDownloader),
         )
 
     def process_request(self, request: Request) -> None:

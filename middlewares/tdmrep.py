@@ -21,7 +21,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
 from middlewares.runtime import Runtime
-from synapsecrawl.rules.tdmrep import MAX_TDMREP_BYTES, TDMREP_PROFILES, TdmRep, parse_tdmrep
+from synapsecrawl.rules.tdmrep import MAX_TDMREP_BYTES, TdmRep, parse_tdmrep
 from synapsecrawl.urls import origin_of
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class TdmRepMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> TdmRepMiddleware:
         profile = Runtime.of(crawler).profile
-        if profile.name not in TDMREP_PROFILES:
+        if not profile.tdmrep:
             raise NotConfigured(f"{profile.name} does not read tdmrep.json")
         return cls(crawler)
 

@@ -38,12 +38,9 @@ class IndexPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
-        return cls(
-            crawler,
-            Runtime.of(crawler),
-            batch_pages=max(1, crawler.settings.getint("KB_BATCH_PAGES", 64)),
-            batch_seconds=max(0.0, crawler.settings.getfloat("KB_BATCH_SECONDS", 0.25)),
-        )
+        runtime = Runtime.of(crawler)
+        kb = runtime.config.kb
+        return cls(crawler, runtime, batch_pages=kb.batch_pages, batch_seconds=kb.batch_seconds)
 
     def _pages(self) -> BatchWriter[PageRecord]:
         if self._writer is None:

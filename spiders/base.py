@@ -39,19 +39,16 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
-from middlewares.addon import operator_settings
 from middlewares.failures import describe, quiet_dataloss_hint
 from middlewares.reread import Unchanged
 from middlewares.runtime import Runtime
-from synapsecrawl.crawl.config import check_config
 from synapsecrawl.crawl.jobdir import mark_closed
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.crawl.scope import in_any
 from synapsecrawl.extract.page import Page
-from synapsecrawl.extract.page_kind import LABELLING_PROFILES
 from synapsecrawl.kb.indexing import make_item
 from synapsecrawl.kb.records import Source
-from synapsecrawl.kb.reread import HOLD_RENEWAL, RUNNING, record_crawl, reread_interval, source_id
+from synapsecrawl.kb.reread import HOLD_RENEWAL, RUNNING, record_crawl, source_id
 from synapsecrawl.profiles import Limits
 from synapsecrawl.urls import canonical
 
@@ -73,8 +70,8 @@ class SynapseSpider(scrapy.Spider):
         spider.crawl = CrawlRequest.from_args(**kwargs)
         for skipped in spider.crawl.skipped:
             logger.warning("%s", skipped)
-        spider.limits = check_config(operator_settings(crawler.settings), kwargs).limits
         spider.runtime = Runtime.of(crawler)
+        spider.limits = spider.runtime.config.limits_for(kwargs)
         quiet_dataloss_hint()
         spider._requested = set()
         spider._revisited = False
@@ -134,7 +131,7 @@ class SynapseSpider(scrapy.Spider):
             x_robots_tag=[v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")],
             encoding=http_content_type_encoding(content_type),
             scrub_personal_data=profile.scrub_personal_data,
-            label=profile.name in LABELLING_PROFILES,  # OMN-LABELS, read in the worker under its guard
+            label=profile.labels,  # OMN-LABELS, read in the worker under its guard
         )
         if page is None:
             self.runtime.summary.skip(self.runtime.site(response.url), "error", response.url)
@@ -261,7 +258,7 @@ class SynapseSpider(scrapy.Spider):
     def _record(self, reason: str) -> Source:
         """The source this crawl reads, as a crawl of it ending (or running) for ``reason`` leaves it."""
         profile = self.runtime.profile
-        interval = reread_interval(self.crawler.settings.get("REREAD_DAYS"), profile.reread_days)
+        interval = self.runtime.config.operations.reread_interval
         ident = source_id(self.name, self.crawl.urls, self.crawl.kb, profile.name, profile.deployment)
         return record_crawl(
             self.runtime.store().get_source(ident),

@@ -68,7 +68,6 @@ __all__ = ["FeedSpider"]
 
 logger = logging.getLogger(__name__)
 
-OG_IMAGE_BYTES = 1_000_000  # SER-OGIMAGE: at most 1 MB of an article page is read
 ICON_BYTES = 1_000_000
 ICON_MAX_AGE = 30 * 86400.0  # a site's icon (or its absence) is looked for again after this long
 FEED_ACCEPT = (
@@ -92,7 +91,7 @@ class FeedSpider(SynapseSpider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FeedSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, FeedSpider)
-        spider.previews = spider.runtime.profile.accepts_type("image/png")
+        spider.previews = spider.runtime.profile.previews
         spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()
         return spider
 
@@ -228,7 +227,7 @@ class FeedSpider(SynapseSpider):
                 "feed_entry": (entry, feed, feed_url),
                 "depth_reset": True,  # part of its feed, not a followed link
                 "dont_reread": True,
-                "size_limit_bytes": min(OG_IMAGE_BYTES, self.runtime.profile.size_bytes),
+                "size_limit_bytes": min(self.runtime.profile.og_image_bytes, self.runtime.profile.size_bytes),
             },
         )
 

@@ -27,11 +27,9 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet.error import TimeoutError as TwistedTimeoutError
 from twisted.python.failure import Failure
 
-from middlewares.addon import operator_settings
 from middlewares.reread import Unchanged
 from middlewares.runtime import Runtime
 from spiders.base import SynapseSpider
-from synapsecrawl.crawl.config import check_config
 from synapsecrawl.crawl.ondemand import (
     FetchError,
     RecentFetches,
@@ -72,20 +70,19 @@ class OndemandSpider(SynapseSpider):
 
         # scrapy.Spider's own: there are no start URLs to turn into a CrawlRequest, nor a source to re-read
         spider: OndemandSpider = super(SynapseSpider, cls).from_crawler(crawler, *args, **kwargs)
-        settings = crawler.settings
         spider.crawl = CrawlRequest((), check_arguments(**kwargs))
-        spider.limits = check_config(operator_settings(settings), {}).limits
         spider.runtime = Runtime.of(crawler)
-        profile = spider.runtime.profile
-        host = settings.get("ONDEMAND_HOST")
-        port = check_serving(profile, host, settings.get("ONDEMAND_PORT"))
+        spider.limits = spider.runtime.limits
+        profile, serving = spider.runtime.profile, spider.runtime.config.serving
+        host = serving.host
+        port = check_serving(profile, host, serving.port)
         search = SearchService(spider.runtime.kb_uri, profile)  # search what the agents' fetches stored
         spider.server = OndemandServer(
             spider.web_fetch, host=host, port=port, name=f"{profile.token} web_fetch", search=search
         )
         spider.recent = RecentFetches(profile.ondemand_min_refetch)
-        spider.wait_seconds = settings.getfloat("ONDEMAND_WAIT")
-        spider.url_limit = settings.getint("URLLENGTH_LIMIT")
+        spider.wait_seconds = serving.wait
+        spider.url_limit = crawler.settings.getint("URLLENGTH_LIMIT")
         spider._pending, spider._inflight, spider._serving = {}, {}, False
         spider._keys = itertools.count()
         crawler.signals.connect(spider._stay_open, signal=signals.spider_idle)

@@ -39,7 +39,6 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from middlewares.addon import operator_settings
 from middlewares.backoff import RetryScheduled
 from middlewares.runtime import Runtime
 from middlewares.sharedfrontier import LEASE, ORIGIN, SharedScheduler, plain_meta, worker_name
@@ -48,9 +47,7 @@ from spiders.feed import FeedSpider
 from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
-from synapsecrawl.crawl.config import check_config
 from synapsecrawl.crawl.frontier import (
-    DEFAULT_FRONTIER_PREFIX,
     BadEntry,
     Entry,
     FrontierUnreachable,
@@ -124,13 +121,13 @@ class WorkerSpider(scrapy.Spider):
         pacer = runtime.shared_pacer
         if pacer is None:
             raise ConfigError("a shared crawl needs PACING_REDIS_URL (its frontier and pacer live in one Redis)")
-        config = check_config(operator_settings(crawler.settings), {})
+        config = runtime.config
         spider.runtime = runtime
         spider.worker = worker_name()
         spider.frontier = SharedFrontier(
             pacer.url,
             str(crawl),
-            prefix=crawler.settings.get("FRONTIER_REDIS_PREFIX") or DEFAULT_FRONTIER_PREFIX,
+            prefix=config.shared.frontier_prefix,
             pacer_prefix=pacer.prefix,
             concurrency=runtime.profile.concurrency,
             # a lease outlives the longest download, then frees a dead worker's requests (as the pacer's)
@@ -186,7 +183,7 @@ class WorkerSpider(scrapy.Spider):
         args = {k: v for k, v in (("depth", source.depth), ("max_pages", source.max_pages)) if v is not None}
         try:
             spider.crawl = CrawlRequest(source.urls, source.kb, source.depth, source.max_pages)
-            spider.limits = check_config(operator_settings(self.crawler.settings), args).limits
+            spider.limits = self.runtime.config.limits_for(args)
         except ConfigError as error:
             raise BadEntry(f"source {source.id}: {error}") from None
         spider.runtime = self.runtime
@@ -197,7 +194,7 @@ class WorkerSpider(scrapy.Spider):
         if isinstance(spider, SharedSitemapSpider):
             spider.source_id, spider.worker = source.id, self
         if isinstance(spider, FeedSpider):
-            spider.previews = self.runtime.profile.accepts_type("image/png")
+            spider.previews = self.runtime.profile.previews
             spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()
         return spider
 

@@ -1,4 +1,8 @@
-"""Scrapy settings of synapsecrawl: constants only; the profile add-on derives the rest."""
+"""Scrapy settings of synapsecrawl: constants only; the profile add-on derives the rest.
+
+The defaults of our own settings are here, once: synapsecrawl.crawl.config reads every one of
+them (under what the operator set), and the components read that config.
+"""
 
 BOT_NAME = "synapsecrawl"
 SPIDER_MODULES = ["spiders"]
@@ -7,6 +11,8 @@ COMMANDS_MODULE = "synapsecrawl.cli.commands"
 
 BOT_PROFILE = "synapsebot"
 KB_URI = ""  # empty: sqlite:///.synapsecrawl/kb.sqlite3 in the working directory
+KB_BATCH_PAGES = 64  # pages written in one KB transaction at most (#17)
+KB_BATCH_SECONDS = 0.25  # how long a batch waits for more pages after its first
 HOST_RESOLVE = ""
 ALLOW_PRIVATE_ADDRESSES = False
 SIGNING_KEY = ""
@@ -38,12 +44,9 @@ BACKOFF_MAX_WAIT = 0  # seconds a crawl may wait on one paused site; 0 = the pro
 ONDEMAND_HOST = "127.0.0.1"  # `scrapy crawl ondemand` listens here only (SNA-ONDEMAND)
 ONDEMAND_PORT = 8765  # POST /api/web_fetch and MCP at /mcp; 0 = any free port
 ONDEMAND_WAIT = 120  # seconds an on-demand ask waits for its page (pacing included) before a timeout error
-# ALL-NOJS: no JavaScript unless the operator opts in (middlewares.render, synapsecrawl.crawl.render).
-JS_RENDERING = False
-JS_CHROMIUM = "/usr/bin/chromium"  # Debian's chromium package, not Playwright's download
-JS_MAX_SUBRESOURCES = 20  # same-site scripts and fetch/XHR fetched per page, each in its site's turn
-JS_MAX_PAGES = 4  # pages rendering at once
-JS_RENDER_TIMEOUT = 15  # seconds of a page's own script time; waiting for its site's turn is not counted
+PACING_REDIS_URL = ""  # empty: each process paces itself
+# ALL-NOJS: no JavaScript unless the operator opts in with JS_RENDERING; the JS_* defaults are
+# synapsecrawl.crawl.render.RenderConfig's.
 
 # Requests wait for their site in the frontier (below), so this bounds only
 # downloads and answers in progress: 64 keeps ~20 pages/s even at 3 s latency,

@@ -1,83 +1,265 @@
-"""Checking an operator's settings and a KB user's arguments before a crawl.
+"""One crawl's configuration: every setting synapsecrawl reads, checked once.
 
-Called by the ``crawl`` command before Scrapy starts (so a bad value is one
-line and exit 1, not a traceback) and by the profile add-on (so every other
-way of starting a crawl gets the same answer).
+``CrawlConfig.from_settings(settings, arguments)`` reads what the operator set
+(settings.py, ``-s``, Scrapyd job settings) and a KB user's spider arguments,
+and refuses anything a crawl could not run under with one ``ConfigError`` line
+naming the setting and the cap: a value beyond a cap is refused, never clamped.
+The ``crawl`` command calls it before Scrapy starts (exit 1, no traceback);
+``Runtime.of`` once per crawler, and every component reads ``runtime.config``.
+Defaults are synapsecrawl.settings' constants, or a sub-config's own where
+settings.py names none (JS_*: ``RenderConfig``). No Scrapy here: ``settings``
+is anything with ``get``, ``getpriority`` and iteration, or a plain mapping of
+what the operator set.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
+import synapsecrawl.settings as project_settings
+from synapsecrawl.crawl.frontier import DEFAULT_FRONTIER_PREFIX
 from synapsecrawl.crawl.netguard import HostMap, parse_host_resolve
+from synapsecrawl.crawl.render import RenderConfig
 from synapsecrawl.errors import ConfigError, SigningError
 from synapsecrawl.extract.pool import extract_processes
-from synapsecrawl.numbers import read_number
-from synapsecrawl.profiles import Limits, Profile, load_profile, resolve_limits
+from synapsecrawl.kb import DEFAULT_KB_URI
+from synapsecrawl.kb.reread import reread_interval
+from synapsecrawl.numbers import check_numbers, read_number
+from synapsecrawl.pacing.shared import DEFAULT_PREFIX
+from synapsecrawl.profiles import Limits, Profile, load_profile, lower_limits, resolve_limits
 from synapsecrawl.signing import load_private_key, signature_agent_url
 
-__all__ = ["OPERATOR_LIMIT_SETTINGS", "SIGNING_EXPIRES_MAX", "CrawlConfig", "check_config"]
+__all__ = [
+    "OPERATOR_LIMIT_SETTINGS", "SIGNING_EXPIRES_MAX", "CrawlConfig", "KbConfig", "NetConfig", "OperationsConfig",
+    "ServingConfig", "SettingsSource", "SharedConfig", "SigningConfig", "operator_settings",
+]  # fmt: skip
 
 OPERATOR_LIMIT_SETTINGS = ("DOWNLOAD_DELAY", "DEPTH_LIMIT", "CLOSESPIDER_PAGECOUNT")
 SIGNING_EXPIRES_MAX = 3600  # a signature is replayable for as long as it is valid
+_OPERATOR = 20  # Scrapy's "project" priority: settings.py, -s and Scrapyd's job settings are the operator's
+_PROJECT = {name: value for name, value in vars(project_settings).items() if name.isupper()}
+
+
+class SettingsSource(Protocol):
+    """What is read of Scrapy's ``Settings``: a value, its priority, the names held."""
+
+    def get(self, name: str, default: Any = None) -> Any: ...
+    def getpriority(self, name: str) -> int | None: ...
+    def __iter__(self) -> Iterator[str]: ...
+
+
+def operator_settings(settings: SettingsSource | Mapping[str, object]) -> dict[str, Any]:
+    """The settings the operator set (priority ``project`` or higher), empty values left out.
+
+    A plain mapping is taken as all set by the operator. Values an add-on derived
+    (priority ``addon``) are not the operator's: a spider is built before add-ons run.
+    """
+    if not hasattr(settings, "getpriority"):
+        return {name: value for name, value in settings.items() if value not in (None, "")}  # type: ignore[union-attr]
+    return {
+        name: settings.get(name)
+        for name in settings
+        if (settings.getpriority(name) or 0) >= _OPERATOR and settings.get(name) not in (None, "")
+    }
+
+
+@dataclass(frozen=True)
+class SigningConfig:
+    """Web Bot Auth: the key, and what each signature says (``key`` empty: requests go unsigned)."""
+
+    key: str
+    agent: str  # the Signature-Agent value as sent, in SIGNATURE_AGENT_FORM
+    expires: int
+    nonce: bool
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    host_map: HostMap
+    allow_private: bool
+
+
+@dataclass(frozen=True)
+class SharedConfig:
+    """Pacing (and a shared crawl's frontier) kept in one Redis; ``redis_url`` empty: this process's own."""
+
+    redis_url: str
+    pacing_prefix: str
+    frontier_prefix: str
+
+
+@dataclass(frozen=True)
+class OperationsConfig:
+    reread_interval: float  # seconds between re-reads of a source
+    removal_list: str  # a file path, or empty
+
+
+@dataclass(frozen=True)
+class ServingConfig:
+    """The on-demand fetch (``scrapy crawl ondemand``): checked with the profile by ``check_serving``."""
+
+    host: str
+    port: object
+    wait: float
+
+
+@dataclass(frozen=True)
+class KbConfig:
+    uri: str
+    batch_pages: int
+    batch_seconds: float
+    report: bool  # REPORT_ENABLED
+    report_dir: str  # empty: beside a SQLite KB (synapsecrawl.crawl.requestlog)
 
 
 @dataclass(frozen=True)
 class CrawlConfig:
-    """A validated crawl configuration."""
+    """A validated crawl configuration: the profile and every setting synapsecrawl reads."""
 
     profile: Profile
-    limits: Limits
+    limits: Limits  # the operator's, lowered by the spider arguments given to from_settings
     timeout: float
-    host_map: HostMap
-    signing_key: str
-    extract_processes: int = 0
+    user_agent: str
+    backoff_max_wait: float  # the profile's [backoff] max_wait, or the operator's lower BACKOFF_MAX_WAIT
+    extract_processes: int
+    signing: SigningConfig
+    net: NetConfig
+    render: RenderConfig
+    shared: SharedConfig
+    operations: OperationsConfig
+    serving: ServingConfig
+    kb: KbConfig
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: SettingsSource | Mapping[str, object],
+        arguments: Mapping[str, object] | None = None,
+        *,
+        defaults: Mapping[str, object] | None = None,
+    ) -> CrawlConfig:
+        """Read and check every setting; ``ConfigError`` names the first bad one in one line.
+
+        ``defaults`` are Scrapy's own settings, so a number or boolean of any setting is checked too.
+        """
+        operator = operator_settings(settings)
+        config = _read({**_PROJECT, **operator}, operator, dict(arguments or {}))
+        _check_kinds(_given(settings), {**(defaults or {}), **_PROJECT})
+        return config
+
+    def limits_for(self, arguments: Mapping[str, object]) -> Limits:
+        """This crawl's limits as a spider's ``-a depth``/``max_pages`` lower them (ConfigError if raised)."""
+        return lower_limits(self.limits, dict(arguments))
 
 
-def check_config(operator: Mapping[str, object], arguments: Mapping[str, object]) -> CrawlConfig:
-    """Validate ``operator`` settings (only those the operator set) and spider ``arguments``.
-
-    Raises ``ConfigError`` with a one-line message naming the setting and the cap.
-    """
-    profile = load_profile(
-        str(operator.get("BOT_PROFILE") or "synapsebot"),
-        str(operator["BOT_DEPLOYMENT"]) if operator.get("BOT_DEPLOYMENT") else None,
-    )
+def _read(settings: Mapping[str, Any], operator: Mapping[str, Any], arguments: dict[str, object]) -> CrawlConfig:
+    """``settings``: the project's defaults under what the ``operator`` set."""
+    profile = load_profile(str(settings.get("BOT_PROFILE") or "synapsebot"), settings.get("BOT_DEPLOYMENT") or None)
     limits = resolve_limits(
-        profile,
-        {k: operator[k] for k in OPERATOR_LIMIT_SETTINGS if operator.get(k) is not None},
-        {k: arguments[k] for k in ("depth", "max_pages") if arguments.get(k) is not None},
-    )
+        profile, {k: operator[k] for k in OPERATOR_LIMIT_SETTINGS if k in operator}, arguments
+    )  # fmt: skip
     timeout = profile.timeout
     if operator.get("DOWNLOAD_TIMEOUT") is not None:
         timeout = read_number("DOWNLOAD_TIMEOUT", operator["DOWNLOAD_TIMEOUT"], positive=True)
         if timeout > profile.timeout:
             raise ConfigError(f"DOWNLOAD_TIMEOUT {timeout:g} is beyond {profile.name}'s cap {profile.timeout:g} s")
     _check_log_level(operator.get("LOG_LEVEL"))
-    user_agent = operator.get("USER_AGENT")
-    if user_agent and profile.token.lower() not in str(user_agent).lower():
+    user_agent = str(operator.get("USER_AGENT") or profile.user_agent)
+    if profile.token.lower() not in user_agent.lower():
         raise ConfigError(f"USER_AGENT must name {profile.name}'s product token {profile.token}")
-    host_map = parse_host_resolve(str(operator.get("HOST_RESOLVE") or ""))
-    key = str(operator.get("SIGNING_KEY") or "")
+    try:
+        processes = extract_processes(settings.get("EXTRACT_PROCESSES", "auto"))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    render = RenderConfig.from_settings(settings)
+    removal_list = str(settings.get("REMOVAL_LIST") or "")
+    if removal_list:
+        from synapsecrawl.kb.removals import read_removal_list
+
+        read_removal_list(removal_list)
+    return CrawlConfig(
+        profile=profile,
+        limits=limits,
+        timeout=timeout,
+        user_agent=user_agent,
+        backoff_max_wait=_backoff_max_wait(settings, profile),
+        extract_processes=processes,
+        signing=_signing(settings, profile),
+        net=NetConfig(
+            host_map=parse_host_resolve(str(settings.get("HOST_RESOLVE") or "")),
+            allow_private=_flag(settings, "ALLOW_PRIVATE_ADDRESSES"),
+        ),
+        render=render,
+        shared=SharedConfig(
+            redis_url=str(settings.get("PACING_REDIS_URL") or ""),
+            pacing_prefix=str(settings.get("PACING_REDIS_PREFIX") or DEFAULT_PREFIX),
+            frontier_prefix=str(settings.get("FRONTIER_REDIS_PREFIX") or DEFAULT_FRONTIER_PREFIX),
+        ),
+        operations=OperationsConfig(
+            reread_interval=reread_interval(settings.get("REREAD_DAYS"), profile.reread_days),
+            removal_list=removal_list,
+        ),
+        serving=ServingConfig(
+            host=str(settings.get("ONDEMAND_HOST") or ""),
+            port=settings.get("ONDEMAND_PORT"),
+            wait=read_number("ONDEMAND_WAIT", settings["ONDEMAND_WAIT"]),
+        ),
+        kb=KbConfig(
+            uri=str(settings.get("KB_URI") or DEFAULT_KB_URI),
+            batch_pages=max(1, int(read_number("KB_BATCH_PAGES", settings["KB_BATCH_PAGES"], whole=True))),
+            batch_seconds=read_number("KB_BATCH_SECONDS", settings["KB_BATCH_SECONDS"]),
+            report=_flag(settings, "REPORT_ENABLED"),
+            report_dir=str(settings.get("REPORT_DIR") or ""),
+        ),
+    )
+
+
+def _backoff_max_wait(settings: Mapping[str, Any], profile: Profile) -> float:
+    """BACKOFF_MAX_WAIT may lower the profile's wait on a paused site (0: the profile's), never raise it."""
+    cap = profile.backoff.max_wait
+    asked = read_number("BACKOFF_MAX_WAIT", settings.get("BACKOFF_MAX_WAIT") or 0)
+    if asked > cap:
+        raise ConfigError(f"BACKOFF_MAX_WAIT {asked:g} is beyond {profile.name}'s cap {cap:g} s")
+    return asked or cap
+
+
+def _signing(settings: Mapping[str, Any], profile: Profile) -> SigningConfig:
+    """Refuse Web Bot Auth settings the signing middleware could not use."""
+    key = str(settings.get("SIGNING_KEY") or "")
     if profile.signs and not key:
         raise ConfigError(
             f"{profile.name} signs every request (Web Bot Auth): set SIGNING_KEY to an Ed25519 PEM key "
             "(make one with: synapsecrawl keys generate --out PATH)"
         )
-    if key and not Path(key).is_file():
+    if not key:
+        return SigningConfig(key="", agent="", expires=0, nonce=False)
+    if not Path(key).is_file():
         raise ConfigError(f"SIGNING_KEY {key} is not a readable file")
-    if key:
-        _check_signing(operator, profile, key)
     try:
-        processes = extract_processes(operator.get("EXTRACT_PROCESSES", "auto"))
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
-    return CrawlConfig(
-        profile=profile, limits=limits, timeout=timeout, host_map=host_map, signing_key=key, extract_processes=processes
-    )
+        load_private_key(key)
+    except SigningError as error:
+        raise ConfigError(f"SIGNING_KEY: {error}") from None
+    agent = str(settings.get("SIGNATURE_AGENT") or profile.signature_agent)
+    if not agent:
+        raise ConfigError(f"SIGNATURE_AGENT must be set for {profile.name} to sign: your agent's https URL")
+    form = str(settings.get("SIGNATURE_AGENT_FORM") or project_settings.SIGNATURE_AGENT_FORM)
+    if form not in ("origin", "directory"):
+        raise ConfigError(f"SIGNATURE_AGENT_FORM {form!r} is neither 'origin' nor 'directory'")
+    try:
+        sent = signature_agent_url(agent, form)
+    except SigningError:
+        raise ConfigError(f"SIGNATURE_AGENT {agent!r} is not an https URL") from None
+    try:
+        expires = int(str(settings["SIGNING_EXPIRES"]))
+    except ValueError:
+        raise ConfigError(f"SIGNING_EXPIRES {settings['SIGNING_EXPIRES']!r} is not a whole number of seconds") from None
+    if not 0 < expires <= SIGNING_EXPIRES_MAX:
+        raise ConfigError(f"SIGNING_EXPIRES {expires} is outside 1 to {SIGNING_EXPIRES_MAX} s")
+    return SigningConfig(key=key, agent=sent, expires=expires, nonce=_flag(settings, "SIGNING_NONCE_ENABLED"))
 
 
 def _check_log_level(level: object) -> None:
@@ -90,27 +272,33 @@ def _check_log_level(level: object) -> None:
         raise ConfigError(f"LOG_LEVEL {level!r} is not a log level: DEBUG, INFO, WARNING, ERROR or CRITICAL") from None
 
 
-def _check_signing(operator: Mapping[str, object], profile: Profile, key: str) -> None:
-    """Refuse Web Bot Auth settings the signing middleware could not use."""
+def _flag(settings: Mapping[str, Any], name: str) -> bool:
+    """``name`` as Scrapy's ``getbool`` reads it (1/0, True/False), or ConfigError."""
+    value = settings.get(name)
+    if isinstance(value, bool) or value is None:
+        return bool(value)
     try:
-        load_private_key(key)
-    except SigningError as error:
-        raise ConfigError(f"SIGNING_KEY: {error}") from None
-    agent = str(operator.get("SIGNATURE_AGENT") or profile.signature_agent)
-    if not agent:
-        raise ConfigError(f"SIGNATURE_AGENT must be set for {profile.name} to sign: your agent's https URL")
-    form = str(operator.get("SIGNATURE_AGENT_FORM") or "origin")
-    if form not in ("origin", "directory"):
-        raise ConfigError(f"SIGNATURE_AGENT_FORM {form!r} is neither 'origin' nor 'directory'")
-    try:
-        signature_agent_url(agent, form)
-    except SigningError:
-        raise ConfigError(f"SIGNATURE_AGENT {agent!r} is not an https URL") from None
-    expires = operator.get("SIGNING_EXPIRES")
-    if expires is not None:
-        try:
-            seconds = int(str(expires))
-        except ValueError:
-            raise ConfigError(f"SIGNING_EXPIRES {expires!r} is not a whole number of seconds") from None
-        if not 0 < seconds <= SIGNING_EXPIRES_MAX:
-            raise ConfigError(f"SIGNING_EXPIRES {seconds} is outside 1 to {SIGNING_EXPIRES_MAX} s")
+        return bool(int(value))
+    except (TypeError, ValueError):
+        if value in ("True", "true"):
+            return True
+        if value in ("False", "false"):
+            return False
+    raise ConfigError(f"{name} {value!r} is neither True nor False")
+
+
+def _given(settings: SettingsSource | Mapping[str, object]) -> dict[str, Any]:
+    """Every setting given a value above Scrapy's defaults (a command's, an add-on's, the operator's)."""
+    if not hasattr(settings, "getpriority"):
+        return dict(settings)  # type: ignore[call-overload]
+    return {name: settings.get(name) for name in settings if (settings.getpriority(name) or 0) > 0}
+
+
+def _check_kinds(given: Mapping[str, Any], defaults: Mapping[str, object]) -> None:
+    """A setting given a word where it takes True/False, or anything but a finite number >= 0 where it takes a
+    number (synapsecrawl.numbers), is one line here, not a traceback or a silent misreading inside Scrapy
+    (``-s CONCURRENT_REQUESTS=abc``, ``=-1``, ``=nan``, ``-s ALLOW_PRIVATE_ADDRESSES=maybe``)."""
+    check_numbers(given, defaults)
+    for name, value in sorted(given.items()):
+        if isinstance(defaults.get(name), bool) and value != defaults[name]:
+            _flag(given, name)

@@ -127,7 +127,7 @@ def check_arguments(*, kb: str | None = None, **unknown: object) -> str:
 
 def check_serving(profile: Profile, host: object, port: object) -> int:
     """The port to listen on; raises ConfigError with a one-line reason for a profile or port that cannot serve."""
-    if profile.ondemand_min_refetch <= 0:
+    if not profile.ondemand:
         raise ConfigError(
             f"BOT_PROFILE {profile.name} does not fetch on demand (only a profile whose page "
             "promises it, snagabot, does)"

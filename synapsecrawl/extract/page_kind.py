@@ -31,7 +31,6 @@ from synapsecrawl.extract.html import jsonld_documents, parse_tree
 from synapsecrawl.extract.link_context import LINK_CONTEXTS, LinkLabel, link_labelling
 
 __all__ = [
-    "LABELLING_PROFILES",
     "LINK_CONTEXTS",
     "MIN_WEIGHT",
     "PAGE_KINDS",
@@ -44,7 +43,6 @@ __all__ = [
     "parse_document",
 ]
 
-LABELLING_PROFILES = frozenset({"omniscientebot"})  # OMN-LABELS
 PAGE_KINDS = ("blog_post", "news_article", "tutorial", "documentation", "product_page", "other")
 MIN_WEIGHT = 3
 _ARTICLE = "article"  # evidence for blog_post and news_article alike

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
@@ -33,7 +33,6 @@ __all__ = [
     "RUNNING",
     "Effect",
     "after_failure",
-    "check_operations",
     "claim",
     "conditional_headers",
     "effect_of",
@@ -86,15 +85,6 @@ def reread_interval(setting: object, profile_days: float) -> float:
     if setting in (None, ""):
         return profile_days * DAY
     return read_number("REREAD_DAYS", setting, positive=True) * DAY
-
-
-def check_operations(settings: Mapping[str, object]) -> None:
-    """Refuse a bad ``REREAD_DAYS`` or an unreadable ``REMOVAL_LIST`` before a crawl starts (ConfigError)."""
-    reread_interval(settings.get("REREAD_DAYS"), 1.0)
-    if settings.get("REMOVAL_LIST"):
-        from synapsecrawl.kb.removals import read_removal_list
-
-        read_removal_list(str(settings.get("REMOVAL_LIST")))
 
 
 def record_crawl(

@@ -7,7 +7,17 @@ from synapsecrawl.profiles.profile import (
     Profile,
     RobotsPolicy,
     load_profile,
+    lower_limits,
     resolve_limits,
 )
 
-__all__ = ["PROFILE_NAMES", "BackoffPolicy", "Limits", "Profile", "RobotsPolicy", "load_profile", "resolve_limits"]
+__all__ = [
+    "PROFILE_NAMES",
+    "BackoffPolicy",
+    "Limits",
+    "Profile",
+    "RobotsPolicy",
+    "load_profile",
+    "lower_limits",
+    "resolve_limits",
+]

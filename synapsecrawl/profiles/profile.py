@@ -30,6 +30,7 @@ __all__ = [
     "Profile",
     "RobotsPolicy",
     "load_profile",
+    "lower_limits",
     "parse_profile",
     "read_profile_data",
     "resolve_limits",
@@ -120,13 +121,20 @@ class Profile:
     reread_days: float
     signs: bool
     signature_agent: str
+    # Capabilities only some bots' pages promise: read tdmrep.json (OMN-FETCH), label pages instead of
+    # keeping text (OMN-LABELS), article previews with og:image read from at most og_image_bytes of the
+    # article (SER-OGIMAGE), fetch on demand for agents (SNA-ONDEMAND).
+    tdmrep: bool
+    labels: bool
+    previews: bool
+    og_image_bytes: int
+    ondemand: bool
     robots: RobotsPolicy
     redirect_max: int
     redirect_scope: Literal["host", "site", "any"]
     delay: Bound  # cap is the floor: the operator may go down to it, never below
     depth: Bound
     pages: Bound
-    retry_after_max: float
     backoff: BackoffPolicy = BackoffPolicy()
 
     @property
@@ -289,6 +297,11 @@ def parse_profile(name: str, data: dict[str, Any], deployment: str | None = None
             reread_days=float(data.get("reread_days", 7)),
             signs=bool(data.get("signs", False)),
             signature_agent=str(data.get("signature_agent", "")),
+            tdmrep=bool(data.get("tdmrep", False)),
+            labels=bool(data.get("labels", False)),
+            previews=bool(data.get("previews", False)),
+            og_image_bytes=int(data.get("og_image_bytes", 0)),
+            ondemand=bool(data.get("ondemand", False)),
             robots=RobotsPolicy(
                 on_4xx=_verdict(name, robots.get("on_4xx", "allow")),
                 on_404_410=_verdict(name, robots.get("on_404_410", robots.get("on_4xx", "allow"))),
@@ -305,13 +318,14 @@ def parse_profile(name: str, data: dict[str, Any], deployment: str | None = None
             delay=_bound(name, dep, "delay"),
             depth=_bound(name, dep, "depth"),
             pages=_bound(name, dep, "pages"),
-            retry_after_max=float(backoff.get("retry_after_max", 86400)),
             backoff=_backoff(name, backoff),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileError(f"profile {name}: missing or invalid {exc}") from None
     if profile.concurrency < 1 or profile.delay.cap <= 0 or profile.robots.max_bytes < 500 * 1024:
         raise ProfileError(f"profile {name}: concurrency >= 1, delay floor > 0, robots max_bytes >= 500 KiB")
+    if profile.previews != (profile.og_image_bytes > 0) or profile.ondemand != (profile.ondemand_min_refetch > 0):
+        raise ProfileError(f"profile {name}: previews need og_image_bytes > 0, ondemand an ondemand_min_refetch > 0")
     return profile
 
 
@@ -347,6 +361,13 @@ def resolve_limits(
         pages = _number("CLOSESPIDER_PAGECOUNT", settings["CLOSESPIDER_PAGECOUNT"], integer=True)
         if pages > profile.pages.cap or pages == 0:
             raise ConfigError(f"CLOSESPIDER_PAGECOUNT {pages:g} is beyond {who}'s cap {profile.pages.cap:g}")
+    return lower_limits(Limits(delay=delay, depth=int(depth), pages=int(pages)), arguments)
+
+
+def lower_limits(limits: Limits, arguments: dict[str, object]) -> Limits:
+    """``limits`` as a KB user's spider ``arguments`` (``depth``, ``max_pages``) lower them; raises ``ConfigError``."""
+    depth: float = limits.depth
+    pages: float = limits.pages
     # spider arguments only lower; a higher value is refused, not silently clamped
     if arguments.get("depth") is not None:
         asked = _number("depth", arguments["depth"], integer=True)
@@ -357,5 +378,5 @@ def resolve_limits(
         asked = _number("max_pages", arguments["max_pages"], integer=True)
         if asked > pages or asked == 0:
             raise ConfigError(f"-a max_pages={asked:g} must be between 1 and the page limit {pages:g}")
-        pages = asked
-    return Limits(delay=delay, depth=int(depth), pages=int(pages))
+        pages = int(asked)
+    return Limits(delay=limits.delay, depth=int(depth), pages=int(pages))

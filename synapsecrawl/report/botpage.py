@@ -19,9 +19,8 @@ from html import escape
 from typing import Any
 
 from synapsecrawl.extract.feeds import ICON_PATHS
-from synapsecrawl.extract.page_kind import LABELLING_PROFILES, LINK_CONTEXTS, PAGE_KINDS
+from synapsecrawl.extract.page_kind import LINK_CONTEXTS, PAGE_KINDS
 from synapsecrawl.profiles.profile import Profile, parse_profile
-from synapsecrawl.rules.tdmrep import TDMREP_PROFILES
 from synapsecrawl.signing import DIRECTORY_PATH
 
 __all__ = [
@@ -459,7 +458,7 @@ PROMISES: dict[str, Callable[[Bot], Template | list[Template]]] = {
         lambda b: {
             "types": _types(b.profile),
             "tdm": " and /.well-known/tdmrep.json (the TDM reservation is recorded per site)"
-            if b.profile.name in TDMREP_PROFILES
+            if b.profile.tdmrep
             else "",
         },
     ),
@@ -468,7 +467,7 @@ PROMISES: dict[str, Callable[[Bot], Template | list[Template]]] = {
     "OMN-LABELS": _fixed(
         "It keeps labels, not text: the kind of each page ({kinds}) and the context of each link ({contexts}).",
         lambda b: {
-            "kinds": _joined([k.replace("_", " ") for k in PAGE_KINDS]) if b.profile.name in LABELLING_PROFILES else "",
+            "kinds": _joined([k.replace("_", " ") for k in PAGE_KINDS]) if b.profile.labels else "",
             "contexts": _joined(list(LINK_CONTEXTS)),
         },
     ),

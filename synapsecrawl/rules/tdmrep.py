@@ -27,7 +27,6 @@ __all__ = [
     "HEADER",
     "MAX_TDMREP_BYTES",
     "META",
-    "TDMREP_PROFILES",
     "TdmDeclaration",
     "TdmRep",
     "TdmRule",
@@ -37,7 +36,6 @@ __all__ = [
 ]
 
 MAX_TDMREP_BYTES = 512 * 1024
-TDMREP_PROFILES = frozenset({"omniscientebot"})  # OMN-FETCH
 FILE, HEADER, META = "file", "header", "meta"
 _MAX_RULES = 10_000
 

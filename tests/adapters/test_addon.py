@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
+from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
 from middlewares.runtime import Runtime
@@ -53,3 +56,39 @@ def test_omniscientebot_sends_from(signing_key) -> None:  # type: ignore[no-unty
     """OMN-UA: the From header goes with every request through DEFAULT_REQUEST_HEADERS."""
     crawler = crawler_for(BOT_PROFILE="omniscientebot", SIGNING_KEY=str(signing_key))
     assert crawler.settings.getdict("DEFAULT_REQUEST_HEADERS")["From"] == "crawler@omnisciente.dev"
+
+
+def test_the_configuration_is_built_once_per_crawler(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """#15 step 1: a real crawler, its spider, the add-on and every component of the project's settings
+    built from it read the settings once: CrawlConfig.from_settings runs once, and all share that config."""
+    from scrapy.utils.misc import build_from_crawler, load_object
+
+    from spiders.page import PageSpider
+    from synapsecrawl.crawl.config import CrawlConfig
+
+    built: list[CrawlConfig] = []
+    read = CrawlConfig.from_settings.__func__  # type: ignore[attr-defined]
+
+    def counted(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+        built.append(read(cls, *args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(CrawlConfig, "from_settings", classmethod(counted))
+    values = {k: v for k, v in vars(project_settings).items() if k.isupper()}
+    values["KB_URI"] = f"sqlite:///{tmp_path}/kb.sqlite3"
+    crawler = get_crawler(PageSpider, settings_dict=values)
+    crawler.spider = crawler._create_spider(url="http://a.test/")
+    crawler._apply_settings()  # the add-on
+    components = [
+        *crawler.settings.getdict("DOWNLOADER_MIDDLEWARES"),
+        *crawler.settings.getdict("SPIDER_MIDDLEWARES"),
+        *crawler.settings.getdict("ITEM_PIPELINES"),
+    ]
+    for path in components:
+        if crawler.settings.getdict("DOWNLOADER_MIDDLEWARES").get(path, 0) is None or path.startswith("scrapy."):
+            continue
+        with contextlib.suppress(NotConfigured):  # an opt-in component off (JS rendering, removal list, signing)
+            build_from_crawler(load_object(path), crawler)
+    assert len(built) == 1
+    assert Runtime.of(crawler).config is built[0]
+    Runtime.of(crawler).close()

@@ -9,7 +9,6 @@ each side of the call: exact, whatever the machine's load.
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 from time import monotonic
@@ -23,6 +22,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from middlewares.backoff import BackoffGateMiddleware, BackoffMiddleware, RetryScheduled, SiteLeft, UrlHeld
 from middlewares.runtime import Runtime
+from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.records import SiteState, UrlHold
 from tests.adapters.crawlers import SideFetches, crawler_for
 
@@ -366,19 +366,32 @@ async def test_an_earlier_crawls_pause_is_waited_out_or_leaves_the_site(tmp_path
     assert c.stat("backoff/left/earlier_crawl") == 1
 
 
-@pytest.mark.parametrize(("max_wait", "left"), [(100, True), (10**6, False), ("soon", False)])
-async def test_backoff_max_wait_lowers_the_profiles_wait_never_raises_it(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, max_wait: object, left: bool
-) -> None:
-    """Backoff: BACKOFF_MAX_WAIT below SynapseBot's 10 min leaves a site asking 500 s; above it (or not a
-    number) the profile's 10 min stands, with one warning line."""
-    with caplog.at_level(logging.WARNING, logger="middlewares.backoff"):
-        c = crawl(tmp_path, BACKOFF_MAX_WAIT=max_wait)
+async def test_backoff_max_wait_lowers_the_profiles_wait(tmp_path: Path) -> None:
+    """Backoff: BACKOFF_MAX_WAIT below SynapseBot's 10 min leaves a site asking 500 s (paused, without it)."""
+    c = crawl(tmp_path, BACKOFF_MAX_WAIT=100)
     c.downloaded("http://a.test/", 503, "500")
-    assert (c.stat("backoff/left/503") == 1) is left
-    assert (c.stat("backoff/paused/503") == 1) is not left
-    warnings = [r.getMessage() for r in caplog.records if r.name == "middlewares.backoff"]
-    assert len(warnings) == (0 if max_wait == 100 else 1)
+    assert c.stat("backoff/left/503") == 1
+    (tmp_path / "profile").mkdir()
+    d = crawl(tmp_path / "profile")
+    d.downloaded("http://a.test/", 503, "500")
+    assert d.stat("backoff/paused/503") == 1
+
+
+@pytest.mark.parametrize(
+    ("max_wait", "message"),
+    [
+        (10**6, "BACKOFF_MAX_WAIT 1e+06 is beyond synapsebot's cap 600 s"),
+        ("soon", "BACKOFF_MAX_WAIT 'soon' is not a number"),
+    ],
+)
+def test_backoff_max_wait_over_the_profiles_is_refused_not_clamped(
+    tmp_path: Path, max_wait: object, message: str
+) -> None:
+    """Backoff, CONTRACT (refuse, never clamp): BACKOFF_MAX_WAIT above the profile's max_wait, or not a
+    number, stops the crawler being built with one line, as DOWNLOAD_DELAY under its floor does."""
+    with pytest.raises(ConfigError) as refused:
+        crawl(tmp_path, BACKOFF_MAX_WAIT=max_wait)
+    assert str(refused.value).startswith(message)
 
 
 async def test_snagabot_spaces_a_slow_site_ten_times_its_response_time(tmp_path: Path) -> None:

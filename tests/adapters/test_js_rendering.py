@@ -15,10 +15,10 @@ from playwright.async_api import Error as PlaywrightError
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
-from scrapy.settings import Settings
 from scrapy.utils.misc import build_from_crawler
 
 from middlewares.render import RenderMiddleware, refuse, render_settings
+from synapsecrawl.crawl.config import CrawlConfig
 from tests.adapters.crawlers import crawler_for, project
 
 BROWSER = shutil.which("true") or "/bin/true"
@@ -54,14 +54,15 @@ def test_rendering_is_off_by_default(tmp_path: Path) -> None:
     """ALL-NOJS: no profile runs JavaScript: the middleware is off and no browser handler is set."""
     with pytest.raises(NotConfigured, match="JS_RENDERING is off"):
         build_from_crawler(RenderMiddleware, crawler_for(tmp_path))
-    assert render_settings(Settings(project())) == {}
+    assert render_settings(CrawlConfig.from_settings(project()).render, {}) == {}
 
 
 def test_the_opt_in_installs_the_browser_handler_and_fetches_nothing_itself() -> None:
     """ALL-NOJS opt-in: JS_RENDERING=True routes http(s) through scrapy-playwright with one context;
     the browser's own requests are refused (every request goes through the crawler)."""
     # what the add-on sets (a test crawler's reactorless DOWNLOAD_HANDLERS would outrank it here)
-    settings = render_settings(Settings({"JS_RENDERING": True, "JS_CHROMIUM": BROWSER}))
+    config = CrawlConfig.from_settings({"JS_RENDERING": True, "JS_CHROMIUM": BROWSER})
+    settings = render_settings(config.render, {})
     handlers = settings["DOWNLOAD_HANDLERS"]
     assert handlers["http"] == handlers["https"] == "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
     assert settings["PLAYWRIGHT_MAX_CONTEXTS"] == 1

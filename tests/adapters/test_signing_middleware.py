@@ -120,7 +120,9 @@ def test_every_pass_overwrites_and_re_signs(key_file: Path) -> None:
     they are replaced, never added to: one signature, made at the new time, for the new URL."""
     key = load_private_key(key_file)
     clock = iter([NOW, NOW + 400]).__next__
-    mw = SigningMiddleware(get_crawler(), key, signature_agent="https://omnisciente.dev", clock=clock)
+    mw = SigningMiddleware(
+        get_crawler(), key, signature_agent="https://omnisciente.dev", expires_in=300, nonce=True, clock=clock
+    )
     first = Request(URL)
     mw.process_request(first)
     redirected = first.replace(url="http://docs.test:8080/guide/b.html")  # headers copied, as RedirectMiddleware does
@@ -136,7 +138,9 @@ def test_every_pass_overwrites_and_re_signs(key_file: Path) -> None:
 
 def test_an_unsignable_request_is_dropped_not_sent_unsigned(key_file: Path) -> None:
     """SER-SIGN: a request that cannot be signed never leaves unsigned."""
-    mw = SigningMiddleware(get_crawler(), load_private_key(key_file), signature_agent="https://omnisciente.dev")
+    mw = SigningMiddleware(
+        get_crawler(), load_private_key(key_file), signature_agent="https://omnisciente.dev", expires_in=300, nonce=True
+    )
     with pytest.raises(IgnoreRequest, match="cannot sign"):
         mw.process_request(Request("data:text/plain,hello"))
 

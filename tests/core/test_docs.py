@@ -185,6 +185,13 @@ def _profile_rows() -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
         ("longest wait on a paused site in one crawl", lambda p: _duration(p["backoff"]["max_wait"])),
         ("re-read every", lambda p: _duration(p["reread_days"] * 86400)),
         ("signs every request", lambda p: "yes" if p["signs"] else "no"),
+        ("reads tdmrep.json", lambda p: "yes" if p.get("tdmrep") else "no"),
+        ("labels pages, keeps no text", lambda p: "yes" if p.get("labels") else "no"),
+        (
+            "article previews (og:image)",
+            lambda p: f"yes, from {_megabytes(p['og_image_bytes'])} of an article" if p.get("previews") else "no",
+        ),
+        ("fetches on demand", lambda p: "yes" if p.get("ondemand") else "no"),
     ]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from synapsecrawl.crawl.config import check_config
+from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.pool import Reader, extract_processes
@@ -89,7 +89,7 @@ def test_extract_processes_setting(value: object, cpus: int, count: int) -> None
 @pytest.mark.parametrize("value", ["-1", "two", "1.5"])
 def test_a_bad_extract_processes_is_one_line_before_the_crawl(value: str) -> None:
     with pytest.raises(ConfigError, match=r"^EXTRACT_PROCESSES must be a whole number >= 0 or 'auto', not"):
-        check_config({"EXTRACT_PROCESSES": value}, {})
+        CrawlConfig.from_settings({"EXTRACT_PROCESSES": value}, {})
 
 
 def _alive(pid: int) -> bool:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from synapsecrawl.crawl.config import check_config
+from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError, ProfileError
 from synapsecrawl.profiles import PROFILE_NAMES, load_profile, resolve_limits
+from synapsecrawl.profiles.profile import parse_profile, read_profile_data
 
 
 @pytest.mark.parametrize(
@@ -169,13 +170,38 @@ def test_config_checks_identity_and_signing(tmp_path) -> None:  # type: ignore[n
     """ALL-UA: an operator USER_AGENT must keep the product token; SER-SIGN/OMN-SIGN: a signing
     profile without a key refuses to start; a key path must exist."""
     with pytest.raises(ConfigError, match="USER_AGENT must name synapsebot's product token SynapseBot"):
-        check_config({"USER_AGENT": "curl/8"}, {})
-    assert check_config({"USER_AGENT": "SynapseBot/1.0 (+ops)"}, {}).profile.name == "synapsebot"
+        CrawlConfig.from_settings({"USER_AGENT": "curl/8"}, {})
+    assert CrawlConfig.from_settings({"USER_AGENT": "SynapseBot/1.0 (+ops)"}, {}).profile.name == "synapsebot"
     with pytest.raises(ConfigError, match="serenereader signs every request"):
-        check_config({"BOT_PROFILE": "serenereader"}, {})
+        CrawlConfig.from_settings({"BOT_PROFILE": "serenereader"}, {})
     with pytest.raises(ConfigError, match=r"SIGNING_KEY .* is not a readable file"):
-        check_config({"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(tmp_path / "none.pem")}, {})
+        CrawlConfig.from_settings({"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(tmp_path / "none.pem")}, {})
     with pytest.raises(ConfigError, match="DOWNLOAD_TIMEOUT 16 is beyond omniscientebot's cap 15 s"):
         key = tmp_path / "k.pem"
         key.write_text("x")
-        check_config({"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key), "DOWNLOAD_TIMEOUT": "16"}, {})
+        CrawlConfig.from_settings(
+            {"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key), "DOWNLOAD_TIMEOUT": "16"}, {}
+        )
+
+
+def test_capabilities_only_some_pages_promise_are_profile_data() -> None:
+    """OMN-FETCH, OMN-LABELS, SER-OGIMAGE, SNA-ONDEMAND: tdmrep.json, page labels, article previews (from at
+    most 1 MB of an article) and on-demand fetching are each the TOML's switch, on only for the bot whose
+    page promises it; a switch without its number is refused when the profile is read."""
+    capabilities = {
+        name: (p.tdmrep, p.labels, p.previews, p.og_image_bytes, p.ondemand)
+        for name in PROFILE_NAMES
+        for p in [load_profile(name)]
+    }
+    assert capabilities == {
+        "synapsebot": (False, False, False, 0, False),
+        "snagabot": (False, False, False, 0, True),
+        "serenereader": (False, False, True, 1_000_000, False),
+        "omniscientebot": (True, True, False, 0, False),
+        "yottabot": (False, False, False, 0, False),
+    }
+    data = read_profile_data("synapsebot")
+    with pytest.raises(ProfileError, match="previews need og_image_bytes > 0"):
+        parse_profile("synapsebot", {**data, "previews": True})
+    with pytest.raises(ProfileError, match="ondemand an ondemand_min_refetch > 0"):
+        parse_profile("synapsebot", {**data, "ondemand": True})

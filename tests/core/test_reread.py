@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.removals import RemovalList, disallowed_urls, read_removal_list, remove_disallowed
-from synapsecrawl.kb.reread import DAY, check_operations, conditional_headers, effect_of, reread_interval
+from synapsecrawl.kb.reread import DAY, conditional_headers, effect_of, reread_interval
 from synapsecrawl.kb.sqlite import SQLiteStore
 from synapsecrawl.rules.robots import parse_robots
 
@@ -73,13 +74,14 @@ def test_a_bad_reread_interval_is_one_line(setting: object) -> None:
     assert "\n" not in str(caught.value)
 
 
-def test_check_operations_reads_the_removal_list(tmp_path: Path) -> None:
+def test_the_configuration_reads_the_removal_list(tmp_path: Path) -> None:
     """YOT-REMOVAL: an unreadable REMOVAL_LIST stops a crawl before it starts; a readable one passes."""
     listed = tmp_path / "removals.txt"
     listed.write_text("example.com\n")
-    check_operations({"REREAD_DAYS": "2", "REMOVAL_LIST": str(listed)})
+    config = CrawlConfig.from_settings({"REREAD_DAYS": "2", "REMOVAL_LIST": str(listed)})
+    assert (config.operations.reread_interval, config.operations.removal_list) == (2 * DAY, str(listed))
     with pytest.raises(ConfigError, match=r"^REMOVAL_LIST .*missing\.txt: No such file or directory$"):
-        check_operations({"REMOVAL_LIST": str(tmp_path / "missing.txt")})
+        CrawlConfig.from_settings({"REMOVAL_LIST": str(tmp_path / "missing.txt")})
 
 
 REMOVALS = """

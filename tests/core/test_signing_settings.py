@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from synapsecrawl.crawl.config import check_config
+from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError, SigningError
 from synapsecrawl.signing import generate_private_key_pem, signature_agent_url
 
@@ -59,8 +59,8 @@ def test_signing_profiles_need_a_key() -> None:
     """SER-SIGN, OMN-SIGN: a signing profile without SIGNING_KEY is refused in one line saying how to make one."""
     for profile in ("serenereader", "omniscientebot"):
         with pytest.raises(ConfigError, match=f"^{profile} signs every request .*synapsecrawl keys generate"):
-            check_config({"BOT_PROFILE": profile}, {})
-    assert check_config({"BOT_PROFILE": "synapsebot"}, {}).signing_key == ""
+            CrawlConfig.from_settings({"BOT_PROFILE": profile}, {})
+    assert CrawlConfig.from_settings({"BOT_PROFILE": "synapsebot"}, {}).signing.key == ""
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_unusable_signing_settings_are_refused_in_one_line(
     if str(operator["SIGNING_KEY"]).startswith("{"):
         operator["SIGNING_KEY"] = str(tmp_path / f"{str(operator['SIGNING_KEY']).strip('{}')}.pem")
     with pytest.raises(ConfigError, match=message) as raised:
-        check_config(operator, {})
+        CrawlConfig.from_settings(operator, {})
     assert "\n" not in str(raised.value)
 
 
@@ -98,5 +98,5 @@ def test_usable_signing_settings_pass(key_file: Path) -> None:
         {},
         {"SIGNATURE_AGENT": "https://bots.example", "SIGNATURE_AGENT_FORM": "directory", "SIGNING_EXPIRES": "3600"},
     ):
-        config = check_config({"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(key_file), **extra}, {})
-        assert config.signing_key == str(key_file)
+        config = CrawlConfig.from_settings({"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(key_file), **extra}, {})
+        assert config.signing.key == str(key_file)

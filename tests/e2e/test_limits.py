@@ -99,3 +99,18 @@ def test_a_page_cut_at_the_size_cap_is_counted_in_the_summary(server: TestServer
     assert page["title"] == "Long" and len(str(page["text"])) < 2_000_000
     assert "crawl summary: fetched 1, stored 1, truncated 1, skipped 0" in run.stderr, run.stderr[-2000:]
     assert f"{host}: fetched 1, stored 1, truncated 1\n" in run.stderr
+
+
+def test_backoff_max_wait_beyond_the_profiles_is_refused_before_any_request(
+    server: TestServer, host: str, crawl
+) -> None:
+    """CONTRACT (caps: refused, never clamped): a BACKOFF_MAX_WAIT above the profile's wait on a paused
+    site (synapsebot: 10 min) stops `scrapy crawl` with exit status 1 and one line naming the setting and
+    the cap, as a DOWNLOAD_DELAY under the floor does; the server sees nothing."""
+    site(server, host)
+    settings = {"HOST_RESOLVE": "*.test=127.0.0.1", "BACKOFF_MAX_WAIT": "3600"}
+    run = crawl("page", args={"url": server.url(host, "/a.html")}, settings=settings)
+    assert run.returncode == 1, run.stderr[-3000:]
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert lines == ["synapsecrawl: BACKOFF_MAX_WAIT 3600 is beyond synapsebot's cap 600 s"]
+    assert server.log(host) == []
