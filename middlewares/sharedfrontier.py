@@ -64,7 +64,13 @@ _TRANSIENT = frozenset(
         "download_timeout",
     }
 )
-_IDLE_ASK = 1.0  # seconds between asks when no site is due and none is known to fall due sooner
+_IDLE_ASK = 1.0  # seconds between asks when nothing is pending (another worker's links may come)
+# The longest sleep until the next site Redis says is due: work another worker adds for a new site is seen
+# this late here (the adding worker itself asks at once).
+_LONGEST_SLEEP = 5.0
+# A finished lease is acknowledged with this worker's next lease (one round trip for both), or after this
+# long when no lease is asked for meanwhile.
+_ACK_WITHIN = 0.5
 _RETRY_DOWN = 1.0  # seconds between asks while Redis does not answer
 
 
@@ -88,8 +94,10 @@ class SharedScheduler(BaseScheduler):
         self._sweep_after = 0.0
         self._left_seen = 0
         self._wake: CallLaterResult | None = None
+        self._wake_at = 0.0
         self._beat: CallLaterResult | None = None
         self._flushing: CallLaterResult | None = None
+        self._acking: CallLaterResult | None = None
         self.beat_seconds = 5.0
 
     @classmethod
@@ -107,7 +115,7 @@ class SharedScheduler(BaseScheduler):
         self._heartbeat()
 
     def close(self, reason: str) -> None:
-        for handle in (self._wake, self._beat, self._flushing):
+        for handle in (self._wake, self._beat, self._flushing, self._acking):
             if handle is not None:
                 handle.cancel()
         self._flush()
@@ -195,10 +203,9 @@ class SharedScheduler(BaseScheduler):
         now = monotonic()
         if now < self._quiet_until or self.frontier is None:
             return None
-        if not self._flush():
+        if not self._flush():  # what a request queued goes in before its lease ends
             self._wake_in(_RETRY_DOWN)
             return None
-        self._ack_pending()
         for _ in range(16):
             # Not the first call after an outage: other workers' leases may look expired until they renew.
             lease = self._lease(sweep=self._down_since is None and now >= self._sweep_after)
@@ -222,9 +229,11 @@ class SharedScheduler(BaseScheduler):
     def _lease(self, *, sweep: bool) -> Lease | None:
         """One lease from Redis, or None (nothing due: woken when the next site is; Redis down: in a second)."""
         assert self.frontier is not None
+        acks, self._acks = self._acks, []  # acknowledged in the same step
         try:
-            lease, hint, reclaimed = self.frontier.lease(self.worker, sweep=sweep)
+            lease, hint, reclaimed = self.frontier.lease(self.worker, sweep=sweep, acks=acks)
         except FrontierUnreachable as error:
+            self._acks = acks + self._acks
             self._down(error)
             self._wake_in(_RETRY_DOWN)
             return None
@@ -233,8 +242,8 @@ class SharedScheduler(BaseScheduler):
             self._learn_left()
         if reclaimed:
             logger.info("frontier: %d requests of stopped workers put back in the frontier", reclaimed)
-        if lease is None:
-            wait = _IDLE_ASK if hint < 0 else min(max(hint, 0.01), _IDLE_ASK)
+        if lease is None or hint > 0:  # nothing due (after this lease): asked again when the next site is
+            wait = _IDLE_ASK if hint < 0 else min(max(hint, 0.01), _LONGEST_SLEEP)
             self._quiet_until = monotonic() + wait
             self._wake_in(wait)
         return lease
@@ -278,9 +287,12 @@ class SharedScheduler(BaseScheduler):
         if lease is None:
             return
         self._acks.append(lease)
-        self._quiet_until = 0.0
+        if self._acking is None:
+            self._acking = call_later(_ACK_WITHIN, self._ack_due)
+
+    def _ack_due(self) -> None:
+        self._acking = None
         self._ack_pending()
-        self._nudge()
 
     def _ack_pending(self) -> None:
         if not self._acks or not self._flush():  # what a request queued goes in before its lease ends
@@ -341,8 +353,13 @@ class SharedScheduler(BaseScheduler):
             self.frontier.heartbeat(self.worker, [*self.held.values(), *self._acks])
 
     def _wake_in(self, seconds: float) -> None:
+        """Look at the frontier again in ``seconds``, or sooner if already due to."""
+        at = monotonic() + seconds
         if self._wake is not None:
-            return
+            if self._wake_at <= at:
+                return
+            self._wake.cancel()
+        self._wake_at = at
         self._wake = call_later(seconds, self._woken)
 
     def _woken(self) -> None:
