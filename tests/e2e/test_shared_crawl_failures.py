@@ -3,12 +3,12 @@ Redis gone for a minute costs nothing but the wait. Asserted from the test serve
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from bench.redisserver import free_port, redis_server
 from tests.e2e.sharedcrawl import SharedCrawl, fetched, stored_pages
 from tests.helpers import gaps, write_urls
 from tests.site.server import Reply, TestServer
@@ -56,50 +56,6 @@ def test_a_worker_killed_mid_crawl_loses_nothing_its_leases_go_back_and_are_fetc
     assert sorted(str(row["url"]) for row in stored_pages(shared)) == sorted(urls)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _redis_server(port: int, data: Path) -> subprocess.Popen[bytes]:
-    """A redis-server of this test's own (never the shared 6379), persisting every write (appendonly)."""
-    proc = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(data),
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-            "--save",
-            "",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    import redis
-
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.RedisError:
-            assert time.monotonic() < deadline and proc.poll() is None, "redis-server did not start"
-            time.sleep(0.1)
-    client.close()
-    return proc
-
-
 def test_redis_gone_for_a_minute_mid_crawl_workers_say_so_once_wait_and_go_on_losing_nothing(
     server: TestServer, host: str, postgres_schema_uri: str, tmp_path: Path
 ) -> None:
@@ -108,9 +64,9 @@ def test_redis_gone_for_a_minute_mid_crawl_workers_say_so_once_wait_and_go_on_lo
     and started again from its AOF. Each worker says so in one warning line and one line when Redis
     is back, and the crawl goes on: every page fetched exactly once (what was in flight finished
     meanwhile and was acknowledged once Redis answered), no site's gap under 1 s, the KB holds all."""
-    port, data = _free_port(), tmp_path / "redis"
+    port, data = free_port(), tmp_path / "redis"
     data.mkdir()
-    redis_proc = _redis_server(port, data)
+    redis_proc = redis_server(port, data, durable=True)
     crawl = SharedCrawl(
         name="outage",
         prefix="outage",
@@ -133,7 +89,7 @@ def test_redis_gone_for_a_minute_mid_crawl_workers_say_so_once_wait_and_go_on_lo
         redis_proc.terminate()  # SHUTDOWN: the AOF is complete (appendfsync always)
         redis_proc.wait(timeout=30)
         time.sleep(60)
-        redis_proc = _redis_server(port, data)
+        redis_proc = redis_server(port, data, durable=True)
         crawl.wait(timeout=300)
         hits = [hit for site in sites for hit in server.log(site)]
         assert fetched(hits) == {(s, p): 1 for s in sites for p in ["/robots.txt", *(f"/p{n}.html" for n in range(8))]}
