@@ -64,6 +64,7 @@ _TRANSIENT = frozenset(
         "download_timeout",
     }
 )
+_TURN = "pacing_turn"  # meta: handed out by a frontier, so middlewares.frontier's gate may send it back
 _IDLE_ASK = 1.0  # seconds between asks when nothing is pending (another worker's links may come)
 # The longest sleep until the next site Redis says is due: work another worker adds for a new site is seen
 # this late here (the adding worker itself asks at once).
@@ -222,6 +223,10 @@ class SharedScheduler(BaseScheduler):
             if lease.left is not None:  # another worker left the site: this one defers it too
                 left_elsewhere(self.crawler, lease.site, *lease.left)
             if request is not None:
+                # As the local frontier's: the pacing gate sends it back here (its lease ended, a new entry
+                # queued) when its site stopped being due on its way (its robots.txt just fetched, a
+                # Crawl-delay to wait), instead of it holding one of CONCURRENT_REQUESTS in a slot.
+                request.meta[_TURN] = True
                 return request
             # a source's start, run by the spider: it ends the lease itself
         return None
