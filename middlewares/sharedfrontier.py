@@ -87,6 +87,7 @@ class SharedScheduler(BaseScheduler):
         self.frontier: SharedFrontier | None = None
         self.worker = ""
         self.held: dict[str, Lease] = {}  # member -> lease this worker holds
+        self._answered: set[str] = set()  # held leases whose answer is read, ended once the scraper is done
         self._out: deque[tuple[str, Entry, Lease | None]] = deque()  # to queue in Redis
         self._acks: list[Lease] = []  # done, to acknowledge once what they queued is in Redis
         self._local: deque[Request] = deque()
@@ -120,6 +121,9 @@ class SharedScheduler(BaseScheduler):
             if handle is not None:
                 handle.cancel()
         self._flush()
+        # The scraper is closed by now: an answered lease is done, whatever its ending task had reached.
+        for member in self._answered & set(self.held):
+            self._acks.append(self.held.pop(member))
         # Stopped before these were done (Ctrl-C, a shutdown): back to the frontier now, not after they expire.
         left = list(self.held.values())
         self._ack_pending()
@@ -285,9 +289,18 @@ class SharedScheduler(BaseScheduler):
 
     # Done.
 
+    def answered(self, request: Request) -> None:
+        """``request``'s answer (or failure) is read; ``done`` follows once what it yielded is handed on.
+        A worker stopping in between acknowledges the lease rather than giving it back (no second fetch)."""
+        member = _member(request.meta.get(LEASE))
+        if member is not None and member in self.held:
+            self._answered.add(member)
+
     def done(self, request: Request) -> None:
         """``request``'s answer is read and what it yielded handed on: its lease ends."""
         member = _member(request.meta.get(LEASE))
+        if member is not None:
+            self._answered.discard(member)
         lease = self.held.pop(member, None) if member is not None else None
         if lease is None:
             return

@@ -3,6 +3,8 @@ Redis gone for a minute costs nothing but the wait. Asserted from the test serve
 
 from __future__ import annotations
 
+import re
+import signal
 import time
 from pathlib import Path
 
@@ -53,6 +55,40 @@ def test_a_worker_killed_mid_crawl_loses_nothing_its_leases_go_back_and_are_fetc
         first, second = [h for h in hits if (h.host, h.path) == key]
         assert first.start <= killed_at <= second.start
         assert second.start - killed_at >= 5.0  # not before the lease could expire (20 s after its last renewal)
+    assert sorted(str(row["url"]) for row in stored_pages(shared)) == sorted(urls)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_worker_stopped_with_ctrl_c_ends_its_leases_at_once_every_url_fetched_once(
+    server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path, sig: signal.Signals
+) -> None:
+    """#16 (a worker stopped: Ctrl-C, SIGTERM): 2 workers on 3 sites x 8 pages; once the server has seen
+    6 pages one worker gets SIGINT (or SIGTERM) and shuts down as Scrapy does, finishing what it had
+    started. Once it has exited it holds no lease (every one acknowledged or put back, none left to
+    expire in 45 s), the other worker finishes the crawl with every URL fetched exactly once, all of it
+    before the stopped worker's leases would have expired, and the KB holds every page."""
+    sites = [f"c{i}.{host}" for i in range(3)]
+    for site in sites:
+        server.add(site, {"/robots.txt": NO_ROBOTS, "*": Reply("<title>p</title><p>page text</p>", delay=0.5)})
+    urls = [server.url(site, f"/p{n}.html") for site in sites for n in range(8)]
+    assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
+    shared.settings["DOWNLOAD_TIMEOUT"] = "30"  # a lease of 45 s
+    stopped, _ = shared.start(2)
+    deadline = time.monotonic() + 120
+    while sum(1 for s in sites for h in server.log(s) if h.path != "/robots.txt") < 6:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    stopped.send_signal(sig)
+    signalled = time.monotonic()
+    assert stopped.wait(timeout=60) == 0, shared.log(0)[-3000:]
+    joined = re.search(r"worker (\S+) joins crawl", shared.log(0))
+    assert joined is not None
+    rows = [row for row in shared.status() if row.get("worker") == joined.group(1)]
+    assert len(rows) == 1 and rows[0]["in_flight"] == 0, rows  # nothing left to expire
+    shared.wait(timeout=240)
+    hits = [hit for site in sites for hit in server.log(site)]
+    assert fetched(hits) == {(s, p): 1 for s in sites for p in ["/robots.txt", *(f"/p{n}.html" for n in range(8))]}
+    assert max(hit.start for hit in hits) < signalled + 45.0  # nobody waited for a lease to expire
     assert sorted(str(row["url"]) for row in stored_pages(shared)) == sorted(urls)
 
 
