@@ -1,6 +1,6 @@
 """Scale-out: one crawl shared by 1, 2 and 4 workers (#16), from the server's log and Redis's own counts.
 
-    python -m bench.scaleout --hosts 400 --pages 5 --delay 20 --workers 1,2,4   # politeness-bound
+    python -m bench.scaleout --hosts 100 --pages 5 --delay 60 --workers 1,2,4   # politeness-bound (2 requests/s)
     python -m bench.scaleout --hosts 400 --pages 5 --delay 1 --workers 1,2,4    # CPU-bound
 
 Each run: a fresh redis-server of the benchmark's own (no other client's
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, judge, machine, scrapy_bin
+from bench.redisserver import free_port, redis_server
 from bench.sim import SimWeb, make_hosts
 
 __all__ = ["main", "run_scaleout"]
@@ -40,45 +41,6 @@ __all__ = ["main", "run_scaleout"]
 POSTGRES = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 # Commands a client sends (one round trip each); what scripts call inside Redis is not counted.
 _CLIENT_COMMANDS = ("evalsha", "eval", "multi", "ping", "hgetall", "set", "script", "hello", "client", "select")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _redis(port: int, data: Path) -> subprocess.Popen[bytes]:
-    import redis
-
-    proc = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(data),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    client = redis.Redis(port=port)
-    for _ in range(200):
-        try:
-            client.ping()
-            break
-        except redis.RedisError:
-            time.sleep(0.05)
-    client.close()
-    return proc
 
 
 def _round_trips(port: int) -> int:
@@ -112,10 +74,10 @@ def _drop(name: str) -> None:
 
 
 def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float) -> dict[str, Any]:
-    port = _free_port()
+    port = free_port()
     data = tmp / f"redis-{workers}"
     data.mkdir()
-    redis_proc = _redis(port, data)
+    redis_proc = redis_server(port, data)
     schema, kb_uri = _schema()
     url = f"redis://127.0.0.1:{port}/0"
     try:

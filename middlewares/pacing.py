@@ -16,8 +16,8 @@ every wait (the slot's spacing, a pause, a side fetch before it), define
 A request whose meta ``pacing_skip_crawl_delay`` is true (a feed's first add,
 SER-ROBOTS-FEEDS) is spaced by the crawl's delay but not by the site's
 Crawl-delay; a pause holds it like any other, and the site's next request
-waits the full Crawl-delay after it. Under shared pacing (Redis) it waits the
-Crawl-delay too: Redis grants each start for all machines, the polite reading.
+waits the full Crawl-delay after it. Under shared pacing (Redis) the grant
+says so to Redis, which spaces it the same way for all machines.
 
 It also tells the frontier (``middlewares.frontier``) when each site is due
 and when its last request has left, and measures how late its own event loop
@@ -37,7 +37,7 @@ from scrapy.utils.asyncio import CallLaterResult, call_later
 from scrapy.utils.defer import _schedule_coro
 
 from middlewares.runtime import Runtime
-from synapsecrawl.pacing.clock import LagMeter, SiteClock, reached_server_by
+from synapsecrawl.pacing.clock import LagMeter, reached_server_by
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -205,14 +205,11 @@ class PacedDownloader(Downloader):
         return len(queued)
 
     def _skips_crawl_delay(self, request: Request) -> bool:
-        return bool(request.meta.get(SKIP_CRAWL_DELAY)) and isinstance(self._runtime.pacer, SiteClock)
+        return bool(request.meta.get(SKIP_CRAWL_DELAY))
 
     def _delay_for(self, key: str, *, crawl_delay: bool = True) -> float:
         pacer = self._runtime.pacer
-        if crawl_delay or not isinstance(pacer, SiteClock):
-            spacing = pacer.spacing(key)
-        else:
-            spacing = pacer.spacing_without_crawl_delay(key)
+        spacing = pacer.spacing(key) if crawl_delay else pacer.spacing_without_crawl_delay(key)
         return spacing + min(spacing * _MARGIN_RATIO, 0.05) + _MARGIN_SECONDS
 
     def _pace(self, key: str, slot: Slot) -> None:
@@ -244,21 +241,24 @@ class PacedDownloader(Downloader):
             return
         if slot.latercall or not slot.queue or slot.free_transfer_slots() <= 0:
             return
-        key = slot.queue[0][0].meta[self.DOWNLOAD_SLOT]
+        head = slot.queue[0][0]
+        key = head.meta[self.DOWNLOAD_SLOT]
         if key in self._asking:
             return
-        penalty = slot.download_delay() - monotonic() + slot.lastseen
+        skips = self._skips_crawl_delay(head)
+        delay = self._delay_for(key, crawl_delay=False) if skips else slot.download_delay()
+        penalty = delay - monotonic() + slot.lastseen
         if penalty > 0:  # this process's own spacing first: no need to ask Redis before it
             slot.latercall = call_later(penalty, self._latercall, slot)
             return
         self._asking.add(key)
-        _schedule_coro(self._ask(key, slot))
+        _schedule_coro(self._ask(key, slot, skips))
 
-    async def _ask(self, key: str, slot: Slot) -> None:
+    async def _ask(self, key: str, slot: Slot, skips: bool = False) -> None:
         assert self._shared is not None
         try:
             await asyncio.gather(*self._releasing.get(key, ()))  # an answer moves the next start first
-            turn = await self._shared.acquire(key)
+            turn = await self._shared.acquire(key, skip_crawl_delay=skips)
         finally:
             self._asking.discard(key)
         self._pace(key, slot)  # a pause or spacing another machine set

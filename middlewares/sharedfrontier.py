@@ -64,7 +64,14 @@ _TRANSIENT = frozenset(
         "download_timeout",
     }
 )
-_IDLE_ASK = 1.0  # seconds between asks when no site is due and none is known to fall due sooner
+_TURN = "pacing_turn"  # meta: handed out by a frontier, so middlewares.frontier's gate may send it back
+_IDLE_ASK = 1.0  # seconds between asks when nothing is pending (another worker's links may come)
+# The longest sleep until the next site Redis says is due: work another worker adds for a new site is seen
+# this late here (the adding worker itself asks at once).
+_LONGEST_SLEEP = 5.0
+# A finished lease is acknowledged with this worker's next lease (one round trip for both), or after this
+# long when no lease is asked for meanwhile.
+_ACK_WITHIN = 0.5
 _RETRY_DOWN = 1.0  # seconds between asks while Redis does not answer
 
 
@@ -80,6 +87,7 @@ class SharedScheduler(BaseScheduler):
         self.frontier: SharedFrontier | None = None
         self.worker = ""
         self.held: dict[str, Lease] = {}  # member -> lease this worker holds
+        self._answered: set[str] = set()  # held leases whose answer is read, ended once the scraper is done
         self._out: deque[tuple[str, Entry, Lease | None]] = deque()  # to queue in Redis
         self._acks: list[Lease] = []  # done, to acknowledge once what they queued is in Redis
         self._local: deque[Request] = deque()
@@ -88,8 +96,10 @@ class SharedScheduler(BaseScheduler):
         self._sweep_after = 0.0
         self._left_seen = 0
         self._wake: CallLaterResult | None = None
+        self._wake_at = 0.0
         self._beat: CallLaterResult | None = None
         self._flushing: CallLaterResult | None = None
+        self._acking: CallLaterResult | None = None
         self.beat_seconds = 5.0
 
     @classmethod
@@ -107,10 +117,13 @@ class SharedScheduler(BaseScheduler):
         self._heartbeat()
 
     def close(self, reason: str) -> None:
-        for handle in (self._wake, self._beat, self._flushing):
+        for handle in (self._wake, self._beat, self._flushing, self._acking):
             if handle is not None:
                 handle.cancel()
         self._flush()
+        # The scraper is closed by now: an answered lease is done, whatever its ending task had reached.
+        for member in self._answered & set(self.held):
+            self._acks.append(self.held.pop(member))
         # Stopped before these were done (Ctrl-C, a shutdown): back to the frontier now, not after they expire.
         left = list(self.held.values())
         self._ack_pending()
@@ -195,10 +208,9 @@ class SharedScheduler(BaseScheduler):
         now = monotonic()
         if now < self._quiet_until or self.frontier is None:
             return None
-        if not self._flush():
+        if not self._flush():  # what a request queued goes in before its lease ends
             self._wake_in(_RETRY_DOWN)
             return None
-        self._ack_pending()
         for _ in range(16):
             # Not the first call after an outage: other workers' leases may look expired until they renew.
             lease = self._lease(sweep=self._down_since is None and now >= self._sweep_after)
@@ -215,6 +227,10 @@ class SharedScheduler(BaseScheduler):
             if lease.left is not None:  # another worker left the site: this one defers it too
                 left_elsewhere(self.crawler, lease.site, *lease.left)
             if request is not None:
+                # As the local frontier's: the pacing gate sends it back here (its lease ended, a new entry
+                # queued) when its site stopped being due on its way (its robots.txt just fetched, a
+                # Crawl-delay to wait), instead of it holding one of CONCURRENT_REQUESTS in a slot.
+                request.meta[_TURN] = True
                 return request
             # a source's start, run by the spider: it ends the lease itself
         return None
@@ -222,9 +238,11 @@ class SharedScheduler(BaseScheduler):
     def _lease(self, *, sweep: bool) -> Lease | None:
         """One lease from Redis, or None (nothing due: woken when the next site is; Redis down: in a second)."""
         assert self.frontier is not None
+        acks, self._acks = self._acks, []  # acknowledged in the same step
         try:
-            lease, hint, reclaimed = self.frontier.lease(self.worker, sweep=sweep)
+            lease, hint, reclaimed = self.frontier.lease(self.worker, sweep=sweep, acks=acks)
         except FrontierUnreachable as error:
+            self._acks = acks + self._acks
             self._down(error)
             self._wake_in(_RETRY_DOWN)
             return None
@@ -233,8 +251,8 @@ class SharedScheduler(BaseScheduler):
             self._learn_left()
         if reclaimed:
             logger.info("frontier: %d requests of stopped workers put back in the frontier", reclaimed)
-        if lease is None:
-            wait = _IDLE_ASK if hint < 0 else min(max(hint, 0.01), _IDLE_ASK)
+        if lease is None or hint > 0:  # nothing due (after this lease): asked again when the next site is
+            wait = _IDLE_ASK if hint < 0 else min(max(hint, 0.01), _LONGEST_SLEEP)
             self._quiet_until = monotonic() + wait
             self._wake_in(wait)
         return lease
@@ -271,16 +289,28 @@ class SharedScheduler(BaseScheduler):
 
     # Done.
 
+    def answered(self, request: Request) -> None:
+        """``request``'s answer (or failure) is read; ``done`` follows once what it yielded is handed on.
+        A worker stopping in between acknowledges the lease rather than giving it back (no second fetch)."""
+        member = _member(request.meta.get(LEASE))
+        if member is not None and member in self.held:
+            self._answered.add(member)
+
     def done(self, request: Request) -> None:
         """``request``'s answer is read and what it yielded handed on: its lease ends."""
         member = _member(request.meta.get(LEASE))
+        if member is not None:
+            self._answered.discard(member)
         lease = self.held.pop(member, None) if member is not None else None
         if lease is None:
             return
         self._acks.append(lease)
-        self._quiet_until = 0.0
+        if self._acking is None:
+            self._acking = call_later(_ACK_WITHIN, self._ack_due)
+
+    def _ack_due(self) -> None:
+        self._acking = None
         self._ack_pending()
-        self._nudge()
 
     def _ack_pending(self) -> None:
         if not self._acks or not self._flush():  # what a request queued goes in before its lease ends
@@ -341,8 +371,13 @@ class SharedScheduler(BaseScheduler):
             self.frontier.heartbeat(self.worker, [*self.held.values(), *self._acks])
 
     def _wake_in(self, seconds: float) -> None:
+        """Look at the frontier again in ``seconds``, or sooner if already due to."""
+        at = monotonic() + seconds
         if self._wake is not None:
-            return
+            if self._wake_at <= at:
+                return
+            self._wake.cancel()
+        self._wake_at = at
         self._wake = call_later(seconds, self._woken)
 
     def _woken(self) -> None:

@@ -313,6 +313,7 @@ class WorkerSpider(scrapy.Spider):
                 self._finish_later(request)
 
     def _finish_later(self, request: scrapy.Request) -> None:
+        self._scheduler().answered(request)
         self._spawn(self._finish(request))
 
     def _spawn(self, coro: Any) -> None:

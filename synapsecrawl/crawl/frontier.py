@@ -28,9 +28,11 @@ Entries are JSON (``Entry``), never pickle: anyone who can write to Redis must
 not be able to run code on the workers; an entry that is not our JSON is
 refused with one log line and dropped.
 
-Every call is one atomic Lua script (one round trip). All shared times are
-the Redis server's ``TIME``. Keys need one Redis (not a Cluster: a lease
-touches the ready set and a site's stream at once).
+Every call is one atomic Lua script (one round trip); a lease acknowledges
+the worker's finished leases in the same call and says when the next site
+falls due, so a worker sleeps until then rather than asking. All shared
+times are the Redis server's ``TIME``. Keys need one Redis (not a Cluster: a
+lease touches the ready set and a site's stream at once).
 """
 
 from __future__ import annotations
@@ -335,13 +337,21 @@ return added
 )
 
 # ARGV: P, pacer prefix, worker, lease seconds, concurrency, sites to look at, poll seconds, sweep (0|1),
-# spacing when the pacer has none yet.
-# Returns {1, site, id, data, reclaimed} or {0, seconds until the next site is due (-1: none), reclaimed}.
+# spacing when the pacer has none yet, then the worker's finished leases to acknowledge first (members).
+# Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due} or
+# {0, seconds until the next site is due (-1: none), reclaimed, sites left}: the worker sleeps until then
+# instead of asking again (one round trip a page for the lease and the last one's acknowledgement, #16).
 _LEASE = (
     _PRELUDE
     + """
 local pacer, worker, lease_for = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local concurrency, scan, poll = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+for i = 10, #ARGV do settle(ARGV[i], worker, false) end
+local function next_due()
+  local first = redis.call('ZRANGE', P .. ':ready', 0, 0, 'WITHSCORES')
+  if #first == 0 then return '-1' end
+  return string.format('%.3f', math.max(tonumber(first[2]) - now, 0))
+end
 local reclaimed = 0
 if ARGV[8] == '1' then
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', P .. ':inflight', '-inf', now, 'LIMIT', 0, 100)) do
@@ -381,16 +391,17 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
           if value > spacing then spacing = value end
         end
         if left then spacing = 0 end
-        redis.call('ZADD', P .. ':ready', now + spacing, site)
-        return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left')}
+        if tonumber(redis.call('HGET', P .. ':queued', site)) <= 0 then
+          redis.call('ZREM', P .. ':ready', site)  -- none left: no worker wakes for it (an add puts it back)
+        else
+          redis.call('ZADD', P .. ':ready', now + spacing, site)
+        end
+        return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left'), next_due()}
       end
     end
   end
 end
-local first = redis.call('ZRANGE', P .. ':ready', 0, 0, 'WITHSCORES')
-local hint = -1
-if #first > 0 then hint = math.max(tonumber(first[2]) - now, 0) end
-return {0, string.format('%.3f', hint), reclaimed, redis.call('HLEN', P .. ':left')}
+return {0, next_due(), reclaimed, redis.call('HLEN', P .. ':left')}
 """
 )
 
@@ -536,12 +547,14 @@ class SharedFrontier:
 
     # Working.
 
-    def lease(self, worker: str, *, sweep: bool = True) -> tuple[Lease | None, float, int]:
-        """One request of the first site that is due, for ``worker``.
+    def lease(self, worker: str, *, sweep: bool = True, acks: Sequence[Lease] = ()) -> tuple[Lease | None, float, int]:
+        """One request of the first site that is due, for ``worker``, after acknowledging ``acks`` (its
+        finished leases, as ``ack`` does) in the same step.
 
-        Returns (lease or None, seconds until the next site is due or -1 when
-        nothing is pending, leases of dead workers put back by this call).
-        ``left_count`` is then how many sites the crawl has left (``left``).
+        Returns (lease or None, seconds until the next site is due after this
+        lease or -1 when nothing is pending, leases of dead workers put back
+        by this call). ``left_count`` is then how many sites the crawl has
+        left (``left``).
         """
         reply = self._run(
             "lease",
@@ -555,6 +568,7 @@ class SharedFrontier:
                 self.poll_seconds,
                 1 if sweep else 0,
                 self.delay,
+                *(lease.member for lease in acks),
             ],
         )
         if int(reply[0]) == 1:
@@ -562,7 +576,7 @@ class SharedFrontier:
             data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
             left = reply[5].decode("utf-8") if isinstance(reply[5], bytes) else str(reply[5])
             self.left_count = int(reply[6])
-            return Lease(site, ident, data, _left(left)), 0.0, int(reply[4])
+            return Lease(site, ident, data, _left(left)), float(reply[7]), int(reply[4])
         self.left_count = int(reply[3])
         return None, float(reply[1]), int(reply[2])
 

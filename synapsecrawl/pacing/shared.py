@@ -65,14 +65,20 @@ local function keep(until_)
 end
 """).substitute(ratio=_MARGIN_RATIO, cap=_MARGIN_CAP, seconds=_MARGIN_SECONDS, keep=_KEEP_SECONDS)
 
-# ARGV: delay, concurrency limit, lease seconds, lease id, poll seconds.
+# ARGV: delay, concurrency limit, lease seconds, lease id, poll seconds, skip Crawl-delay (0|1).
 # Returns {granted 0|1, wait, spacing, paused_for} as strings (Lua numbers would be truncated to integers).
+# A start that skips the site's Crawl-delay (SER-ROBOTS-FEEDS: a feed's first add) is due the crawl's delay
+# (or a slow server's spacing) after the site's last start; it books the full spacing for the next.
 _ACQUIRE = (
     _PRELUDE
     + """
 local paused = tonumber(redis.call('HGET', state, 'paused') or '0')
 local paused_for = math.max(paused - now, 0)
 local next_start = tonumber(redis.call('HGET', state, 'next') or '0')
+if ARGV[6] == '1' then
+  local base = math.max(tonumber(ARGV[1]), tonumber(redis.call('HGET', state, 'slow') or '0'))
+  next_start = math.min(next_start, tonumber(redis.call('HGET', state, 'last') or '0') + gap_of(base))
+end
 local wait = math.max(next_start - now, paused_for)
 local reply = function(granted, w)
   return {granted, string.format('%.6f', w), string.format('%.6f', spacing), string.format('%.6f', paused_for)}
@@ -240,6 +246,11 @@ class RedisPacing:
         """Seconds between starts for ``site``, as this machine last heard it."""
         return max(self._local.spacing(site), self._shared_spacing.get(site, 0.0))
 
+    def spacing_without_crawl_delay(self, site: str) -> float:
+        """This machine's spacing for a request the site's Crawl-delay does not hold (SER-ROBOTS-FEEDS);
+        the grant in Redis applies the shared slow spacing too."""
+        return self._local.spacing_without_crawl_delay(site)
+
     def set_crawl_delay(self, site: str, crawl_delay: float | None) -> float:
         """Record the site's Crawl-delay for every machine; return the spacing that now applies."""
         spacing = self._local.set_crawl_delay(site, crawl_delay)
@@ -272,13 +283,18 @@ class RedisPacing:
 
     # The shared turn.
 
-    async def acquire(self, site: str) -> Turn:
-        """Ask Redis for a start at ``site`` now; learn its shared spacing and pause on the way."""
+    async def acquire(self, site: str, *, skip_crawl_delay: bool = False) -> Turn:
+        """Ask Redis for a start at ``site`` now; learn its shared spacing and pause on the way.
+
+        ``skip_crawl_delay``: a start the site's Crawl-delay does not hold (a feed's first add,
+        SER-ROBOTS-FEEDS): due the crawl's delay after the site's last start; a pause still holds it.
+        """
         lease = uuid.uuid4().hex
         asked = self.clock()
+        args = [self.delay, self.concurrency, self.lease_seconds, lease, self.poll_seconds, int(skip_crawl_delay)]
         try:
             granted, wait, spacing, paused_for = await self._script("acquire", _ACQUIRE, asynchronous=True)(
-                keys=self._keys(site), args=[self.delay, self.concurrency, self.lease_seconds, lease, self.poll_seconds]
+                keys=self._keys(site), args=args
             )
         except redis.RedisError as error:  # not knowing means "not yet" (fail toward politeness)
             self._unreachable(site, error)

@@ -151,6 +151,24 @@ def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_no
     f.close()
 
 
+def test_a_lease_acknowledges_the_last_ones_and_says_when_the_next_site_is_due(frontier: SharedFrontier) -> None:
+    """#16 (round trips): one lease call acknowledges the worker's finished leases (counted done, not
+    pending, not in flight) and says how long until the next site falls due, so the worker sleeps until
+    then instead of asking again."""
+    frontier.add([("a.test", Entry("http://a.test/1", "s")), ("a.test", Entry("http://a.test/2", "s"))])
+    first, hint, _ = frontier.lease("w1")
+    assert first is not None
+    assert hint == 0.5  # a.test's second page: a spacing (0.5 s) after the first's lease, same Redis time
+    time.sleep(hint + 0.05)
+    second, hint, _ = frontier.lease("w1", acks=[first])
+    assert second is not None and Entry.from_json(second.data).url == "http://a.test/2"
+    assert hint == -1  # nothing else pending
+    assert frontier.status().sites["a.test"] == (0, 1, 1)
+    assert frontier.status().workers["w1"][:2] == (1, 1)
+    assert frontier.lease("w1", acks=[second]) == (None, -1.0, 0)
+    assert frontier.drained()
+
+
 def test_redis_down_is_frontier_unreachable() -> None:
     """#16 (Redis unreachable): every frontier call that cannot reach Redis raises one exception the
     scheduler turns into one line and a wait."""

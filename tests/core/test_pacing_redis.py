@@ -176,3 +176,26 @@ async def test_a_crawl_delay_learned_after_a_start_pushes_the_next_start_for_eve
     _ = redis_prefix
     later = await b.acquire(SITE)
     assert not later.granted and later.wait > 18.0
+
+
+async def test_a_feeds_first_add_skips_the_crawl_delay_on_every_machine_and_its_refresh_waits_it(
+    machine: Machine, redis_prefix: str
+) -> None:
+    """SER-ROBOTS-FEEDS (#16, shared pacer): after the site's robots.txt start and its Crawl-delay of
+    600 s learned, a start that skips the Crawl-delay (a feed's first add) is granted at once on another
+    machine (the crawl's delay, 0 s here, has passed), while an ordinary start is told to wait the
+    Crawl-delay; after the first add the next start (a refresh) waits the full Crawl-delay from it."""
+    a, b = machine(delay=0.0, concurrency=1), machine(delay=0.0, concurrency=1)
+    robots = await a.acquire(SITE)
+    assert robots.lease is not None
+    a.set_crawl_delay(SITE, 600.0)
+    await a.release(SITE, robots.lease)
+    refused = await b.acquire(SITE)
+    assert not refused.granted and 590.0 < refused.wait <= 600.0 * 1.01 + 0.005
+    first_add = await b.acquire(SITE, skip_crawl_delay=True)
+    assert first_add.granted
+    assert first_add.lease is not None
+    await b.release(SITE, first_add.lease)
+    refresh = await a.acquire(SITE)
+    assert not refresh.granted and 590.0 < refresh.wait <= 600.0 * 1.01 + 0.005
+    assert _state(redis_prefix)["next"] - _redis_now() > 590.0  # booked from the first add, full Crawl-delay

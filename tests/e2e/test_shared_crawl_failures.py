@@ -3,12 +3,14 @@ Redis gone for a minute costs nothing but the wait. Asserted from the test serve
 
 from __future__ import annotations
 
-import subprocess
+import re
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
+from bench.redisserver import free_port, redis_server
 from tests.e2e.sharedcrawl import SharedCrawl, fetched, stored_pages
 from tests.helpers import gaps, write_urls
 from tests.site.server import Reply, TestServer
@@ -56,48 +58,38 @@ def test_a_worker_killed_mid_crawl_loses_nothing_its_leases_go_back_and_are_fetc
     assert sorted(str(row["url"]) for row in stored_pages(shared)) == sorted(urls)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _redis_server(port: int, data: Path) -> subprocess.Popen[bytes]:
-    """A redis-server of this test's own (never the shared 6379), persisting every write (appendonly)."""
-    proc = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(data),
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-            "--save",
-            "",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    import redis
-
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.RedisError:
-            assert time.monotonic() < deadline and proc.poll() is None, "redis-server did not start"
-            time.sleep(0.1)
-    client.close()
-    return proc
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_worker_stopped_with_ctrl_c_ends_its_leases_at_once_every_url_fetched_once(
+    server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path, sig: signal.Signals
+) -> None:
+    """#16 (a worker stopped: Ctrl-C, SIGTERM): 2 workers on 3 sites x 8 pages; once the server has seen
+    6 pages one worker gets SIGINT (or SIGTERM) and shuts down as Scrapy does, finishing what it had
+    started. Once it has exited it holds no lease (every one acknowledged or put back, none left to
+    expire in 45 s), the other worker finishes the crawl with every URL fetched exactly once, all of it
+    before the stopped worker's leases would have expired, and the KB holds every page."""
+    sites = [f"c{i}.{host}" for i in range(3)]
+    for site in sites:
+        server.add(site, {"/robots.txt": NO_ROBOTS, "*": Reply("<title>p</title><p>page text</p>", delay=0.5)})
+    urls = [server.url(site, f"/p{n}.html") for site in sites for n in range(8)]
+    assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
+    shared.settings["DOWNLOAD_TIMEOUT"] = "30"  # a lease of 45 s
+    stopped, _ = shared.start(2)
+    deadline = time.monotonic() + 120
+    while sum(1 for s in sites for h in server.log(s) if h.path != "/robots.txt") < 6:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    stopped.send_signal(sig)
+    signalled = time.monotonic()
+    assert stopped.wait(timeout=60) == 0, shared.log(0)[-3000:]
+    joined = re.search(r"worker (\S+) joins crawl", shared.log(0))
+    assert joined is not None
+    rows = [row for row in shared.status() if row.get("worker") == joined.group(1)]
+    assert len(rows) == 1 and rows[0]["in_flight"] == 0, rows  # nothing left to expire
+    shared.wait(timeout=240)
+    hits = [hit for site in sites for hit in server.log(site)]
+    assert fetched(hits) == {(s, p): 1 for s in sites for p in ["/robots.txt", *(f"/p{n}.html" for n in range(8))]}
+    assert max(hit.start for hit in hits) < signalled + 45.0  # nobody waited for a lease to expire
+    assert sorted(str(row["url"]) for row in stored_pages(shared)) == sorted(urls)
 
 
 def test_redis_gone_for_a_minute_mid_crawl_workers_say_so_once_wait_and_go_on_losing_nothing(
@@ -108,9 +100,9 @@ def test_redis_gone_for_a_minute_mid_crawl_workers_say_so_once_wait_and_go_on_lo
     and started again from its AOF. Each worker says so in one warning line and one line when Redis
     is back, and the crawl goes on: every page fetched exactly once (what was in flight finished
     meanwhile and was acknowledged once Redis answered), no site's gap under 1 s, the KB holds all."""
-    port, data = _free_port(), tmp_path / "redis"
+    port, data = free_port(), tmp_path / "redis"
     data.mkdir()
-    redis_proc = _redis_server(port, data)
+    redis_proc = redis_server(port, data, durable=True)
     crawl = SharedCrawl(
         name="outage",
         prefix="outage",
@@ -133,7 +125,7 @@ def test_redis_gone_for_a_minute_mid_crawl_workers_say_so_once_wait_and_go_on_lo
         redis_proc.terminate()  # SHUTDOWN: the AOF is complete (appendfsync always)
         redis_proc.wait(timeout=30)
         time.sleep(60)
-        redis_proc = _redis_server(port, data)
+        redis_proc = redis_server(port, data, durable=True)
         crawl.wait(timeout=300)
         hits = [hit for site in sites for hit in server.log(site)]
         assert fetched(hits) == {(s, p): 1 for s in sites for p in ["/robots.txt", *(f"/p{n}.html" for n in range(8))]}

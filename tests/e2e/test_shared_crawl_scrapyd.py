@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REDIS_URL, synapsecrawl, write_urls
-from tests.e2e.sharedcrawl import fetched
+from tests.e2e.sharedcrawl import SharedCrawl, fetched, page
 from tests.e2e.test_scrapyd import (  # noqa: F401 - the module's Scrapyd fixtures
     TEST_SETTINGS,
     deployed,
@@ -74,3 +75,56 @@ def test_two_scrapyd_worker_jobs_share_one_crawl(
     assert fetched(hits) == {(site, f"/p{n}.html"): 1 for site in sites for n in range(4)}
     listed = synapsecrawl("kb", "list", "--uri", postgres_schema_uri, "--format", "jsonl")
     assert sorted(json.loads(line)["url"] for line in listed.stdout.splitlines()) == sorted(urls)
+
+
+def test_recrawl_with_scrapyd_schedules_n_workers_that_read_the_shared_source_again(
+    deployed: str,  # noqa: F811 - the imported fixture
+    server: TestServer,
+    host: str,
+    shared: SharedCrawl,
+) -> None:
+    """#16 (a source crawled shared is re-read by recrawl shared; Scrapyd running N workers; SYN-REREAD):
+    a site crawled by 2 local workers is recorded in the KB; once it is due, `synapsecrawl recrawl --crawl
+    NAME --scrapyd URL --workers 2` queues it in the shared crawl again (a new round) and schedules 2
+    worker jobs on the real Scrapyd; both join the crawl, and between them every page is fetched once
+    more (twice in all, once a round), with no error in either job's log."""
+    from tests.e2e.test_recrawl import make_due
+
+    site = f"sched.{host}"
+    server.add(
+        site, {"/robots.txt": Reply("", status=404), "/": page("start", ("/a.html", "/b.html")), "*": page("leaf")}
+    )
+    assert shared.add("--url", server.url(site, "/"), "--mode", "site").returncode == 0
+    shared.start(2)
+    shared.wait()
+    make_due(shared.kb_uri)
+    settings = {**TEST_SETTINGS, "PACING_REDIS_PREFIX": shared.prefix, "EXTRACT_PROCESSES": "0"}
+    settings.pop("DOWNLOAD_DELAY")
+    out = synapsecrawl(
+        "recrawl",
+        "--uri",
+        shared.kb_uri,
+        "--crawl",
+        shared.name,
+        "--redis",
+        shared.redis_url,
+        "--prefix",
+        shared.frontier_prefix,
+        "--scrapyd",
+        deployed,
+        "--workers",
+        "2",
+        *(arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")),
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "new round" in out.stdout, out.stdout
+    jobs = re.findall(r"worker of shared crawl: Scrapyd job (\S+)", out.stdout)
+    assert len(jobs) == 2, out.stdout
+    for job in jobs:
+        wait_finished(deployed, job, timeout=240)
+    for job in jobs:
+        log = job_log(deployed, "worker", job)
+        assert "log_count/ERROR" not in log, log[-3000:]
+        assert f"joins crawl {shared.name}" in log
+    pages = fetched([hit for hit in server.log(site) if hit.path != "/robots.txt"])
+    assert pages == {(site, path): 2 for path in ("/", "/a.html", "/b.html")}
