@@ -40,8 +40,8 @@ from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
 from middlewares.addon import operator_settings
+from middlewares.exceptions import Unchanged
 from middlewares.failures import describe, quiet_dataloss_hint
-from middlewares.reread import Unchanged
 from middlewares.runtime import Runtime
 from synapsecrawl.config import check_config
 from synapsecrawl.crawlrequest import CrawlRequest

@@ -28,7 +28,7 @@ from twisted.internet.error import TimeoutError as TwistedTimeoutError
 from twisted.python.failure import Failure
 
 from middlewares.addon import operator_settings
-from middlewares.reread import Unchanged
+from middlewares.exceptions import Unchanged
 from middlewares.runtime import Runtime
 from spiders.base import SynapseSpider
 from synapsecrawl.config import check_config

@@ -40,7 +40,7 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from middlewares.addon import operator_settings
-from middlewares.backoff import RetryScheduled
+from middlewares.exceptions import RetryScheduled
 from middlewares.runtime import Runtime
 from middlewares.sharedfrontier import LEASE, ORIGIN, SharedScheduler, plain_meta, worker_name
 from spiders.base import SynapseSpider

@@ -1,10 +1,11 @@
-"""BackoffMiddleware and BackoffGateMiddleware: pauses, clamps, 403 streaks, 404 memory, retries, holds.
+"""BackoffGateMiddleware, BackoffMiddleware and BackoffRetryMiddleware: pauses, clamps, 403 streaks,
+404 memory, retries, holds.
 
-Each answer goes in as the crawl delivers it (the response_downloaded signal, then process_response)
-with real Request and Response objects; what comes out is read where the crawl reads it: the pacer's
-pause, the store's site state and URL holds, stats and the summary. The middleware reads the wall clock
-(unix seconds for the store, monotonic for the pacer), so a wait is checked between bounds taken on
-each side of the call: exact, whatever the machine's load.
+Each answer goes in as the crawl delivers it (the response_downloaded signal, then process_response
+through backoff (655) and its retries (650), in the crawl's order) with real Request and Response
+objects; what comes out is read where the crawl reads it: the pacer's pause, the store's site state and
+URL holds, stats and the summary. Most tests run on the real clocks and check a wait between bounds
+taken on each side of the call; those on a fake clock (BackoffState's ``Clock``) check it exactly.
 """
 
 from __future__ import annotations
@@ -21,20 +22,41 @@ from scrapy.exceptions import DontCloseSpider, DownloadTimeoutError, IgnoreReque
 from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 
-from middlewares.backoff import BackoffGateMiddleware, BackoffMiddleware, RetryScheduled, SiteLeft, UrlHeld
+from middlewares.backoff import BackoffGateMiddleware, BackoffMiddleware, BackoffState, Clock
+from middlewares.exceptions import RetryScheduled, SiteLeft, UrlHeld
+from middlewares.retry import BackoffRetryMiddleware
 from middlewares.runtime import Runtime
 from synapsecrawl.kb.store import SiteState, UrlHold
 from tests.adapters.crawlers import SideFetches, crawler_for
 
 
-class Crawl:
-    """One crawl's backoff: the gate, the middleware, and the state they share."""
+class _Chain:
+    """Backoff (655) and its retries (650) as the downloader chains them: requests up, answers down."""
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, backoff: BackoffMiddleware, retry: BackoffRetryMiddleware) -> None:
+        self.backoff, self.retry = backoff, retry
+
+    def process_request(self, request: Request) -> None:
+        self.backoff.process_request(request)
+
+    async def process_response(self, request: Request, response: Response) -> Request | Response:
+        passed = await self.backoff.process_response(request, response)
+        return await self.retry.process_response(request, passed)
+
+    async def process_exception(self, request: Request, exception: Exception) -> Request | None:
+        return await self.retry.process_exception(request, exception)
+
+
+class Crawl:
+    """One crawl's backoff: the gate, the middlewares, and the state they share (on ``clock``, if given)."""
+
+    def __init__(self, crawler: Crawler, clock: Clock | None = None) -> None:
         self.crawler = crawler
         self.engine = SideFetches().install(crawler)
+        self.state = BackoffState.of(crawler, clock)
         self.gate = build_from_crawler(BackoffGateMiddleware, crawler)
-        self.mw = build_from_crawler(BackoffMiddleware, crawler)
+        self.retry = build_from_crawler(BackoffRetryMiddleware, crawler)
+        self.mw = _Chain(build_from_crawler(BackoffMiddleware, crawler), self.retry)
         self.runtime = Runtime.of(crawler)
         self.profile = self.runtime.profile.name
 
@@ -270,7 +292,7 @@ async def test_serenereader_retries_a_500_after_30_seconds_and_keeps_the_spider_
     [(_, idle)] = c.crawler.signals.send_catch_log(signals.spider_idle, spider=None)
     assert idle.check(DontCloseSpider)  # type: ignore[union-attr]
     c.crawler.signals.send_catch_log(signals.spider_closed, spider=None, reason="finished")
-    assert c.crawler.signals.send_catch_log(signals.spider_idle, spider=None) == [(c.mw._idle, None)]
+    assert c.crawler.signals.send_catch_log(signals.spider_idle, spider=None) == [(c.retry._idle, None)]
 
 
 async def test_serenereader_gives_up_after_three_retries_and_skips_an_hour(
@@ -379,14 +401,6 @@ async def test_backoff_max_wait_lowers_the_profiles_wait_never_raises_it(
     assert (c.stat("backoff/paused/503") == 1) is not left
     warnings = [r.getMessage() for r in caplog.records if r.name == "middlewares.backoff"]
     assert len(warnings) == (0 if max_wait == 100 else 1)
-
-
-async def test_snagabot_spaces_a_slow_site_ten_times_its_response_time(tmp_path: Path) -> None:
-    """SNA-SLOW: an answer that took 0.5 s spaces the host's next requests 5 s apart."""
-    c = crawl(tmp_path, "snagabot")
-    c.downloaded("http://slow.test/", 200, download_latency=0.5)
-    assert c.runtime.pacer.spacing("slow.test") == pytest.approx(5.0)
-    assert c.stat("backoff/slow") == 1
 
 
 async def test_a_shorter_pause_never_cuts_a_longer_one(tmp_path: Path) -> None:

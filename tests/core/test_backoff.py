@@ -16,11 +16,10 @@ from synapsecrawl.backoff import (
     decide,
     feed_retry_delay,
     parse_retry_after,
-    slow_spacing,
 )
 from synapsecrawl.kb.sqlite import SQLiteStore
 from synapsecrawl.kb.store import SiteState, UrlHold
-from synapsecrawl.pacing import SiteClock
+from synapsecrawl.pacing import SiteClock, slow_spacing
 from synapsecrawl.profiles import BackoffPolicy, load_profile
 
 NOW = 1_750_000_000.0  # a fixed "now" in unix seconds
