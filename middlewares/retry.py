@@ -20,7 +20,8 @@ from scrapy import signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.utils.misc import load_object
 
-from middlewares.backoff import JUDGED, BackoffState, Judged, is_side_fetch, secs
+from middlewares.backoff import JUDGED, Judged, is_side_fetch
+from middlewares.backoffstate import BackoffState, secs
 from middlewares.exceptions import RetryScheduled, SiteLeft, when
 from spiders.feedholds import FeedHolds
 from synapsecrawl.backoff import Decision, SiteHistory, decide

@@ -141,6 +141,7 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
 
     def _woken(self) -> None:
         self._wake, self._wake_at = None, float("inf")
-        slot = getattr(self.crawler.engine, "_slot", None)  # the engine's own "look at the scheduler again"
+        engine = self.crawler.engine
+        slot = engine._slot if engine is not None else None  # the engine's own "look at the scheduler again"
         if slot is not None:
             slot.nextcall.schedule()

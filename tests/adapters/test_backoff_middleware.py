@@ -423,3 +423,67 @@ async def test_the_stored_reason_says_how_a_clamped_retry_after_was_taken(tmp_pa
     await c.answered("https://docs.test/a", 429, "5")
     state = c.site_state("docs.test")
     assert state is not None and state.pause_reason == "429, Retry-After 5.0 s taken as 60 s"
+
+
+class _Clocks:
+    """Fake wall and monotonic clocks, moved together by ``advance``."""
+
+    def __init__(self, wall: float = 1_800_000_000.0, mono: float = 5_000.0) -> None:
+        self.wall, self.mono = wall, mono
+
+    def clock(self) -> Clock:
+        return Clock(wall=lambda: self.wall, monotonic=lambda: self.mono)
+
+    def advance(self, seconds: float) -> None:
+        self.wall += seconds
+        self.mono += seconds
+
+
+def crawl_at(tmp_path: Path, clocks: _Clocks, profile: str = "synapsebot", **settings: object) -> Crawl:
+    return Crawl(crawler_for(tmp_path, BOT_PROFILE=profile, **settings), clocks.clock())
+
+
+async def test_on_a_fake_clock_retry_after_pauses_exactly_as_long_in_the_pacer_and_the_store(tmp_path: Path) -> None:
+    """SNA-429 alike (SynapseBot): a 503 with Retry-After 120 pauses the site exactly 120 s, on the pacer's
+    monotonic clock and in the store's unix time, and its retry's deferred hold is due at the same moment."""
+    clocks = _Clocks()
+    c = crawl_at(tmp_path, clocks)
+    retry = await c.answered("http://a.test/busy", 503, "120")
+    assert isinstance(retry, Request)
+    assert c.runtime.pacer.paused_until("a.test") == clocks.mono + 120
+    state = c.site_state("a.test")
+    assert state is not None and state.paused_until == clocks.wall + 120
+    hold = c.hold("http://a.test/busy")
+    assert hold is not None and hold.until == clocks.wall + 120 and hold.recorded_at == clocks.wall
+
+
+async def test_on_a_fake_clock_an_earlier_crawls_pause_is_held_for_exactly_what_is_left(tmp_path: Path) -> None:
+    """Backoff across crawls: a site an earlier crawl paused until 100 s from now is held in the pacer for
+    exactly those 100 s; once the pause is over, the next crawl does not hold it at all."""
+    clocks = _Clocks()
+    c = crawl_at(tmp_path, clocks)
+    c.runtime.store().put_site_state(c.profile, SiteState("near.test", clocks.wall + 100, "503"))
+    await c.gate.process_request(Request("http://near.test/"))
+    assert c.runtime.pacer.paused_until("near.test") == clocks.mono + 100
+    clocks.advance(100)
+    later = crawl_at(tmp_path, clocks)
+    await later.gate.process_request(Request("http://near.test/"))
+    assert later.runtime.pacer.paused_until("near.test") == 0.0
+
+
+async def test_on_a_fake_clock_a_held_url_passes_the_gate_the_moment_its_hold_ends(
+    tmp_path: Path, signing: dict[str, str]
+) -> None:
+    """SER-ERRORS: a URL held until a time is refused by the gate a second before it and let through (to
+    be released once answered) at it."""
+    clocks = _Clocks()
+    c = crawl_at(tmp_path, clocks, "serenereader", **signing)
+    url = "http://blog.test/flaky"
+    c.runtime.store().put_url_hold(c.profile, UrlHold(url, "deferred", clocks.wall + 1, "500", "blog.test"))
+    with pytest.raises(UrlHeld):
+        await c.gate.process_request(Request(url))
+    clocks.advance(1)
+    later = crawl_at(tmp_path, clocks, "serenereader", **signing)
+    request = Request(url)
+    await later.gate.process_request(request)
+    assert request.meta["backoff_held"] is True
