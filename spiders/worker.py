@@ -45,6 +45,7 @@ from middlewares.runtime import Runtime
 from middlewares.sharedfrontier import LEASE, ORIGIN, SharedScheduler, plain_meta, worker_name
 from spiders.base import SynapseSpider
 from spiders.feed import FeedSpider
+from spiders.feedholds import FeedHolds
 from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
@@ -199,6 +200,7 @@ class WorkerSpider(scrapy.Spider):
         if isinstance(spider, FeedSpider):
             spider.previews = self.runtime.profile.accepts_type("image/png")
             spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()
+            spider._holds = FeedHolds(self.crawler)
         return spider
 
     # Requests to and from the frontier.

@@ -68,6 +68,10 @@ _TURNS_TO_SEND = 3
 _LEASE = "pacing_lease"  # meta: the start the shared pacer granted (PACING_REDIS_URL), given back on the answer
 
 
+def _secs(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"  # as backoff's log lines say it
+
+
 class PacedDownloader(Downloader):
     """Scrapy's downloader with one slot per site, paced by the crawl's pacer (``Runtime.pacer``)."""
 
@@ -176,7 +180,9 @@ class PacedDownloader(Downloader):
         if after > before * 1.1:
             assert self.crawler.stats is not None
             self.crawler.stats.inc_value("backoff/slow")
-            logger.info("pacing: %s answered in %.1f s: %.1f s between its requests now", site, latency or 0, after)
+            logger.info(
+                "backoff: %s answered in %s: %s between its requests now", site, _secs(latency or 0), _secs(after)
+            )
 
     def _response_downloaded(self, response: Response, request: Request, **_: Any) -> None:
         key = request.meta.get(self.DOWNLOAD_SLOT, "")
