@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
+from middlewares.exceptions import Unchanged
 from middlewares.runtime import Runtime
 from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.kb.records import utcnow
@@ -39,16 +40,12 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["RemovalListMiddleware", "RereadMiddleware", "Unchanged"]
+__all__ = ["RemovalListMiddleware", "RereadMiddleware"]
 
 logger = logging.getLogger(__name__)
 
 _VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
 _PERMANENT = (301, 308)
-
-
-class Unchanged(IgnoreRequest):
-    """The server answered 304: the stored copy is current, and marked verified."""
 
 
 class RereadMiddleware:

@@ -22,6 +22,7 @@ from middlewares.resolver import refusal
 from middlewares.runtime import Runtime
 from synapsecrawl.kb.records import RobotsCopy
 from synapsecrawl.kb.removals import remove_disallowed
+from synapsecrawl.pacing.clock import site_crawl_delay
 from synapsecrawl.rules.robots_policy import RobotsOutcome, is_fresh, judge_fetch
 from synapsecrawl.urls import origin_of
 
@@ -141,11 +142,8 @@ class RobotsMiddleware:
             raise
         self._outcomes[origin] = (fetched_at, future)
         future.set_result(outcome)
-        # OMN-CD, OMN-SITE: a site of many hosts is paced as one, each host with its own robots.txt: the
-        # longest Crawl-delay among them holds, so a host without one does not undo another's.
-        origins[origin] = outcome.rules.crawl_delay
-        stated = [delay for delay in origins.values() if delay is not None]
-        self._runtime.pacer.set_crawl_delay(site, max(stated) if stated else None)
+        origins[origin] = outcome.rules.crawl_delay  # a site of many hosts is paced as one (site_crawl_delay)
+        self._runtime.pacer.set_crawl_delay(site, site_crawl_delay(origins.values()))
         return outcome
 
     async def _load(self, origin: str, now: float) -> tuple[float, RobotsOutcome]:

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
-from middlewares.backoff import SiteLeft, left_elsewhere
+from middlewares.backoff import left_elsewhere
+from middlewares.exceptions import SiteLeft
 from synapsecrawl.crawl.frontier import BadEntry, Entry, FrontierUnreachable, Lease, SharedFrontier
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.misc import load_object
 
-from middlewares.pacing import PacedDownloader
+from middlewares.engine.downloader import PacedDownloader
 from middlewares.runtime import Runtime
 from synapsecrawl.errors import SigningError
 from synapsecrawl.signing import SigningKey, load_private_key, sign_request

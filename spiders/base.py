@@ -39,8 +39,8 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
+from middlewares.exceptions import Unchanged
 from middlewares.failures import describe, quiet_dataloss_hint
-from middlewares.reread import Unchanged
 from middlewares.runtime import Runtime
 from synapsecrawl.crawl.jobdir import mark_closed
 from synapsecrawl.crawl.request import CrawlRequest

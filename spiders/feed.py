@@ -4,7 +4,7 @@ Each feed (RSS, Atom or JSON Feed, read by ``synapsecrawl.extract.feeds``) is fe
 with meta ``feed``: robots.txt judges it by the bot's own group only where the
 profile says so (SER-ROBOTS-FEEDS), a failed refresh delays the next by the
 feed curve and a feed still held is skipped here (SER-FEED-BACKOFF,
-``middlewares.backoff``). The feed itself is kept as a page of the KB (title,
+``spiders.feedholds``). The feed itself is kept as a page of the KB (title,
 description, the feed's media type, its ETag and Last-Modified), so its next
 read is conditional and an unchanged feed costs a 304 (SER-COND,
 ``middlewares.reread``). A feed counts as first added while the KB holds no
@@ -45,11 +45,11 @@ from scrapy.http import Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from middlewares.backoff import RetryScheduled
+from middlewares.engine.downloader import SKIP_CRAWL_DELAY
+from middlewares.exceptions import RetryScheduled, Unchanged
 from middlewares.failures import describe
-from middlewares.pacing import SKIP_CRAWL_DELAY
-from middlewares.reread import Unchanged
 from spiders.base import SynapseSpider
+from spiders.feedholds import FeedHolds
 from synapsecrawl.extract.feeds import (
     ENTRY_TYPE_SUFFIX,
     Feed,
@@ -86,6 +86,7 @@ class FeedSpider(SynapseSpider):
     _waiting: dict[str, list[Any]]  # feed URL -> [articles still to settle, the feed's item]
     _entries: set[str]
     _icon_origins: set[str]
+    _holds: FeedHolds  # SER-FEED-BACKOFF: failed refreshes hold the feed (written by middlewares.retry)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FeedSpider:
@@ -93,14 +94,15 @@ class FeedSpider(SynapseSpider):
         assert isinstance(spider, FeedSpider)
         spider.previews = spider.runtime.profile.previews
         spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()
+        spider._holds = FeedHolds(crawler)
         return spider
 
     async def start(self) -> AsyncIterator[Any]:
-        store, profile = self.runtime.store(), self.runtime.profile.name
+        store = self.runtime.store()
         for url in self.crawl.urls:
             request = self._feed_request(url)
-            hold = await asyncio.to_thread(store.get_url_hold, profile, request.url)
-            if hold is not None and hold.until > time.time():
+            hold = await self._holds.held(request.url)
+            if hold is not None:
                 logger.info(
                     "feed %s: next refresh not before %s (%s, %d failed refreshes in a row)",
                     request.url,

@@ -27,7 +27,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet.error import TimeoutError as TwistedTimeoutError
 from twisted.python.failure import Failure
 
-from middlewares.reread import Unchanged
+from middlewares.exceptions import Unchanged
 from middlewares.runtime import Runtime
 from spiders.base import SynapseSpider
 from synapsecrawl.crawl.ondemand import (

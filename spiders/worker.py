@@ -39,11 +39,12 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from middlewares.backoff import RetryScheduled
+from middlewares.exceptions import RetryScheduled
 from middlewares.runtime import Runtime
 from middlewares.sharedfrontier import LEASE, ORIGIN, SharedScheduler, plain_meta, worker_name
 from spiders.base import SynapseSpider
 from spiders.feed import FeedSpider
+from spiders.feedholds import FeedHolds
 from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
@@ -196,6 +197,7 @@ class WorkerSpider(scrapy.Spider):
         if isinstance(spider, FeedSpider):
             spider.previews = self.runtime.profile.previews
             spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()
+            spider._holds = FeedHolds(self.crawler)
         return spider
 
     # Requests to and from the frontier.

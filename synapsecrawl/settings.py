@@ -62,10 +62,10 @@ EXTRACT_PROCESSES = "auto"
 # 100: 0.6 ms of event-loop time for a page's one item); our spiders yield one
 # item a page, a feed some dozens, all written through one KB connection.
 CONCURRENT_ITEMS = 16
-DOWNLOADER = "middlewares.pacing.PacedDownloader"
+DOWNLOADER = "middlewares.engine.downloader.PacedDownloader"
 # The frontier hands out a request only when its site is due: waiting is done
 # there, not in the downloader, where it would hold a global slot (#8).
-SCHEDULER_PRIORITY_QUEUE = "middlewares.frontier.PacedPriorityQueue"
+SCHEDULER_PRIORITY_QUEUE = "middlewares.engine.scheduler.PacedPriorityQueue"
 TWISTED_DNS_RESOLVER = "middlewares.resolver.GuardedResolver"
 
 DOWNLOADER_MIDDLEWARES = {
@@ -76,7 +76,7 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.robots.RobotsMiddleware": 100,  # replaces Scrapy's (None): judge first
     "middlewares.budget.PageBudgetMiddleware": 120,  # a page counts once robots.txt lets it through
     # after robots.txt (it sets the pace): a request not due yet goes back to the frontier
-    "middlewares.frontier.PacingGateMiddleware": 130,
+    "middlewares.pacing.PacingGateMiddleware": 130,
     "middlewares.tdmrep.TdmRepMiddleware": 130,  # OMN-FETCH: a site we really fetch from gets tdmrep.json read first
     # JS_RENDERING only: renders what the gates (560) and Retry (550) let through, the page's slot free again
     "middlewares.render.RenderMiddleware": 540,
@@ -91,8 +91,11 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "middlewares.redirects.ScopedRedirectMiddleware": 600,  # replaces Scrapy's (None), same place: judges each hop
     # Above redirects (600): sees a 3xx's Retry-After; above ResponseGate (560) and Retry (550): sees
-    # every 429/503 (even of a refused type) first, and owns SereneReader's timeouts and 5xx.
-    "middlewares.backoff.BackoffMiddleware": 650,
+    # every 429/503 (even of a refused type) first, and owns SereneReader's timeouts and 5xx. Backoff
+    # judges at download time and saves the site's state on the way back (655); its retries and holds run
+    # where they ran before the split (650), just after, with nothing between them.
+    "middlewares.backoff.BackoffMiddleware": 655,
+    "middlewares.retry.BackoffRetryMiddleware": 650,
     # last: signs what goes on the wire (after 900, HttpCache), as it leaves (PacedDownloader calls process_send)
     "middlewares.signing.SigningMiddleware": 950,
 }
@@ -117,5 +120,5 @@ DEPTH_PRIORITY = 1
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 # Pending requests as small pickles, not live objects: a 1M-URL frontier in a
 # few hundred MB instead of gigabytes (#8, docs/benchmarks.md); start URLs too.
-SCHEDULER_MEMORY_QUEUE = "middlewares.frontier.CompactFifoQueue"
-SCHEDULER_START_MEMORY_QUEUE = "middlewares.frontier.CompactFifoQueue"
+SCHEDULER_MEMORY_QUEUE = "middlewares.engine.queues.CompactFifoQueue"
+SCHEDULER_START_MEMORY_QUEUE = "middlewares.engine.queues.CompactFifoQueue"

@@ -14,7 +14,6 @@ is seconds from ``now``. Randomness (jitter) is passed in too.
 
 from __future__ import annotations
 
-import math
 import random
 import re
 from collections.abc import Callable
@@ -33,7 +32,6 @@ __all__ = [
     "decide",
     "feed_retry_delay",
     "parse_retry_after",
-    "slow_spacing",
 ]
 
 HoldKind = Literal["gone", "deferred"]
@@ -65,16 +63,6 @@ def parse_retry_after(value: str | bytes | None, now: float) -> float | None:
     except (ValueError, OverflowError):
         return None
     return min(max(0.0, when - now), _HUGE)
-
-
-def slow_spacing(factor: float, latency: float | None, cap: float) -> float:
-    """The spacing a slow answer asks for: ``factor`` times its response time, at most ``cap`` (SNA-SLOW).
-
-    0.0 when the profile promises nothing (factor 0) or the latency is unknown.
-    """
-    if not factor or latency is None or not math.isfinite(latency) or latency <= 0:
-        return 0.0
-    return min(factor * latency, cap)
 
 
 @dataclass(frozen=True)

@@ -5,23 +5,63 @@ operator setting) and the site's Crawl-delay, capped at the profile's
 Crawl-delay cap (ALL-CD). Pauses (429/503, Retry-After) hold a site until a
 time. Time is passed in (seconds from ``time.monotonic()``), never read here.
 
-``SiteClock`` books starts; ``PacingState`` is the small interface a shared
-(Redis-backed) implementation provides for a deployment of many machines.
-``SiteTurns`` orders the sites that have work by when each may start again, so
-a scheduler hands out only requests whose site is due (a polite crawler's
-frontier: Mercator's back-queue heap).
+``SiteClock`` holds each site's spacing and pause; ``PacingState`` is the
+interface a shared (Redis-backed) one provides for many machines.
+``next_start`` is the one decision: the spacing with ``MARGIN``, from the last
+start, after any pause. ``SiteTurns`` orders the sites with work by when each
+may start (Mercator's back-queue heap). Slow-server spacing (SNA-SLOW) and the
+site-wide Crawl-delay over a site's hosts (OMN-CD) are decided here too.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
-__all__ = ["LagMeter", "PacingState", "SiteClock", "SiteTurns", "reached_server_by", "spacing_for"]
+__all__ = [
+    "MARGIN",
+    "LagMeter",
+    "Margin",
+    "PacingState",
+    "SiteClock",
+    "SiteTurns",
+    "gap",
+    "next_start",
+    "reached_server_by",
+    "site_crawl_delay",
+    "slow_spacing",
+    "spacing_for",
+]
+
+
+class Margin(NamedTuple):
+    """What each gap carries beyond the spacing: ``min(spacing * ratio, cap) + seconds``."""
+
+    ratio: float
+    cap: float
+    seconds: float
+
+
+# The server sees arrivals, not our starts: a fresh connection's set-up can delay one request's arrival
+# but not the next one's, so each gap carries a small margin (measured on loopback: a few ms). The one
+# margin: this process's slots and the shared (Redis) pacer's script both take it from here.
+MARGIN = Margin(ratio=0.01, cap=0.05, seconds=0.005)
+
+
+def gap(spacing: float, margin: Margin = MARGIN) -> float:
+    """The seconds kept between two starts to a site whose spacing is ``spacing``."""
+    return spacing + min(spacing * margin.ratio, margin.cap) + margin.seconds
+
+
+def next_start(last_start: float | None, spacing: float, paused_until: float = 0.0) -> float:
+    """When a site's next request may start: a gap after its last start (``None``: none yet), and not in a pause."""
+    if last_start is None:
+        return paused_until
+    return max(paused_until, last_start + gap(spacing))
 
 
 def spacing_for(delay: float, crawl_delay: float | None, cap: float) -> float:
@@ -33,6 +73,26 @@ def spacing_for(delay: float, crawl_delay: float | None, cap: float) -> float:
     if crawl_delay is None or math.isnan(crawl_delay) or crawl_delay <= 0:
         return delay
     return max(delay, min(crawl_delay, cap))
+
+
+def site_crawl_delay(stated: Iterable[float | None]) -> float | None:
+    """The Crawl-delay of a site served by many hosts, each with its own robots.txt (OMN-CD, OMN-SITE).
+
+    The site is paced as one, so the longest stated delay holds: a host without
+    one does not undo another's. ``None`` when no host states one.
+    """
+    delays = [delay for delay in stated if delay is not None]
+    return max(delays) if delays else None
+
+
+def slow_spacing(factor: float, latency: float | None, cap: float) -> float:
+    """The spacing a slow answer asks for: ``factor`` times its response time, at most ``cap`` (SNA-SLOW).
+
+    0.0 when the profile promises nothing (factor 0) or the latency is unknown.
+    """
+    if not factor or latency is None or not math.isfinite(latency) or latency <= 0:
+        return 0.0
+    return min(factor * latency, cap)
 
 
 def reached_server_by(dispatched: float, answered: float, spacing: float, loop_lag: float = 0.0) -> float:
@@ -79,9 +139,9 @@ class PacingState(Protocol):
 
     def spacing(self, site: str) -> float: ...
     def set_crawl_delay(self, site: str, crawl_delay: float | None) -> float: ...
+    def set_spacing(self, site: str, spacing: float) -> None: ...
     def pause(self, site: str, until: float) -> None: ...
     def paused_until(self, site: str) -> float: ...
-    def reserve(self, site: str, now: float) -> float: ...
 
 
 @dataclass
@@ -92,7 +152,6 @@ class SiteClock:
     crawl_delay_cap: float
     _spacing: dict[str, float] = field(default_factory=dict)
     _paused: dict[str, float] = field(default_factory=dict)
-    _next_start: dict[str, float] = field(default_factory=dict)
     _slow: dict[str, float] = field(default_factory=dict)
 
     def spacing(self, site: str) -> float:
@@ -125,12 +184,6 @@ class SiteClock:
     def paused_until(self, site: str) -> float:
         """When ``site`` may be asked again (0.0 when it is not paused)."""
         return self._paused.get(site, 0.0)
-
-    def reserve(self, site: str, now: float) -> float:
-        """Book the next start for ``site``; return the seconds to wait before it."""
-        start = max(now, self._next_start.get(site, now), self._paused.get(site, 0.0))
-        self._next_start[site] = start + self.spacing(site)
-        return start - now
 
 
 @dataclass

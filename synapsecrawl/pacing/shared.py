@@ -30,7 +30,7 @@ import redis
 import redis.asyncio
 
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.pacing.clock import SiteClock
+from synapsecrawl.pacing.clock import MARGIN, Margin, SiteClock
 
 __all__ = ["DEFAULT_PREFIX", "RedisPacing", "Turn", "check_redis"]
 
@@ -40,12 +40,8 @@ DEFAULT_PREFIX = "synapsecrawl:pacing"
 
 # A day: Crawl-delay and slow spacing are kept as long as robots.txt is (RFC 9309 §2.4), pauses longer.
 _KEEP_SECONDS = 86_400
-# The server sees arrivals, not our starts: each gap carries a small margin (as middlewares.pacing does).
-_MARGIN_RATIO = 0.01
-_MARGIN_CAP = 0.05
-_MARGIN_SECONDS = 0.005
-
 # KEYS: state hash, lease sorted set. Shared by every script: the Redis time and the site's spacing.
+# Every script's last three ARGV are the gap's margin (synapsecrawl.pacing.clock.MARGIN: ratio, cap, seconds).
 _PRELUDE = Template("""
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
@@ -56,14 +52,16 @@ for _, name in ipairs({'spacing', 'slow'}) do
   local value = tonumber(redis.call('HGET', state, name) or '0')
   if value > spacing then spacing = value end
 end
-local function gap_of(s) return s + math.min(s * $ratio, $cap) + $seconds end
+local margin_ratio, margin_cap = tonumber(ARGV[#ARGV - 2]), tonumber(ARGV[#ARGV - 1])
+local margin_seconds = tonumber(ARGV[#ARGV])
+local function gap_of(s) return s + math.min(s * margin_ratio, margin_cap) + margin_seconds end
 local gap = gap_of(spacing)
 local function keep(until_)
   local ms = math.ceil((math.max(until_ - now, 0) + $keep) * 1000)
   redis.call('PEXPIRE', state, ms)
   redis.call('PEXPIRE', KEYS[2], ms)
 end
-""").substitute(ratio=_MARGIN_RATIO, cap=_MARGIN_CAP, seconds=_MARGIN_SECONDS, keep=_KEEP_SECONDS)
+""").substitute(keep=_KEEP_SECONDS)
 
 # ARGV: delay, concurrency limit, lease seconds, lease id, poll seconds, skip Crawl-delay (0|1).
 # Returns {granted 0|1, wait, spacing, paused_for} as strings (Lua numbers would be truncated to integers).
@@ -214,6 +212,7 @@ class RedisPacing:
     poll_seconds: float = 0.25
     clock: Callable[[], float] = time.monotonic
     report_outages: bool = True  # one warning per site whose turn Redis failed to give
+    margin: Margin = MARGIN
     _local: SiteClock = field(init=False)
     _shared_spacing: dict[str, float] = field(init=False, default_factory=dict)
     _written: dict[tuple[str, str], float] = field(init=False, default_factory=dict)
@@ -225,6 +224,10 @@ class RedisPacing:
     def __post_init__(self) -> None:
         self._local = SiteClock(delay=self.delay, crawl_delay_cap=self.crawl_delay_cap)
         self._sync = redis.Redis.from_url(self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+
+    def _args(self, *args: object) -> list[object]:
+        """A script's ARGV: the crawl's delay, ``args``, then the margin."""
+        return [self.delay, *args, *self.margin]
 
     def _keys(self, site: str) -> list[str]:
         return [f"{self.prefix}:{{{site}}}:state", f"{self.prefix}:{{{site}}}:leases"]
@@ -267,7 +270,7 @@ class RedisPacing:
         self._local.pause(site, until)
         now = self.clock()
         try:
-            paused_for = float(self._script("pause", _PAUSE)(keys=self._keys(site), args=[self.delay, until - now]))
+            paused_for = float(self._script("pause", _PAUSE)(keys=self._keys(site), args=self._args(until - now)))
         except redis.RedisError as error:
             self._unreachable(site, error)
             return
@@ -276,10 +279,6 @@ class RedisPacing:
     def paused_until(self, site: str) -> float:
         """When ``site`` may be asked again, on this machine's clock (0.0 when not paused)."""
         return self._local.paused_until(site)
-
-    def reserve(self, site: str, now: float) -> float:
-        """Book a start in this process only (the shared booking is ``acquire``)."""
-        return self._local.reserve(site, now)
 
     # The shared turn.
 
@@ -291,10 +290,10 @@ class RedisPacing:
         """
         lease = uuid.uuid4().hex
         asked = self.clock()
-        args = [self.delay, self.concurrency, self.lease_seconds, lease, self.poll_seconds, int(skip_crawl_delay)]
         try:
             granted, wait, spacing, paused_for = await self._script("acquire", _ACQUIRE, asynchronous=True)(
-                keys=self._keys(site), args=args
+                keys=self._keys(site),
+                args=self._args(self.concurrency, self.lease_seconds, lease, self.poll_seconds, int(skip_crawl_delay)),
             )
         except redis.RedisError as error:  # not knowing means "not yet" (fail toward politeness)
             self._unreachable(site, error)
@@ -311,7 +310,7 @@ class RedisPacing:
         ago = -1.0 if arrived_ago is None else max(0.0, arrived_ago)
         try:
             await self._script("release", _RELEASE, asynchronous=True)(
-                keys=self._keys(site), args=[self.delay, lease, ago]
+                keys=self._keys(site), args=self._args(lease, ago)
             )
         except redis.RedisError as error:  # the lease expires on its own
             self._unreachable(site, error)
@@ -321,7 +320,7 @@ class RedisPacing:
         they stood before it, so every machine's 403s count toward one streak. None if Redis failed."""
         try:
             slow, forbidden = self._script("streaks", _STREAKS)(
-                keys=self._keys(site), args=[self.delay, 1 if signal else 0, status or 0, forbidden_limit]
+                keys=self._keys(site), args=self._args(1 if signal else 0, status or 0, forbidden_limit)
             )
         except redis.RedisError as error:
             self._unreachable(site, error)
@@ -331,7 +330,7 @@ class RedisPacing:
     def seed_streaks(self, site: str, slow: int, forbidden: int) -> None:
         """What the store remembers of the site's streaks, unless another machine already counts them."""
         try:
-            self._script("seed", _SEED)(keys=self._keys(site), args=[self.delay, slow, forbidden])
+            self._script("seed", _SEED)(keys=self._keys(site), args=self._args(slow, forbidden))
         except redis.RedisError as error:
             self._unreachable(site, error)
 
@@ -339,7 +338,7 @@ class RedisPacing:
         if name == "slow" and math.isclose(self._written.get((site, name), -1.0), value):
             return  # measured on every answer: write only a change
         try:
-            self._script("set", _SET)(keys=self._keys(site), args=[self.delay, name, value])
+            self._script("set", _SET)(keys=self._keys(site), args=self._args(name, value))
         except redis.RedisError as error:
             self._unreachable(site, error)
             return

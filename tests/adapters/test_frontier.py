@@ -9,8 +9,8 @@ import pytest
 import scrapy
 from scrapy.utils.test import get_crawler
 
-from middlewares.frontier import CompactFifoQueue
-from middlewares.pacing import SKIP_CRAWL_DELAY, PacedDownloader
+from middlewares.engine.downloader import SKIP_CRAWL_DELAY, PacedDownloader
+from middlewares.engine.queues import CompactFifoQueue
 from middlewares.runtime import Runtime
 
 

@@ -12,7 +12,7 @@ from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from middlewares.pacing import PacedDownloader
+from middlewares.engine.downloader import PacedDownloader
 from middlewares.signing import SigningMiddleware
 from synapsecrawl.settings import DOWNLOADER_MIDDLEWARES
 from synapsecrawl.signing import (
@@ -162,7 +162,7 @@ async def test_a_request_is_signed_as_the_downloader_hands_it_over(key_file: Pat
     handler (after the slot's spacing and any pause), so `created` is the send time."""
     crawler = get_crawler(settings_dict={
         "BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(key_file),
-        "DOWNLOADER": "middlewares.pacing.PacedDownloader",
+        "DOWNLOADER": "middlewares.engine.downloader.PacedDownloader",
         "DOWNLOADER_MIDDLEWARES": {"middlewares.signing.SigningMiddleware": 950},
     })  # fmt: skip
     downloader = PacedDownloader(crawler)

@@ -18,9 +18,8 @@ from synapsecrawl.pacing.backoff import (
     decide,
     feed_retry_delay,
     parse_retry_after,
-    slow_spacing,
 )
-from synapsecrawl.pacing.clock import SiteClock
+from synapsecrawl.pacing.clock import SiteClock, slow_spacing
 from synapsecrawl.profiles import BackoffPolicy, load_profile
 
 NOW = 1_750_000_000.0  # a fixed "now" in unix seconds

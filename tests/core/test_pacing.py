@@ -6,7 +6,15 @@ import math
 
 import pytest
 
-from synapsecrawl.pacing.clock import SiteClock, reached_server_by, spacing_for
+from synapsecrawl.pacing.clock import (
+    MARGIN,
+    SiteClock,
+    gap,
+    next_start,
+    reached_server_by,
+    site_crawl_delay,
+    spacing_for,
+)
 
 
 @pytest.mark.parametrize(
@@ -29,12 +37,31 @@ def test_spacing_is_the_longer_of_delay_and_capped_crawl_delay(
     assert spacing_for(delay, crawl_delay, cap) == expected
 
 
-def test_second_request_waits_out_the_interval() -> None:
-    """SYN-RATE: two requests to one site start a second apart; other sites don't wait."""
+def test_second_request_waits_out_the_interval_and_its_margin() -> None:
+    """SYN-RATE: a site's next request starts a spacing plus the margin after its last start; a site
+    with no start yet may start at once."""
     clock = SiteClock(delay=1.0, crawl_delay_cap=30.0)
-    assert clock.reserve("a.test", now=0.0) == 0.0
-    assert clock.reserve("a.test", now=0.25) == pytest.approx(0.75)
-    assert clock.reserve("b.test", now=0.25) == 0.0
+    assert next_start(None, clock.spacing("a.test")) == 0.0
+    assert next_start(0.0, clock.spacing("a.test")) == pytest.approx(1.0 + 0.01 + 0.005)
+    assert next_start(10.0, 20.0) == pytest.approx(10.0 + 20.0 + 0.05 + 0.005)  # the proportional part is capped
+
+
+@pytest.mark.parametrize("spacing", [0.0, 0.1, 1.0, 5.0, 30.0, 3600.0])
+def test_the_gap_is_the_spacing_plus_one_margin(spacing: float) -> None:
+    """ALL-CD: each gap carries a small margin over the spacing, never less than MARGIN.seconds and
+    never more than MARGIN.cap + MARGIN.seconds."""
+    extra = gap(spacing) - spacing
+    assert MARGIN.seconds <= extra <= MARGIN.cap + MARGIN.seconds + 1e-12
+
+
+@pytest.mark.parametrize(
+    ("stated", "expected"),
+    [([], None), ([None], None), ([None, 2.0], 2.0), ([1.0, 5.0, None, 3.0], 5.0)],
+)
+def test_a_sites_crawl_delay_is_the_longest_its_hosts_state(stated: list[float | None], expected: float | None) -> None:
+    """OMN-CD, OMN-SITE: a site of many hosts is paced as one: the longest Crawl-delay among its hosts holds,
+    and a host without one does not undo another's."""
+    assert site_crawl_delay(stated) == expected
 
 
 def test_crawl_delay_and_pause_hold_only_their_site() -> None:
@@ -45,8 +72,8 @@ def test_crawl_delay_and_pause_hold_only_their_site() -> None:
     clock.pause("a.test", until=100.0)
     clock.pause("a.test", until=50.0)  # a shorter pause does not cut a longer one
     assert clock.paused_until("a.test") == 100.0 and clock.paused_until("b.test") == 0.0
-    assert clock.reserve("a.test", now=10.0) == pytest.approx(90.0)
-    assert clock.reserve("b.test", now=10.0) == 0.0
+    assert next_start(9.0, clock.spacing("a.test"), clock.paused_until("a.test")) == 100.0
+    assert next_start(9.0, clock.spacing("b.test"), clock.paused_until("b.test")) == pytest.approx(10.015)
 
 
 def test_spacing_without_crawl_delay_keeps_the_delay_and_a_slow_servers_spacing() -> None:

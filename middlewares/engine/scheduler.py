@@ -1,0 +1,147 @@
+"""The frontier's priority queue: one of the two seams into Scrapy.
+
+``PacedPriorityQueue`` (Scrapy's ``SCHEDULER_PRIORITY_QUEUE``) hands a request
+to the engine only when its site is due and has nothing in flight, so requests
+wait for their site's turn here, not in the downloader, where each would hold
+one of the ``CONCURRENT_REQUESTS`` global slots (docs/benchmarks.md, #8).
+This file and ``middlewares.engine.downloader`` are the only ones that touch
+Scrapy's private members (``scrapy.pqueues._path_safe``, the engine's
+``_slot.nextcall`` here); ``tests/adapters/test_scrapy_seam.py`` pins them.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from pathlib import Path
+from time import monotonic
+from typing import TYPE_CHECKING
+
+from scrapy.pqueues import DownloaderAwarePriorityQueue, _path_safe
+from scrapy.utils.asyncio import CallLaterResult, call_later
+
+from middlewares.engine.downloader import PacedDownloader
+from synapsecrawl.pacing.clock import SiteTurns
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.pqueues import QueueProtocol
+
+__all__ = ["LEAD_SECONDS", "TURN", "PacedPriorityQueue"]
+
+# A site is handed out this long before it is due: the request's way through
+# the middlewares (robots.txt check, backoff gate) then overlaps the wait, and
+# the slot's own timer still decides the start.
+LEAD_SECONDS = 0.05
+TURN = "pacing_turn"  # meta: handed out by PacedPriorityQueue (so it may go back to it)
+
+
+class PacedPriorityQueue(DownloaderAwarePriorityQueue):
+    """The frontier: one queue per site, handed out in the order the sites fall due.
+
+    ``pop`` returns a request only if its site is due (within a short lead)
+    and has nothing in flight; otherwise ``None``, with the engine woken when
+    the next site falls due. A site comes back into turn when its last request
+    leaves the downloader. Needs ``PacedDownloader``.
+    """
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        downstream_queue_cls: type[QueueProtocol],
+        key: str,
+        slot_startprios: dict[str, Iterable[int]] | None = None,
+        *,
+        start_queue_cls: type[QueueProtocol] | None = None,
+    ) -> None:
+        super().__init__(crawler, downstream_queue_cls, key, slot_startprios, start_queue_cls=start_queue_cls)
+        assert crawler.engine is not None
+        downloader = crawler.engine.downloader
+        if not isinstance(downloader, PacedDownloader):
+            raise TypeError("PacedPriorityQueue needs DOWNLOADER = 'middlewares.engine.downloader.PacedDownloader'")
+        self._downloader = downloader
+        self._turns = SiteTurns()
+        self._count = sum(len(queue) for queue in self.pqueues.values())
+        self._wake: CallLaterResult | None = None
+        self._wake_at = float("inf")
+        for site in self.pqueues:
+            self._turns.add(site, 0.0)
+        downloader.watch(self._site_left)
+
+    def push(self, request: Request) -> None:
+        site = self._downloader.get_slot_key(request)
+        queue = self.pqueues.get(site)
+        if queue is None:
+            queue = self.pqueues[site] = self.pqfactory(site)
+        queue.push(request)
+        self._count += 1
+        if site not in self._turns:
+            due = self._downloader.due(site)
+            if due is not None:
+                self._turns.add(site, due)
+
+    def pop(self) -> Request | None:
+        now = monotonic()
+        site = self._turns.take(now + LEAD_SECONDS, self._downloader.due)
+        if site is None:
+            self._wake_at_next_due()
+            return None
+        queue = self.pqueues[site]
+        request = queue.pop()
+        if request is not None:
+            self._count -= 1
+            request.meta[TURN] = True
+        if len(queue) == 0:
+            self._drop(site)
+        else:
+            self._turns.add(site, now)  # judged again once this request is in flight
+        return request
+
+    def peek(self) -> Request | None:
+        due = self._turns.next_due()
+        if due is None or due > monotonic() + LEAD_SECONDS:
+            return None
+        for site, queue in self.pqueues.items():
+            if site in self._turns and self._downloader.due(site) is not None:
+                return queue.peek()
+        return None
+
+    def close(self) -> dict[str, list[int]]:
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        return super().close()
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _site_left(self, site: str) -> None:
+        if site in self.pqueues and site not in self._turns:
+            due = self._downloader.due(site)
+            if due is not None:
+                self._turns.add(site, due)
+
+    def _drop(self, site: str) -> None:
+        self.pqueues.pop(site).close()
+        self._turns.discard(site)
+        if self.key:
+            with suppress(OSError):  # reclaim the site's directory, as Scrapy's queue does
+                Path(self.key, _path_safe(site)).rmdir()
+
+    def _wake_at_next_due(self) -> None:
+        due = self._turns.next_due()
+        if due is None or due >= self._wake_at:
+            return
+        if self._wake is not None:
+            self._wake.cancel()
+        self._wake_at = due
+        self._wake = call_later(max(0.0, due - LEAD_SECONDS - monotonic()), self._woken)
+
+    def _woken(self) -> None:
+        self._wake, self._wake_at = None, float("inf")
+        engine = self.crawler.engine
+        slot = engine._slot if engine is not None else None  # the engine's own "look at the scheduler again"
+        if slot is not None:
+            slot.nextcall.schedule()

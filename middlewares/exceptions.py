@@ -1,0 +1,45 @@
+"""The crawl's refusals: every ``IgnoreRequest`` subclass the middlewares raise and the spiders check.
+
+A refusal ends one attempt at a request without an error: Scrapy calls its
+errback with it and logs nothing. Spiders tell the kinds apart to count them
+(a deferred page, a 304, a retry still to come). The tree, as httpx draws its:
+
+    scrapy.exceptions.IgnoreRequest
+    ├── SiteLeft         the site is paused past what this crawl waits: deferred to a later crawl
+    ├── UrlHeld          the URL itself is held (a remembered failure, a retry not yet due)
+    ├── RetryScheduled   this attempt is over; a copy comes back after a wait
+    └── Unchanged        the server answered 304: the stored copy is current
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from scrapy.exceptions import IgnoreRequest
+
+__all__ = ["RetryScheduled", "SiteLeft", "Unchanged", "UrlHeld", "when"]
+
+
+def when(unix: float) -> str:
+    """``unix`` seconds as an ISO 8601 UTC time, to the second, for log lines and refusals."""
+    return datetime.fromtimestamp(unix, UTC).isoformat(timespec="seconds")
+
+
+class SiteLeft(IgnoreRequest):
+    """The request's site is paused past what this crawl waits: deferred to a later crawl."""
+
+    def __init__(self, url: str, site: str, until: float, reason: str) -> None:
+        super().__init__(f"{site} is paused until {when(until)} ({reason}): {url} deferred")
+        self.site, self.until, self.reason = site, until, reason
+
+
+class UrlHeld(IgnoreRequest):
+    """The URL itself is held (a remembered failure, a deferred retry not yet due)."""
+
+
+class RetryScheduled(IgnoreRequest):
+    """This attempt is over; a copy of the request comes back after a wait (its callbacks with it)."""
+
+
+class Unchanged(IgnoreRequest):
+    """The server answered 304: the stored copy is current, and marked verified."""
