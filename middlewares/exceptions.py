@@ -14,10 +14,23 @@ errback with it and logs nothing. Spiders tell the kinds apart to count them
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, TypeVar
 
 from scrapy.exceptions import IgnoreRequest
 
-__all__ = ["RetryScheduled", "SiteLeft", "Unchanged", "UrlHeld", "when"]
+if TYPE_CHECKING:
+    from twisted.python.failure import Failure
+
+__all__ = ["RetryScheduled", "SiteLeft", "Unchanged", "UrlHeld", "caught", "when"]
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def caught(failure: Failure, kind: type[_E]) -> _E | None:
+    """The failure's exception if it is a ``kind``, else ``None``: Twisted's ``Failure.check``, typed,
+    so an errback can read the exception's own fields (an HttpError's response) under mypy strict."""
+    value = failure.value
+    return value if isinstance(value, kind) else None
 
 
 def when(unix: float) -> str:

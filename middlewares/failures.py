@@ -51,8 +51,11 @@ def _chain(exc: BaseException) -> list[BaseException]:
         out.append(current)
         if current.__cause__ is not None:
             todo.append(current.__cause__)
-        todo.extend(r.value if isinstance(r, Failure) else r for r in getattr(current, "reasons", None) or ())
-    return [e for e in out if isinstance(e, BaseException)]
+        for reason in getattr(current, "reasons", None) or ():
+            inner = reason.value if isinstance(reason, Failure) else reason
+            if isinstance(inner, BaseException):
+                todo.append(inner)
+    return out
 
 
 def _detail(exc: BaseException) -> str:
@@ -86,7 +89,8 @@ _RULES: tuple[tuple[tuple[type[BaseException], ...], str, str], ...] = (  # firs
 
 def describe(failure: Failure | BaseException) -> tuple[str, str]:
     """(kind, reason) of a failed download."""
-    exc = failure.value if isinstance(failure, Failure) else failure  # a Failure is a BaseException too
+    value = failure.value if isinstance(failure, Failure) else failure  # a Failure is a BaseException too
+    exc = value if isinstance(value, BaseException) else Exception("no exception")
     chain = _chain(exc)
     for kinds, kind, reason in _RULES:
         hit = next((e for e in chain if isinstance(e, kinds)), None)

@@ -80,8 +80,8 @@ class RereadMiddleware:
         if stored is None:
             return
         request.meta["reread_url"] = request.url
-        for name, value in conditional_headers(stored.etag, stored.last_modified).items():
-            request.headers[name] = value
+        for field, value in conditional_headers(stored.etag, stored.last_modified).items():
+            request.headers[field] = value
 
     async def process_response(self, request: Request, response: Response) -> Response:
         kb = self._kb()

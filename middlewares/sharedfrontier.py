@@ -30,7 +30,7 @@ import uuid
 from collections import deque
 from contextlib import suppress
 from time import monotonic
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
@@ -113,7 +113,7 @@ class SharedScheduler(BaseScheduler):
         if not isinstance(frontier, SharedFrontier):
             raise TypeError("SharedScheduler needs the worker spider (scrapy crawl worker -a crawl=NAME)")
         self.frontier = frontier
-        self.worker = str(spider.worker)
+        self.worker = str(getattr(spider, "worker", ""))  # a WorkerSpider's, checked through its frontier
         self.beat_seconds = max(0.5, min(5.0, frontier.lease_seconds / 3))
         self._heartbeat()
 
@@ -219,7 +219,7 @@ class SharedScheduler(BaseScheduler):
                 return None
             try:
                 entry = Entry.from_json(lease.data)
-                request = self.spider.request_for(entry, lease)
+                request = cast("Request | None", self.spider.request_for(entry, lease))  # the WorkerSpider's
             except BadEntry as error:
                 logger.warning("frontier: refused an entry of %s that is not ours (%s): dropped", lease.site, error)
                 self._try_ack([lease])
@@ -271,8 +271,9 @@ class SharedScheduler(BaseScheduler):
         downloader = getattr(self.crawler.engine, "downloader", None)
         for site, (until, reason) in left.items():
             left_elsewhere(self.crawler, site, until, reason)
-            if hasattr(downloader, "drop_queued"):
-                downloader.drop_queued(site, lambda queued, s=site, u=until, r=reason: SiteLeft(queued.url, s, u, r))
+            drop_queued = getattr(downloader, "drop_queued", None)  # PacedDownloader's
+            if drop_queued is not None:
+                drop_queued(site, lambda queued, s=site, u=until, r=reason: SiteLeft(queued.url, s, u, r))
 
     def _next_local(self) -> Request | None:
         downloader = getattr(self.crawler.engine, "downloader", None)

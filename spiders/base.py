@@ -39,7 +39,7 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
-from middlewares.exceptions import Unchanged
+from middlewares.exceptions import Unchanged, caught
 from middlewares.failures import describe, quiet_dataloss_hint
 from middlewares.runtime import Runtime
 from synapsecrawl.crawl.jobdir import mark_closed
@@ -104,10 +104,10 @@ class SynapseSpider(scrapy.Spider):
         """A stored page that answered 304 (``Unchanged``) leads on through its stored links, as its body
         would have (``follow_stored``); a download with no usable answer is one line and a count by kind;
         nothing stored changes."""
-        if failure.check(Unchanged):
+        if caught(failure, Unchanged):
             unchanged: scrapy.Request = failure.request  # type: ignore[attr-defined]
             return self.follow_stored(unchanged, tuple(unchanged.meta.get("reread_outlinks") or ()))
-        if failure.check(IgnoreRequest):
+        if caught(failure, IgnoreRequest):
             return failure  # refused or answered 4xx/5xx: the middleware that decided said so, as before
         request = getattr(failure, "request", None)
         url = request.url if request is not None else "?"

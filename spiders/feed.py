@@ -46,7 +46,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from middlewares.engine.downloader import SKIP_CRAWL_DELAY
-from middlewares.exceptions import RetryScheduled, Unchanged
+from middlewares.exceptions import RetryScheduled, Unchanged, caught
 from middlewares.failures import describe
 from spiders.base import SynapseSpider
 from spiders.feedholds import FeedHolds
@@ -242,7 +242,7 @@ class FeedSpider(SynapseSpider):
             yield item
 
     def article_failed(self, failure: Failure) -> list[Any]:
-        if failure.check(RetryScheduled):
+        if caught(failure, RetryScheduled):
             return []  # the retry comes back to parse_article or here
         request = failure.request  # type: ignore[attr-defined]
         entry, feed, feed_url = request.meta["feed_entry"]
@@ -324,15 +324,15 @@ class FeedSpider(SynapseSpider):
     def feed_failed(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]
         url = request.meta.get("feed_url", request.url)
-        if failure.check(Unchanged):
+        if caught(failure, Unchanged):
             logger.info("feed %s unchanged since its last read (304): nothing new", url)
             return
         logger.warning("feed %s not read: %s", url, _why(failure))
 
 
 def _why(failure: Failure) -> str:
-    if failure.check(HttpError):
-        return f"it answered {failure.value.response.status}"
-    if failure.check(IgnoreRequest):
+    if error := caught(failure, HttpError):
+        return f"it answered {error.response.status}"
+    if caught(failure, IgnoreRequest):
         return failure.getErrorMessage()
     return describe(failure)[1]

@@ -37,6 +37,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from middlewares.budget import PageBudgetMiddleware
+from middlewares.exceptions import caught
 from middlewares.failures import describe
 from middlewares.robots import RobotsMiddleware
 from spiders.base import SynapseSpider
@@ -177,9 +178,9 @@ class SitemapSpider(SynapseSpider):
     def sitemap_failed(self, failure: Failure) -> None:
         request = getattr(failure, "request", None)
         url = request.url if request is not None else "?"
-        if failure.check(HttpError):
-            reason = f"it answered {failure.value.response.status}"
-        elif failure.check(IgnoreRequest):
+        if error := caught(failure, HttpError):
+            reason = f"it answered {error.response.status}"
+        elif caught(failure, IgnoreRequest):
             reason = failure.getErrorMessage()
         else:
             reason = describe(failure)[1]

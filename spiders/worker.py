@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from time import monotonic
-from typing import Any, ClassVar
+from typing import Any
 
 import scrapy
 from scrapy import signals
@@ -39,7 +39,7 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from middlewares.exceptions import RetryScheduled
+from middlewares.exceptions import RetryScheduled, caught
 from middlewares.runtime import Runtime
 from middlewares.sharedfrontier import LEASE, ORIGIN, SharedScheduler, plain_meta, worker_name
 from spiders.base import SynapseSpider
@@ -101,7 +101,8 @@ _MODES: dict[str, type[SynapseSpider]] = {
 
 class WorkerSpider(scrapy.Spider):
     name = "worker"
-    custom_settings: ClassVar[dict[str, Any]] = {"SCHEDULER": "middlewares.sharedfrontier.SharedScheduler"}
+    # Scrapy declares custom_settings an instance attribute, so not a ClassVar here
+    custom_settings = {"SCHEDULER": "middlewares.sharedfrontier.SharedScheduler"}  # noqa: RUF012
 
     frontier: SharedFrontier
     runtime: Runtime
@@ -143,8 +144,8 @@ class WorkerSpider(scrapy.Spider):
         pacer.report_outages = False  # the scheduler says in one line that Redis does not answer, and when it does
         spider.limits = replace(runtime.limits, pages=0)  # each source's limit is counted in Redis
         spider.stay = stay
-        spider._delegates: dict[str, SynapseSpider] = {}
-        spider._ids: dict[int, str] = {}
+        spider._delegates = {}
+        spider._ids = {}
         spider._drained_once = 0.0
         spider._tasks = set()
         crawler.signals.connect(spider._idle, signal=signals.spider_idle)
@@ -311,7 +312,7 @@ class WorkerSpider(scrapy.Spider):
                 async for output in _outputs(errback(failure)):
                     yield output
         finally:
-            if not failure.check(RetryScheduled):  # the retry comes back with the same lease, ended then
+            if not caught(failure, RetryScheduled):  # the retry comes back with the same lease, ended then
                 self._finish_later(request)
 
     def _finish_later(self, request: scrapy.Request) -> None:
