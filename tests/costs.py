@@ -13,8 +13,10 @@ from __future__ import annotations
 
 __all__ = ["COSTS", "cost"]
 
-# From the run in the #15 brief (2022 tests, 6 workers, 43 min at load ~20). Refresh with:
-#   pytest -n 6 --dist loadfile --durations=0 | awk ... (sum setup+call+teardown per file)
+# From the run in the #15 brief (2022 tests, 6 workers, 43 min at load ~20). Refresh from a
+# `pytest -n 6 --dist loadfile --durations=0` output with (then round, keep files over ~60 s):
+#   awk '/slowest durations/{f=1} f && /s (call|setup|teardown) /{split($3,a,"::"); s[a[1]]+=$1}
+#        END{for (k in s) print int(s[k]), k}' out.txt | sort -rn
 COSTS: dict[str, int] = {
     "tests/e2e/test_shared_crawl.py": 1110,
     "tests/e2e/test_serve.py": 770,
