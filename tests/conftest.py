@@ -1,4 +1,5 @@
-"""Shared fixtures: the multi-host test server and a way to run the real crawler.
+"""Shared fixtures: the multi-host test server and a way to run the real crawler; and the
+collection order (longest files first, tests/costs.py) that keeps `make test` short.
 
 Fixtures only: the helpers tests import (CrawlRun, synapsecrawl(), write_urls, gaps, ...) live in
 tests/helpers.py, page builders in tests/site/pages.py.
@@ -22,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from hypothesis import HealthCheck, settings
 
+from tests.costs import cost
 from tests.helpers import POSTGRES_ADMIN_URI, REDIS_URL, ROOT, CrawlRun, bin_path
 from tests.site.server import TestServer
 
@@ -35,6 +37,18 @@ _counter = itertools.count()
 # (200 ms) and its too-slow health check would fail a correct property on a loaded CI box.
 settings.register_profile("shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("shared-machine")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest test files first (tests/costs.py), each file's tests kept together and in order.
+
+    With --dist loadfile --no-loadscope-reorder (the Makefile), xdist deals files to workers in
+    this order, so the long e2e files start at once and the short ones fill the gaps at the end.
+    """
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.nodeid.split("::", 1)[0], i)
+    items.sort(key=lambda item: (-cost(file := item.nodeid.split("::", 1)[0]), first[file]))
 
 
 def _self_signed(path: Path) -> Path:

@@ -298,18 +298,20 @@ def test_a_broken_feed_is_one_line_and_the_other_feeds_are_read(
     assert urls == {good, server.url(host, "/j/1"), server.url(host, "/j/2")}
 
 
-def test_failed_refresh_delays_the_next_from_15_minutes_doubling_and_429_waits_retry_after(
+def test_failed_refresh_holds_the_feed_15_minutes_and_429_waits_retry_after(
     server: TestServer, host: str, crawl, signing_key: Path
 ) -> None:
     """SER-FEED-BACKOFF: a refresh answered 500 is not retried in the crawl; the next refresh is due 15
-    min later, and a crawl before then does not ask; the next failure doubles it to 30 min; a 429 with
-    Retry-After 7200 s waits at least that; a good refresh clears the delay."""
+    min later, and a crawl before then does not ask; the next failure, a 429 with Retry-After 7200 s,
+    waits at least that and counts as the second in a row; a good refresh clears the delay. (The
+    doubling to 30 min after a second 500 is tests/adapters/test_backoff_middleware.py's, on the
+    same middleware: one crawl fewer here, #15.)"""
     back = Reply(
         '<rss version="2.0"><channel><title>Back</title><item><title>Back again</title><link>/back</link>'
         '<enclosure url="/back.png" type="image/png"/></item></channel></rss>',
         headers={"Content-Type": "application/rss+xml"},
     )
-    answers = iter([text("down", 500), text("down", 500), text("slow", 429, {"Retry-After": "7200"}), back])
+    answers = iter([text("down", 500), text("slow", 429, {"Retry-After": "7200"}), back])
     server.add(host, {"/robots.txt": text("", status=404), "/feed.xml": lambda _: next(answers)})
     feed_url = server.url(host, "/feed.xml")
 
@@ -335,9 +337,7 @@ def test_failed_refresh_delays_the_next_from_15_minutes_doubling_and_429_waits_r
     assert fetched == 0 and failures == 1
     assert f"feed {feed_url}: next refresh not before" in held.stderr
     _, fetched, delay, failures = refresh()
-    assert fetched == 1 and 1800 - 5 <= delay <= 1800 + 60 and failures == 2
-    _, fetched, delay, failures = refresh()
-    assert fetched == 1 and 7200 - 5 <= delay <= 7200 + 60 and failures == 3
+    assert fetched == 1 and 7200 - 5 <= delay <= 7200 + 60 and failures == 2
     good, fetched, delay, failures = refresh()
     assert (fetched, delay, failures) == (1, 0.0, 0)
     assert {row["title"] for row in good.kb()} == {"Back", "Back again"}

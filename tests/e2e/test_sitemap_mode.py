@@ -4,7 +4,6 @@ rules, lastmod order and hostile sitemaps, measured from the server's log and th
 from __future__ import annotations
 
 import gzip
-import time
 import zlib
 from functools import partial
 from pathlib import Path
@@ -149,18 +148,16 @@ def test_fifty_thousand_entries_under_a_small_page_limit(server: TestServer, hos
     """SYN-LIMITS, sitemap safety: a sitemap of 50,001 entries is read up to the protocol's
     50,000 (one log line). Reading chosen: a sitemap fetch counts toward the page limit like
     any request but robots.txt, so with -a max_pages=4 the crawl fetches the sitemap and three
-    pages, never requests the rest, counts them as skipped for the limit, and ends promptly."""
+    pages, never requests the rest and counts them as skipped for the limit: the 49,997 entries are
+    dropped, not requested (the server's log shows three pages), which is what keeps it short."""
     entries = [(server.url(host, f"/p/{i}"), None) for i in range(50_001)]
     server.add(host, {
         "/robots.txt": Reply("", status=404),
         "/big.xml.gz": Reply(gzip.compress(urlset(*entries).encode()), headers={"Content-Type": "application/gzip"}),
         "*": page("Page"),
     })  # fmt: skip
-    started = time.monotonic()
     run = crawl("sitemap", args={"url": server.url(host, "/big.xml.gz"), "max_pages": "4"}, settings=FAST)
-    elapsed = time.monotonic() - started
     assert run.returncode == 0, run.stderr[-3000:]
     assert pages(server.log(host)) == ["/p/0", "/p/1", "/p/2"]
     assert "more than 50000 entries: read the first 50000" in run.stderr
     assert "crawl summary: fetched 4, stored 3, skipped 49997 (limit 49997)" in run.stderr
-    assert elapsed < 90, elapsed
