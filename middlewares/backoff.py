@@ -15,7 +15,7 @@ the URL is answered, so a crawl that stops early loses nothing.
 ``BackoffGateMiddleware`` runs first (before robots.txt): what the store
 remembers from earlier crawls keeps a request off the network.
 
-A feed (meta ``feed``) is not retried in the crawl: each failed refresh holds
+A feed (``RequestKind.FEED``) is not retried in the crawl: each failed refresh holds
 its URL in the store for the feed curve's delay (15 min doubling to a day
 under SereneReader; at least Retry-After on a 429), and a good answer (2xx,
 304) releases it (SER-FEED-BACKOFF). The feed spider skips a held feed.
@@ -38,6 +38,7 @@ from scrapy.utils.misc import load_object
 from middlewares.runtime import Runtime
 from synapsecrawl.backoff import Decision, SiteHistory, decide, feed_retry_delay, slow_spacing
 from synapsecrawl.kb.store import SiteState, UrlHold
+from synapsecrawl.requestkind import kind_of
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -51,13 +52,15 @@ logger = logging.getLogger(__name__)
 _ATTR = "_synapsecrawl_backoff"
 # Per-download notes that must not follow a request into its retry.
 _STALE_META = frozenset({"gate_refused_type", "size_truncated", "download_latency", "backoff_judged"})
-# Side fetches (robots.txt, tdmrep.json, ...) heed a site's pauses, but their answers are no page's
-# outcome: not retried, held or counted in a 403 streak. A new kind of side fetch sets "backoff_side_fetch".
-_SIDE_FETCH = ("robots_txt", "tdmrep_fetch", "backoff_side_fetch")
 
 
 def _is_side_fetch(request: Request) -> bool:
-    return any(request.meta.get(key) for key in _SIDE_FETCH)
+    """robots.txt, tdmrep.json, ...: heeds a site's pauses, but its answer is no page's outcome."""
+    return kind_of(request.meta).rules.backoff == "side"
+
+
+def _is_feed(request: Request) -> bool:
+    return kind_of(request.meta).rules.backoff == "feed"
 
 
 class SiteLeft(IgnoreRequest):
@@ -404,7 +407,7 @@ class BackoffMiddleware:
             await self._book.save_site(judged.site)
         if _is_side_fetch(request):
             return response
-        if request.meta.get("feed"):
+        if _is_feed(request):
             await self._feed_refreshed(request, judged.site, response.status, response.headers.get(b"Retry-After"))
             return response
         return await self._settle(request, judged.decision, judged.site, answered=True) or response
@@ -412,16 +415,12 @@ class BackoffMiddleware:
     async def process_exception(self, request: Request, exception: Exception) -> Request | None:
         site = self._runtime.site(request.url)
         if isinstance(exception, SiteLeft):
-            if not _is_side_fetch(request) and not request.meta.get("feed"):  # a feed keeps its own delay
+            if not _is_side_fetch(request) and not _is_feed(request):  # a feed keeps its own delay
                 await self._book.hold(request, site, kind="deferred", until=exception.until, reason=exception.reason)
                 self._book.stat("backoff/deferred")
                 self._runtime.summary.skip(site, "paused", request.url)
             return None
-        if (
-            request.meta.get("feed")
-            and not isinstance(exception, IgnoreRequest)
-            and not (request.meta.get("dont_backoff"))
-        ):
+        if _is_feed(request) and not isinstance(exception, IgnoreRequest) and not (request.meta.get("dont_backoff")):
             await self._feed_refreshed(request, site, None, None, why=type(exception).__name__)
             return None
         if (

@@ -51,6 +51,7 @@ from synapsecrawl.jobdir import mark_closed
 from synapsecrawl.kb.store import Source
 from synapsecrawl.labels import LABELLING_PROFILES
 from synapsecrawl.profiles import Limits
+from synapsecrawl.requestkind import KIND, RequestKind
 from synapsecrawl.reread import HOLD_RENEWAL, RUNNING, record_crawl, reread_interval, source_id
 from synapsecrawl.scope import in_any
 from synapsecrawl.urls import canonical
@@ -97,11 +98,11 @@ class SynapseSpider(scrapy.Spider):
         for url in self.crawl.urls:
             yield self.page_request(url, meta={"depth": 0})
 
-    def page_request(self, url: str, **kwargs: Any) -> scrapy.Request:
+    def page_request(self, url: str, *, meta: dict[str, Any] | None = None, **kwargs: Any) -> scrapy.Request:
         """A request for the page at ``url``, read by ``parse``, its failure one line (``page_failed``)."""
-        request = scrapy.Request(url, callback=self.parse, errback=self.page_failed, **kwargs)
-        request.meta["summary_counts_failure"] = True  # the backoff leaves a failed download's count to page_failed
-        return request
+        # summary_counts_failure: the backoff leaves a failed download's count to page_failed
+        meta = {KIND: RequestKind.PAGE, **(meta or {}), "summary_counts_failure": True}
+        return scrapy.Request(url, callback=self.parse, errback=self.page_failed, meta=meta, **kwargs)
 
     def page_failed(self, failure: Failure) -> Failure | list[scrapy.Request] | None:
         """A stored page that answered 304 (``Unchanged``) leads on through its stored links, as its body

@@ -62,6 +62,7 @@ from synapsecrawl.feeds import (
 )
 from synapsecrawl.indexing import make_item
 from synapsecrawl.kb.store import SiteIcon
+from synapsecrawl.requestkind import KIND, RequestKind
 from synapsecrawl.urls import canonical, origin_of
 
 __all__ = ["FeedSpider"]
@@ -125,9 +126,8 @@ class FeedSpider(SynapseSpider):
             errback=self.feed_failed,
             headers={"Accept": FEED_ACCEPT},
             meta={
-                "feed": True,  # robots.txt and backoff judge it as a feed
+                KIND: RequestKind.FEED,
                 "dont_retry": True,  # the feed curve is its retry (SER-FEED-BACKOFF)
-                "dont_gate_type": True,  # XML or JSON under any profile: read here
                 "depth": 0,
             },
         )
@@ -225,9 +225,9 @@ class FeedSpider(SynapseSpider):
             errback=self.article_failed,
             dont_filter=True,  # entries are deduplicated here; a filtered request would never settle
             meta={
+                KIND: RequestKind.ARTICLE,
                 "feed_entry": (entry, feed, feed_url),
                 "depth_reset": True,  # part of its feed, not a followed link
-                "dont_reread": True,
                 "size_limit_bytes": min(OG_IMAGE_BYTES, self.runtime.profile.size_bytes),
             },
         )
@@ -281,10 +281,10 @@ class FeedSpider(SynapseSpider):
             errback=self.icon_failed,
             dont_filter=True,
             meta={
+                KIND: RequestKind.ICON,
                 "site_icon": (origin, candidates, index, first_add),
                 "dont_obey_robotstxt": first_add,  # SER-ROBOTS-PAGES: the icon of a feed first added
                 "dont_retry": True,  # a failed candidate gives way to the next
-                "dont_reread": True,
                 "depth_reset": True,
                 "size_limit_bytes": min(ICON_BYTES, self.runtime.profile.size_bytes),
             },

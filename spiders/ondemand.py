@@ -45,6 +45,7 @@ from synapsecrawl.ondemand import (
     page_address,
     shape_page,
 )
+from synapsecrawl.requestkind import KIND, RequestKind
 from synapsecrawl.searchapi import SearchService
 
 if TYPE_CHECKING:
@@ -145,6 +146,7 @@ class OndemandSpider(SynapseSpider):
                 dont_filter=True,
                 # no immediate retry: a page is fetched again no sooner than ondemand_min_refetch (SNA-ONDEMAND)
                 meta={
+                    KIND: RequestKind.PAGE,
                     "depth": 0,
                     "ondemand_key": key,
                     "size_limit_bytes": self.runtime.profile.ondemand_size_bytes,

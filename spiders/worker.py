@@ -61,6 +61,7 @@ from synapsecrawl.frontier_redis import (
     Source,
     check_crawl_name,
 )
+from synapsecrawl.requestkind import KIND, RequestKind
 
 __all__ = ["WorkerSpider"]
 
@@ -84,7 +85,9 @@ class SharedSitemapSpider(SitemapSpider):
         spent = worker.pages_spent(self.source_id) if limit else 0
         count = len(self.backlog) if not limit else max(0, min(limit - spent, len(self.backlog)))
         for _ in range(count):
-            yield scrapy.Request(self.backlog.popleft(), callback=self.parse, meta={"depth_reset": True})
+            yield scrapy.Request(
+                self.backlog.popleft(), callback=self.parse, meta={KIND: RequestKind.PAGE, "depth_reset": True}
+            )
         for url in self.backlog:
             self.runtime.summary.skip(self.runtime.site(url), "limit")
         self.backlog.clear()
