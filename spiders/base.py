@@ -100,9 +100,14 @@ class SynapseSpider(scrapy.Spider):
 
     def page_request(self, url: str, *, meta: dict[str, Any] | None = None, **kwargs: Any) -> scrapy.Request:
         """A request for the page at ``url``, read by ``parse``, its failure one line (``page_failed``)."""
-        # summary_counts_failure: the backoff leaves a failed download's count to page_failed
-        meta = {KIND: RequestKind.PAGE, **(meta or {}), "summary_counts_failure": True}
-        return scrapy.Request(url, callback=self.parse, errback=self.page_failed, meta=meta, **kwargs)
+        return scrapy.Request(
+            url,
+            callback=self.parse,
+            errback=self.page_failed,
+            # summary_counts_failure: the backoff leaves a failed download's count to page_failed
+            meta={KIND: RequestKind.PAGE, **(meta or {}), "summary_counts_failure": True},
+            **kwargs,
+        )
 
     def page_failed(self, failure: Failure) -> Failure | list[scrapy.Request] | None:
         """A stored page that answered 304 (``Unchanged``) leads on through its stored links, as its body
