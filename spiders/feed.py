@@ -1,7 +1,7 @@
 """``scrapy crawl feed -a url=FEED_URL | -a urls_file=PATH [-a kb=NAME]``: feeds and their new entries.
 
 Each feed (RSS, Atom or JSON Feed, read by ``synapsecrawl.feeds``) is fetched
-with meta ``feed``: robots.txt judges it by the bot's own group only where the
+as ``RequestKind.FEED``: robots.txt judges it by the bot's own group only where the
 profile says so (SER-ROBOTS-FEEDS), a failed refresh delays the next by the
 feed curve and a feed still held is skipped here (SER-FEED-BACKOFF,
 ``middlewares.backoff``). The feed itself is kept as a page of the KB (title,
