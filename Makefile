@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: install
-	$(BIN)/python -m synapsecrawl.demo
+	$(BIN)/python -m synapsecrawl.cli.demo
 
 lint: install
 	$(BIN)/ruff check synapsecrawl spiders middlewares pipelines tests bench tools

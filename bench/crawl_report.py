@@ -16,8 +16,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from synapsecrawl.crawl.requestlog import (
+    LOG_NAME,
+    RequestEvent,
+    RequestLog,
+    RobotsEvent,
+    SiteEvent,
+    SkipEvent,
+    StoreEvent,
+)
 from synapsecrawl.report import build_report, write_stats
-from synapsecrawl.requestlog import LOG_NAME, RequestEvent, RequestLog, RobotsEvent, SiteEvent, SkipEvent, StoreEvent
 
 __all__ = ["main"]
 

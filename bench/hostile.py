@@ -42,7 +42,7 @@ _QUICK = {
 _CHILD = """
 import sys, time
 from synapsecrawl.extract.read import read_document
-from synapsecrawl.labels import label_html
+from synapsecrawl.extract.page_kind import label_html
 what, path = sys.argv[1], sys.argv[2]
 body = open(path, "rb").read()
 url = "https://hostile.test/page"

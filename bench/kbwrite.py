@@ -20,9 +20,9 @@ from pathlib import Path
 
 from bench.sim import _Pages, make_hosts
 from synapsecrawl.extract.read import read_document
-from synapsecrawl.kb import content
+from synapsecrawl.kb import sqlite_content as content
+from synapsecrawl.kb.records import PageRecord, utcnow
 from synapsecrawl.kb.sqlite import SQLiteStore
-from synapsecrawl.kb.store import PageRecord, utcnow
 
 __all__ = ["main"]
 

@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, scrapy_bin
-from synapsecrawl.kb.store import PageRecord, Store, open_store
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.records import PageRecord
+from synapsecrawl.kb.store import Store
 
 __all__ = ["Question", "evaluate", "load_questions", "main"]
 

@@ -36,7 +36,9 @@ from typing import Any
 
 from bench.common import machine
 from bench.search_eval import KB, _drop_schema, _fresh_schema, crawled_pages, load_questions
-from synapsecrawl.kb.store import PageRecord, Store, open_store
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.records import PageRecord
+from synapsecrawl.kb.store import Store
 
 __all__ = ["main"]
 

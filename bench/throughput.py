@@ -32,7 +32,7 @@ _AREAS = [
     # Extraction and privacy scrubbing run in worker processes (synapsecrawl/extract/pool.py): what the main
     # thread spends on them is handing pages over and taking the results back.
     ("handing pages to the extraction workers (Reader.read)", "synapsecrawl/extract/pool.py", "read"),
-    ("item to record", "synapsecrawl/indexing.py", "make_item"),
+    ("item to record", "synapsecrawl/kb/indexing.py", "make_item"),
     ("robots.txt middleware", "middlewares/robots.py", "process_request"),
     ("backoff gate middleware", "middlewares/backoff.py", "process_request"),
     ("HTTP/1.1 download handler", "scrapy/core/downloader/handlers/http11.py", "download_request"),

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import SETTINGS_PRIORITIES
 
 from middlewares.render import render_settings
-from synapsecrawl.config import check_config
+from synapsecrawl.crawl.config import check_config
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

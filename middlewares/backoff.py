@@ -1,6 +1,6 @@
 """Backoff in the crawl: pauses, retries and holds, applied without stalling other sites.
 
-A thin adapter over ``synapsecrawl.backoff``. Each answer is judged the moment
+A thin adapter over ``synapsecrawl.pacing.backoff``. Each answer is judged the moment
 it is downloaded (the ``response_downloaded`` signal, before the site's slot
 looks at its queue again), so a pause reaches the pacer and the live slot
 before the next request to that site can start; other sites' slots never
@@ -36,8 +36,8 @@ from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.utils.misc import load_object
 
 from middlewares.runtime import Runtime
-from synapsecrawl.backoff import Decision, SiteHistory, decide, feed_retry_delay, slow_spacing
-from synapsecrawl.kb.store import SiteState, UrlHold
+from synapsecrawl.kb.records import SiteState, UrlHold
+from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide, feed_retry_delay, slow_spacing
 from synapsecrawl.requestkind import kind_of
 
 if TYPE_CHECKING:
@@ -391,7 +391,7 @@ class BackoffMiddleware:
             downloader.drop_queued(site, lambda queued: SiteLeft(queued.url, site, left_until, reason))
 
     def _leave_shared(self, site: str, until: float, reason: str) -> None:
-        from synapsecrawl.frontier_redis import FrontierUnreachable
+        from synapsecrawl.crawl.frontier import FrontierUnreachable
 
         assert self._runtime.shared_crawl is not None
         try:

@@ -20,7 +20,7 @@ client met::
     DNSLookupError                    dns
     SSLError                          tls
 
-``describe`` returns the kind (``synapsecrawl.summary.FAIL_KINDS``) and a few
+``describe`` returns the kind (``synapsecrawl.crawl.summary.FAIL_KINDS``) and a few
 words for the one log line. ``quiet_dataloss_hint`` drops Scrapy's own hint at
 the first body cut short ("set DOWNLOAD_FAIL_ON_DATALOSS = False"): a second
 line for that URL, advising what we refuse on purpose (a cut body is no page).

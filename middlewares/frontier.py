@@ -30,7 +30,7 @@ from scrapy.utils.asyncio import CallLaterResult, call_later
 from scrapy.utils.request import request_from_dict
 
 from middlewares.pacing import PacedDownloader
-from synapsecrawl.pacing import SiteTurns
+from synapsecrawl.pacing.clock import SiteTurns
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

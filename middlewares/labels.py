@@ -1,7 +1,7 @@
 """OMN-LABELS, OMN-FETCH: each kept page's kind, its links' contexts and its TDM policy.
 
 A spider middleware: every item a response yields gets the labels of that
-response and the TDM reservation that applies to it (``synapsecrawl.tdmrep``:
+response and the TDM reservation that applies to it (``synapsecrawl.rules.tdmrep``:
 the origin's tdmrep.json from ``middlewares.tdmrep``, then the ``tdm-reservation``
 and ``tdm-policy`` headers, then the meta tags). ``pipelines.index`` stores them.
 Labels only: no text leaves this middleware.
@@ -22,9 +22,9 @@ from scrapy.exceptions import NotConfigured
 
 from middlewares.runtime import Runtime
 from synapsecrawl.extract.page import Labels
-from synapsecrawl.indexing import label_fields
-from synapsecrawl.labels import LABELLING_PROFILES
-from synapsecrawl.tdmrep import HEADER, META, TdmDeclaration, TdmRep, declare, read_pairs
+from synapsecrawl.extract.page_kind import LABELLING_PROFILES
+from synapsecrawl.kb.indexing import label_fields
+from synapsecrawl.rules.tdmrep import HEADER, META, TdmDeclaration, TdmRep, declare, read_pairs
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

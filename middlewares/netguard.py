@@ -17,7 +17,7 @@ from twisted.internet.error import DNSLookupError
 
 from middlewares.resolver import AddressRefused, refusal
 from middlewares.runtime import Runtime
-from synapsecrawl.netguard import forbidden_reason
+from synapsecrawl.crawl.netguard import forbidden_reason
 
 if TYPE_CHECKING:
     from scrapy import Request

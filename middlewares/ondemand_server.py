@@ -4,7 +4,7 @@ One Starlette app, served by uvicorn inside the crawl's own asyncio loop, so
 every fetch goes through the running crawler. The MCP server (the official
 SDK's ``MCPServer``, streamable HTTP, stateless, JSON responses) is mounted at
 ``/mcp`` beside the JSON API. It also serves the search service's routes and
-tools (``synapsecrawl.searchweb.add_search``: /api/search, search, list_kbs),
+tools (``synapsecrawl.search.web.add_search``: /api/search, search, list_kbs),
 its ``fetch`` tool being web_fetch, so an agent searches what was fetched. uvicorn's own signal handling is left out:
 Ctrl-C and SIGTERM are Scrapy's, which closes the spider and, with it, this.
 """
@@ -24,9 +24,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from synapsecrawl.ondemand import FetchError, http_status
-from synapsecrawl.searchapi import SearchService
-from synapsecrawl.searchweb import Fetch, add_search, bind_socket
+from synapsecrawl.crawl.ondemand import FetchError, http_status
+from synapsecrawl.search.api import SearchService
+from synapsecrawl.search.web import Fetch, add_search, bind_socket
 
 __all__ = ["OndemandServer"]
 

@@ -37,7 +37,7 @@ from scrapy.utils.asyncio import CallLaterResult, call_later
 from scrapy.utils.defer import _schedule_coro
 
 from middlewares.runtime import Runtime
-from synapsecrawl.pacing import LagMeter, SiteClock, reached_server_by
+from synapsecrawl.pacing.clock import LagMeter, SiteClock, reached_server_by
 
 if TYPE_CHECKING:
     from collections.abc import Callable

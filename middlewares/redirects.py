@@ -2,7 +2,7 @@
 
 Replaces Scrapy's RedirectMiddleware (same order, 600) with a subclass: the
 hop is built as Scrapy builds it, then judged by
-``synapsecrawl.scope.redirect_refusal`` against the URL that began the chain
+``synapsecrawl.crawl.scope.redirect_refusal`` against the URL that began the chain
 and the spider's ``scopes`` (SYN-SCOPE; YOT-REDIRECT: same site, at most
 ``REDIRECT_MAX_TIMES`` in a row, which the profile add-on sets). A followed
 redirect goes back through every other middleware (robots.txt, scheme and
@@ -28,8 +28,8 @@ from scrapy.exceptions import IgnoreRequest
 from w3lib.url import safe_url_string
 
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.scope import redirect_refusal
 from synapsecrawl.requestkind import RequestKind, kind_of
-from synapsecrawl.scope import redirect_refusal
 from synapsecrawl.urls import url_problem
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ through the crawler would wait behind the page that waits for it (a site's
 concurrency is 1 in most profiles). Here the slot is free, the page's request
 still counts as in flight (the frontier hands out no other page of the site),
 and each subresource takes its own turn: the Crawl-delay holds between
-documents and subresources alike. ``synapsecrawl.render`` judges every
+documents and subresources alike. ``synapsecrawl.crawl.render`` judges every
 request the page makes; scrapy-playwright (``DOWNLOAD_HANDLERS``, set by
 ``render_settings``) runs the browser and returns the DOM.
 """
@@ -29,7 +29,7 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy_playwright.page import PageMethod
 
 from middlewares.runtime import Runtime
-from synapsecrawl.render import PageRender, RenderBudget, RenderConfig, should_render
+from synapsecrawl.crawl.render import PageRender, RenderBudget, RenderConfig, should_render
 from synapsecrawl.requestkind import KIND, RequestKind, kind_of
 
 if TYPE_CHECKING:

@@ -22,10 +22,18 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.requestlog import (
+    LOG_NAME,
+    RequestEvent,
+    RequestLog,
+    RobotsEvent,
+    SiteEvent,
+    SkipEvent,
+    StoreEvent,
+)
 from synapsecrawl.report import build_report, crawl_meta, default_report_dir, write_stats
+from synapsecrawl.rules.robots_policy import judge_fetch
 from synapsecrawl.requestkind import RequestKind, kind_of
-from synapsecrawl.requestlog import LOG_NAME, RequestEvent, RequestLog, RobotsEvent, SiteEvent, SkipEvent, StoreEvent
-from synapsecrawl.robotspolicy import judge_fetch
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

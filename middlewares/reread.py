@@ -1,6 +1,6 @@
 """Re-reads in the crawl: conditional requests from the KB's validators, removals, the removal list.
 
-``RereadMiddleware`` is a thin adapter over ``synapsecrawl.reread``. For a page
+``RereadMiddleware`` is a thin adapter over ``synapsecrawl.kb.reread``. For a page
 the crawl's KB already holds it sends the stored validators (the KB keeps
 them, not Scrapy's HTTP cache), then judges the final answer, after redirects
 and before the type gate could drop it: a 304 marks the copy verified and
@@ -29,11 +29,11 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from middlewares.runtime import Runtime
-from synapsecrawl.directives import parse_directives
-from synapsecrawl.kb.store import utcnow
-from synapsecrawl.removals import RemovalList, read_removal_list
+from synapsecrawl.extract.directives import parse_directives
+from synapsecrawl.kb.records import utcnow
+from synapsecrawl.kb.removals import RemovalList, read_removal_list
+from synapsecrawl.kb.reread import conditional_headers, effect_of
 from synapsecrawl.requestkind import kind_of
-from synapsecrawl.reread import conditional_headers, effect_of
 
 if TYPE_CHECKING:
     from scrapy import Request

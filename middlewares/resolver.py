@@ -19,7 +19,7 @@ from scrapy.resolver import CachingThreadedResolver
 from twisted.internet import defer
 from twisted.internet.error import DNSLookupError
 
-from synapsecrawl.netguard import HostMap, forbidden_reason, parse_host_resolve
+from synapsecrawl.crawl.netguard import HostMap, forbidden_reason, parse_host_resolve
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -1,7 +1,7 @@
 """robots.txt for every request: fetched once per origin, judged per profile.
 
-A thin adapter over ``synapsecrawl.robots`` (RFC 9309 matching) and
-``synapsecrawl.robotspolicy`` (what 4xx/5xx mean, how long a copy holds).
+A thin adapter over ``synapsecrawl.rules.robots`` (RFC 9309 matching) and
+``synapsecrawl.rules.robots_policy`` (what 4xx/5xx mean, how long a copy holds).
 Concurrent requests to one origin share one fetch; the fetch itself goes
 through the downloader (same User-Agent rules, same pacer slot).
 """
@@ -20,10 +20,10 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from middlewares.resolver import refusal
 from middlewares.runtime import Runtime
-from synapsecrawl.kb.store import RobotsCopy
-from synapsecrawl.removals import remove_disallowed
+from synapsecrawl.kb.records import RobotsCopy
+from synapsecrawl.kb.removals import remove_disallowed
+from synapsecrawl.rules.robots_policy import RobotsOutcome, is_fresh, judge_fetch
 from synapsecrawl.requestkind import KIND, RequestKind, kind_of
-from synapsecrawl.robotspolicy import RobotsOutcome, is_fresh, judge_fetch
 from synapsecrawl.urls import origin_of
 
 if TYPE_CHECKING:

@@ -10,14 +10,15 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from synapsecrawl.config import check_config
+from synapsecrawl.crawl.config import check_config
+from synapsecrawl.crawl.frontier import SharedFrontier
+from synapsecrawl.crawl.summary import CrawlSummary
 from synapsecrawl.extract.pool import Reader
-from synapsecrawl.frontier_redis import SharedFrontier
-from synapsecrawl.kb.store import DEFAULT_KB_URI, Store, open_store
-from synapsecrawl.pacing import SiteClock
-from synapsecrawl.pacing_redis import DEFAULT_PREFIX, RedisPacing
+from synapsecrawl.kb import DEFAULT_KB_URI, open_store
+from synapsecrawl.kb.store import Store
+from synapsecrawl.pacing.clock import SiteClock
+from synapsecrawl.pacing.shared import DEFAULT_PREFIX, RedisPacing
 from synapsecrawl.profiles import Limits, Profile
-from synapsecrawl.summary import CrawlSummary
 from synapsecrawl.urls import site_of
 
 if TYPE_CHECKING:

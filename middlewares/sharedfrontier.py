@@ -1,4 +1,4 @@
-"""The scheduler of a shared crawl: requests in and out of ``synapsecrawl.frontier_redis`` (#16).
+"""The scheduler of a shared crawl: requests in and out of ``synapsecrawl.crawl.frontier`` (#16).
 
 ``scrapy crawl worker -a crawl=NAME`` sets ``SCHEDULER`` to ``SharedScheduler``.
 A request goes to Redis as a JSON ``Entry`` (its callback a method name of
@@ -36,7 +36,7 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from middlewares.backoff import SiteLeft, left_elsewhere
-from synapsecrawl.frontier_redis import BadEntry, Entry, FrontierUnreachable, Lease, SharedFrontier
+from synapsecrawl.crawl.frontier import BadEntry, Entry, FrontierUnreachable, Lease, SharedFrontier
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

@@ -1,6 +1,6 @@
 """OMN-FETCH: an origin's /.well-known/tdmrep.json, read once per crawl before its first page.
 
-A thin adapter over ``synapsecrawl.tdmrep``. The file is fetched as a normal
+A thin adapter over ``synapsecrawl.rules.tdmrep``. The file is fetched as a normal
 request through the downloader, so robots.txt, the pacer, backoff and signing
 apply to it as to a page (a disallowed or failed fetch means no file). It is
 not a page: it never reaches a spider callback, is never stored, is not
@@ -21,8 +21,8 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
 from middlewares.runtime import Runtime
+from synapsecrawl.rules.tdmrep import MAX_TDMREP_BYTES, TDMREP_PROFILES, TdmRep, parse_tdmrep
 from synapsecrawl.requestkind import KIND, RequestKind, kind_of
-from synapsecrawl.tdmrep import MAX_TDMREP_BYTES, TDMREP_PROFILES, TdmRep, parse_tdmrep
 from synapsecrawl.urls import origin_of
 
 if TYPE_CHECKING:

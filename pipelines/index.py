@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 
 from middlewares.runtime import Runtime
-from synapsecrawl.indexing import labels_from_item, record_from_item
 from synapsecrawl.kb.batch import BatchWriter
+from synapsecrawl.kb.indexing import labels_from_item, record_from_item
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from synapsecrawl.kb.store import PageRecord
+    from synapsecrawl.kb.records import PageRecord
 
 __all__ = ["IndexPipeline"]
 

@@ -43,17 +43,17 @@ from middlewares.addon import operator_settings
 from middlewares.failures import describe, quiet_dataloss_hint
 from middlewares.reread import Unchanged
 from middlewares.runtime import Runtime
-from synapsecrawl.config import check_config
-from synapsecrawl.crawlrequest import CrawlRequest
+from synapsecrawl.crawl.config import check_config
+from synapsecrawl.crawl.jobdir import mark_closed
+from synapsecrawl.crawl.request import CrawlRequest
+from synapsecrawl.crawl.scope import in_any
 from synapsecrawl.extract.page import Page
-from synapsecrawl.indexing import make_item
-from synapsecrawl.jobdir import mark_closed
-from synapsecrawl.kb.store import Source
-from synapsecrawl.labels import LABELLING_PROFILES
+from synapsecrawl.extract.page_kind import LABELLING_PROFILES
+from synapsecrawl.kb.indexing import make_item
+from synapsecrawl.kb.records import Source
+from synapsecrawl.kb.reread import HOLD_RENEWAL, RUNNING, record_crawl, reread_interval, source_id
 from synapsecrawl.profiles import Limits
 from synapsecrawl.requestkind import KIND, RequestKind
-from synapsecrawl.reread import HOLD_RENEWAL, RUNNING, record_crawl, reread_interval, source_id
-from synapsecrawl.scope import in_any
 from synapsecrawl.urls import canonical
 
 __all__ = ["SynapseSpider"]

@@ -1,6 +1,6 @@
 """``scrapy crawl feed -a url=FEED_URL | -a urls_file=PATH [-a kb=NAME]``: feeds and their new entries.
 
-Each feed (RSS, Atom or JSON Feed, read by ``synapsecrawl.feeds``) is fetched
+Each feed (RSS, Atom or JSON Feed, read by ``synapsecrawl.extract.feeds``) is fetched
 as ``RequestKind.FEED``: robots.txt judges it by the bot's own group only where the
 profile says so (SER-ROBOTS-FEEDS), a failed refresh delays the next by the
 feed curve and a feed still held is skipped here (SER-FEED-BACKOFF,
@@ -50,8 +50,7 @@ from middlewares.failures import describe
 from middlewares.pacing import SKIP_CRAWL_DELAY
 from middlewares.reread import Unchanged
 from spiders.base import SynapseSpider
-from synapsecrawl.extract.page import Page
-from synapsecrawl.feeds import (
+from synapsecrawl.extract.feeds import (
     ENTRY_TYPE_SUFFIX,
     Feed,
     FeedEntry,
@@ -60,8 +59,9 @@ from synapsecrawl.feeds import (
     parse_feed,
     read_og_image,
 )
-from synapsecrawl.indexing import make_item
-from synapsecrawl.kb.store import SiteIcon
+from synapsecrawl.extract.page import Page
+from synapsecrawl.kb.indexing import make_item
+from synapsecrawl.kb.records import SiteIcon
 from synapsecrawl.requestkind import KIND, RequestKind
 from synapsecrawl.urls import canonical, origin_of
 

@@ -31,11 +31,8 @@ from middlewares.addon import operator_settings
 from middlewares.reread import Unchanged
 from middlewares.runtime import Runtime
 from spiders.base import SynapseSpider
-from synapsecrawl.config import check_config
-from synapsecrawl.crawlrequest import CrawlRequest
-from synapsecrawl.indexing import record_from_item
-from synapsecrawl.kb.store import PageRecord, utcnow
-from synapsecrawl.ondemand import (
+from synapsecrawl.crawl.config import check_config
+from synapsecrawl.crawl.ondemand import (
     FetchError,
     RecentFetches,
     check_arguments,
@@ -45,8 +42,11 @@ from synapsecrawl.ondemand import (
     page_address,
     shape_page,
 )
+from synapsecrawl.crawl.request import CrawlRequest
+from synapsecrawl.kb.indexing import record_from_item
+from synapsecrawl.kb.records import PageRecord, utcnow
+from synapsecrawl.search.api import SearchService
 from synapsecrawl.requestkind import KIND, RequestKind
-from synapsecrawl.searchapi import SearchService
 
 if TYPE_CHECKING:
     from middlewares.ondemand_server import OndemandServer

@@ -1,7 +1,7 @@
 """``scrapy crawl site -a url=START [-a depth=N] [-a max_pages=N]``: a site from its start address.
 
 Breadth-first (settings: DEPTH_PRIORITY and FIFO queues), so a limited crawl
-keeps the pages nearest the start. Scope (SYN-SCOPE, ``synapsecrawl.scope``),
+keeps the pages nearest the start. Scope (SYN-SCOPE, ``synapsecrawl.crawl.scope``),
 depth (SYN-LIMITS) and ``nofollow`` (ALL-NOINDEX, SNA-NOFOLLOW) decide which
 links are followed; redirects keep to the same ``scopes``
 (``middlewares.redirects``). Documents linked in scope are requested like
@@ -20,7 +20,7 @@ import scrapy
 from scrapy.http import Response
 
 from spiders.base import SynapseSpider
-from synapsecrawl.scope import SiteScope, in_any
+from synapsecrawl.crawl.scope import SiteScope, in_any
 
 __all__ = ["SiteSpider"]
 

@@ -1,7 +1,7 @@
 """``scrapy crawl sitemap -a url=URL [-a kb=NAME]``: the pages a sitemap lists.
 
 URL is a sitemap, a sitemap index or a robots.txt with ``Sitemap:`` lines,
-XML or text, gzipped or not (``synapsecrawl.sitemaps`` reads them). Sitemaps
+XML or text, gzipped or not (``synapsecrawl.extract.sitemaps`` reads them). Sitemaps
 and pages keep to the host of the URL given (SYN-SCOPE; Scrapy's
 SitemapSpider follows any host); each sitemap is fetched like a page
 (robots.txt, pacing, User-Agent, the page limit) and its entries are
@@ -40,10 +40,10 @@ from middlewares.budget import PageBudgetMiddleware
 from middlewares.failures import describe
 from middlewares.robots import RobotsMiddleware
 from spiders.base import SynapseSpider
+from synapsecrawl.crawl.scope import SiteScope, in_any
+from synapsecrawl.extract.sitemaps import MAX_SITEMAP_BYTES, SitemapEntry, order_entries, parse_sitemap
+from synapsecrawl.rules.robots import parse_robots
 from synapsecrawl.requestkind import KIND, RequestKind
-from synapsecrawl.robots import parse_robots
-from synapsecrawl.scope import SiteScope, in_any
-from synapsecrawl.sitemaps import MAX_SITEMAP_BYTES, SitemapEntry, order_entries, parse_sitemap
 from synapsecrawl.urls import canonical, origin_of, url_problem
 
 __all__ = ["SitemapSpider"]

@@ -48,10 +48,8 @@ from spiders.feed import FeedSpider
 from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
-from synapsecrawl.config import check_config
-from synapsecrawl.crawlrequest import CrawlRequest
-from synapsecrawl.errors import ConfigError
-from synapsecrawl.frontier_redis import (
+from synapsecrawl.crawl.config import check_config
+from synapsecrawl.crawl.frontier import (
     DEFAULT_FRONTIER_PREFIX,
     BadEntry,
     Entry,
@@ -61,6 +59,8 @@ from synapsecrawl.frontier_redis import (
     Source,
     check_crawl_name,
 )
+from synapsecrawl.crawl.request import CrawlRequest
+from synapsecrawl.errors import ConfigError
 from synapsecrawl.requestkind import KIND, RequestKind
 
 __all__ = ["WorkerSpider"]

@@ -3,7 +3,7 @@
 BOT_NAME = "synapsecrawl"
 SPIDER_MODULES = ["spiders"]
 NEWSPIDER_MODULE = "spiders"
-COMMANDS_MODULE = "synapsecrawl.commands"
+COMMANDS_MODULE = "synapsecrawl.cli.commands"
 
 BOT_PROFILE = "synapsebot"
 KB_URI = ""  # empty: sqlite:///.synapsecrawl/kb.sqlite3 in the working directory
@@ -38,7 +38,7 @@ BACKOFF_MAX_WAIT = 0  # seconds a crawl may wait on one paused site; 0 = the pro
 ONDEMAND_HOST = "127.0.0.1"  # `scrapy crawl ondemand` listens here only (SNA-ONDEMAND)
 ONDEMAND_PORT = 8765  # POST /api/web_fetch and MCP at /mcp; 0 = any free port
 ONDEMAND_WAIT = 120  # seconds an on-demand ask waits for its page (pacing included) before a timeout error
-# ALL-NOJS: no JavaScript unless the operator opts in (middlewares.render, synapsecrawl.render).
+# ALL-NOJS: no JavaScript unless the operator opts in (middlewares.render, synapsecrawl.crawl.render).
 JS_RENDERING = False
 JS_CHROMIUM = "/usr/bin/chromium"  # Debian's chromium package, not Playwright's download
 JS_MAX_SUBRESOURCES = 20  # same-site scripts and fetch/XHR fetched per page, each in its site's turn

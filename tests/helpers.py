@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.sqlite import SQLiteStore
-from synapsecrawl.kb.store import PageRecord
 
 __all__ = [
     "POSTGRES_ADMIN_URI",

@@ -29,8 +29,8 @@ from w3lib.encoding import html_to_unicode
 from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
 
-from synapsecrawl.directives import parse_directives
 from synapsecrawl.extract.bounds import MAX_ATTRIBUTES, MAX_LINKS, cap_attributes
+from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.extract.page import Directives, Labels, Link, Page
 from synapsecrawl.extract.sniff import unreadable_share
 from synapsecrawl.extract.text import detect_encoding
@@ -367,7 +367,7 @@ def parse_html(
     the bot's product token and aliases, for directives addressed to it.
     When every part of the main text is data-nosnippet, the page is marked
     ``nosnippet`` (an empty ``snippet_text`` would mean "same as text").
-    With ``label``, the page carries its OMN-LABELS (``synapsecrawl.labels``), read from the same tree.
+    With ``label``, the page carries its OMN-LABELS (``synapsecrawl.extract.page_kind``), read from the same tree.
     """
     media_type = content_type.split(";", 1)[0].strip().lower() or "text/html"
     header = f"{media_type}; charset={encoding}" if encoding else content_type
@@ -425,8 +425,8 @@ def parse_html(
 
 def _labels(root: lxml.html.HtmlElement, url: str) -> tuple[Labels, tuple[str, ...]]:
     """OMN-LABELS of the page, and the bounds the labelling met."""
-    from synapsecrawl.labels import label_page  # labels reads JSON-LD with this module
-    from synapsecrawl.linkcontext import link_labelling
+    from synapsecrawl.extract.link_context import link_labelling
+    from synapsecrawl.extract.page_kind import label_page  # labels reads JSON-LD with this module
 
     links = link_labelling(root, url)
     tdm = tuple(

@@ -41,7 +41,7 @@ class Labels:
 
     kind: str
     links: tuple[tuple[str, str], ...] = ()  # (url, context), in page order
-    tdm_meta: tuple[tuple[str, str], ...] = ()  # <meta name="tdm-..." content>, for synapsecrawl.tdmrep
+    tdm_meta: tuple[tuple[str, str], ...] = ()  # <meta name="tdm-..." content>, for synapsecrawl.rules.tdmrep
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Page:
     directives: Directives = field(default_factory=Directives)
     snippet_text: str = ""  # text with data-nosnippet parts removed; "" means same as text
     problems: tuple[str, ...] = ()  # what could not be read, one short phrase each
-    scrubbed: bool = False  # personal data already taken out of text and snippet_text (synapsecrawl.privacy)
+    scrubbed: bool = False  # personal data already taken out of text and snippet_text (synapsecrawl.extract.privacy)
     bounded: tuple[str, ...] = ()  # the bounds (extract.bounds) the page met, one phrase each; read up to them
     not_text: str = ""  # why a body meant as text is none (extract.sniff): nothing of it is kept
     labels: Labels | None = None  # asked for (read_document's ``label``): OmniscienteBot's

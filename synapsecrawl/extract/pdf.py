@@ -20,7 +20,7 @@ from io import BytesIO
 
 from pypdf import PasswordType, PdfReader
 
-from synapsecrawl.directives import parse_directives
+from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.text import clean_text
 

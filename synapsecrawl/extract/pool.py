@@ -38,7 +38,7 @@ _PRELOAD = [
     "synapsecrawl.extract.read",
     "synapsecrawl.extract.html",
     "synapsecrawl.extract.pdf",
-    "synapsecrawl.privacy",
+    "synapsecrawl.extract.privacy",
 ]
 
 

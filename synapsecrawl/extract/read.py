@@ -49,12 +49,12 @@ def read_document(
         body, url, content_type=content_type, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding, label=label
     )
     if label and page.labels is None and not page.not_text:
-        from synapsecrawl.labels import label_url
+        from synapsecrawl.extract.page_kind import label_url
 
         page = replace(page, labels=Labels(label_url(url).kind))  # no HTML: what its address says
     if not scrub_personal_data:
         return page
-    from synapsecrawl.privacy import scrub
+    from synapsecrawl.extract.privacy import scrub
 
     return replace(
         page, text=scrub(page.text), snippet_text=scrub(page.snippet_text) if page.snippet_text else "", scrubbed=True
@@ -74,7 +74,7 @@ def _read(
     media = media_type(content_type, body)
     signature = binary_signature(body)
     if signature and media != "application/pdf":
-        from synapsecrawl.directives import parse_directives
+        from synapsecrawl.extract.directives import parse_directives
 
         sent = f"sent as {content_type.split(';', 1)[0].strip().lower()}" if content_type.strip() else "sent untyped"
         return Page(

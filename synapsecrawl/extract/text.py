@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import charset_normalizer
 from w3lib.encoding import read_bom, resolve_encoding, to_unicode
 
-from synapsecrawl.directives import parse_directives
+from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.sniff import unreadable_share
 

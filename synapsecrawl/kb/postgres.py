@@ -1,6 +1,6 @@
 """The PostgreSQL knowledge base: the same Store as SQLite, for many crawlers and large KBs.
 
-Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.content``
+Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.sqlite_content``
 (pages, passages, labels, robots.txt copies, backoff state, sources, site
 icons) and are created on open; the methods that read and write them alike
 are ``kb.rows``'s. Search uses a stored ``tsvector`` per page (title weight A,
@@ -28,6 +28,7 @@ import psycopg
 
 from synapsecrawl.errors import StoreError
 from synapsecrawl.kb.marker import META_TABLE, Found, judge, meta_rows
+from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.rows import (
     HIT_COLUMNS,
     PAGE_CANDIDATES,
@@ -46,7 +47,6 @@ from synapsecrawl.kb.search import (
     shortlist,
     split_passages,
 )
-from synapsecrawl.kb.store import PageRecord, SearchHit
 
 __all__ = ["PostgresStore", "redact_uri"]
 

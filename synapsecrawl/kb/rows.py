@@ -21,8 +21,8 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any, ClassVar
 
+from synapsecrawl.kb.records import LabelRecord, PageRecord, RobotsCopy, SearchHit, SiteIcon, SiteState, Source, UrlHold
 from synapsecrawl.kb.search import compose_snippet
-from synapsecrawl.kb.store import LabelRecord, PageRecord, RobotsCopy, SearchHit, SiteIcon, SiteState, Source, UrlHold
 
 __all__ = [
     "HIT_COLUMNS",

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from synapsecrawl.errors import StoreError
-from synapsecrawl.kb import content
+from synapsecrawl.kb import sqlite_content as content
 from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, Found, judge, meta_rows
+from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.rows import PAGE_COLUMNS, SharedTables
-from synapsecrawl.kb.store import PageRecord, SearchHit
 
 __all__ = ["SQLiteStore"]
 
@@ -74,7 +74,7 @@ CREATE TABLE IF NOT EXISTS robots_cache (
 );
 """
 
-# Backoff state (synapsecrawl.backoff): site pauses and streaks, URL holds. Unix seconds.
+# Backoff state (synapsecrawl.pacing.backoff): site pauses and streaks, URL holds. Unix seconds.
 _BACKOFF_SCHEMA = """
 CREATE TABLE IF NOT EXISTS backoff_sites (
     profile TEXT NOT NULL,
@@ -107,7 +107,7 @@ _ADDED_PAGE_COLUMNS = (
     ("depth", "INTEGER"),
     ("outlinks", "TEXT NOT NULL DEFAULT ''"),
 )
-# Site icons found by the feed spider (synapsecrawl.feeds, SER-ICON). Unix seconds.
+# Site icons found by the feed spider (synapsecrawl.extract.feeds, SER-ICON). Unix seconds.
 _ICONS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS site_icons (
     origin TEXT PRIMARY KEY,
@@ -117,7 +117,7 @@ CREATE TABLE IF NOT EXISTS site_icons (
 );
 """
 
-# Sources a KB user added, re-read on a schedule (synapsecrawl.reread). URLs one a line; unix seconds.
+# Sources a KB user added, re-read on a schedule (synapsecrawl.kb.reread). URLs one a line; unix seconds.
 _SOURCES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS sources (
     id TEXT PRIMARY KEY,

@@ -57,7 +57,7 @@ class RobotsPolicy:
 
 @dataclass(frozen=True)
 class BackoffPolicy:
-    """How a bot answers a server that asks it to slow down, or fails (synapsecrawl.backoff).
+    """How a bot answers a server that asks it to slow down, or fails (synapsecrawl.pacing.backoff).
 
     Seconds throughout. The defaults are the careful operator's reading where a
     bot page states nothing; each profile's ``[backoff]`` table overrides them.

@@ -1,7 +1,7 @@
 """The crawl report: what one crawl asked of each site, and what came of it (#18).
 
 A crawl directory (``REPORT_DIR/CRAWL_ID/``) holds the request log
-(``requests.jsonl``, ``synapsecrawl.requestlog``) and ``stats.json`` (the
+(``requests.jsonl``, ``synapsecrawl.crawl.requestlog``) and ``stats.json`` (the
 crawl's facts and Scrapy's stats). ``build_report(directory)`` writes from
 them ``report.json`` (the data, for machines), ``index.html`` (one row per
 site) and ``sites/NNNNN.html`` (a site's requests, gaps, pauses, robots.txt
@@ -16,11 +16,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from synapsecrawl.crawl.requestlog import LOG_NAME, STATS_NAME, read_events
 from synapsecrawl.errors import SynapseError
 from synapsecrawl.profiles import Profile
 from synapsecrawl.report.html import index_page, site_file, site_page
 from synapsecrawl.report.model import crawl_data
-from synapsecrawl.requestlog import LOG_NAME, STATS_NAME, read_events
 
 __all__ = ["build_report", "crawl_meta", "default_report_dir", "write_stats"]
 

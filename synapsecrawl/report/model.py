@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from itertools import pairwise
 from typing import Any
 
-from synapsecrawl.requestlog import Event, RequestEvent, RobotsEvent, SiteEvent, SkipEvent, StoreEvent
+from synapsecrawl.crawl.requestlog import Event, RequestEvent, RobotsEvent, SiteEvent, SkipEvent, StoreEvent
 
 __all__ = ["PAUSE_STATUSES", "crawl_data", "site_data"]
 

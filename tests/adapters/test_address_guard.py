@@ -15,7 +15,7 @@ from twisted.python.failure import Failure
 from middlewares.netguard import NetGuardMiddleware
 from middlewares.resolver import AddressRefused, GuardedResolver
 from middlewares.runtime import Runtime
-from synapsecrawl.netguard import parse_host_resolve
+from synapsecrawl.crawl.netguard import parse_host_resolve
 from tests.adapters.crawlers import crawler_for
 
 

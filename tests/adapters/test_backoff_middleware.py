@@ -23,7 +23,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from middlewares.backoff import BackoffGateMiddleware, BackoffMiddleware, RetryScheduled, SiteLeft, UrlHeld
 from middlewares.runtime import Runtime
-from synapsecrawl.kb.store import SiteState, UrlHold
+from synapsecrawl.kb.records import SiteState, UrlHold
 from synapsecrawl.requestkind import KIND, RequestKind
 from tests.adapters.crawlers import SideFetches, crawler_for
 

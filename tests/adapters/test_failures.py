@@ -11,7 +11,7 @@ from twisted.web._newclient import ParseError, ResponseFailed, ResponseNeverRece
 from twisted.web.http import _DataLoss
 
 from middlewares.failures import describe
-from synapsecrawl.summary import FAIL_KINDS
+from synapsecrawl.crawl.summary import FAIL_KINDS
 
 
 def wrapped(outer: Exception, inner: Exception) -> Exception:

@@ -13,8 +13,8 @@ from scrapy.utils.misc import build_from_crawler
 
 from middlewares.redirects import ScopedRedirectMiddleware
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.scope import SiteScope
 from synapsecrawl.requestkind import KIND, RequestKind
-from synapsecrawl.scope import SiteScope
 from tests.adapters.crawlers import crawler_for
 
 

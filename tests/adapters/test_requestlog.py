@@ -14,8 +14,8 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from middlewares.requestlog import RequestLogExtension
+from synapsecrawl.crawl.requestlog import LOG_NAME
 from synapsecrawl.requestkind import KIND, RequestKind
-from synapsecrawl.requestlog import LOG_NAME
 
 
 def extension(tmp_path: Path, **settings: object) -> RequestLogExtension:

@@ -17,7 +17,8 @@ from scrapy.utils.misc import build_from_crawler
 
 from middlewares.reread import RemovalListMiddleware, RereadMiddleware, Unchanged
 from middlewares.runtime import Runtime
-from synapsecrawl.kb.store import PageRecord, Store, utcnow
+from synapsecrawl.kb.records import PageRecord, utcnow
+from synapsecrawl.kb.store import Store
 from synapsecrawl.requestkind import KIND, RequestKind
 from tests.adapters.crawlers import crawler_for
 

@@ -8,7 +8,7 @@ import pytest
 from twisted.python.failure import Failure
 
 from middlewares.resolver import AddressRefused, GuardedResolver, refusal
-from synapsecrawl.netguard import parse_host_resolve
+from synapsecrawl.crawl.netguard import parse_host_resolve
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from twisted.internet.testing import MemoryReactor
 from middlewares.resolver import GuardedResolver
 from middlewares.robots import RobotsMiddleware
 from middlewares.runtime import Runtime
-from synapsecrawl.kb.store import PageRecord, utcnow
-from synapsecrawl.netguard import parse_host_resolve
+from synapsecrawl.crawl.netguard import parse_host_resolve
+from synapsecrawl.kb.records import PageRecord, utcnow
 from synapsecrawl.requestkind import KIND, RequestKind, kind_of
 from tests.adapters.crawlers import SideFetches, crawler_for
 

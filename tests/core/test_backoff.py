@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synapsecrawl.backoff import (
+from synapsecrawl.kb.records import SiteState, UrlHold
+from synapsecrawl.kb.sqlite import SQLiteStore
+from synapsecrawl.pacing.backoff import (
     Decision,
     SiteHistory,
     absent_pause,
@@ -18,9 +20,7 @@ from synapsecrawl.backoff import (
     parse_retry_after,
     slow_spacing,
 )
-from synapsecrawl.kb.sqlite import SQLiteStore
-from synapsecrawl.kb.store import SiteState, UrlHold
-from synapsecrawl.pacing import SiteClock
+from synapsecrawl.pacing.clock import SiteClock
 from synapsecrawl.profiles import BackoffPolicy, load_profile
 
 NOW = 1_750_000_000.0  # a fixed "now" in unix seconds

@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from w3lib.url import safe_url_string
 
-from synapsecrawl.crawlrequest import CrawlRequest
+from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.errors import ArgumentError
+from synapsecrawl.extract.feeds import parse_feed
 from synapsecrawl.extract.html import parse_html
-from synapsecrawl.feeds import parse_feed
-from synapsecrawl.sitemaps import order_entries, parse_lastmod, parse_sitemap
+from synapsecrawl.extract.sitemaps import order_entries, parse_lastmod, parse_sitemap
 from synapsecrawl.urls import canonical, is_usable, url_problem
 
 BAD = [

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from synapsecrawl import botpage
-from synapsecrawl.botpage import PREFIXES, bot_of, promise_ids, promise_sentences, render, sentences
 from synapsecrawl.errors import SynapseError
 from synapsecrawl.profiles.profile import PROFILE_NAMES, read_profile_data
+from synapsecrawl.report import botpage
+from synapsecrawl.report.botpage import PREFIXES, bot_of, promise_ids, promise_sentences, render, sentences
 from tests.helpers import synapsecrawl
 
 ROOT = Path(__file__).resolve().parents[2]

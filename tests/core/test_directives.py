@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synapsecrawl.directives import parse_directives
+from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.extract.page import Directives
 
 SNAGA = ("SnagaBot",)

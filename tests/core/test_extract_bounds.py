@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from synapsecrawl.crawl.summary import CrawlSummary
 from synapsecrawl.extract.bounds import MAX_ATTRIBUTES, MAX_LINKS, cap_attributes
 from synapsecrawl.extract.html import parse_html, parse_tree
+from synapsecrawl.extract.link_context import _Length, link_labelling
+from synapsecrawl.extract.page_kind import label_html, parse_document
 from synapsecrawl.extract.read import read_document
 from synapsecrawl.extract.sniff import binary_signature, unreadable_share
-from synapsecrawl.labels import label_html, parse_document
-from synapsecrawl.linkcontext import _Length, link_labelling
-from synapsecrawl.summary import CrawlSummary
 from tests.helpers import make_pdf
 from tests.hostile import headless_gzip
 

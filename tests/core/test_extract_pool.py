@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from synapsecrawl.config import check_config
+from synapsecrawl.crawl.config import check_config
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.pool import Reader, extract_processes

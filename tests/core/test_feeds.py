@@ -1,4 +1,4 @@
-"""synapsecrawl.feeds: feed documents, og:image and icon candidates, without a network."""
+"""synapsecrawl.extract.feeds: feed documents, og:image and icon candidates, without a network."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synapsecrawl.backoff import feed_retry_delay
-from synapsecrawl.feeds import (
+from synapsecrawl.extract.feeds import (
     ENTRY_TYPE_SUFFIX,
     Feed,
     FeedEntry,
@@ -18,6 +17,7 @@ from synapsecrawl.feeds import (
     parse_feed,
     read_og_image,
 )
+from synapsecrawl.pacing.backoff import feed_retry_delay
 from synapsecrawl.profiles import load_profile
 
 FEEDS = Path(__file__).resolve().parent.parent / "data" / "feeds"

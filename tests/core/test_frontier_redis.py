@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from synapsecrawl.frontier_redis import BadEntry, Entry, SharedFrontier
-from synapsecrawl.pacing_redis import RedisPacing
+from synapsecrawl.crawl.frontier import BadEntry, Entry, SharedFrontier
+from synapsecrawl.pacing.shared import RedisPacing
 from synapsecrawl.requestkind import KIND, RequestKind, kind_of
 from tests.conftest import REDIS_URL
 
@@ -157,7 +157,7 @@ def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_no
 def test_redis_down_is_frontier_unreachable() -> None:
     """#16 (Redis unreachable): every frontier call that cannot reach Redis raises one exception the
     scheduler turns into one line and a wait."""
-    from synapsecrawl.frontier_redis import FrontierUnreachable
+    from synapsecrawl.crawl.frontier import FrontierUnreachable
 
     f = SharedFrontier("redis://127.0.0.1:1/0", "core")
     with pytest.raises(FrontierUnreachable):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from synapsecrawl.crawl.jobdir import MARK, clear_stale, mark_closed, mark_running
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.jobdir import MARK, clear_stale, mark_closed, mark_running
 
 
 def scrapy_state(jobdir: Path) -> None:

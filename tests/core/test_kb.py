@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from synapsecrawl.crawl.summary import CrawlSummary
 from synapsecrawl.kb.search import make_snippet
 from synapsecrawl.profiles import load_profile
-from synapsecrawl.robotspolicy import FAILURE_RETRY_SECONDS, is_fresh, judge_fetch
-from synapsecrawl.summary import CrawlSummary
+from synapsecrawl.rules.robots_policy import FAILURE_RETRY_SECONDS, is_fresh, judge_fetch
 
 
 def test_snippet_rules() -> None:

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from synapsecrawl.errors import StoreError
+from synapsecrawl.kb import open_store
 from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, SCHEMA_VERSION, Found, judge
-from synapsecrawl.kb.store import PageRecord, open_store, utcnow
+from synapsecrawl.kb.records import PageRecord, utcnow
 
 OURS = frozenset({"pages", "pages_fts", "robots_cache", "passages"})
 REQUIRED = ("pages", "pages_fts", "robots_cache")

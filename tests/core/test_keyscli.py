@@ -18,8 +18,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from http_message_signatures import HTTPMessageVerifier, InvalidSignature, MappingKeyResolver, algorithms
 
-from synapsecrawl.cli import main
-from synapsecrawl.keyscli import parse_request_head
+from synapsecrawl.cli.keys import parse_request_head
+from synapsecrawl.cli.main import main
 from synapsecrawl.signing import (
     DIRECTORY_MEDIA_TYPE,
     DIRECTORY_PATH,

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synapsecrawl.labels import LINK_CONTEXTS, PAGE_KINDS, LinkLabel, label_html, label_links, parse_document
+from synapsecrawl.extract.page_kind import LINK_CONTEXTS, PAGE_KINDS, LinkLabel, label_html, label_links, parse_document
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "labels"
 EXPECT = re.compile(rb'\s+data-expect="[a-z]+"')

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from importlib.metadata import requires
 from pathlib import Path
 
@@ -44,3 +45,19 @@ def test_spiders_for_every_mode_feed_the_index_pipeline() -> None:
         check=True,
     ).stdout
     assert "pipelines.index.IndexPipeline" in shown
+
+
+def test_every_core_entry_is_behind_the_boundary_lint() -> None:
+    """CARD-LAYOUT: each package and module at the top of synapsecrawl/ is a source of the import
+    contract that keeps Scrapy, Twisted and the adapters out of the core, except the front doors (cli/)
+    and Scrapy's settings module; a new module cannot slip past the lint."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+    [boundary] = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "forbidden"]
+    assert {"scrapy", "twisted", "middlewares", "spiders", "pipelines"} <= set(boundary["forbidden_modules"])
+    entries = {
+        f"synapsecrawl.{path.name.removesuffix('.py')}"
+        for path in (ROOT / "synapsecrawl").iterdir()
+        if (path.suffix == ".py" and path.name != "__init__.py") or (path / "__init__.py").is_file()
+    }
+    assert entries - set(boundary["source_modules"]) == {"synapsecrawl.cli", "synapsecrawl.settings"}
+    assert set(boundary["source_modules"]) <= entries

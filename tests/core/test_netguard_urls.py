@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from synapsecrawl.crawlrequest import CrawlRequest
+from synapsecrawl.crawl.netguard import forbidden_reason, parse_host_resolve
+from synapsecrawl.crawl.request import CrawlRequest
+from synapsecrawl.crawl.scope import SiteScope
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.netguard import forbidden_reason, parse_host_resolve
-from synapsecrawl.scope import SiteScope
 from synapsecrawl.urls import canonical, origin_of, registrable_domain, site_of
 
 

@@ -8,10 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synapsecrawl.errors import ConfigError
-from synapsecrawl.kb.search import DEFAULT_SNIPPET_CHARS
-from synapsecrawl.kb.store import PageRecord
-from synapsecrawl.ondemand import (
+from synapsecrawl.crawl.ondemand import (
     FetchError,
     RecentFetches,
     check_arguments,
@@ -21,6 +18,9 @@ from synapsecrawl.ondemand import (
     is_fresh,
     shape_page,
 )
+from synapsecrawl.errors import ConfigError
+from synapsecrawl.kb.records import PageRecord
+from synapsecrawl.kb.search import DEFAULT_SNIPPET_CHARS
 from synapsecrawl.profiles import load_profile
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from synapsecrawl.crawl.ondemand import page_address
 from synapsecrawl.extract.page import Page
-from synapsecrawl.indexing import make_item
-from synapsecrawl.ondemand import page_address
+from synapsecrawl.kb.indexing import make_item
 from synapsecrawl.profiles import load_profile
 
 EMAIL = "jane.doe" + chr(64) + "example.org"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from synapsecrawl.pacing import SiteClock, reached_server_by, spacing_for
+from synapsecrawl.pacing.clock import SiteClock, reached_server_by, spacing_for
 
 
 @pytest.mark.parametrize(

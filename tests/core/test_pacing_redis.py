@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import redis
 
-from synapsecrawl.pacing_redis import RedisPacing, Turn
+from synapsecrawl.pacing.shared import RedisPacing, Turn
 from tests.helpers import REDIS_URL
 
 SITE = "example.test"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from synapsecrawl.pacing import LagMeter, SiteTurns, reached_server_by
+from synapsecrawl.pacing.clock import LagMeter, SiteTurns, reached_server_by
 
 
 def test_sites_come_out_in_the_order_they_fall_due() -> None:

@@ -1,4 +1,4 @@
-"""E-mail addresses and phone numbers removed from stored text (synapsecrawl.privacy)."""
+"""E-mail addresses and phone numbers removed from stored text (synapsecrawl.extract.privacy)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synapsecrawl.privacy import EMAIL, PHONE, scrub
+from synapsecrawl.extract.privacy import EMAIL, PHONE, scrub
 
 LABELLED = Path(__file__).parent.parent / "data" / "privacy.jsonl"
 

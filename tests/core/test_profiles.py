@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from synapsecrawl.config import check_config
+from synapsecrawl.crawl.config import check_config
 from synapsecrawl.errors import ConfigError, ProfileError
 from synapsecrawl.profiles import PROFILE_NAMES, load_profile, resolve_limits
 

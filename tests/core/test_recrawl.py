@@ -7,18 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from synapsecrawl.cli.recrawl import absolute_uri, crawl_arguments, crawl_settings, plan, schedule_form, scrapy_command
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.kb.sqlite import SQLiteStore
-from synapsecrawl.kb.store import Source
-from synapsecrawl.recrawl import (
-    absolute_uri,
-    crawl_arguments,
-    crawl_settings,
-    plan,
-    schedule_form,
-    scrapy_command,
-)
-from synapsecrawl.reread import (
+from synapsecrawl.kb.records import Source
+from synapsecrawl.kb.reread import (
     DAY,
     RETRY_AFTER_FAILURE,
     RUNNING,
@@ -28,6 +20,7 @@ from synapsecrawl.reread import (
     record_crawl,
     source_id,
 )
+from synapsecrawl.kb.sqlite import SQLiteStore
 
 T0 = 1_800_000_000.0
 WEEK = 7 * DAY
@@ -191,7 +184,7 @@ def test_sources_and_page_urls_round_trip_in_sqlite(tmp_path: Path) -> None:
     prefix without their text."""
     from datetime import UTC, datetime
 
-    from synapsecrawl.kb.store import PageRecord
+    from synapsecrawl.kb.records import PageRecord
 
     store = SQLiteStore(tmp_path / "kb.sqlite3")
     one = crawled()

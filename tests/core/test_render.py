@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from synapsecrawl.crawl.render import PageRender, RenderBudget, RenderConfig, should_render
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.render import PageRender, RenderBudget, RenderConfig, should_render
 from synapsecrawl.requestkind import RequestKind
 from synapsecrawl.urls import site_of
 

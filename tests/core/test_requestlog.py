@@ -8,9 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synapsecrawl.report import build_report, default_report_dir, write_stats
-from synapsecrawl.report.model import crawl_data
-from synapsecrawl.requestlog import (
+from synapsecrawl.crawl.requestlog import (
     LOG_NAME,
     RequestEvent,
     RequestLog,
@@ -20,7 +18,9 @@ from synapsecrawl.requestlog import (
     StoreEvent,
     read_events,
 )
-from synapsecrawl.summary import CrawlSummary
+from synapsecrawl.crawl.summary import CrawlSummary
+from synapsecrawl.report import build_report, default_report_dir, write_stats
+from synapsecrawl.report.model import crawl_data
 
 
 def test_events_are_written_in_batches_and_read_back(tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.kb.records import PageRecord
+from synapsecrawl.kb.removals import RemovalList, disallowed_urls, read_removal_list, remove_disallowed
+from synapsecrawl.kb.reread import DAY, check_operations, conditional_headers, effect_of, reread_interval
 from synapsecrawl.kb.sqlite import SQLiteStore
-from synapsecrawl.kb.store import PageRecord
-from synapsecrawl.removals import RemovalList, disallowed_urls, read_removal_list, remove_disallowed
-from synapsecrawl.reread import DAY, check_operations, conditional_headers, effect_of, reread_interval
-from synapsecrawl.robots import parse_robots
+from synapsecrawl.rules.robots import parse_robots
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Conformance of synapsecrawl.robots with RFC 9309 and the project's decisions.
+"""Conformance of synapsecrawl.rules.robots with RFC 9309 and the project's decisions.
 
 Each table row is (robots.txt, our tokens, URL, expected allows()). Where the
 decision differs from Protego 0.7.0, the test says so: those deviations are
@@ -14,14 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from protego import Protego
 
-from synapsecrawl.robots import (
-    ALLOW_ALL,
-    DISALLOW_ALL,
-    MAX_PARSE_BYTES,
-    RobotsFile,
-    RobotsRules,
-    parse_robots,
-)
+from synapsecrawl.rules.robots import ALLOW_ALL, DISALLOW_ALL, MAX_PARSE_BYTES, RobotsFile, RobotsRules, parse_robots
 
 YOTTA = ("YottaBot-SearchBot", "YottaSearch")
 

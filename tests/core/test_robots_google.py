@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from synapsecrawl.robots import parse_robots
+from synapsecrawl.rules.robots import parse_robots
 
 
 def allowed(robots: str, agent: str, url: str) -> bool:

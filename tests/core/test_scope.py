@@ -1,4 +1,4 @@
-"""Scope of a crawl and of its redirects (synapsecrawl.scope)."""
+"""Scope of a crawl and of its redirects (synapsecrawl.crawl.scope)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synapsecrawl import scope as scope_module
-from synapsecrawl.scope import SiteScope, in_any, redirect_refusal
+from synapsecrawl.crawl import scope as scope_module
+from synapsecrawl.crawl.scope import SiteScope, in_any, redirect_refusal
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from synapsecrawl.extract.html import parse_html
-from synapsecrawl.kb import search
+from synapsecrawl.kb import open_store, search
+from synapsecrawl.kb.records import LabelRecord
 from synapsecrawl.kb.search import (
     DEFAULT_SNIPPET_CHARS,
     HIT_CLOSE,
@@ -26,7 +27,6 @@ from synapsecrawl.kb.search import (
     split_passages,
     text_fragment,
 )
-from synapsecrawl.kb.store import LabelRecord, open_store
 from tests.helpers import record
 
 DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from synapsecrawl import searchapi
+from synapsecrawl.crawl.ondemand import FetchError, http_status
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.ondemand import FetchError, http_status
-from synapsecrawl.searchapi import SearchArgs, check_bind, check_search_args, is_loopback
+from synapsecrawl.search import api as searchapi
+from synapsecrawl.search.api import SearchArgs, check_bind, check_search_args, is_loopback
 
 
 def test_exported_members() -> None:

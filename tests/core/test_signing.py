@@ -31,6 +31,7 @@ from synapsecrawl.signing import (
     key_directory,
     load_private_key,
     public_jwk,
+    sign,
     sign_directory_response,
     sign_request,
     signature_agent_header,
@@ -72,8 +73,8 @@ def verify(headers: dict[str, str], key: SigningKey, **overrides: Any) -> Verify
 
 def hand_signed(key: SigningKey, covered: list[tuple[Any, str]], **headers: str) -> dict[str, str]:
     """Headers for a web-bot-auth signature over any `covered` components (to build bad requests)."""
-    params = signing._params(key, CREATED, 300, None, "web-bot-auth")
-    signature_input, signature = signing._signature_fields(key, covered, params)
+    params = sign._params(key, CREATED, 300, None, "web-bot-auth")
+    signature_input, signature = sign._signature_fields(key, covered, params)
     return {
         **headers,
         "Signature-Input": http_sf.ser({"sig1": signature_input}),
@@ -96,7 +97,7 @@ def test_rfc9421_b26_ed25519_signature_byte_for_byte(key: SigningKey) -> None:
         (("content-length", {}), "18"),
     ]
     params: dict[str, Any] = {"created": 1618884473, "keyid": "test-key-ed25519"}
-    assert signing._signature_base(covered, params) == (
+    assert sign._signature_base(covered, params) == (
         b'"date": Tue, 20 Apr 2021 02:07:55 GMT\n'
         b'"@method": POST\n'
         b'"@path": /foo\n'
@@ -106,7 +107,7 @@ def test_rfc9421_b26_ed25519_signature_byte_for_byte(key: SigningKey) -> None:
         b'"@signature-params": ("date" "@method" "@path" "@authority" "content-type" "content-length")'
         b';created=1618884473;keyid="test-key-ed25519"'
     )
-    signature_input, signature = signing._signature_fields(key, covered, params)
+    signature_input, signature = sign._signature_fields(key, covered, params)
     assert http_sf.ser({"sig-b26": signature_input}) == (
         'sig-b26=("date" "@method" "@path" "@authority" "content-type" "content-length")'
         ';created=1618884473;keyid="test-key-ed25519"'
@@ -191,8 +192,8 @@ def test_draft_vector_directory_response_signature(key: SigningKey) -> None:
         (("content-digest", {}), "sha-256=:CADMT2aBdV/rqQr/NIru64ERQkCobVvllA4V0fLFDu0=:"),
     ]
     lifetime = 4889289600 - 1735689600
-    params = signing._params(key, 1735689600, lifetime, None, "http-message-signatures-directory")
-    base = signing._signature_base(covered, params)
+    params = sign._params(key, 1735689600, lifetime, None, "http-message-signatures-directory")
+    base = sign._signature_base(covered, params)
     assert base.endswith(
         b'"@signature-params": ("@authority";req "content-digest");created=1735689600'
         b';keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";expires=4889289600'
@@ -294,8 +295,8 @@ def test_unsignable_requests_raise_one_line(key: SigningKey, overrides: dict[str
 def test_authority_and_path_components(url: str, authority: str, path: str) -> None:
     """SER-SIGN: @authority is host[:port] lowercased without the default port (RFC 9421 §2.2.3);
     @path is the absolute path, "/" when empty, without the query (§2.2.6)."""
-    assert signing._derived("@authority", "GET", url) == authority
-    assert signing._derived("@path", "GET", url) == path
+    assert sign._derived("@authority", "GET", url) == authority
+    assert sign._derived("@path", "GET", url) == path
 
 
 # --- verifying ------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from synapsecrawl.config import check_config
+from synapsecrawl.crawl.config import check_config
 from synapsecrawl.errors import ConfigError, SigningError
 from synapsecrawl.signing import generate_private_key_pem, signature_agent_url
 

@@ -1,4 +1,4 @@
-"""Reading sitemaps (synapsecrawl.sitemaps): formats, caps, order and hostile input."""
+"""Reading sitemaps (synapsecrawl.extract.sitemaps): formats, caps, order and hostile input."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from synapsecrawl.sitemaps import (
+from synapsecrawl.extract.sitemaps import (
     MAX_ENTRIES,
     MAX_SITEMAP_BYTES,
     SitemapEntry,

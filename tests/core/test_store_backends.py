@@ -21,22 +21,12 @@ import pytest
 
 from synapsecrawl.errors import ConfigError, StoreError
 from synapsecrawl.extract.html import parse_html
-from synapsecrawl.kb import rows
+from synapsecrawl.kb import open_store, rows
 from synapsecrawl.kb.postgres import PostgresStore, redact_uri
+from synapsecrawl.kb.records import LabelRecord, PageRecord, RobotsCopy, SiteIcon, SiteState, Source, UrlHold
 from synapsecrawl.kb.search import MARK_CLOSE, MARK_OPEN, split_passages
 from synapsecrawl.kb.sqlite import SQLiteStore
-from synapsecrawl.kb.store import (
-    LabelRecord,
-    PageRecord,
-    RobotsCopy,
-    SiteIcon,
-    SiteIcons,
-    SiteState,
-    Source,
-    Store,
-    UrlHold,
-    open_store,
-)
+from synapsecrawl.kb.store import SiteIcons, Store
 from tests.helpers import WHEN, record
 
 DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"

@@ -1,8 +1,8 @@
-"""synapsecrawl.summary: failed downloads counted by kind, next to the skips (#14 item 1)."""
+"""synapsecrawl.crawl.summary: failed downloads counted by kind, next to the skips (#14 item 1)."""
 
 from __future__ import annotations
 
-from synapsecrawl.summary import CrawlSummary
+from synapsecrawl.crawl.summary import CrawlSummary
 
 
 def test_failures_are_counted_by_kind_in_the_stats_and_the_lines() -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from synapsecrawl.tdmrep import FILE, HEADER, META, TdmDeclaration, declare, parse_tdmrep, read_pairs
+from synapsecrawl.rules.tdmrep import FILE, HEADER, META, TdmDeclaration, declare, parse_tdmrep, read_pairs
 
 # The example of the TDMRep report ("TDM File on the Origin Server").
 REPORT_EXAMPLE = json.dumps(

@@ -11,8 +11,8 @@ from urllib.parse import urljoin
 
 import pytest
 
-from synapsecrawl.kb.store import open_store
-from synapsecrawl.labels import parse_document
+from synapsecrawl.extract.page_kind import parse_document
+from synapsecrawl.kb import open_store
 from tests.helpers import gaps, make_pdf, write_urls
 from tests.site.pages import NO_ROBOTS, page
 from tests.site.server import Hit, Reply, TestServer

@@ -8,7 +8,7 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from synapsecrawl.kb.store import SiteState
+from synapsecrawl.kb.records import SiteState
 from synapsecrawl.urls import origin_of
 from tests.helpers import CrawlRun, gaps, store_of, write_urls
 from tests.site.pages import NO_ROBOTS, page

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from synapsecrawl.kb.store import PageRecord, open_store, utcnow
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.records import PageRecord, utcnow
 from tests.e2e.ondemand import Fetcher, run_ondemand
 from tests.helpers import ROOT, bin_path, gaps
 from tests.site.pages import page

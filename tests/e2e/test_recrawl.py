@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from synapsecrawl.kb.store import Source, open_store
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.records import Source
 from tests.e2e.test_reread import HTML, ROBOTS_ALL, html, since, validated
 from tests.helpers import bin_path
 from tests.site.server import Reply, TestServer

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from synapsecrawl.kb.store import RobotsCopy, open_store
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.records import RobotsCopy
 from tests.helpers import write_urls
 from tests.site import pages
 from tests.site.pages import FAST, HTML, ROBOTS_ALL, page

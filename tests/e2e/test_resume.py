@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from synapsecrawl.jobdir import MARK
-from synapsecrawl.kb.store import open_store
-from synapsecrawl.reread import RETRY_AFTER_FAILURE, RUNNING
+from synapsecrawl.crawl.jobdir import MARK
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.reread import RETRY_AFTER_FAILURE, RUNNING
 from tests.helpers import ROOT, bin_path
 from tests.site import pages
 from tests.site.pages import FAST, ROBOTS_ALL

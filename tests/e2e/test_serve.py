@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from synapsecrawl.kb.store import PageRecord, open_store
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.records import PageRecord
 from tests.conftest import _bin, synapsecrawl, write_urls
 from tests.site.server import Reply, TestServer
 

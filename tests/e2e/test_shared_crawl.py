@@ -194,7 +194,7 @@ def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
     as a source; a week later `synapsecrawl recrawl --crawl NAME` queues it in the shared crawl again
     (a new round: the crawl was drained) instead of crawling it here, and 2 workers read it again:
     every page fetched once per round, the source's next re-read due a week on."""
-    from synapsecrawl.kb.store import open_store
+    from synapsecrawl.kb import open_store
     from tests.conftest import synapsecrawl
     from tests.e2e.test_recrawl import make_due
 
@@ -240,7 +240,7 @@ def test_a_crawl_delay_read_by_one_worker_holds_for_all_of_them(
     create a directory) is refused by the worker that leases it with one warning line, not unpickled."""
     import pickle
 
-    from synapsecrawl.frontier_redis import SharedFrontier
+    from synapsecrawl.crawl.frontier import SharedFrontier
     from tests.core.test_frontier_redis import _Exploit
 
     site = f"slowly.{host}"

@@ -1,0 +1,1 @@
+"""The front doors: the `synapsecrawl` command, Scrapy's `crawl` override and the demo (may import Scrapy)."""

@@ -1,0 +1,716 @@
+"""One crawl shared by many workers: its frontier and duplicate filter in Redis (#16).
+
+Built on Redis Streams with consumer groups, not on a coordinator of our own:
+each site (the pacer's site key: a registrable domain for OmniscienteBot, a
+host otherwise) has one stream of pending requests, read by the crawl's one
+consumer group; a delivered entry stays in the group's pending list until the
+worker that leased it acknowledges it (``XACK``), so a worker killed mid-crawl
+leaves its requests there, not in a lost memory. Around the streams:
+
+- ``ready``: a sorted set of the sites with pending requests, scored by when
+  each may be asked next. A worker leases one request of the first site whose
+  score has come, after checking the shared pacer's own state for that site
+  (its next start, its pause, its downloads in flight; ``synapsecrawl.pacing.shared``):
+  a site is handed out in pacing order, one request a spacing, and not while
+  ``concurrency`` of its downloads are in flight on any worker, so none waits in
+  one worker's memory while another worker idles. The pacer's grant in the
+  downloader stays the authority. A lease outlives its download (it ends once
+  the answer is read and its links queued), so a site's pace does not wait on
+  extraction.
+- ``inflight``: each lease with its expiry (Redis ``TIME`` + the profile's
+  timeout + 15 s), renewed by its worker's heartbeat. A lease left to expire
+  (its worker killed) is put back at the end of its site's stream by the next
+  worker that sweeps.
+- ``seen``: the duplicate filter, one fingerprint per method, canonical URL
+  and body.
+
+Entries are JSON (``Entry``), never pickle: anyone who can write to Redis must
+not be able to run code on the workers; an entry that is not our JSON is
+refused with one log line and dropped.
+
+Every call is one atomic Lua script (one round trip). All shared times are
+the Redis server's ``TIME``. Keys need one Redis (not a Cluster: a lease
+touches the ready set and a site's stream at once).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+import redis.asyncio
+
+from synapsecrawl.errors import ConfigError
+from synapsecrawl.urls import canonical
+
+__all__ = [
+    "DEFAULT_FRONTIER_PREFIX",
+    "MODES",
+    "BadEntry",
+    "CrawlStatus",
+    "Entry",
+    "FrontierUnreachable",
+    "Lease",
+    "SharedFrontier",
+    "Source",
+    "check_crawl_name",
+    "fingerprint",
+]
+
+DEFAULT_FRONTIER_PREFIX = "synapsecrawl:frontier"
+MODES = ("page", "site", "sitemap", "feed")
+_GROUP = "workers"
+_NAME = re.compile(r"^[\w.-]{1,100}$")
+_MAX_ENTRY_BYTES = 64 * 1024  # a request is a URL and a few fields; anything bigger is not ours
+
+
+class BadEntry(ValueError):
+    """A frontier entry that is not the JSON this module writes."""
+
+
+class FrontierUnreachable(Exception):
+    """Redis did not answer (the crawl waits; nothing is lost)."""
+
+
+def check_crawl_name(name: str) -> str:
+    """``name`` if it can name a shared crawl (letters, digits, '.', '_', '-'); ConfigError otherwise."""
+    if not _NAME.match(name or ""):
+        raise ConfigError(f"crawl name {name!r} may hold only letters, digits, '.', '_' and '-' (1-100)")
+    return name
+
+
+def fingerprint(method: str, url: str, body: bytes = b"") -> str:
+    """The duplicate filter's key: the same request whatever its fragment or host case."""
+    digest = hashlib.sha1(usedforsecurity=False)
+    for part in (method.upper().encode(), canonical(url).encode(), body):
+        digest.update(part)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Source:
+    """What ``crawl add`` put in: a mode, its URLs, a KB and its limits (strings, as typed)."""
+
+    id: str
+    mode: str
+    urls: tuple[str, ...]
+    kb: str = "default"
+    depth: str | None = None
+    max_pages: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "id": self.id,
+                "mode": self.mode,
+                "urls": list(self.urls),
+                "kb": self.kb,
+                "depth": self.depth,
+                "max_pages": self.max_pages,
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> Source:
+        try:
+            data = json.loads(raw)
+            source = cls(
+                str(data["id"]),
+                str(data["mode"]),
+                tuple(str(u) for u in data["urls"]),
+                str(data.get("kb") or "default"),
+                None if data.get("depth") is None else str(data["depth"]),
+                None if data.get("max_pages") is None else str(data["max_pages"]),
+            )
+        except (ValueError, TypeError, KeyError, UnicodeDecodeError) as error:
+            raise BadEntry(f"not a source: {error}") from None
+        if source.mode not in MODES:
+            raise BadEntry(f"unknown mode {source.mode!r}")
+        return source
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is made of JSON's own types only (what survives a round trip unchanged)."""
+    if depth > 8:
+        return False
+    if isinstance(value, _JSON_SCALARS):
+        return True
+    if isinstance(value, list):
+        return all(_plain(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One pending request as the frontier holds it: JSON, no code.
+
+    ``callback`` and ``errback`` are method names, looked up on the spider of
+    ``source``; ``meta`` holds only JSON values.
+    """
+
+    url: str
+    source: str
+    callback: str = "parse"
+    errback: str = ""
+    method: str = "GET"
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    priority: int = 0
+    dont_filter: bool = False
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = {"v": 1, "u": self.url, "s": self.source, "cb": self.callback}
+        if self.errback:
+            data["eb"] = self.errback
+        if self.method != "GET":
+            data["m"] = self.method
+        if self.headers:
+            data["h"] = [list(pair) for pair in self.headers]
+        if self.body:
+            data["b"] = base64.b64encode(self.body).decode("ascii")
+        if self.meta:
+            data["meta"] = dict(self.meta)
+        if self.priority:
+            data["p"] = self.priority
+        if self.dont_filter:
+            data["df"] = True
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> Entry:
+        """Read an entry; ``BadEntry`` for anything else (a pickle, garbage, a wrong type), never code run."""
+        if isinstance(raw, bytes):
+            if len(raw) > _MAX_ENTRY_BYTES:
+                raise BadEntry(f"{len(raw)} bytes, more than an entry holds")
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise BadEntry("not UTF-8 JSON (a pickle or other binary data)") from None
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise BadEntry("not JSON") from None
+        if not isinstance(data, dict) or data.get("v") != 1:
+            raise BadEntry("not a frontier entry (version 1)")
+        try:
+            url, source, callback = data["u"], data["s"], data.get("cb", "parse")
+            headers = tuple((str(k), str(v)) for k, v in data.get("h", []))
+            body = base64.b64decode(data["b"], validate=True) if "b" in data else b""
+            entry = cls(
+                url=url,
+                source=source,
+                callback=callback,
+                errback=data.get("eb", ""),
+                method=data.get("m", "GET"),
+                headers=headers,
+                body=body,
+                meta=data.get("meta", {}),
+                priority=data.get("p", 0),
+                dont_filter=bool(data.get("df", False)),
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise BadEntry(f"malformed entry: {error}") from None
+        for name in ("url", "source", "callback", "errback", "method"):
+            if not isinstance(getattr(entry, name), str):
+                raise BadEntry(f"{name} is not a string")
+        if not entry.url.startswith(("http://", "https://")):
+            raise BadEntry(f"not an http(s) URL: {entry.url[:100]!r}")
+        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,60}", entry.callback) or (
+            entry.errback and not re.fullmatch(r"[a-z_][a-z0-9_]{0,60}", entry.errback)
+        ):
+            raise BadEntry("callback names are method names")
+        if not isinstance(entry.meta, dict) or not _plain(entry.meta) or not isinstance(entry.priority, int):
+            raise BadEntry("meta holds only JSON values")
+        return entry
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A request handed to one worker: give it back with ``ack`` (done) or ``requeue`` (a new copy)."""
+
+    site: str
+    id: str
+    data: bytes
+    left: tuple[float, str] | None = None  # the site was left to a later crawl: (paused until, why)
+
+    @property
+    def member(self) -> str:
+        return f"{self.site}\t{self.id}"
+
+
+@dataclass(frozen=True)
+class CrawlStatus:
+    """What ``crawl status`` prints: counts per site and per worker."""
+
+    sites: dict[str, tuple[int, int, int]]  # site -> (pending, in flight, done)
+    workers: dict[str, tuple[int, int, float]]  # worker -> (in flight, done, seconds since last heard)
+
+    @property
+    def drained(self) -> bool:
+        return all(pending == 0 and flight == 0 for pending, flight, _ in self.sites.values())
+
+
+# Shared by every script: the time, the crawl's key root, splitting a lease member, settling one.
+_PRELUDE = """
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local P = ARGV[1]
+local function split(member)
+  local sep = string.find(member, '\\t', 1, true)
+  return string.sub(member, 1, sep - 1), string.sub(member, sep + 1)
+end
+local function requeue(site, data)
+  local q = P .. ':q:' .. site
+  if redis.call('SADD', P .. ':sites', site) == 1 then
+    redis.pcall('XGROUP', 'CREATE', q, 'workers', '0', 'MKSTREAM')
+  end
+  redis.call('XADD', q, '*', 'd', data)
+  redis.call('HINCRBY', P .. ':queued', site, 1)
+  redis.call('ZADD', P .. ':ready', 'LT', now, site)
+end
+-- Ends a lease: acknowledged (counted done for worker) or given back (its entry queued again).
+local function settle(member, worker, give_back)
+  local site, id = split(member)
+  local q = P .. ':q:' .. site
+  local data = nil
+  if give_back then
+    local e = redis.call('XRANGE', q, id, id)
+    if #e > 0 then data = e[1][2][2] end
+  end
+  redis.call('XACK', q, 'workers', id)
+  redis.call('XDEL', q, id)
+  if redis.call('ZREM', P .. ':inflight', member) == 0 then return 0 end
+  redis.call('HINCRBY', P .. ':flight', site, -1)
+  redis.call('HDEL', P .. ':owner', member)
+  if data then
+    requeue(site, data)
+  elseif worker ~= '' then
+    redis.call('HINCRBY', P .. ':done', site, 1)
+    redis.call('HINCRBY', P .. ':doneby', worker, 1)
+  end
+  if tonumber(redis.call('HGET', P .. ':queued', site) or '0') > 0 then
+    redis.call('ZADD', P .. ':ready', 'LT', now, site)
+  end
+  return 1
+end
+"""
+
+# ARGV: P, worker, lease member to end first ('' none), then (site, fingerprint or '', data) triples.
+_ADD = (
+    _PRELUDE
+    + """
+if ARGV[3] ~= '' then settle(ARGV[3], '', false) end
+local added = 0
+for i = 4, #ARGV, 3 do
+  local site, fp, data = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  if fp == '' or redis.call('SADD', P .. ':seen', fp) == 1 then
+    local q = P .. ':q:' .. site
+    if redis.call('SADD', P .. ':sites', site) == 1 then
+      redis.pcall('XGROUP', 'CREATE', q, 'workers', '0', 'MKSTREAM')
+    end
+    redis.call('XADD', q, '*', 'd', data)
+    redis.call('HINCRBY', P .. ':queued', site, 1)
+    redis.call('ZADD', P .. ':ready', 'NX', now, site)
+    added = added + 1
+  end
+end
+return added
+"""
+)
+
+# ARGV: P, pacer prefix, worker, lease seconds, concurrency, sites to look at, poll seconds, sweep (0|1),
+# spacing when the pacer has none yet.
+# Returns {1, site, id, data, reclaimed} or {0, seconds until the next site is due (-1: none), reclaimed}.
+_LEASE = (
+    _PRELUDE
+    + """
+local pacer, worker, lease_for = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local concurrency, scan, poll = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local reclaimed = 0
+if ARGV[8] == '1' then
+  for _, member in ipairs(redis.call('ZRANGEBYSCORE', P .. ':inflight', '-inf', now, 'LIMIT', 0, 100)) do
+    reclaimed = reclaimed + settle(member, '', true)
+  end
+end
+for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'LIMIT', 0, scan)) do
+  if tonumber(redis.call('HGET', P .. ':queued', site) or '0') <= 0 then
+    redis.call('ZREM', P .. ':ready', site)
+  else
+    local state = pacer .. ':{' .. site .. '}:state'
+    local next_start = tonumber(redis.call('HGET', state, 'next') or '0')
+    local paused = tonumber(redis.call('HGET', state, 'paused') or '0')
+    local wait = math.max(next_start - now, paused - now)
+    local left = redis.call('HGET', P .. ':left', site)
+    if left then wait = 0 end  -- a site left to a later crawl: handed out to be deferred, not fetched
+    if wait > 0 then
+      redis.call('ZADD', P .. ':ready', now + wait, site)
+    elseif (not left) and redis.call('ZCOUNT', pacer .. ':{' .. site .. '}:leases', now, '+inf') >= concurrency then
+      redis.call('ZADD', P .. ':ready', now + poll, site)
+    else
+      local q = P .. ':q:' .. site
+      local got = redis.call('XREADGROUP', 'GROUP', 'workers', worker, 'COUNT', 1, 'STREAMS', q, '>')
+      if (not got) or #got[1][2] == 0 then
+        redis.call('HSET', P .. ':queued', site, 0)
+        redis.call('ZREM', P .. ':ready', site)
+      else
+        local id, data = got[1][2][1][1], got[1][2][1][2][2]
+        redis.call('HINCRBY', P .. ':queued', site, -1)
+        redis.call('HINCRBY', P .. ':flight', site, 1)
+        local member = site .. '\\t' .. id
+        redis.call('ZADD', P .. ':inflight', now + lease_for, member)
+        redis.call('HSET', P .. ':owner', member, worker)
+        local spacing = tonumber(ARGV[9])
+        for _, name in ipairs({'spacing', 'slow'}) do
+          local value = tonumber(redis.call('HGET', state, name) or '0')
+          if value > spacing then spacing = value end
+        end
+        if left then spacing = 0 end
+        redis.call('ZADD', P .. ':ready', now + spacing, site)
+        return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left')}
+      end
+    end
+  end
+end
+local first = redis.call('ZRANGE', P .. ':ready', 0, 0, 'WITHSCORES')
+local hint = -1
+if #first > 0 then hint = math.max(tonumber(first[2]) - now, 0) end
+return {0, string.format('%.3f', hint), reclaimed, redis.call('HLEN', P .. ':left')}
+"""
+)
+
+# ARGV: P, worker, give back (0|1), members.
+_SETTLE = (
+    _PRELUDE
+    + """
+local n = 0
+for i = 4, #ARGV do
+  n = n + settle(ARGV[i], ARGV[2], ARGV[3] == '1')
+end
+return n
+"""
+)
+
+# ARGV: P, worker, lease seconds, members: the worker is alive and still holds these.
+_HEARTBEAT = (
+    _PRELUDE
+    + """
+redis.call('HSET', P .. ':workers', ARGV[2], string.format('%.3f', now))
+local renewed = 0
+for i = 4, #ARGV do
+  renewed = renewed + redis.call('ZADD', P .. ':inflight', 'XX', 'CH', now + tonumber(ARGV[3]), ARGV[i])
+end
+return renewed
+"""
+)
+
+# ARGV: P, source id, limit: 1 if one more page of the source may be fetched (and counts it), else 0.
+_BUDGET = (
+    _PRELUDE
+    + """
+local spent = redis.call('HINCRBY', P .. ':budget', ARGV[2], 1)
+if spent > tonumber(ARGV[3]) then
+  redis.call('HINCRBY', P .. ':budget', ARGV[2], -1)
+  return 0
+end
+return 1
+"""
+)
+
+# ARGV: P: when the crawl started (its first call), unix seconds.
+_STARTED = (
+    _PRELUDE
+    + """
+redis.call('HSETNX', P .. ':meta', 'started', string.format('%.6f', now))
+return redis.call('HGET', P .. ':meta', 'started')
+"""
+)
+
+
+@dataclass
+class SharedFrontier:
+    """The frontier of shared crawl ``crawl`` in the Redis at ``url``.
+
+    ``pacer_prefix`` is the shared pacer's key prefix for the profile (its
+    per-site state is read to hand sites out in pacing order); ``delay`` the
+    profile's spacing before the pacer knows a site.
+    """
+
+    url: str
+    crawl: str
+    prefix: str = DEFAULT_FRONTIER_PREFIX
+    pacer_prefix: str = "synapsecrawl:pacing"
+    concurrency: int = 1
+    lease_seconds: float = 75.0
+    delay: float = 1.0
+    scan: int = 64
+    poll_seconds: float = 0.25
+    left_count: int = field(init=False, default=0)
+    _client: redis.Redis = field(init=False)
+    _async: redis.asyncio.Redis | None = field(init=False, default=None)
+    _scripts: dict[str, Any] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_crawl_name(self.crawl)
+        self._client = redis.Redis.from_url(self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+
+    @property
+    def root(self) -> str:
+        return f"{self.prefix}:{self.crawl}"
+
+    def _run(self, name: str, source: str, args: Sequence[Any]) -> Any:
+        script = self._scripts.get(name)
+        if script is None:
+            script = self._scripts[name] = self._client.register_script(source)
+        try:
+            return script(keys=[], args=[self.root, *args])
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+
+    # Putting work in.
+
+    def add(self, entries: Iterable[tuple[str, Entry]], *, worker: str = "", ending: Lease | None = None) -> int:
+        """Queue ``(site, entry)`` pairs, dropping those the duplicate filter has seen; end ``ending`` first,
+        in the same step (a request that comes back as a new copy: a redirect, a retry). Returns how many
+        were queued."""
+        args: list[Any] = [worker, ending.member if ending is not None else ""]
+        for site, entry in entries:
+            fp = "" if entry.dont_filter else fingerprint(entry.method, entry.url, entry.body)
+            args += [site, fp, entry.to_json()]
+        return int(self._run("add", _ADD, args))
+
+    def add_raw(self, site: str, data: bytes) -> None:
+        """Queue bytes as they are (tests: what anyone who can write to Redis could put there)."""
+        self._run("add", _ADD, ["", "", site, "", data])
+
+    def add_source(self, source: Source) -> None:
+        try:
+            self._client.hset(f"{self.root}:sources", source.id, source.to_json())
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+
+    def sources(self) -> dict[str, Source]:
+        """The crawl's sources; one that is not ours is left out (``BadEntry`` logged by the caller)."""
+        try:
+            raw = self._client.hgetall(f"{self.root}:sources")
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+        found: dict[str, Source] = {}
+        for key, value in raw.items():
+            try:
+                source = Source.from_json(value)
+            except BadEntry:
+                continue
+            found[key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key)] = source
+        return found
+
+    def new_round(self) -> bool:
+        """If the crawl is drained, forget what it has seen and counted, so its sources can be read again
+        (``recrawl``); True if it was drained. A crawl still running keeps its duplicate filter."""
+        if not self.drained():
+            return False
+        try:
+            self._client.delete(*(f"{self.root}:{name}" for name in ("seen", "budget", "meta", "left")))
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+        return True
+
+    def started_at(self) -> float:
+        """When the crawl started (unix seconds, Redis time): its robots.txt copies are fresh from then."""
+        return float(self._run("started", _STARTED, []))
+
+    # Working.
+
+    def lease(self, worker: str, *, sweep: bool = True) -> tuple[Lease | None, float, int]:
+        """One request of the first site that is due, for ``worker``.
+
+        Returns (lease or None, seconds until the next site is due or -1 when
+        nothing is pending, leases of dead workers put back by this call).
+        ``left_count`` is then how many sites the crawl has left (``left``).
+        """
+        reply = self._run(
+            "lease",
+            _LEASE,
+            [
+                self.pacer_prefix,
+                worker,
+                self.lease_seconds,
+                self.concurrency,
+                self.scan,
+                self.poll_seconds,
+                1 if sweep else 0,
+                self.delay,
+            ],
+        )
+        if int(reply[0]) == 1:
+            site, ident = (p.decode("utf-8") if isinstance(p, bytes) else str(p) for p in reply[1:3])
+            data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
+            left = reply[5].decode("utf-8") if isinstance(reply[5], bytes) else str(reply[5])
+            self.left_count = int(reply[6])
+            return Lease(site, ident, data, _left(left)), 0.0, int(reply[4])
+        self.left_count = int(reply[3])
+        return None, float(reply[1]), int(reply[2])
+
+    def left(self) -> dict[str, tuple[float, str]]:
+        """The sites this crawl left to a later crawl: site -> (paused until, why)."""
+        try:
+            raw = self._client.hgetall(f"{self.root}:left")
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+        found: dict[str, tuple[float, str]] = {}
+        for key, value in raw.items():
+            site = key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key)
+            found[site] = _left(value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)) or (
+                0.0,
+                "left",
+            )
+        return found
+
+    def ack(self, worker: str, leases: Sequence[Lease]) -> int:
+        """These leases are done (fetched, or refused before the network)."""
+        return int(self._run("settle", _SETTLE, [worker, 0, *(lease.member for lease in leases)])) if leases else 0
+
+    def give_back(self, worker: str, leases: Sequence[Lease]) -> int:
+        """Put these leases' requests back in the frontier, not done (a worker stopping)."""
+        return int(self._run("settle", _SETTLE, [worker, 1, *(lease.member for lease in leases)])) if leases else 0
+
+    def heartbeat(self, worker: str, leases: Sequence[Lease]) -> int:
+        """The worker is alive: renew its leases. Returns how many were still its own."""
+        return int(
+            self._run("heartbeat", _HEARTBEAT, [worker, self.lease_seconds, *(lease.member for lease in leases)])
+        )
+
+    def leave(self, site: str, until: float, reason: str) -> None:
+        """``site`` is paused past what the crawl waits (unix ``until``): its pending requests are handed out
+        at once, to be deferred to a later crawl by whichever worker leases them, not held for the pause."""
+        try:
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hsetnx(f"{self.root}:left", site, json.dumps([until, reason]))
+            pipe.zadd(f"{self.root}:ready", {site: 0})
+            pipe.execute()
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+
+    def take_page(self, source: str, limit: int) -> bool:
+        """Count one page of ``source`` against its limit across all workers; False when it is spent."""
+        return bool(int(self._run("budget", _BUDGET, [source, limit])))
+
+    def pages_spent(self, source: str) -> int:
+        try:
+            return int(self._client.hget(f"{self.root}:budget", source) or 0)
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+
+    # Looking.
+
+    def status(self) -> CrawlStatus:
+        """Pending, in flight and done per site; in flight, done and last heartbeat per worker."""
+        root = self.root
+        try:
+            pipe = self._client.pipeline(transaction=True)
+            pipe.time()
+            for name in ("queued", "flight", "done", "owner", "doneby", "workers"):
+                pipe.hgetall(f"{root}:{name}")
+            now_pair, queued, flight, done, owner, doneby, workers = pipe.execute()
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+        now = float(now_pair[0]) + float(now_pair[1]) / 1e6
+        text = _decoded
+        sites: dict[str, tuple[int, int, int]] = {}
+        for site in set(text(queued)) | set(text(flight)) | set(text(done)):
+            sites[site] = (
+                max(0, int(text(queued).get(site, 0))),
+                max(0, int(text(flight).get(site, 0))),
+                int(text(done).get(site, 0)),
+            )
+        held: dict[str, int] = {}
+        for who in text(owner).values():
+            held[who] = held.get(who, 0) + 1
+        result: dict[str, tuple[int, int, float]] = {}
+        for who in set(text(workers)) | set(held) | set(text(doneby)):
+            seen = float(text(workers).get(who, 0) or 0)
+            result[who] = (held.get(who, 0), int(text(doneby).get(who, 0)), now - seen if seen else -1.0)
+        return CrawlStatus(dict(sorted(sites.items())), dict(sorted(result.items())))
+
+    def drained(self) -> bool:
+        """Nothing pending and nothing in flight, on any worker."""
+        try:
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hvals(f"{self.root}:queued")
+            pipe.zcard(f"{self.root}:inflight")
+            queued, inflight = pipe.execute()
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+        return int(inflight) == 0 and all(int(v) <= 0 for v in queued)
+
+    def ping(self) -> None:
+        try:
+            self._client.ping()
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+
+    # robots.txt once per site per crawl.
+
+    @asynccontextmanager
+    async def robots_lock(self, profile: str, origin: str, hold_seconds: float) -> Any:
+        """Held while one worker fetches ``origin``'s robots.txt; the others wait, then read its copy.
+
+        redis-py's lock (a token under SET NX PX, freed by a script that checks
+        the token): it expires on its own if its worker dies.
+        """
+        if self._async is None:
+            self._async = redis.asyncio.Redis.from_url(self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+        lock = self._async.lock(
+            f"{self.root}:robots:{profile}:{origin}",
+            timeout=hold_seconds,
+            blocking_timeout=hold_seconds + 5.0,
+            sleep=0.05,
+        )
+        try:
+            got = await lock.acquire()
+        except redis.RedisError:
+            got = False  # fetch it ourselves: one more robots.txt is more polite than a page fetched blind
+        try:
+            yield got
+        finally:
+            if got:
+                with suppress(redis.RedisError):  # it expires
+                    await lock.release()
+
+    def close(self) -> None:
+        self._client.close()
+
+    async def aclose(self) -> None:
+        if self._async is not None:
+            await self._async.aclose()
+            self._async = None
+        self._client.close()
+
+
+def _left(raw: str) -> tuple[float, str] | None:
+    if not raw:
+        return None
+    try:
+        until, reason = json.loads(raw)
+        return float(until), str(reason)
+    except (ValueError, TypeError):
+        return (0.0, "left")
+
+
+def _decoded(raw: Mapping[bytes, bytes]) -> dict[str, str]:
+    return {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in raw.items()}

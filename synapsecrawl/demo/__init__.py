@@ -1,1 +1,0 @@
-"""The bundled sample site and ``make demo`` (run as ``python -m synapsecrawl.demo``)."""

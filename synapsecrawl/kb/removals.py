@@ -1,0 +1,130 @@
+"""What leaves a knowledge base without a page being asked: an operator's list, and robots.txt.
+
+The removal list (YOT-REMOVAL; SnagaBot's never-fetch list, SNA-NEVER) is a
+text file, one entry a line, ``#`` starting a comment:
+
+- a domain, ``example.com``: that host and every subdomain;
+- a URL prefix, ``https://example.com/private/``: every URL that starts
+  with it, compared without the scheme (a removal asked for over http holds
+  for https too) and with the host lowercased and default ports dropped.
+
+A line that is neither is counted in ``invalid`` and skipped: the list is
+data, and reading it never raises. ``disallowed_urls`` picks the stored URLs
+that a robots.txt's rules now disallow (YOT-ROBOTS, SYN-REMOVE).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from synapsecrawl.errors import ConfigError
+from synapsecrawl.kb.store import Store
+from synapsecrawl.rules.robots import RobotsRules
+from synapsecrawl.urls import origin_of
+
+__all__ = ["RemovalList", "disallowed_urls", "read_removal_list", "remove_disallowed"]
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_HOST = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
+
+
+def _host(name: str) -> str | None:
+    name = name.strip().rstrip(".").lower().removeprefix("*.").lstrip(".")
+    try:
+        host = name.encode("idna").decode("ascii")
+    except UnicodeError:
+        return None
+    return host if _HOST.fullmatch(host) else None
+
+
+def _key(url: str) -> str | None:
+    """host[:port]/path?query: a URL without its scheme, default ports dropped."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    host = (parts.hostname or "").rstrip(".").lower()
+    if parts.scheme.lower() not in _DEFAULT_PORTS or not host:
+        return None
+    if port is not None and port != _DEFAULT_PORTS[parts.scheme.lower()]:
+        host = f"{host}:{port}"
+    return host + (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+@dataclass(frozen=True)
+class RemovalList:
+    """Domains and URL prefixes whose pages are deleted and never fetched."""
+
+    domains: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ()
+    invalid: int = 0  # lines that were neither a domain nor an http(s) URL
+
+    @classmethod
+    def parse(cls, text: str) -> RemovalList:
+        """Read the list's text (never raises)."""
+        domains: set[str] = set()
+        prefixes: list[str] = []
+        invalid = 0
+        for raw in text.splitlines():
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            if "://" in line:
+                key = _key(line)
+            else:
+                key = _host(line)
+                if key is not None:
+                    domains.add(key)
+                    continue
+            if key is None:
+                invalid += 1
+            else:
+                prefixes.append(key)
+        return cls(frozenset(domains), tuple(dict.fromkeys(prefixes)), invalid)
+
+    def __bool__(self) -> bool:
+        return bool(self.domains or self.prefixes)
+
+    def matches(self, url: str) -> bool:
+        """Whether ``url`` is on the list."""
+        key = _key(url)
+        if key is None:
+            return False
+        host = urlsplit(url.strip()).hostname or ""
+        host = host.rstrip(".").lower()
+        labels = host.split(".")
+        if any(".".join(labels[i:]) in self.domains for i in range(len(labels))):
+            return True
+        return any(key.startswith(prefix) for prefix in self.prefixes)
+
+
+def read_removal_list(path: str | Path) -> RemovalList:
+    """The removal list in the file at ``path``; ConfigError when it cannot be read."""
+    try:
+        text = Path(path).read_text("utf-8", errors="replace")
+    except OSError as exc:
+        raise ConfigError(f"REMOVAL_LIST {path}: {exc.strerror or exc}") from None
+    return RemovalList.parse(text)
+
+
+def disallowed_urls(rules: RobotsRules, urls: Iterable[str]) -> list[str]:
+    """The ``urls`` that ``rules`` disallow, in the order given."""
+    return [url for url in urls if not rules.allows(url)]
+
+
+def remove_disallowed(store: Store, origin: str, rules: RobotsRules) -> list[tuple[str, str]]:
+    """Delete the stored pages of ``origin``, in every KB, that ``rules`` disallow; return their (kb, url)."""
+    stored = [(kb, url) for kb, url in store.page_urls(prefix=origin) if origin_of(url) == origin]
+    doomed = set(disallowed_urls(rules, [url for _, url in stored]))
+    removed = [(kb, url) for kb, url in stored if url in doomed and store.delete_page(kb, url)]
+    if removed:
+        logger.info("robots.txt of %s disallows %d stored pages: removed from the knowledge base", origin, len(removed))
+    return removed

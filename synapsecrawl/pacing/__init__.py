@@ -1,0 +1,1 @@
+"""When the next request to a site may start: per-site clocks, the shared (Redis) pacer, backoff."""

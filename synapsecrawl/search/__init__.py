@@ -1,0 +1,1 @@
+"""Serving the knowledge base: the search service and its HTTP/MCP front."""

@@ -1,0 +1,209 @@
+"""The search service's decisions: what a search may ask, what a result shows, which KB answers.
+
+``synapsecrawl serve`` (``synapsecrawl.cli.serve``) and the on-demand fetcher's
+server both answer through a ``SearchService``: a search is checked into
+``SearchArgs`` (one clear message for anything wrong), run by the store's own
+``search`` (so a result shows exactly what ``kb search`` shows: nosnippet,
+max-snippet, data-nosnippet and personal data as the page was stored, never
+its full text) and shaped by ``hit_json``, the shape ``kb search`` prints.
+
+The knowledge base is opened on first use and again after a failure, so a KB
+that cannot be opened is one ``unavailable`` answer (HTTP 503), not a dead
+service. Failures are ``FetchError``s, the on-demand fetch's, with its codes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from synapsecrawl.crawl.ondemand import FetchError, check_fetch_url, page_address, shape_page
+from synapsecrawl.errors import ConfigError, StoreError
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.records import PageRecord, SearchHit
+from synapsecrawl.kb.store import Store
+from synapsecrawl.profiles import Profile
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "MAX_OFFSET",
+    "MAX_QUERY_CHARS",
+    "SearchArgs",
+    "SearchService",
+    "check_bind",
+    "check_search_args",
+    "hit_json",
+    "is_loopback",
+]
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
+MAX_OFFSET = 950  # offset + limit stays within the store's page candidates (kb.rows.PAGE_CANDIDATES)
+MAX_QUERY_CHARS = 500
+_PARAMETERS = ("query", "kb", "limit", "offset")
+_KB_NAME = re.compile(r"^[\w.-]{1,100}$")
+_WORD = re.compile(r"\w")
+
+
+@dataclass(frozen=True)
+class SearchArgs:
+    """A search as checked: the query, one KB or all (None), and the page of results wanted."""
+
+    query: str
+    kb: str | None = None
+    limit: int = DEFAULT_LIMIT
+    offset: int = 0
+
+
+def _bad(message: str) -> FetchError:
+    return FetchError("bad_request", message)
+
+
+def _count(name: str, value: object, default: int, top: int, bottom: int) -> int:
+    if value is None or value == "":
+        return default
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _bad(f"{name} must be a whole number from {bottom} to {top}, not {value!r}")
+    if not bottom <= value <= top:
+        raise _bad(f"{name} must be from {bottom} to {top}, not {value}")
+    return value
+
+
+def check_search_args(params: Mapping[str, object]) -> SearchArgs:
+    """The search ``params`` ask for (from a query string or a JSON body); raises FetchError("bad_request")."""
+    unknown = sorted(set(params) - set(_PARAMETERS))
+    if unknown:
+        raise _bad(f"unknown parameter {unknown[0]!r}: search takes {', '.join(_PARAMETERS)}")
+    query = params.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise _bad('give a query: {"query": "words to search for"} or ?query=words')
+    query = " ".join(query.split())
+    if len(query) > MAX_QUERY_CHARS:
+        raise _bad(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
+    if not _WORD.search(query):
+        raise _bad(f"query {query!r} has no word to search for")
+    kb = params.get("kb")
+    if kb is not None and kb != "" and (not isinstance(kb, str) or not _KB_NAME.match(kb)):
+        raise _bad(f"kb {kb!r} is not a knowledge base name (letters, digits, '.', '_' and '-')")
+    return SearchArgs(
+        query=query,
+        kb=kb or None,
+        limit=_count("limit", params.get("limit"), DEFAULT_LIMIT, MAX_LIMIT, 1),
+        offset=_count("offset", params.get("offset"), 0, MAX_OFFSET, 0),
+    )
+
+
+def hit_json(hit: SearchHit) -> dict[str, Any]:
+    """A result as ``kb search`` prints it and the service answers it: never a page's full text."""
+    shown = asdict(hit)
+    shown["fetched_at"] = hit.fetched_at.isoformat() if hit.fetched_at else None
+    return shown
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (or ``localhost``); a name that is not is taken as reachable."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str) -> None:
+    """Refuse, in one line, to serve beyond this machine without a bearer token."""
+    if not host:
+        raise ConfigError("serve --host is empty")
+    if not is_loopback(host) and not token:
+        raise ConfigError(
+            f"serve --host {host} is reachable from other machines: set SEARCH_TOKEN to a bearer "
+            "token agents must send, or bind 127.0.0.1"
+        )
+
+
+class SearchService:
+    """Searches and stored copies of one knowledge base URI, as a result may show them."""
+
+    def __init__(self, uri: str, profile: Profile, opener: Callable[[str], Store] = open_store) -> None:
+        self.uri = uri
+        self.profile = profile
+        self._opener = opener
+        self._store: Store | None = None
+        self._lock = threading.Lock()
+
+    def _open(self) -> Store:
+        with self._lock:
+            if self._store is None:
+                try:
+                    self._store = self._opener(self.uri)
+                except StoreError as exc:
+                    raise FetchError("unavailable", str(exc)) from None
+            return self._store
+
+    def _call(self, work: Callable[[Store], Any]) -> Any:
+        """``work`` on the store; a store failure is ``unavailable`` and the store is opened anew next time."""
+        store = self._open()
+        try:
+            return work(store)
+        except StoreError as exc:
+            with self._lock:
+                if self._store is store:
+                    self._store = None
+            store.close()
+            raise FetchError("unavailable", str(exc)) from None
+
+    def search(self, args: SearchArgs) -> dict[str, Any]:
+        """The results for ``args``, best first; raises FetchError (unknown_kb, unavailable)."""
+        hits = self._call(lambda store: store.search(args.query, args.kb, limit=args.offset + args.limit))
+        if not hits and args.kb is not None and args.kb not in self._names():
+            raise FetchError("unknown_kb", f"no knowledge base named {args.kb!r} here (list_kbs names them)")
+        return {
+            "query": args.query,
+            "kb": args.kb,
+            "offset": args.offset,
+            "results": [hit_json(hit) for hit in hits[args.offset :]],
+        }
+
+    def _names(self) -> set[str]:
+        return {name for name, _, _ in self._call(lambda store: store.kbs())}
+
+    def list_kbs(self) -> dict[str, Any]:
+        """The knowledge bases that hold pages: name, page count, last fetch."""
+        rows = self._call(lambda store: store.kbs())
+        return {
+            "kbs": [{"name": name, "pages": count, "last_fetched_at": last.isoformat()} for name, count, last in rows]
+        }
+
+    def fetch(self, url: object, kb: str | None = None) -> dict[str, Any]:
+        """The stored copy of ``url`` as a result may show it (``ondemand.shape_page``); raises FetchError."""
+        asked = check_fetch_url(url)
+        if kb is not None and not _KB_NAME.match(kb):
+            raise _bad(f"kb {kb!r} is not a knowledge base name (letters, digits, '.', '_' and '-')")
+        names = [kb] if kb else sorted(self._names())
+        candidates = list(dict.fromkeys((asked, page_address(asked))))
+
+        def first_copy(store: Store) -> PageRecord | None:
+            found = (store.get_page(name, url) for name in names for url in candidates)
+            return next((record for record in found if record is not None), None)
+
+        record: PageRecord | None = self._call(first_copy)
+        if record is not None:
+            shown = shape_page(
+                record, requested_url=asked, from_index=True, scrub_description=self.profile.scrub_personal_data
+            )
+            return {"kb": record.kb, **shown}
+        raise FetchError("not_found", f"no stored copy of {asked} (search finds what the knowledge base holds)")
+
+    def close(self) -> None:
+        """Close the store, if open."""
+        with self._lock:
+            store, self._store = self._store, None
+        if store is not None:
+            store.close()
