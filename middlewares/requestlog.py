@@ -32,8 +32,8 @@ from synapsecrawl.crawl.requestlog import (
     StoreEvent,
 )
 from synapsecrawl.report import build_report, crawl_meta, default_report_dir, write_stats
-from synapsecrawl.rules.robots_policy import judge_fetch
 from synapsecrawl.requestkind import RequestKind, kind_of
+from synapsecrawl.rules.robots_policy import judge_fetch
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

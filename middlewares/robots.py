@@ -22,8 +22,8 @@ from middlewares.resolver import refusal
 from middlewares.runtime import Runtime
 from synapsecrawl.kb.records import RobotsCopy
 from synapsecrawl.kb.removals import remove_disallowed
-from synapsecrawl.rules.robots_policy import RobotsOutcome, is_fresh, judge_fetch
 from synapsecrawl.requestkind import KIND, RequestKind, kind_of
+from synapsecrawl.rules.robots_policy import RobotsOutcome, is_fresh, judge_fetch
 from synapsecrawl.urls import origin_of
 
 if TYPE_CHECKING:

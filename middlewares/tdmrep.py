@@ -21,8 +21,8 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
 from middlewares.runtime import Runtime
-from synapsecrawl.rules.tdmrep import MAX_TDMREP_BYTES, TDMREP_PROFILES, TdmRep, parse_tdmrep
 from synapsecrawl.requestkind import KIND, RequestKind, kind_of
+from synapsecrawl.rules.tdmrep import MAX_TDMREP_BYTES, TDMREP_PROFILES, TdmRep, parse_tdmrep
 from synapsecrawl.urls import origin_of
 
 if TYPE_CHECKING:

@@ -45,8 +45,8 @@ from synapsecrawl.crawl.ondemand import (
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.kb.indexing import record_from_item
 from synapsecrawl.kb.records import PageRecord, utcnow
-from synapsecrawl.search.api import SearchService
 from synapsecrawl.requestkind import KIND, RequestKind
+from synapsecrawl.search.api import SearchService
 
 if TYPE_CHECKING:
     from middlewares.ondemand_server import OndemandServer

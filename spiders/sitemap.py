@@ -42,8 +42,8 @@ from middlewares.robots import RobotsMiddleware
 from spiders.base import SynapseSpider
 from synapsecrawl.crawl.scope import SiteScope, in_any
 from synapsecrawl.extract.sitemaps import MAX_SITEMAP_BYTES, SitemapEntry, order_entries, parse_sitemap
-from synapsecrawl.rules.robots import parse_robots
 from synapsecrawl.requestkind import KIND, RequestKind
+from synapsecrawl.rules.robots import parse_robots
 from synapsecrawl.urls import canonical, origin_of, url_problem
 
 __all__ = ["SitemapSpider"]

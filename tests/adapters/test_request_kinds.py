@@ -16,7 +16,7 @@ from middlewares.reread import RereadMiddleware
 from middlewares.runtime import Runtime
 from middlewares.sizelimit import ResponseGateMiddleware
 from middlewares.summary import SummaryExtension
-from synapsecrawl.kb.store import PageRecord, utcnow
+from synapsecrawl.kb.records import PageRecord, utcnow
 from synapsecrawl.requestkind import KIND, RequestKind
 from tests.adapters.crawlers import crawler_for
 

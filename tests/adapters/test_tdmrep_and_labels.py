@@ -21,8 +21,8 @@ from scrapy.utils.misc import build_from_crawler
 from middlewares.labels import LabelsMiddleware
 from middlewares.tdmrep import TdmRepMiddleware
 from synapsecrawl.extract.read import read_document
-from synapsecrawl.rules.tdmrep import MAX_TDMREP_BYTES, TdmRep, parse_tdmrep
 from synapsecrawl.requestkind import KIND, RequestKind, kind_of
+from synapsecrawl.rules.tdmrep import MAX_TDMREP_BYTES, TdmRep, parse_tdmrep
 from tests.adapters.crawlers import SideFetches, crawler_for
 
 TDMREP = "http://example.com/.well-known/tdmrep.json"
