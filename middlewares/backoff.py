@@ -19,6 +19,7 @@ from scrapy import signals
 
 from middlewares.backoffstate import BackoffState, Clock, secs
 from middlewares.exceptions import SiteLeft, UrlHeld, when
+from synapsecrawl.crawl.kinds import kind_of
 from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ __all__ = [
     "BackoffState",
     "Clock",
     "Judged",
+    "is_feed",
     "is_side_fetch",
     "left_elsewhere",
 ]
@@ -40,13 +42,17 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 JUDGED = "backoff_judged"  # meta: the answer's decision, made at download time, settled by middlewares.retry
-# Side fetches (robots.txt, tdmrep.json, ...) heed a site's pauses, but their answers are no page's
-# outcome: not retried, held or counted in a 403 streak. A new kind of side fetch sets "backoff_side_fetch".
-_SIDE_FETCH = ("robots_txt", "tdmrep_fetch", "backoff_side_fetch")
 
 
 def is_side_fetch(request: Request) -> bool:
-    return any(request.meta.get(key) for key in _SIDE_FETCH)
+    """robots.txt, tdmrep.json, ...: heeds a site's pauses, but its answer is no page's outcome
+    (not retried, held or counted in a 403 streak)."""
+    return kind_of(request.meta).rules.backoff == "side"
+
+
+def is_feed(request: Request) -> bool:
+    """A feed refresh: its failures hold the feed for the feed curve instead of a retry (middlewares.retry)."""
+    return kind_of(request.meta).rules.backoff == "feed"
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import IgnoreRequest
 
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import kind_of
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -45,7 +46,7 @@ class PageBudgetMiddleware:
         return max(0, self.limit - self._spent) if self.limit else None
 
     async def process_request(self, request: Request) -> None:
-        if request.meta.get("robots_txt") or request.meta.get("budget_counted"):
+        if not kind_of(request.meta).rules.budget or request.meta.get("budget_counted"):
             return
         take_page = getattr(self._crawler.spider, "take_page", None)  # a shared crawl counts in Redis (#16)
         allowed = await take_page(request) if take_page is not None else None

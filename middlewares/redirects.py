@@ -28,6 +28,7 @@ from scrapy.exceptions import IgnoreRequest
 from w3lib.url import safe_url_string
 
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import RequestKind, kind_of
 from synapsecrawl.crawl.scope import redirect_refusal
 from synapsecrawl.urls import url_problem
 
@@ -50,7 +51,7 @@ class ScopedRedirectMiddleware(RedirectMiddleware):
         return middleware
 
     def process_response(self, request: Request, response: Response) -> Request | Response:  # type: ignore[override]
-        robots_txt = bool(request.meta.get("robots_txt"))
+        robots_txt = kind_of(request.meta) is RequestKind.ROBOTS
         if robots_txt and request.meta.get("handle_httpstatus_all") and not request.meta.get("dont_redirect"):
             request.meta["handle_httpstatus_all"] = False  # only while Scrapy decides: follow robots.txt hops
             try:
@@ -112,6 +113,6 @@ class ScopedRedirectMiddleware(RedirectMiddleware):
         """Count a redirect not followed, and log it in one line."""
         assert self.crawler.stats is not None
         self.crawler.stats.inc_value(f"redirect/refused/{reason}")
-        if not request.meta.get("robots_txt"):
+        if kind_of(request.meta).rules.summarised:
             self._runtime.summary.skip(self._runtime.site(request.url), reason, request.url)
         logger.info("%s", message)

@@ -29,6 +29,7 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy_playwright.page import PageMethod
 
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.crawl.render import PageRender, RenderBudget, RenderConfig, should_render
 
 if TYPE_CHECKING:
@@ -46,11 +47,6 @@ _CONTEXT = "synapsecrawl-render"
 _READ_SECONDS = 5.0  # once the budget is spent: to read the DOM, or to close a stuck page
 _OPEN_SECONDS = 60.0  # to start the browser (once) and open a tab, before the page's own time starts
 _STATE = "render_state"  # meta of the render request: what its page init callback needs
-# A subresource is a side fetch: not a page (budget, reread, summary), not retried or held by backoff, any type.
-_SUBRESOURCE_META = {
-    "render_subresource": True, "backoff_side_fetch": True, "budget_counted": True, "dont_reread": True,
-    "dont_retry": True, "dont_redirect": True, "dont_gate_type": True,
-}  # fmt: skip
 # Not handed to the browser: the body is already decoded and sized, and cookies are never kept.
 _DROPPED_HEADERS = {
     b"set-cookie",
@@ -111,7 +107,7 @@ class RenderMiddleware:
     async def process_response(self, request: Request, response: Response) -> Response:
         mode = getattr(self._crawler.spider, "name", "")
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
-        if not should_render(mode, request.meta, response.status, content_type, response.body[:64]):
+        if not should_render(mode, kind_of(request.meta), response.status, content_type, response.body[:64]):
             return response
         try:
             async with self._tabs:
@@ -143,6 +139,7 @@ class RenderMiddleware:
             response.url,
             dont_filter=True,
             meta={
+                KIND: RequestKind.PAGE,  # straight to the download handler: the page's own answer went through
                 "playwright": True,
                 "playwright_context": _CONTEXT,
                 "playwright_context_kwargs": {
@@ -235,7 +232,7 @@ class RenderMiddleware:
             callback=NO_CALLBACK,
             dont_filter=True,
             headers={"Accept": accept},
-            meta=dict(_SUBRESOURCE_META),
+            meta={KIND: RequestKind.SUBRESOURCE, "dont_retry": True, "dont_redirect": True},
         )
         assert self._crawler.engine is not None
         budget.fetch_started(monotonic())

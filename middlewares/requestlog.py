@@ -22,6 +22,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import RequestKind, kind_of
 from synapsecrawl.crawl.requestlog import (
     LOG_NAME,
     RequestEvent,
@@ -43,11 +44,13 @@ __all__ = ["RequestLogExtension"]
 
 logger = logging.getLogger(__name__)
 
-_KINDS = (("robots_txt", "robots"), ("tdmrep_fetch", "tdmrep"), ("render_subresource", "subresource"), ("feed", "feed"))
-
 
 def _kind(request: Request) -> str:
-    return next((kind for key, kind in _KINDS if request.meta.get(key)), "page")
+    return kind_of(request.meta).rules.logged_as
+
+
+def _is_robots(request: Request) -> bool:
+    return kind_of(request.meta) is RequestKind.ROBOTS
 
 
 class RequestLogExtension:
@@ -109,7 +112,7 @@ class RequestLogExtension:
             self._log.append(
                 RequestEvent(self._runtime.site(request.url), request.url, _kind(request), reached, now - reached, None)
             )
-            if request.meta.get("robots_txt"):
+            if _is_robots(request):
                 self._robots(request, reached, None, b"")
             return
         latency = float(request.meta.get("download_latency") or 0.0)
@@ -129,7 +132,7 @@ class RequestLogExtension:
         )
 
     def _response_received(self, response: Response, request: Request, **_: Any) -> None:
-        if request.meta.get("robots_txt"):  # decoded by now, as the robots middleware reads it
+        if _is_robots(request):  # decoded by now, as the robots middleware reads it
             self._robots(request, self._now(), response.status, response.body)
 
     def _robots(self, request: Request, at: float, status: int | None, body: bytes) -> None:

@@ -30,6 +30,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from middlewares.exceptions import Unchanged
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import kind_of
 from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.kb.records import utcnow
 from synapsecrawl.kb.removals import RemovalList, read_removal_list
@@ -65,7 +66,7 @@ class RereadMiddleware:
         self._crawler.stats.inc_value(key)
 
     async def process_request(self, request: Request) -> None:
-        if request.meta.get("robots_txt") or request.meta.get("dont_reread"):
+        if not kind_of(request.meta).rules.reread:
             return
         if request.meta.get("reread_url", request.url) != request.url:  # a redirect hop copies the headers
             for name in _VALIDATORS:
@@ -192,6 +193,6 @@ class RemovalListMiddleware:
         if self._removals.matches(request.url):
             assert self._crawler.stats is not None
             self._crawler.stats.inc_value("removals/refused")
-            if not request.meta.get("robots_txt"):
+            if kind_of(request.meta).rules.summarised:
                 self._runtime.summary.skip(self._runtime.site(request.url), "never", request.url)
             raise IgnoreRequest(f"on the removal list, never fetched: {request.url}")

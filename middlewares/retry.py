@@ -20,7 +20,7 @@ from scrapy import signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.utils.misc import load_object
 
-from middlewares.backoff import JUDGED, Judged, is_side_fetch
+from middlewares.backoff import JUDGED, Judged, is_feed, is_side_fetch
 from middlewares.backoffstate import BackoffState, secs
 from middlewares.exceptions import RetryScheduled, SiteLeft, when
 from spiders.feedholds import FeedHolds
@@ -70,7 +70,7 @@ class BackoffRetryMiddleware:
             return response
         if is_side_fetch(request):
             return response
-        if request.meta.get("feed"):
+        if is_feed(request):
             await self._feeds.refreshed(request, judged.site, response.status, response.headers.get(b"Retry-After"))
             return response
         return await self._settle(request, judged.decision, judged.site, answered=True) or response
@@ -78,16 +78,12 @@ class BackoffRetryMiddleware:
     async def process_exception(self, request: Request, exception: Exception) -> Request | None:
         site = self._runtime.site(request.url)
         if isinstance(exception, SiteLeft):
-            if not is_side_fetch(request) and not request.meta.get("feed"):  # a feed keeps its own delay
+            if not is_side_fetch(request) and not is_feed(request):  # a feed keeps its own delay
                 await self._book.hold(request, site, kind="deferred", until=exception.until, reason=exception.reason)
                 self._book.stat("backoff/deferred")
                 self._runtime.summary.skip(site, "paused", request.url)
             return None
-        if (
-            request.meta.get("feed")
-            and not isinstance(exception, IgnoreRequest)
-            and not (request.meta.get("dont_backoff"))
-        ):
+        if is_feed(request) and not isinstance(exception, IgnoreRequest) and not (request.meta.get("dont_backoff")):
             await self._feeds.refreshed(request, site, None, None, why=type(exception).__name__)
             return None
         if (

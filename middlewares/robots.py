@@ -20,6 +20,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from middlewares.resolver import refusal
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.kb.records import RobotsCopy
 from synapsecrawl.kb.removals import remove_disallowed
 from synapsecrawl.pacing.clock import site_crawl_delay
@@ -52,7 +53,7 @@ class RobotsMiddleware:
         return cls(crawler, Runtime.of(crawler))
 
     async def process_request(self, request: Request) -> None:
-        if request.meta.get("robots_txt") or request.meta.get("dont_obey_robotstxt"):
+        if kind_of(request.meta).rules.robots == "self" or request.meta.get("dont_obey_robotstxt"):
             return
         outcome = await self.outcome_for(request.url)
         if outcome.rules.allows(request.url):
@@ -67,7 +68,7 @@ class RobotsMiddleware:
                 raise IgnoreRequest(f"refused {request.url}: {refused}")
             reason = "disallowed" if outcome.kind == "parsed" else f"robots.txt {outcome.kind}"
             self._crawler.stats.inc_value("robots/disallowed")
-            if not request.meta.get("render_subresource"):  # a page's script is not a page left out
+            if kind_of(request.meta).rules.summarised:  # a page's script is not a page left out
                 self._runtime.summary.skip(site, "robots", request.url)
             request.meta["robots_disallowed"] = True
             request.meta["robots_outcome"] = outcome.kind  # only "parsed" rules remove a stored page
@@ -95,9 +96,9 @@ class RobotsMiddleware:
         return None
 
     def _feed_exempt(self, request: Request, outcome: RobotsOutcome) -> bool:
-        """SER-ROBOTS-FEEDS: a feed (meta ``feed``) is fetched for its subscriber, like Google's
+        """SER-ROBOTS-FEEDS: a feed (``RequestKind.FEED``) is fetched for its subscriber, like Google's
         Feedfetcher, so under a profile saying so only a group naming the bot can disallow it."""
-        if not (request.meta.get("feed") and self._profile.robots.feeds_own_group_only):
+        if not (kind_of(request.meta).rules.robots == "own_group" and self._profile.robots.feeds_own_group_only):
             return False
         if outcome.kind != "parsed" or outcome.rules.matched_group not in ("*", ""):
             return False
@@ -188,7 +189,7 @@ class RobotsMiddleware:
             callback=NO_CALLBACK,
             headers={"User-Agent": self._profile.robots_user_agent},
             meta={
-                "robots_txt": True,
+                KIND: RequestKind.ROBOTS,
                 "dont_retry": True,
                 "handle_httpstatus_all": True,
                 "redirect_ttl": self._profile.robots.max_redirects,  # RFC 9309 §2.3.1.2

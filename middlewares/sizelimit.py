@@ -18,6 +18,7 @@ from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddlewa
 from scrapy.exceptions import IgnoreRequest, StopDownload
 
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import RequestKind, kind_of
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -56,7 +57,7 @@ class ResponseGateMiddleware:
     def _headers_received(self, headers: Headers, body_length: int, request: Request, **_: Any) -> None:
         # A redirect hop copies its meta: a type refused on the 3xx in front of this answer is no verdict on it.
         request.meta.pop("gate_refused_type", None)
-        if request.meta.get("robots_txt") or request.meta.get("dont_gate_type"):
+        if not kind_of(request.meta).rules.type_gated:
             return
         raw = headers.get(b"Content-Type") or b""
         content_type = raw.decode("latin-1").strip()
@@ -87,7 +88,7 @@ class ResponseGateMiddleware:
         if len(response.body) > cap or request.meta.get("size_truncated"):
             assert self._crawler.stats is not None
             self._crawler.stats.inc_value("gate/truncated")
-            if not (request.meta.get("robots_txt") or request.meta.get("tdmrep_fetch")):  # side fetches are not pages
+            if kind_of(request.meta).rules.summarised:
                 self._runtime.summary.truncate(self._runtime.site(request.url), request.url)
             logger.info("read %s only up to %d bytes (%s's cap)", request.url, cap, self._profile.name)
             return response.replace(body=response.body[:cap], flags=[*response.flags, "truncated"])
@@ -106,7 +107,7 @@ class DecompressionGuardMiddleware:
 
     def process_response(self, request: Request, response: Response) -> Response:
         cap = int(request.meta.get("size_limit_bytes") or self._profile.size_bytes)
-        if request.meta.get("robots_txt"):
+        if kind_of(request.meta) is RequestKind.ROBOTS:
             return _inflate_head(response, cap)
         inflated = request.meta.get("decompressed_limit_bytes")  # a sitemap's own cap (sitemaps.org: 50 MB)
         request.meta["download_maxsize"] = int(inflated or max(cap * _INFLATE_RATIO, 16 * 1024 * 1024))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import kind_of
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -31,8 +32,7 @@ class SummaryExtension:
         return cls(crawler, Runtime.of(crawler))
 
     def _response_received(self, response: Response, request: Request, **_: Any) -> None:
-        side = ("robots_txt", "tdmrep_fetch", "render_subresource")  # side fetches are not pages
-        if not any(request.meta.get(key) for key in side):
+        if kind_of(request.meta).rules.summarised:
             self._runtime.summary.fetch(self._runtime.site(request.url))
 
     def _spider_closed(self, **_: Any) -> None:

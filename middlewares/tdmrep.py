@@ -21,6 +21,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.rules.tdmrep import MAX_TDMREP_BYTES, TdmRep, parse_tdmrep
 from synapsecrawl.urls import origin_of
 
@@ -47,7 +48,7 @@ class TdmRepMiddleware:
         return cls(crawler)
 
     async def process_request(self, request: Request) -> None:
-        if request.meta.get("robots_txt") or request.meta.get("tdmrep_fetch"):
+        if not kind_of(request.meta).rules.tdmrep:
             return
         origin = origin_of(request.url)
         if origin not in self._files:  # concurrent first pages share one fetch
@@ -59,10 +60,8 @@ class TdmRepMiddleware:
             origin + TDMREP_PATH,
             callback=NO_CALLBACK,
             meta={
-                "tdmrep_fetch": True,
+                KIND: RequestKind.TDMREP,
                 "dont_retry": True,
-                "dont_gate_type": True,  # application/json, whatever the profile's page types
-                "budget_counted": True,  # a site file like robots.txt, not a page
                 "size_limit_bytes": MAX_TDMREP_BYTES,
             },
             priority=900,

@@ -43,6 +43,7 @@ from middlewares.exceptions import Unchanged, caught
 from middlewares.failures import describe, quiet_dataloss_hint
 from middlewares.runtime import Runtime
 from synapsecrawl.crawl.jobdir import mark_closed
+from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.crawl.scope import in_any
 from synapsecrawl.extract.page import Page
@@ -94,11 +95,16 @@ class SynapseSpider(scrapy.Spider):
         for url in self.crawl.urls:
             yield self.page_request(url, meta={"depth": 0})
 
-    def page_request(self, url: str, **kwargs: Any) -> scrapy.Request:
+    def page_request(self, url: str, *, meta: dict[str, Any] | None = None, **kwargs: Any) -> scrapy.Request:
         """A request for the page at ``url``, read by ``parse``, its failure one line (``page_failed``)."""
-        request = scrapy.Request(url, callback=self.parse, errback=self.page_failed, **kwargs)
-        request.meta["summary_counts_failure"] = True  # the backoff leaves a failed download's count to page_failed
-        return request
+        return scrapy.Request(
+            url,
+            callback=self.parse,
+            errback=self.page_failed,
+            # summary_counts_failure: the backoff leaves a failed download's count to page_failed
+            meta={KIND: RequestKind.PAGE, **(meta or {}), "summary_counts_failure": True},
+            **kwargs,
+        )
 
     def page_failed(self, failure: Failure) -> Failure | list[scrapy.Request] | None:
         """A stored page that answered 304 (``Unchanged``) leads on through its stored links, as its body

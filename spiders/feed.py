@@ -1,7 +1,7 @@
 """``scrapy crawl feed -a url=FEED_URL | -a urls_file=PATH [-a kb=NAME]``: feeds and their new entries.
 
 Each feed (RSS, Atom or JSON Feed, read by ``synapsecrawl.extract.feeds``) is fetched
-with meta ``feed``: robots.txt judges it by the bot's own group only where the
+as ``RequestKind.FEED``: robots.txt judges it by the bot's own group only where the
 profile says so (SER-ROBOTS-FEEDS), a failed refresh delays the next by the
 feed curve and a feed still held is skipped here (SER-FEED-BACKOFF,
 ``spiders.feedholds``). The feed itself is kept as a page of the KB (title,
@@ -50,6 +50,7 @@ from middlewares.exceptions import RetryScheduled, Unchanged, caught
 from middlewares.failures import describe
 from spiders.base import SynapseSpider
 from spiders.feedholds import FeedHolds
+from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.extract.feeds import (
     ENTRY_TYPE_SUFFIX,
     Feed,
@@ -126,9 +127,8 @@ class FeedSpider(SynapseSpider):
             errback=self.feed_failed,
             headers={"Accept": FEED_ACCEPT},
             meta={
-                "feed": True,  # robots.txt and backoff judge it as a feed
+                KIND: RequestKind.FEED,
                 "dont_retry": True,  # the feed curve is its retry (SER-FEED-BACKOFF)
-                "dont_gate_type": True,  # XML or JSON under any profile: read here
                 "depth": 0,
             },
         )
@@ -226,9 +226,9 @@ class FeedSpider(SynapseSpider):
             errback=self.article_failed,
             dont_filter=True,  # entries are deduplicated here; a filtered request would never settle
             meta={
+                KIND: RequestKind.ARTICLE,
                 "feed_entry": (entry, feed, feed_url),
                 "depth_reset": True,  # part of its feed, not a followed link
-                "dont_reread": True,
                 "size_limit_bytes": min(self.runtime.profile.og_image_bytes, self.runtime.profile.size_bytes),
             },
         )
@@ -282,10 +282,10 @@ class FeedSpider(SynapseSpider):
             errback=self.icon_failed,
             dont_filter=True,
             meta={
+                KIND: RequestKind.ICON,
                 "site_icon": (origin, candidates, index, first_add),
                 "dont_obey_robotstxt": first_add,  # SER-ROBOTS-PAGES: the icon of a feed first added
                 "dont_retry": True,  # a failed candidate gives way to the next
-                "dont_reread": True,
                 "depth_reset": True,
                 "size_limit_bytes": min(ICON_BYTES, self.runtime.profile.size_bytes),
             },

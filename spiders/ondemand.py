@@ -30,6 +30,7 @@ from twisted.python.failure import Failure
 from middlewares.exceptions import Unchanged
 from middlewares.runtime import Runtime
 from spiders.base import SynapseSpider
+from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.ondemand import (
     FetchError,
     RecentFetches,
@@ -142,6 +143,7 @@ class OndemandSpider(SynapseSpider):
                 dont_filter=True,
                 # no immediate retry: a page is fetched again no sooner than ondemand_min_refetch (SNA-ONDEMAND)
                 meta={
+                    KIND: RequestKind.PAGE,
                     "depth": 0,
                     "ondemand_key": key,
                     "size_limit_bytes": self.runtime.profile.ondemand_size_bytes,

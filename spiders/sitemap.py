@@ -41,6 +41,7 @@ from middlewares.exceptions import caught
 from middlewares.failures import describe
 from middlewares.robots import RobotsMiddleware
 from spiders.base import SynapseSpider
+from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.scope import SiteScope, in_any
 from synapsecrawl.extract.sitemaps import MAX_SITEMAP_BYTES, SitemapEntry, order_entries, parse_sitemap
 from synapsecrawl.rules.robots import parse_robots
@@ -89,7 +90,7 @@ class SitemapSpider(SynapseSpider):
             status, body = outcome.status, copy.body if copy is not None else b""
         else:  # the robots middleware switched off: fetch it here
             assert self.crawler.engine is not None
-            request = scrapy.Request(url, callback=NO_CALLBACK, meta={"robots_txt": True, "dont_retry": True})
+            request = scrapy.Request(url, callback=NO_CALLBACK, meta={KIND: RequestKind.ROBOTS, "dont_retry": True})
             response = await self.crawler.engine.download_async(request)
             status, body = response.status, response.body
         if not 200 <= status < 300:
@@ -106,9 +107,9 @@ class SitemapSpider(SynapseSpider):
             callback=self.parse_sitemap,
             errback=self.sitemap_failed,
             meta={
+                KIND: RequestKind.SITEMAP,  # XML, text or gzip: read here, not by the page type gate
                 "sitemap_nesting": nesting,
                 "depth_reset": True,  # sitemap nesting is not link depth
-                "dont_gate_type": True,  # XML, text or gzip: read here, not by the page type gate
                 "size_limit_bytes": MAX_SITEMAP_BYTES,
                 "decompressed_limit_bytes": MAX_SITEMAP_BYTES,
             },

@@ -57,6 +57,7 @@ from synapsecrawl.crawl.frontier import (
     Source,
     check_crawl_name,
 )
+from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.errors import ConfigError
 
@@ -82,7 +83,9 @@ class SharedSitemapSpider(SitemapSpider):
         spent = worker.pages_spent(self.source_id) if limit else 0
         count = len(self.backlog) if not limit else max(0, min(limit - spent, len(self.backlog)))
         for _ in range(count):
-            yield scrapy.Request(self.backlog.popleft(), callback=self.parse, meta={"depth_reset": True})
+            yield scrapy.Request(
+                self.backlog.popleft(), callback=self.parse, meta={KIND: RequestKind.PAGE, "depth_reset": True}
+            )
         for url in self.backlog:
             self.runtime.summary.skip(self.runtime.site(url), "limit")
         self.backlog.clear()

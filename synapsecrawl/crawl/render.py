@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from synapsecrawl.crawl.kinds import RequestKind
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.numbers import read_number
 
@@ -31,8 +32,6 @@ __all__ = [
 RENDERED_MODES = frozenset({"page", "site", "sitemap"})
 FETCHED_TYPES = frozenset({"script", "xhr", "fetch"})  # Playwright's resource types
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
-# Requests that are not a page: robots.txt, tdmrep.json, a sitemap (nesting 0 included), a feed, a subresource.
-_NOT_PAGES = ("robots_txt", "tdmrep_fetch", "sitemap_nesting", "feed", "backoff_side_fetch", "render_subresource")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -100,13 +99,13 @@ class RenderConfig:
         }
 
 
-def should_render(mode: str, meta: Mapping[str, Any], status: int, content_type: str, body_start: bytes) -> bool:
+def should_render(mode: str, kind: RequestKind, status: int, content_type: str, body_start: bytes) -> bool:
     """Whether a fetched answer is a page to render: an HTML 200 of a page, site or sitemap crawl."""
-    if mode not in RENDERED_MODES or status != 200 or any(meta.get(key, False) is not False for key in _NOT_PAGES):
+    if mode not in RENDERED_MODES or status != 200 or not kind.rules.rendered:
         return False
-    kind = content_type.split(";", 1)[0].strip().lower()
-    if kind:
-        return kind in _HTML_TYPES
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type:
+        return media_type in _HTML_TYPES
     start = body_start.lstrip()[:15].lower()  # no Content-Type: sniff (WHATWG MIME Sniffing §7.1)
     return start.startswith((b"<!doctype html", b"<html"))
 

@@ -25,9 +25,12 @@ from middlewares.backoff import BackoffGateMiddleware, BackoffMiddleware, Backof
 from middlewares.exceptions import RetryScheduled, SiteLeft, UrlHeld
 from middlewares.retry import BackoffRetryMiddleware
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.records import SiteState, UrlHold
 from tests.adapters.crawlers import SideFetches, crawler_for
+
+FEED = {KIND: RequestKind.FEED}
 
 
 class _Chain:
@@ -225,11 +228,11 @@ async def test_side_fetches_are_no_pages_outcome(tmp_path: Path, signing: dict[s
     """OMN-PAUSE, OMN-FETCH: robots.txt and tdmrep.json answers heed and set pauses (a 503 pauses the
     site) but never count in a 403 streak and are not retried or held."""
     c = crawl(tmp_path, "omniscientebot", **signing)
-    for meta in ({"robots_txt": True}, {"tdmrep_fetch": True}, {"backoff_side_fetch": True}):
-        c.downloaded("http://example.com/robots.txt", 403, **meta)
+    for kind in (RequestKind.ROBOTS, RequestKind.TDMREP, RequestKind.SUBRESOURCE):
+        c.downloaded("http://example.com/robots.txt", 403, **{KIND: kind})
     c.downloaded("http://example.com/page", 403)
     assert c.stat("backoff/left/403") is None
-    request, response = c.downloaded("http://example.com/robots.txt", 503, "60", robots_txt=True)
+    request, response = c.downloaded("http://example.com/robots.txt", 503, "60", **{KIND: RequestKind.ROBOTS})
     assert c.stat("backoff/paused/503") == 1
     assert await c.mw.process_response(request, response) is response
     assert c.hold("http://example.com/robots.txt") is None
@@ -346,12 +349,12 @@ async def test_a_failed_feed_refresh_delays_the_next_from_15_minutes_doubling(
     url = "http://blog.test/feed.xml"
     for delay, failures in ((900, 1), (1800, 2)):
         t0 = time.time()
-        request, response = c.downloaded(url, 500, feed=True)
+        request, response = c.downloaded(url, 500, **FEED)
         assert await c.mw.process_response(request, response) is response
         hold = c.hold(url)
         assert hold is not None and hold.failures == failures and t0 + delay <= hold.until <= time.time() + delay
         assert hold.reason == "feed 500"
-    await c.answered(url, 304, feed=True)
+    await c.answered(url, 304, **FEED)
     assert c.hold(url) is None
 
 
@@ -359,7 +362,7 @@ async def test_a_feeds_429_waits_at_least_retry_after(tmp_path: Path, signing: d
     """SER-FEED-BACKOFF: on 429 the feed waits at least Retry-After (here past its 15 min)."""
     c = crawl(tmp_path, "serenereader", **signing)
     t0 = time.time()
-    await c.answered("http://blog.test/feed.xml", 429, "5000", feed=True)
+    await c.answered("http://blog.test/feed.xml", 429, "5000", **FEED)
     hold = c.hold("http://blog.test/feed.xml")
     assert hold is not None and hold.until >= t0 + 5000
 
@@ -368,7 +371,7 @@ async def test_a_feed_that_does_not_answer_is_held_too(tmp_path: Path, signing: 
     """SER-FEED-BACKOFF: a refresh with no answer (a timeout) counts as failed; the hold is under the
     feed's subscribed address, even after a redirect."""
     c = crawl(tmp_path, "serenereader", **signing)
-    request = Request("http://blog.test/feed/", meta={"feed": True, "redirect_urls": ["http://blog.test/feed"]})
+    request = Request("http://blog.test/feed/", meta={**FEED, "redirect_urls": ["http://blog.test/feed"]})
     assert await c.mw.process_exception(request, DownloadTimeoutError()) is None
     hold = c.hold("http://blog.test/feed")
     assert hold is not None and hold.reason == "feed DownloadTimeoutError"

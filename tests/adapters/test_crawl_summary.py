@@ -12,6 +12,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from middlewares.runtime import Runtime
 from middlewares.summary import SummaryExtension
+from synapsecrawl.crawl.kinds import KIND, RequestKind
 from tests.adapters.crawlers import crawler_for
 
 
@@ -29,9 +30,9 @@ def test_only_pages_are_counted_as_fetched(tmp_path: Path) -> None:
         answer("http://a.test/"),
         answer("http://a.test/2"),
         answer("http://b.test/"),
-        answer("http://a.test/robots.txt", robots_txt=True),
-        answer("http://a.test/.well-known/tdmrep.json", tdmrep_fetch=True),
-        answer("http://a.test/app.js", render_subresource=True),
+        answer("http://a.test/robots.txt", **{KIND: RequestKind.ROBOTS}),
+        answer("http://a.test/.well-known/tdmrep.json", **{KIND: RequestKind.TDMREP}),
+        answer("http://a.test/app.js", **{KIND: RequestKind.SUBRESOURCE}),
     ):
         crawler.signals.send_catch_log(signals.response_received, response=response, request=request, spider=None)
     assert dict(Runtime.of(crawler).summary.fetched) == {"a.test": 2, "b.test": 1}

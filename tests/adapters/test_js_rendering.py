@@ -19,6 +19,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from middlewares.render import RenderMiddleware, refuse, render_settings
 from synapsecrawl.crawl.config import CrawlConfig
+from synapsecrawl.crawl.kinds import KIND, RequestKind
 from tests.adapters.crawlers import crawler_for, project
 
 BROWSER = shutil.which("true") or "/bin/true"
@@ -76,8 +77,8 @@ def test_the_opt_in_installs_the_browser_handler_and_fetches_nothing_itself() ->
         ("feed", 200, "text/html", {}),  # a feed crawl renders nothing
         ("page", 404, "text/html", {}),  # only a 200
         ("page", 200, "application/pdf", {}),  # only HTML
-        ("page", 200, "text/html", {"robots_txt": True}),  # side fetches are no pages
-        ("site", 200, "text/html", {"render_subresource": True}),
+        ("page", 200, "text/html", {KIND: RequestKind.ROBOTS}),  # side fetches are no pages
+        ("site", 200, "text/html", {KIND: RequestKind.SUBRESOURCE}),
     ],
 )
 async def test_only_a_pages_html_200_is_rendered(

@@ -12,6 +12,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from middlewares.budget import PageBudgetMiddleware
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import KIND, RequestKind
 from tests.adapters.crawlers import crawler_for
 
 
@@ -31,12 +32,14 @@ async def test_pages_past_the_operators_limit_are_dropped_before_the_network(tmp
 
 
 async def test_robots_txt_and_side_fetches_are_not_pages(tmp_path: Path) -> None:
-    """SYN-LIMITS, OMN-FETCH: robots.txt and requests already counted (tdmrep.json and render
-    subresources arrive with budget_counted) spend nothing, even past the limit."""
+    """SYN-LIMITS, OMN-FETCH: robots.txt, tdmrep.json and render subresources (their kinds) and
+    requests already counted spend nothing, even past the limit."""
     mw = build_from_crawler(PageBudgetMiddleware, crawler_for(tmp_path, CLOSESPIDER_PAGECOUNT=1))
     await mw.process_request(Request("http://a.test/page"))
-    await mw.process_request(Request("http://a.test/robots.txt", meta={"robots_txt": True}))
-    await mw.process_request(Request("http://a.test/.well-known/tdmrep.json", meta={"budget_counted": True}))
+    await mw.process_request(Request("http://a.test/robots.txt", meta={KIND: RequestKind.ROBOTS}))
+    await mw.process_request(Request("http://a.test/.well-known/tdmrep.json", meta={KIND: RequestKind.TDMREP}))
+    await mw.process_request(Request("http://a.test/app.js", meta={KIND: RequestKind.SUBRESOURCE}))
+    await mw.process_request(Request("http://a.test/page", meta={"budget_counted": True}))
     assert mw.remaining == 0
 
 

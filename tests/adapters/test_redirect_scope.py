@@ -13,6 +13,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from middlewares.redirects import ScopedRedirectMiddleware
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.scope import SiteScope
 from tests.adapters.crawlers import crawler_for
 
@@ -134,7 +135,7 @@ def test_robots_txt_follows_its_redirects_anywhere(tmp_path: Path) -> None:
     """ALL-RFC9309 §2.3.1.2: robots.txt, which asks for every status, follows its hops even off the
     host and off the scope; the hop still asks for every status."""
     mw = redirects(tmp_path)
-    request = Request("http://docs.test/robots.txt", meta={"robots_txt": True, "handle_httpstatus_all": True})
+    request = Request("http://docs.test/robots.txt", meta={KIND: RequestKind.ROBOTS, "handle_httpstatus_all": True})
     hop = mw.process_response(request, moved(request, "http://cdn.test/robots.txt"))
     assert isinstance(hop, Request) and hop.url == "http://cdn.test/robots.txt"
     assert hop.meta["handle_httpstatus_all"] is True and request.meta["handle_httpstatus_all"] is True

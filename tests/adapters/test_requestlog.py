@@ -14,6 +14,7 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from middlewares.requestlog import RequestLogExtension
+from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.requestlog import LOG_NAME
 
 
@@ -40,9 +41,9 @@ def test_each_signal_lands_in_the_log(tmp_path: Path) -> None:
     read from robots.txt is the site's; the report is written when the spider closes."""
     ext = extension(tmp_path)
     send = ext._crawler.signals.send_catch_log
-    robots_ok = Request("http://a.test/robots.txt", meta={"robots_txt": True})
+    robots_ok = Request("http://a.test/robots.txt", meta={KIND: RequestKind.ROBOTS})
     page = Request("http://a.test/busy", meta={"download_latency": 0.01})
-    lost_robots = Request("http://b.test/robots.txt", meta={"robots_txt": True})
+    lost_robots = Request("http://b.test/robots.txt", meta={KIND: RequestKind.ROBOTS})
     busy = TextResponse(page.url, status=503, headers={"Retry-After": "7"}, body=b"busy", request=page)
     robots_body = TextResponse(robots_ok.url, body=b"User-agent: *\nCrawl-delay: 4\n", request=robots_ok)
     for request, response in ((robots_ok, robots_body), (page, busy), (lost_robots, None)):

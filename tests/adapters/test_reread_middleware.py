@@ -18,6 +18,7 @@ from scrapy.utils.misc import build_from_crawler
 from middlewares.exceptions import Unchanged
 from middlewares.reread import RemovalListMiddleware, RereadMiddleware
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.kb.records import PageRecord, utcnow
 from synapsecrawl.kb.store import Store
 from tests.adapters.crawlers import crawler_for
@@ -196,14 +197,14 @@ async def test_a_feed_is_kept_under_its_subscribed_address(crawler: Crawler, mw:
 
 
 async def test_robots_txt_opt_outs_and_non_kb_crawls_are_left_alone(tmp_path: Path) -> None:
-    """SYN-REREAD: robots.txt, dont_reread and a crawl with no KB get no validators; a spider's own
-    validators are kept."""
+    """SYN-REREAD: robots.txt, a feed entry's article and a crawl with no KB get no validators; a
+    spider's own validators are kept."""
     crawler = crawler_for(tmp_path)
     mw = build_from_crawler(RereadMiddleware, crawler)
     stored(crawler, "http://docs.test/robots.txt")
     stored(crawler)
-    assert b"If-None-Match" not in (await sent(mw, "http://docs.test/robots.txt", robots_txt=True)).headers
-    assert b"If-None-Match" not in (await sent(mw, dont_reread=True)).headers
+    assert b"If-None-Match" not in (await sent(mw, "http://docs.test/robots.txt", **{KIND: RequestKind.ROBOTS})).headers
+    assert b"If-None-Match" not in (await sent(mw, **{KIND: RequestKind.ARTICLE})).headers
     own = Request(URL, headers={"If-None-Match": '"mine"'})
     await mw.process_request(own)
     assert own.headers[b"If-None-Match"] == b'"mine"'

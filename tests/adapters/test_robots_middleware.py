@@ -20,6 +20,7 @@ from twisted.internet.testing import MemoryReactor
 from middlewares.resolver import GuardedResolver
 from middlewares.robots import RobotsMiddleware
 from middlewares.runtime import Runtime
+from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.crawl.netguard import parse_host_resolve
 from synapsecrawl.kb.records import PageRecord, utcnow
 from tests.adapters.crawlers import SideFetches, crawler_for
@@ -80,7 +81,9 @@ async def test_the_fetch_is_a_robots_request_with_the_profiles_agent(tmp_path: P
     assert await robots.allows("https://docs.test/a")
     [fetch] = robots.site.asked
     assert b"robots.txt;" in fetch.headers[b"User-Agent"]
-    assert fetch.meta["robots_txt"] and fetch.meta["handle_httpstatus_all"] and fetch.meta["dont_retry"]
+    assert (
+        kind_of(fetch.meta) is RequestKind.ROBOTS and fetch.meta["handle_httpstatus_all"] and fetch.meta["dont_retry"]
+    )
     assert fetch.meta["redirect_ttl"] == 5 and fetch.meta["size_limit_bytes"] == 524288 + 1
     assert fetch.priority > 0
 
@@ -269,7 +272,7 @@ async def test_serenereader_feeds_heed_only_its_own_group(tmp_path: Path, signin
         "serenereader",
         **signing,
     )
-    assert await star.allows("http://blog.test/feed.xml", feed=True)
+    assert await star.allows("http://blog.test/feed.xml", **{KIND: RequestKind.FEED})
     assert not await star.allows("http://blog.test/article")
     assert star.stat("robots/feed_exempt") == 1
     own = Robots(
@@ -278,7 +281,7 @@ async def test_serenereader_feeds_heed_only_its_own_group(tmp_path: Path, signin
         "serenereader",
         **signing,
     )
-    assert not await own.allows("http://blog.test/feed.xml", feed=True)
+    assert not await own.allows("http://blog.test/feed.xml", **{KIND: RequestKind.FEED})
 
 
 async def test_a_read_robots_txt_removes_the_pages_it_now_disallows(tmp_path: Path) -> None:
@@ -295,6 +298,6 @@ async def test_a_read_robots_txt_removes_the_pages_it_now_disallows(tmp_path: Pa
 async def test_robots_txt_itself_and_opted_out_requests_are_not_judged(tmp_path: Path) -> None:
     """ALL-RFC9309: the robots.txt request is not judged by itself; dont_obey_robotstxt skips the check."""
     robots = Robots(tmp_path, {"http://a.test/robots.txt": (503, b"")})
-    assert await robots.allows("http://a.test/robots.txt", robots_txt=True)
+    assert await robots.allows("http://a.test/robots.txt", **{KIND: RequestKind.ROBOTS})
     assert await robots.allows("http://a.test/x", dont_obey_robotstxt=True)
     assert robots.fetched() == []

@@ -20,6 +20,7 @@ from scrapy.utils.misc import build_from_crawler
 
 from middlewares.labels import LabelsMiddleware
 from middlewares.tdmrep import TdmRepMiddleware
+from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.extract.read import read_document
 from synapsecrawl.rules.tdmrep import MAX_TDMREP_BYTES, TdmRep, parse_tdmrep
 from tests.adapters.crawlers import SideFetches, crawler_for
@@ -76,7 +77,8 @@ async def test_the_fetch_is_a_site_file_not_a_page(tmp_path: Path, omni: dict[st
     mw, site, _ = tdmrep(tmp_path, omni, {TDMREP: (200, b"[]")})
     await mw.process_request(Request("http://example.com/"))
     [fetch] = site.asked
-    assert fetch.meta["tdmrep_fetch"] and fetch.meta["budget_counted"] and fetch.meta["dont_gate_type"]
+    assert kind_of(fetch.meta) is RequestKind.TDMREP
+    assert not RequestKind.TDMREP.rules.budget and not RequestKind.TDMREP.rules.type_gated
     assert fetch.meta["dont_retry"] and fetch.meta["size_limit_bytes"] == MAX_TDMREP_BYTES
 
 
@@ -104,8 +106,8 @@ async def test_no_usable_file_means_no_reservation(
 async def test_robots_txt_and_the_file_itself_do_not_wait_for_it(tmp_path: Path, omni: dict[str, object]) -> None:
     """OMN-FETCH: robots.txt and the tdmrep.json request are not held behind a tdmrep.json fetch."""
     mw, site, _ = tdmrep(tmp_path, omni, {})
-    await mw.process_request(Request("http://example.com/robots.txt", meta={"robots_txt": True}))
-    await mw.process_request(Request(TDMREP, meta={"tdmrep_fetch": True}))
+    await mw.process_request(Request("http://example.com/robots.txt", meta={KIND: RequestKind.ROBOTS}))
+    await mw.process_request(Request(TDMREP, meta={KIND: RequestKind.TDMREP}))
     assert site.asked == []
 
 

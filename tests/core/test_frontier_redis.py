@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from synapsecrawl.crawl.frontier import BadEntry, Entry, SharedFrontier
+from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.pacing.shared import RedisPacing
 from tests.conftest import REDIS_URL
 
@@ -63,18 +64,20 @@ def test_a_pickled_entry_written_by_anyone_is_refused_not_unpickled(frontier: Sh
 
 
 def test_an_entry_round_trips_as_json() -> None:
-    """#16: what the frontier holds is the request's own fields, JSON, read back unchanged."""
+    """#16, #15: what the frontier holds is the request's own fields, JSON, read back unchanged, its kind
+    included."""
     entry = Entry(
         url="https://a.test/x?q=1",
         source="s1",
         callback="parse_feed",
         errback="feed_failed",
         headers=(("Accept", "application/rss+xml"),),
-        meta={"depth": 2, "feed": True, "redirect_urls": ["u"]},
+        meta={"depth": 2, KIND: RequestKind.FEED, "redirect_urls": ["u"]},
         priority=-2,
         dont_filter=True,
     )
-    assert Entry.from_json(entry.to_json().encode()) == entry
+    read = Entry.from_json(entry.to_json().encode())
+    assert read == entry and kind_of(read.meta) is RequestKind.FEED  # a str enum travels as its value
 
 
 def test_the_duplicate_filter_keeps_one_request_per_canonical_url(frontier: SharedFrontier) -> None:

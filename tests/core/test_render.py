@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from synapsecrawl.crawl.kinds import RequestKind
 from synapsecrawl.crawl.render import PageRender, RenderBudget, RenderConfig, should_render
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.urls import site_of
@@ -89,36 +90,36 @@ def test_subresources_capped_per_page() -> None:
     )
 
 
-@pytest.mark.parametrize(("mode", "meta", "status", "content_type", "body", "expected"), [
-    ("page", {}, 200, "text/html; charset=utf-8", b"<html>", True),
-    ("site", {"depth": 2}, 200, "application/xhtml+xml", b"<html>", True),
-    ("sitemap", {"depth_reset": True}, 200, "TEXT/HTML", b"", True),
-    ("page", {}, 200, "", b"  <!DOCTYPE html><html>", True),  # no Content-Type: sniffed
-    ("page", {}, 200, "", b"<?xml version='1.0'?><urlset>", False),
-    ("page", {}, 200, "application/pdf", b"%PDF-1.7", False),
-    ("page", {}, 200, "text/plain", b"<html>", False),
-    ("page", {}, 404, "text/html", b"<html>", False),
-    ("page", {}, 304, "text/html", b"", False),
-    ("feed", {}, 200, "text/html", b"<html>", False),
-    ("ondemand", {}, 200, "text/html", b"<html>", False),
-    ("page", {"robots_txt": True}, 200, "text/html", b"<html>", False),
-    ("sitemap", {"sitemap_nesting": 0, "dont_gate_type": True}, 200, "text/html", b"<html>", False),
-    ("page", {"tdmrep_fetch": True}, 200, "text/html", b"<html>", False),
-    ("page", {"render_subresource": True}, 200, "text/html", b"<html>", False),
-    ("page", {"feed": True}, 200, "text/html", b"<html>", False),
+@pytest.mark.parametrize(("mode", "kind", "status", "content_type", "body", "expected"), [
+    ("page", RequestKind.PAGE, 200, "text/html; charset=utf-8", b"<html>", True),
+    ("site", RequestKind.PAGE, 200, "application/xhtml+xml", b"<html>", True),
+    ("sitemap", RequestKind.PAGE, 200, "TEXT/HTML", b"", True),
+    ("page", RequestKind.PAGE, 200, "", b"  <!DOCTYPE html><html>", True),  # no Content-Type: sniffed
+    ("page", RequestKind.PAGE, 200, "", b"<?xml version='1.0'?><urlset>", False),
+    ("page", RequestKind.PAGE, 200, "application/pdf", b"%PDF-1.7", False),
+    ("page", RequestKind.PAGE, 200, "text/plain", b"<html>", False),
+    ("page", RequestKind.PAGE, 404, "text/html", b"<html>", False),
+    ("page", RequestKind.PAGE, 304, "text/html", b"", False),
+    ("feed", RequestKind.PAGE, 200, "text/html", b"<html>", False),
+    ("ondemand", RequestKind.PAGE, 200, "text/html", b"<html>", False),
+    ("page", RequestKind.ROBOTS, 200, "text/html", b"<html>", False),
+    ("sitemap", RequestKind.SITEMAP, 200, "text/html", b"<html>", False),
+    ("page", RequestKind.TDMREP, 200, "text/html", b"<html>", False),
+    ("page", RequestKind.SUBRESOURCE, 200, "text/html", b"<html>", False),
+    ("page", RequestKind.FEED, 200, "text/html", b"<html>", False),
 ])  # fmt: skip
 def test_what_is_rendered(
-    mode: str, meta: dict[str, object], status: int, content_type: str, body: bytes, expected: bool
+    mode: str, kind: RequestKind, status: int, content_type: str, body: bytes, expected: bool
 ) -> None:
     """ALL-NOJS opt-in: only an HTML 200 of a page, site or sitemap crawl is rendered; robots.txt,
     sitemaps, feeds, PDFs and a page's own subresources never are."""
-    assert should_render(mode, meta, status, content_type, body) is expected
+    assert should_render(mode, kind, status, content_type, body) is expected
 
 
 @given(st.text(max_size=40), st.binary(max_size=64), st.integers(100, 599))
 def test_should_render_never_raises(content_type: str, body: bytes, status: int) -> None:
     """Any Content-Type and body is judged, never raised on."""
-    assert isinstance(should_render("page", {}, status, content_type, body), bool)
+    assert isinstance(should_render("page", RequestKind.PAGE, status, content_type, body), bool)
 
 
 def test_config_defaults_off() -> None:
