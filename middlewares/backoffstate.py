@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Self
 
+from middlewares.engine.runtime import Runtime
 from middlewares.exceptions import SiteLeft, when
-from middlewares.runtime import Runtime
 from synapsecrawl.kb.records import SiteState, UrlHold
 from synapsecrawl.pacing.backoff import SiteHistory
 

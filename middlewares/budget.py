@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
 
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import kind_of
 
 if TYPE_CHECKING:

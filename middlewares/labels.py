@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter, is_item
 from scrapy.exceptions import NotConfigured
 
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.extract.page import Labels
 from synapsecrawl.kb.indexing import label_fields
 from synapsecrawl.rules.tdmrep import HEADER, META, TdmDeclaration, TdmRep, declare, read_pairs

@@ -3,7 +3,7 @@
 Schemes outside the profile (YottaBot: HTTPS only, YOT-HTTPS), methods other
 than GET (OMN-FETCH), and URLs whose host is a literal private address unless
 ``ALLOW_PRIVATE_ADDRESSES``. Names are judged after resolution by
-``middlewares.resolver``; its refusals are logged here once per host.
+``middlewares.engine.resolver``; its refusals are logged here once per host.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.error import DNSLookupError
 
-from middlewares.resolver import AddressRefused, refusal
-from middlewares.runtime import Runtime
+from middlewares.engine.resolver import AddressRefused, refusal
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.netguard import forbidden_reason
 
 if TYPE_CHECKING:

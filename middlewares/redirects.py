@@ -27,7 +27,7 @@ from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
 from w3lib.url import safe_url_string
 
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import RequestKind, kind_of
 from synapsecrawl.crawl.scope import redirect_refusal
 from synapsecrawl.urls import url_problem

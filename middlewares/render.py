@@ -28,7 +28,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 from scrapy_playwright.page import PageMethod
 
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.crawl.render import PageRender, RenderBudget, RenderConfig, should_render
 

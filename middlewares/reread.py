@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
+from middlewares.engine.runtime import Runtime
 from middlewares.exceptions import Unchanged
-from middlewares.runtime import Runtime
 from synapsecrawl.crawl.kinds import kind_of
 from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.kb.records import utcnow

@@ -18,8 +18,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.httpobj import urlparse_cached
 
-from middlewares.resolver import refusal
-from middlewares.runtime import Runtime
+from middlewares.engine.resolver import refusal
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.kb.records import RobotsCopy
 from synapsecrawl.kb.removals import remove_disallowed

@@ -27,7 +27,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.misc import load_object
 
 from middlewares.engine.downloader import PacedDownloader
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.errors import SigningError
 from synapsecrawl.signing import SigningKey, load_private_key, sign_request
 

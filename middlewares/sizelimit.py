@@ -17,7 +17,7 @@ from scrapy import signals
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.exceptions import IgnoreRequest, StopDownload
 
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import RequestKind, kind_of
 
 if TYPE_CHECKING:

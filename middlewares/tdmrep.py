@@ -20,7 +20,7 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.rules.tdmrep import MAX_TDMREP_BYTES, TdmRep, parse_tdmrep
 from synapsecrawl.urls import origin_of

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.kb.batch import BatchWriter
 from synapsecrawl.kb.indexing import labels_from_item, record_from_item
 

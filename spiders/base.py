@@ -39,9 +39,9 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
+from middlewares.engine.runtime import Runtime
 from middlewares.exceptions import Unchanged, caught
 from middlewares.failures import describe, quiet_dataloss_hint
-from middlewares.runtime import Runtime
 from synapsecrawl.crawl.jobdir import mark_closed
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.request import CrawlRequest

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from middlewares.engine.runtime import Runtime
 from middlewares.exceptions import when
-from middlewares.runtime import Runtime
 from synapsecrawl.kb.records import UrlHold
 from synapsecrawl.pacing.backoff import feed_retry_delay
 

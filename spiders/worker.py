@@ -7,7 +7,7 @@ sitemap or feed, with its KB, depth and page limit) and one start entry. The
 worker that leases a source's start entry runs that mode's own spider's
 ``start`` (``spiders.page``, ``.site``, ``.sitemap``, ``.feed``); every request
 it and the answers yield goes back to the shared frontier
-(``middlewares.sharedfrontier``), so any worker may fetch it, in its site's
+(``middlewares.engine.shared_scheduler``), so any worker may fetch it, in its site's
 turn. The mode's spider (one per source, in every worker) reads each answer:
 scope, depth and nofollow are the mode's own. The page limit of a source is
 counted in Redis, across workers (``take_page``).
@@ -39,9 +39,9 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
+from middlewares.engine.runtime import Runtime
+from middlewares.engine.shared_scheduler import LEASE, ORIGIN, SharedScheduler, plain_meta, worker_name
 from middlewares.exceptions import RetryScheduled, caught
-from middlewares.runtime import Runtime
-from middlewares.sharedfrontier import LEASE, ORIGIN, SharedScheduler, plain_meta, worker_name
 from spiders.base import SynapseSpider
 from spiders.feed import FeedSpider
 from spiders.feedholds import FeedHolds
@@ -105,7 +105,7 @@ _MODES: dict[str, type[SynapseSpider]] = {
 class WorkerSpider(scrapy.Spider):
     name = "worker"
     # Scrapy declares custom_settings an instance attribute, so not a ClassVar here
-    custom_settings = {"SCHEDULER": "middlewares.sharedfrontier.SharedScheduler"}  # noqa: RUF012
+    custom_settings = {"SCHEDULER": "middlewares.engine.shared_scheduler.SharedScheduler"}  # noqa: RUF012
 
     frontier: SharedFrontier
     runtime: Runtime

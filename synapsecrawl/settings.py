@@ -21,7 +21,7 @@ SIGNATURE_AGENT_FORM = "origin"  # or "directory" (webbotauth httpsig-protocol-0
 SIGNING_EXPIRES = 300  # seconds a request signature stays valid (at most 3600)
 SIGNING_NONCE_ENABLED = True
 
-ADDONS = {"middlewares.addon.ProfileAddon": 0}
+ADDONS = {"middlewares.engine.addon.ProfileAddon": 0}
 
 # Safety: no remote control, no telnet console, no cookies, no AutoThrottle
 # (it rewrites per-site delays back to the global floor).
@@ -66,7 +66,7 @@ DOWNLOADER = "middlewares.engine.downloader.PacedDownloader"
 # The frontier hands out a request only when its site is due: waiting is done
 # there, not in the downloader, where it would hold a global slot (#8).
 SCHEDULER_PRIORITY_QUEUE = "middlewares.engine.scheduler.PacedPriorityQueue"
-TWISTED_DNS_RESOLVER = "middlewares.resolver.GuardedResolver"
+TWISTED_DNS_RESOLVER = "middlewares.engine.resolver.GuardedResolver"
 
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
@@ -106,8 +106,8 @@ ITEM_PIPELINES = {
     "pipelines.index.IndexPipeline": 300,
 }
 EXTENSIONS = {
-    "middlewares.summary.SummaryExtension": 500,
-    "middlewares.requestlog.RequestLogExtension": 510,  # the request log and crawl report (#18)
+    "middlewares.engine.summary.SummaryExtension": 500,
+    "middlewares.engine.requestlog.RequestLogExtension": 510,  # the request log and crawl report (#18)
 }
 REPORT_ENABLED = True  # write REPORT_DIR/CRAWL_ID/ (requests.jsonl, stats.json, index.html, report.json)
 REPORT_DIR = ""  # empty: reports/ beside a SQLite KB, else .synapsecrawl/reports

@@ -44,7 +44,7 @@ from scrapy.core.downloader import Downloader, Slot
 from scrapy.utils.asyncio import CallLaterResult, call_later
 from scrapy.utils.defer import _schedule_coro
 
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.pacing.clock import LagMeter, gap, next_start, reached_server_by, slow_spacing
 
 if TYPE_CHECKING:

@@ -12,9 +12,9 @@ from scrapy.utils.misc import build_from_crawler
 from twisted.internet.testing import MemoryReactor
 from twisted.python.failure import Failure
 
+from middlewares.engine.resolver import AddressRefused, GuardedResolver
+from middlewares.engine.runtime import Runtime
 from middlewares.netguard import NetGuardMiddleware
-from middlewares.resolver import AddressRefused, GuardedResolver
-from middlewares.runtime import Runtime
 from synapsecrawl.crawl.netguard import parse_host_resolve
 from tests.adapters.crawlers import crawler_for
 

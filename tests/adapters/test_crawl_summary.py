@@ -10,8 +10,8 @@ from scrapy import Request, signals
 from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 
-from middlewares.runtime import Runtime
-from middlewares.summary import SummaryExtension
+from middlewares.engine.runtime import Runtime
+from middlewares.engine.summary import SummaryExtension
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from tests.adapters.crawlers import crawler_for
 
@@ -49,11 +49,11 @@ def test_the_summary_lands_in_stats_and_the_log_when_the_spider_closes(
     runtime.store()  # opened, so closing it shows
     runtime.summary.fetch("a.test")
     runtime.summary.skip("a.test", "robots", "http://a.test/private")
-    with caplog.at_level(logging.INFO, logger="middlewares.summary"):
+    with caplog.at_level(logging.INFO, logger="middlewares.engine.summary"):
         crawler.signals.send_catch_log(signals.spider_closed, spider=None, reason="finished")
     stats = crawler.stats.get_stats()  # type: ignore[union-attr]
     assert stats["summary/fetched"] == 1 and stats["summary/skipped/robots"] == 1
-    lines = [r.getMessage() for r in caplog.records if r.name == "middlewares.summary"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "middlewares.engine.summary"]
     assert lines[0].startswith("crawl summary: fetched 1, stored 0, skipped 1 (robots 1)")
     assert lines[1].strip().startswith("a.test: fetched 1")
     assert runtime._store is None

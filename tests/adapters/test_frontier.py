@@ -11,7 +11,7 @@ from scrapy.utils.test import get_crawler
 
 from middlewares.engine.downloader import SKIP_CRAWL_DELAY, PacedDownloader
 from middlewares.engine.queues import CompactFifoQueue
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 
 
 class _Spider(scrapy.Spider):

@@ -20,7 +20,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.test import get_crawler
 
 from middlewares.engine.downloader import PacedDownloader
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.pacing.clock import gap, next_start
 
 _SIGNING = ("omniscientebot", "serenereader")  # profiles that sign every request need a key

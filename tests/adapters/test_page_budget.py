@@ -11,7 +11,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.misc import build_from_crawler
 
 from middlewares.budget import PageBudgetMiddleware
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from tests.adapters.crawlers import crawler_for
 

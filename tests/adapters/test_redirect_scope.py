@@ -11,8 +11,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 
+from middlewares.engine.runtime import Runtime
 from middlewares.redirects import ScopedRedirectMiddleware
-from middlewares.runtime import Runtime
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.scope import SiteScope
 from tests.adapters.crawlers import crawler_for

@@ -12,10 +12,10 @@ from scrapy.http import Headers, Response
 from scrapy.utils.misc import build_from_crawler
 
 from middlewares.budget import PageBudgetMiddleware
+from middlewares.engine.runtime import Runtime
+from middlewares.engine.summary import SummaryExtension
 from middlewares.reread import RereadMiddleware
-from middlewares.runtime import Runtime
 from middlewares.sizelimit import ResponseGateMiddleware
-from middlewares.summary import SummaryExtension
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.kb.records import PageRecord, utcnow
 from tests.adapters.crawlers import crawler_for

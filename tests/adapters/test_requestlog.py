@@ -13,7 +13,7 @@ from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from middlewares.requestlog import RequestLogExtension
+from middlewares.engine.requestlog import RequestLogExtension
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.requestlog import LOG_NAME
 
@@ -96,6 +96,6 @@ def test_an_unwritable_report_dir_is_one_line_and_the_crawl_goes_on(
     blocker.write_text("a file, not a directory")
     with pytest.raises(NotConfigured):
         extension(blocker)
-    [record] = [r for r in caplog.records if r.name == "middlewares.requestlog"]
+    [record] = [r for r in caplog.records if r.name == "middlewares.engine.requestlog"]
     assert record.levelname == "ERROR" and str(blocker) in record.getMessage()
     assert "\n" not in record.getMessage()

@@ -15,9 +15,9 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 
+from middlewares.engine.runtime import Runtime
 from middlewares.exceptions import Unchanged
 from middlewares.reread import RemovalListMiddleware, RereadMiddleware
-from middlewares.runtime import Runtime
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.kb.records import PageRecord, utcnow
 from synapsecrawl.kb.store import Store

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from twisted.python.failure import Failure
 
-from middlewares.resolver import AddressRefused, GuardedResolver, refusal
+from middlewares.engine.resolver import AddressRefused, GuardedResolver, refusal
 from synapsecrawl.crawl.netguard import parse_host_resolve
 
 

@@ -17,9 +17,9 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.misc import build_from_crawler
 from twisted.internet.testing import MemoryReactor
 
-from middlewares.resolver import GuardedResolver
+from middlewares.engine.resolver import GuardedResolver
+from middlewares.engine.runtime import Runtime
 from middlewares.robots import RobotsMiddleware
-from middlewares.runtime import Runtime
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.crawl.netguard import parse_host_resolve
 from synapsecrawl.kb.records import PageRecord, utcnow

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from middlewares.engine.runtime import Runtime
 from middlewares.render import render_settings
-from middlewares.runtime import Runtime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

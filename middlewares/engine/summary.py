@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import kind_of
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from scrapy.resolver import CachingThreadedResolver
 from twisted.internet import defer
 from twisted.internet.error import DNSLookupError
 
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.netguard import HostMap, forbidden_reason
 
 if TYPE_CHECKING:

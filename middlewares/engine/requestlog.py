@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from middlewares.runtime import Runtime
+from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import RequestKind, kind_of
 from synapsecrawl.crawl.requestlog import (
     LOG_NAME,
