@@ -22,11 +22,9 @@ from dataclasses import dataclass
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-from playwright.async_api import Error as PlaywrightError
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
-from scrapy_playwright.page import PageMethod
 
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
@@ -84,6 +82,20 @@ class _State:
     page: PageRender
     budget: RenderBudget
     response: Response  # the page as fetched: what its navigation is answered with
+
+
+# Playwright is imported only once rendering is on: a crawl without JS_RENDERING (the default) does not
+# pay its ~0.2 s import at every start.
+def _playwright_error() -> type[Exception]:
+    from playwright.async_api import Error
+
+    return Error
+
+
+def _page_method(method: Any, *args: Any) -> Any:
+    from scrapy_playwright.page import PageMethod
+
+    return PageMethod(method, *args)
 
 
 class RenderMiddleware:
@@ -150,7 +162,7 @@ class RenderMiddleware:
                 "playwright_include_page": True,  # closed here, also when the watchdog gives up
                 "playwright_page_init_callback": self._install_routes,
                 "playwright_page_goto_kwargs": {"wait_until": "load", "timeout": 0},  # the watchdog times it
-                "playwright_page_methods": [PageMethod(self._settle, state.budget)],
+                "playwright_page_methods": [_page_method(self._settle, state.budget)],
                 _STATE: state,
             },
         )
@@ -162,7 +174,7 @@ class RenderMiddleware:
             task.cancel()
             page = render.meta.get("playwright_page")
             if page is not None:
-                with suppress(PlaywrightError, TimeoutError):
+                with suppress(_playwright_error(), TimeoutError):
                     await asyncio.wait_for(page.close(), _READ_SECONDS)
 
     async def _watch(self, task: asyncio.Future[Response], budget: RenderBudget) -> str:
@@ -202,7 +214,7 @@ class RenderMiddleware:
     async def _answer(self, state: _State, route: Route, browser_request: BrowserRequest) -> None:
         try:
             main_frame = browser_request.frame.parent_frame is None
-        except PlaywrightError:  # a worker's request: no frame
+        except _playwright_error():  # a worker's request: no frame
             main_frame = False
         verdict = state.page.judge(
             browser_request.url,
@@ -211,7 +223,7 @@ class RenderMiddleware:
             navigation=browser_request.is_navigation_request(),
             main_frame=main_frame,
         )
-        with suppress(PlaywrightError):  # the page may have closed meanwhile
+        with suppress(_playwright_error()):  # the page may have closed meanwhile
             if verdict.action == "document":
                 await self._fulfill(route, state.response)
             elif verdict.action == "refuse":
@@ -267,5 +279,5 @@ class RenderMiddleware:
             try:
                 await page.wait_for_load_state("networkidle", timeout=left * 1000)
                 return
-            except PlaywrightError:  # timed out: waits for the site may have added time
+            except _playwright_error():  # timed out: waits for the site may have added time
                 continue

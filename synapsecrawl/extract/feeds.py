@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import feedparser
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
@@ -47,7 +46,6 @@ _MEDIA_TYPES = {"rss": "application/rss+xml", "atom": "application/atom+xml", "j
 _MAX_FIELD_CHARS = 1_000
 _OG_IMAGE = ("og:image", "og:image:url", "og:image:secure_url")
 # A feed served as text/html or with a charset its XML declaration contradicts reads fine.
-_HARMLESS = (feedparser.NonXMLContentType, feedparser.CharacterEncodingOverride)
 _RSS1 = "{http://purl.org/rss/1.0/}"
 
 
@@ -81,6 +79,13 @@ class Feed:
     def media_type(self) -> str:
         """The media type of this kind of feed ("" when the document is no feed)."""
         return _MEDIA_TYPES.get(self.kind, "")
+
+
+def _harmless() -> tuple[type[Exception], ...]:
+    """feedparser's notes that are no fault of the feed (a text/plain type, an encoding it overrode)."""
+    import feedparser
+
+    return (feedparser.NonXMLContentType, feedparser.CharacterEncodingOverride)
 
 
 def is_image_type(content_type: str) -> bool:
@@ -191,6 +196,8 @@ def _rss1_image(body: bytes) -> str:
 def _parse_rss_atom(body: bytes, url: str, content_type: str) -> Feed:
     try:
         headers = {"content-location": url, "content-type": content_type or "application/xml"}
+        import feedparser  # here, not at the top: only feed crawls pay its import at start
+
         parsed = feedparser.parse(body, response_headers=headers)
     # feedparser is third-party code run on hostile input; like page.py: never raise on content
     except Exception as error:  # noqa: BLE001
@@ -198,7 +205,7 @@ def _parse_rss_atom(body: bytes, url: str, content_type: str) -> Feed:
     version = str(parsed.get("version") or "")
     meta = parsed.get("feed") or {}
     if not version and not parsed.get("entries"):
-        reason = None if isinstance(parsed.get("bozo_exception"), _HARMLESS) else parsed.get("bozo_exception")
+        reason = None if isinstance(parsed.get("bozo_exception"), _harmless()) else parsed.get("bozo_exception")
         why = f"not RSS, Atom or JSON Feed ({_squash(reason, 120)})" if reason else "not RSS, Atom or JSON Feed"
         return Feed(url, problems=(f"feed: {why}",))
     base = url
@@ -211,7 +218,7 @@ def _parse_rss_atom(body: bytes, url: str, content_type: str) -> Feed:
             entries.append(entry)
     image = meta.get("image") or {}
     problems = []
-    if parsed.get("bozo") and not isinstance(parsed.get("bozo_exception"), _HARMLESS):
+    if parsed.get("bozo") and not isinstance(parsed.get("bozo_exception"), _harmless()):
         problems.append(f"feed: not well-formed, read leniently ({_squash(parsed.get('bozo_exception'), 120)})")
     return Feed(
         url=url,
