@@ -12,8 +12,9 @@ leaves its requests there, not in a lost memory. Around the streams:
   score has come, after checking the shared pacer's own state for that site
   (its next start, its pause, its downloads in flight; ``synapsecrawl.pacing.shared``):
   a site is handed out in pacing order, one request a spacing, and not while
-  ``concurrency`` of its downloads are in flight on any worker, so none waits in
-  one worker's memory while another worker idles. The pacer's grant in the
+  ``concurrency`` of its downloads are in flight on any worker, nor while one
+  lease of it is out before its Crawl-delay is known, so none waits in one
+  worker's memory while another worker idles. The pacer's grant in the
   downloader stays the authority. A lease outlives its download (it ends once
   the answer is read and its links queued), so a site's pace does not wait on
   extraction.
@@ -370,6 +371,12 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
     if left then wait = 0 end  -- a site left to a later crawl: handed out to be deferred, not fetched
     if wait > 0 then
       redis.call('ZADD', P .. ':ready', now + wait, site)
+    elseif (not left) and redis.call('HEXISTS', state, 'spacing') == 0
+        and tonumber(redis.call('HGET', P .. ':flight', site) or '0') > 0 then
+      -- Its Crawl-delay is not known yet (robots.txt not read): handed out one lease at a time, or one worker
+      -- would hold its next pages, each waiting a Crawl-delay after the other in that worker's downloader
+      -- while the others idle (#16). Due again when that lease ends (settle) or expires (the sweep).
+      redis.call('ZADD', P .. ':ready', now + lease_for, site)
     elseif (not left) and redis.call('ZCOUNT', pacer .. ':{' .. site .. '}:leases', now, '+inf') >= concurrency then
       redis.call('ZADD', P .. ':ready', now + poll, site)
     else

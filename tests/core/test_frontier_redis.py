@@ -92,10 +92,11 @@ def test_the_duplicate_filter_keeps_one_request_per_canonical_url(frontier: Shar
 def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_flight(
     frontier: SharedFrontier, redis_prefix: str
 ) -> None:
-    """#16 (requests handed out in pacing order, never waiting in one worker's memory): a site's second
-    request is not leased to any worker within a spacing of its first, nor while the shared pacer
-    counts the site's one allowed download in flight (concurrency 1), nor before the pacer's next
-    start once that download is given back; another site's request is leased meanwhile."""
+    """#16 (requests handed out in pacing order, never waiting in one worker's memory): once a site's
+    Crawl-delay is known, its second request is not leased to any worker within a spacing of its first,
+    nor while the shared pacer counts the site's one allowed download in flight (concurrency 1), nor
+    before the pacer's next start once that download is given back; another site's request is leased
+    meanwhile."""
     import asyncio
 
     frontier.add([("a.test", Entry(f"http://a.test/{n}", "s")) for n in range(2)])
@@ -110,6 +111,7 @@ def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_fli
     )
 
     async def download() -> None:
+        pacer.set_crawl_delay("a.test", None)  # its robots.txt read, as before any download
         turn = await pacer.acquire("a.test")
         assert turn.lease is not None
         await asyncio.sleep(0.6)
@@ -151,6 +153,46 @@ def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_no
     f.ack("live-worker", [alive])
     f.ack("other", [again])
     assert f.drained()
+    f.close()
+
+
+def test_a_site_whose_crawl_delay_is_unknown_has_one_lease_out_until_it_ends_or_expires(redis_prefix: str) -> None:
+    """#16 (requests handed out in pacing order, never waiting in one worker's memory): until a site's
+    robots.txt is read (the shared pacer knows no Crawl-delay for it), at most one of its requests is
+    leased, on any worker, though its spacing has passed, while other sites' are leased meanwhile; its
+    next is leasable once that lease is acknowledged, or once a lease never acknowledged nor renewed (a
+    killed worker) expires, so no site is stuck. Once its Crawl-delay is known, the pacer decides."""
+    f = SharedFrontier(
+        REDIS_URL,
+        "core",
+        prefix=f"{redis_prefix}:frontier",
+        pacer_prefix=f"{redis_prefix}:pacing",
+        lease_seconds=1.0,
+        delay=0.0,
+    )
+    f.add([("a.test", Entry(f"http://a.test/{n}", "s")) for n in range(4)])
+    f.add([("b.test", Entry("http://b.test/0", "s"))])
+    first, _, _ = f.lease("w1")
+    other, _, _ = f.lease("w2")
+    assert first is not None and first.site == "a.test"
+    assert other is not None and other.site == "b.test"
+    assert f.lease("w2")[0] is None  # a.test's spacing (0 s) has passed, but one lease of it is out
+    assert f.lease("w2", acks=[other])[0] is None  # b.test done; a.test still has its one lease out
+    f.ack("w1", [first])
+    second, _, _ = f.lease("w2")
+    assert second is not None and Entry.from_json(second.data).url == "http://a.test/1"
+    assert f.lease("w3")[0] is None
+    time.sleep(1.2)  # w2 killed: its lease neither acknowledged nor renewed, past its expiry
+    third, _, reclaimed = f.lease("w3")
+    assert reclaimed == 1
+    assert third is not None and Entry.from_json(third.data).url == "http://a.test/2"
+    pacer = RedisPacing(
+        REDIS_URL, delay=0.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
+    )
+    pacer.set_crawl_delay("a.test", None)  # robots.txt read: the pacer's spacing and downloads in flight decide
+    fourth, _, _ = f.lease("w4")
+    assert fourth is not None and Entry.from_json(fourth.data).url == "http://a.test/3"
+    assert f.status().sites["a.test"] == (1, 2, 1)  # a.test/1 pending again, /2 and /3 out, /0 done
     f.close()
 
 
