@@ -40,6 +40,7 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from middlewares.engine.runtime import Runtime
+from middlewares.engine.scheduler import engine_scheduler
 from middlewares.engine.shared_scheduler import LEASE, ORIGIN, SharedScheduler, plain_meta, worker_name
 from middlewares.exceptions import RetryScheduled, caught
 from spiders.base import SynapseSpider
@@ -283,9 +284,7 @@ class WorkerSpider(scrapy.Spider):
         scheduler.done(fake)
 
     def _scheduler(self) -> SharedScheduler:
-        engine = self.crawler.engine
-        assert engine is not None and engine._slot is not None
-        scheduler = engine._slot.scheduler
+        scheduler = engine_scheduler(self.crawler)
         assert isinstance(scheduler, SharedScheduler)
         return scheduler
 

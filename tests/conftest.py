@@ -127,6 +127,11 @@ def crawl(tmp_path: Path):  # type: ignore[no-untyped-def]
             "ALLOW_PRIVATE_ADDRESSES": "True",
             "KB_URI": uri,
             "LOG_LEVEL": "INFO",
+            # Pages read in the crawler's own process: a crawl's worker processes cost a forkserver that
+            # imports the extractors again, about a second of CPU per crawl, paid by hundreds of crawls.
+            # The same Page either way (tests/core/test_extract_pool.py); the tests about the workers
+            # (page mode, hostile pages, process lifetime, resume) ask for them.
+            "EXTRACT_PROCESSES": "0",
             **(settings or {}),
         }
         cmd = [bin_path("scrapy"), "crawl", spider, "-O", f"{items}:jsonlines"]

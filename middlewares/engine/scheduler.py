@@ -6,7 +6,8 @@ wait for their site's turn here, not in the downloader, where each would hold
 one of the ``CONCURRENT_REQUESTS`` global slots (docs/benchmarks.md, #8).
 This file and ``middlewares.engine.downloader`` are the only ones that touch
 Scrapy's private members (``scrapy.pqueues._path_safe``, the engine's
-``_slot.nextcall`` here); ``tests/adapters/test_scrapy_seam.py`` pins them.
+``_slot`` here, through ``wake_engine`` and ``engine_scheduler`` for the shared
+crawl's scheduler and spider too); ``tests/adapters/test_scrapy_seam.py`` pins them.
 """
 
 from __future__ import annotations
@@ -29,13 +30,29 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.pqueues import QueueProtocol
 
-__all__ = ["LEAD_SECONDS", "TURN", "PacedPriorityQueue"]
+__all__ = ["LEAD_SECONDS", "TURN", "PacedPriorityQueue", "engine_scheduler", "wake_engine"]
 
 # A site is handed out this long before it is due: the request's way through
 # the middlewares (robots.txt check, backoff gate) then overlaps the wait, and
 # the slot's own timer still decides the start.
 LEAD_SECONDS = 0.05
 TURN = "pacing_turn"  # meta: handed out by PacedPriorityQueue (so it may go back to it)
+
+
+def wake_engine(crawler: Crawler) -> None:
+    """Have the engine look at its scheduler again now (its own ``_slot.nextcall``), as it does after a
+    download: a scheduler whose next request falls due later has no public way to say so."""
+    engine = crawler.engine
+    slot = engine._slot if engine is not None else None
+    if slot is not None:
+        slot.nextcall.schedule()
+
+
+def engine_scheduler(crawler: Crawler) -> object:
+    """The running engine's scheduler (``engine._slot.scheduler``): Scrapy keeps it on no public attribute."""
+    engine = crawler.engine
+    assert engine is not None and engine._slot is not None
+    return engine._slot.scheduler
 
 
 class PacedPriorityQueue(DownloaderAwarePriorityQueue):
@@ -141,7 +158,4 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
 
     def _woken(self) -> None:
         self._wake, self._wake_at = None, float("inf")
-        engine = self.crawler.engine
-        slot = engine._slot if engine is not None else None  # the engine's own "look at the scheduler again"
-        if slot is not None:
-            slot.nextcall.schedule()
+        wake_engine(self.crawler)

@@ -36,6 +36,7 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from middlewares.backoff import left_elsewhere
+from middlewares.engine.scheduler import wake_engine
 from middlewares.exceptions import SiteLeft
 from synapsecrawl.crawl.frontier import BadEntry, Entry, FrontierUnreachable, Lease, SharedFrontier
 
@@ -387,9 +388,7 @@ class SharedScheduler(BaseScheduler):
         self._nudge()
 
     def _nudge(self) -> None:
-        slot = getattr(self.crawler.engine, "_slot", None)  # the engine's own "look at the scheduler again"
-        if slot is not None:
-            slot.nextcall.schedule()
+        wake_engine(self.crawler)
 
     def wait_idle(self) -> asyncio.Future[None] | None:
         return None

@@ -59,7 +59,7 @@ def test_a_hostile_corpus_is_read_within_bounds_or_refused_one_line_each(
     run = crawl(
         "page",
         args={"urls_file": write_urls(tmp_path / "urls.txt", list(urls.values()))},
-        settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key)},
+        settings={"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key), "EXTRACT_PROCESSES": "auto"},
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "Traceback" not in run.stderr and "extraction gave up" not in run.stderr, run.stderr[-3000:]
