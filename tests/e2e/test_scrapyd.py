@@ -29,7 +29,9 @@ from tests.e2e.test_reread import ROBOTS_ALL, html, since, validated
 from tests.helpers import ROOT, synapsecrawl
 from tests.site.server import TestServer
 
-pytestmark = pytest.mark.e2e
+# The first test of a fresh checkout builds the Scrapyd virtualenv (pip, several minutes on a loaded
+# 2-core machine) inside its setup: the suite's 300 s per test would cut that build off.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 
 VENV = Path(os.environ.get("SYNAPSECRAWL_SCRAPYD_VENV") or ROOT / ".venv-scrapyd")
 TEST_SETTINGS = {"HOST_RESOLVE": "*.test=127.0.0.1", "ALLOW_PRIVATE_ADDRESSES": "True", "DOWNLOAD_DELAY": "0.1"}

@@ -21,7 +21,9 @@ from tests.e2e.test_scrapyd import (  # noqa: F401 - the module's Scrapyd fixtur
 )
 from tests.site.server import Reply, TestServer
 
-pytestmark = pytest.mark.e2e
+# The first test of a fresh checkout builds the Scrapyd virtualenv (pip, several minutes on a loaded
+# 2-core machine) inside its setup: the suite's 300 s per test would cut that build off.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 
 
 def test_two_scrapyd_worker_jobs_share_one_crawl(
