@@ -37,6 +37,21 @@ class SharedCrawl:
             "crawl", "add", "--crawl", self.name, "--redis", self.redis_url, "--prefix", self.frontier_prefix, *args
         )
 
+    def recrawl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``synapsecrawl recrawl --uri KB --crawl NAME ARGS``: the due sources go into this crawl."""
+        return synapsecrawl(
+            "recrawl",
+            "--uri",
+            self.kb_uri,
+            "--crawl",
+            self.name,
+            "--redis",
+            self.redis_url,
+            "--prefix",
+            self.frontier_prefix,
+            *args,
+        )
+
     def status(self) -> list[dict[str, object]]:
         out = synapsecrawl(
             "crawl",
