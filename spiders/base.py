@@ -20,6 +20,9 @@ Every page request has ``page_failed`` as its errback: a download that got no
 usable answer is one line naming the URL and the reason, counted in the
 summary by kind (``middlewares.failures``), and a stored copy stays as it is
 (SYN-REMOVE: only 404/410, noindex or a new Disallow remove a page).
+
+One file because it is the one base class of every spider, with the re-read and failure handling
+each crawl ends with.
 """
 
 from __future__ import annotations

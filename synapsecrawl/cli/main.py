@@ -142,7 +142,8 @@ def _bot_page(name: str, fmt: str, toml_path: str | None) -> str:
     import tomllib
 
     from synapsecrawl.profiles.profile import read_profile_data
-    from synapsecrawl.report.botpage import bot_of, render
+    from synapsecrawl.report.bot_templates import bot_of
+    from synapsecrawl.report.botpage import render
 
     if toml_path is None:
         return render(bot_of(name, read_profile_data(name)), fmt)

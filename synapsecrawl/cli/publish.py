@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 from synapsecrawl.cli.keys import directory_body
 from synapsecrawl.errors import SynapseError
 from synapsecrawl.profiles.profile import PROFILE_NAMES, read_profile_data
-from synapsecrawl.report.botpage import Bot, bot_of, render
+from synapsecrawl.report.bot_templates import Bot, bot_of
+from synapsecrawl.report.botpage import render
 from synapsecrawl.signing import DIRECTORY_PATH
 
 __all__ = ["publish", "register"]

@@ -5,7 +5,7 @@
                          [--timeout SECONDS] [--dry-run]
                          [--crawl NAME [--redis URL] [--prefix PREFIX] [--workers N]]
 
-``plan`` decides which sources are due (time passed in). Each due source is
+``kb.reread.plan`` decides which sources are due (time passed in). Each due source is
 crawled with the arguments its KB user gave, under the profile it was read
 with: locally, one ``python -m scrapy crawl`` after another, or through
 Scrapyd's ``schedule.json``. Cron gives no terminal, a bare environment and
@@ -21,66 +21,45 @@ worker jobs are scheduled for it (#16).
 
 It prints one line per source. Exit status: 0 all due sources crawled or
 scheduled (or none due); 1 at least one failed; 2 usage; 75 (EX_TEMPFAIL)
-another run holds the lock.
+another run holds the lock. One file because it is one cron command: the lock, the local runner
+and the shared-crawl hand-off are the parts of one run (the Scrapyd client is ``cli/scrapyd.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import fcntl
 import hashlib
-import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from synapsecrawl.cli.scrapyd import ScrapydUnreachable, schedule, schedule_form
 from synapsecrawl.errors import ConfigError, SynapseError
 from synapsecrawl.kb import DEFAULT_KB_URI, open_store
 from synapsecrawl.kb.records import Source
-from synapsecrawl.kb.reread import after_failure, claim, is_due
+from synapsecrawl.kb.reread import after_failure, claim, plan
 from synapsecrawl.kb.store import Store
 
 __all__ = [
     "EXIT_BUSY",
-    "Plan",
     "absolute_uri",
     "crawl_arguments",
     "crawl_settings",
-    "plan",
     "register",
     "run",
-    "schedule_form",
     "scrapy_command",
 ]
 
 EXIT_BUSY = 75  # sysexits.h EX_TEMPFAIL: try again later
 _GRACE = 60.0  # seconds a crawl past --timeout gets to close after SIGTERM
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The sources to re-read now, and those that wait, each earliest due first."""
-
-    due: tuple[Source, ...]
-    waiting: tuple[Source, ...]
-
-
-def plan(sources: Sequence[Source], now: float) -> Plan:
-    """Split ``sources`` into those due at ``now`` and those not yet due."""
-    ordered = sorted(sources, key=lambda s: (s.next_due, s.id))
-    return Plan(tuple(s for s in ordered if is_due(s, now)), tuple(s for s in ordered if not is_due(s, now)))
 
 
 def absolute_uri(uri: str, cwd: Path) -> str:
@@ -121,13 +100,6 @@ def scrapy_command(
     for name, value in settings:
         command += ["-s", f"{name}={value}"]
     return command
-
-
-def schedule_form(
-    project: str, source: Source, args: Sequence[tuple[str, str]], settings: Sequence[tuple[str, str]]
-) -> list[tuple[str, str]]:
-    """The form fields of Scrapyd's ``schedule.json`` for one re-read."""
-    return [("project", project), ("spider", source.mode), *(("setting", f"{k}={v}") for k, v in settings), *args]
 
 
 def _when(unix: float) -> str:
@@ -229,21 +201,11 @@ def _run_local(
 
 
 def _schedule(store: Store, source: Source, scrapyd: str, form: list[tuple[str, str]]) -> bool:
-    parts = urllib.parse.urlsplit(scrapyd)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"--scrapyd {scrapyd!r} is not an http(s) URL")
-    netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
-    endpoint = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/schedule.json", "", ""))
-    request = urllib.request.Request(endpoint, data=urllib.parse.urlencode(form).encode(), method="POST")  # noqa: S310
-    if parts.username:
-        token = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
-        request.add_header("Authorization", "Basic " + base64.b64encode(token.encode()).decode())
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (scheme checked above)
-            answer: dict[str, Any] = json.loads(response.read())
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+        answer = schedule(scrapyd, form)
+    except ScrapydUnreachable as exc:
         store.put_source(after_failure(source, time.time(), "failed: Scrapyd unreachable"))
-        _say("failed", source, f"Scrapyd at {netloc} did not schedule it: {getattr(exc, 'reason', exc)}")
+        _say("failed", source, str(exc))
         return False
     if answer.get("status") != "ok":
         store.put_source(after_failure(source, time.time(), "failed: Scrapyd refused"))
@@ -361,17 +323,10 @@ def _schedule_workers(args: argparse.Namespace, extra: Sequence[tuple[str, str]]
 
 
 def _schedule_job(scrapyd: str, form: list[tuple[str, str]]) -> bool:
-    parts = urllib.parse.urlsplit(scrapyd)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"--scrapyd {scrapyd!r} is not an http(s) URL")
-    netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
-    endpoint = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/schedule.json", "", ""))
-    request = urllib.request.Request(endpoint, data=urllib.parse.urlencode(form).encode(), method="POST")  # noqa: S310
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (scheme checked above)
-            answer: dict[str, Any] = json.loads(response.read())
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        sys.stdout.write(f"failed  worker: Scrapyd at {netloc} did not schedule it: {getattr(exc, 'reason', exc)}\n")
+        answer = schedule(scrapyd, form)
+    except ScrapydUnreachable as exc:
+        sys.stdout.write(f"failed  worker: {exc}\n")
         return False
     sys.stdout.write(f"scheduled  worker of shared crawl: Scrapyd job {answer.get('jobid', '')}\n")
     return answer.get("status") == "ok"

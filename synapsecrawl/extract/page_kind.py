@@ -5,7 +5,8 @@ A page is a ``blog_post``, ``news_article``, ``tutorial``, ``documentation``,
 page says it is (schema.org types in JSON-LD or microdata, ``og:type``), where
 it lives (its URL path), and what it is made of (prices and carts, bylines and
 datelines, comments, step headings, API signatures). The kind with the most
-weight wins; below ``MIN_WEIGHT`` a page is ``other``.
+weight wins; below ``MIN_WEIGHT`` a page is ``other``. The evidence's words and
+patterns are ``extract.page_cues``; this file weighs them, as one decision.
 
 A link is a ``citation``, ``navigation`` or ``advertisement``: ``synapsecrawl.extract.link_context``
 decides which. The tree is parsed as extraction parses it (``extract.html.parse_tree``: attributes
@@ -16,7 +17,6 @@ Labelling never raises on content and keeps no text.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +29,24 @@ from w3lib.encoding import html_to_unicode
 
 from synapsecrawl.extract.html import jsonld_documents, parse_tree
 from synapsecrawl.extract.link_context import LINK_CONTEXTS, LinkLabel, link_labelling
+from synapsecrawl.extract.page_cues import (
+    ARTICLE,
+    BLOG_WORDS,
+    BYLINE,
+    CART,
+    DATE_PATH,
+    DOC_HEADINGS,
+    HOST_WORDS,
+    NEWS_WORDS,
+    OG_TYPES,
+    PATH_WORDS,
+    PRICE,
+    SCHEMA_TYPES,
+    STOCK,
+    TUTORIAL_HEADINGS,
+    TUTORIAL_TITLE,
+    TUTORIAL_WORDS,
+)
 
 __all__ = [
     "LINK_CONTEXTS",
@@ -45,116 +63,8 @@ __all__ = [
 
 PAGE_KINDS = ("blog_post", "news_article", "tutorial", "documentation", "product_page", "other")
 MIN_WEIGHT = 3
-_ARTICLE = "article"  # evidence for blog_post and news_article alike
 _TIE_ORDER = ("product_page", "tutorial", "documentation", "blog_post", "news_article", "other")
 _MAX_NODES = 2_000
-
-_SCHEMA_TYPES: dict[str, tuple[str, int]] = {
-    "blogposting": ("blog_post", 6),
-    "blog": ("blog_post", 4),
-    "newsarticle": ("news_article", 6),
-    "reportagenewsarticle": ("news_article", 6),
-    "analysisnewsarticle": ("news_article", 6),
-    "opinionnewsarticle": ("news_article", 6),
-    "backgroundnewsarticle": ("news_article", 6),
-    "reviewnewsarticle": ("news_article", 6),
-    "liveblogposting": ("news_article", 5),
-    "howto": ("tutorial", 6),
-    "course": ("tutorial", 4),
-    "learningresource": ("tutorial", 3),
-    "techarticle": ("documentation", 3),
-    "apireference": ("documentation", 6),
-    "softwaresourcecode": ("documentation", 2),
-    "product": ("product_page", 6),
-    "productgroup": ("product_page", 6),
-    "productmodel": ("product_page", 6),
-    "individualproduct": ("product_page", 6),
-    "article": (_ARTICLE, 3),
-    "aboutpage": ("other", 5),
-    "contactpage": ("other", 5),
-    "searchresultspage": ("other", 5),
-    "profilepage": ("other", 4),
-    "checkoutpage": ("other", 5),
-    "collectionpage": ("other", 3),
-    "faqpage": ("other", 3),
-    "qapage": ("other", 4),
-    "discussionforumposting": ("other", 4),
-    "event": ("other", 3),
-    "recipe": ("other", 3),
-}
-_OG_TYPES: dict[str, tuple[str, int]] = {
-    "article": (_ARTICLE, 2),
-    "blog": ("blog_post", 2),
-    "product": ("product_page", 4),
-    "og:product": ("product_page", 4),
-    "product.item": ("product_page", 4),
-    "product.group": ("product_page", 4),
-    "profile": ("other", 2),
-    "book": ("other", 2),
-}
-_PATH_WORDS: dict[str, tuple[str, int]] = {
-    "blog": ("blog_post", 3), "blogs": ("blog_post", 3), "post": ("blog_post", 1), "posts": ("blog_post", 2),
-    "weblog": ("blog_post", 3),
-    "news": ("news_article", 3), "story": ("news_article", 1), "stories": ("news_article", 1),
-    "world": ("news_article", 1), "politics": ("news_article", 2), "business": ("news_article", 1),
-    "docs": ("documentation", 3), "doc": ("documentation", 3), "documentation": ("documentation", 3),
-    "reference": ("documentation", 3), "api": ("documentation", 2), "manual": ("documentation", 3),
-    "library": ("documentation", 1), "man": ("documentation", 2), "handbook": ("documentation", 2),
-    "tutorial": ("tutorial", 4), "tutorials": ("tutorial", 4), "howto": ("tutorial", 3), "how-to": ("tutorial", 3),
-    "learn": ("tutorial", 2), "getting-started": ("tutorial", 2), "guides": ("tutorial", 1),
-    "product": ("product_page", 3), "products": ("product_page", 3), "p": ("product_page", 1),
-    "dp": ("product_page", 3), "item": ("product_page", 2), "shop": ("product_page", 2),
-    "store": ("product_page", 1),
-    "about": ("other", 2), "contact": ("other", 3), "login": ("other", 3), "search": ("other", 2),
-    "forum": ("other", 2), "questions": ("other", 1), "careers": ("other", 2), "privacy": ("other", 2),
-}  # fmt: skip
-_HOST_WORDS = {
-    "blog": ("blog_post", 2),
-    "news": ("news_article", 2),
-    "docs": ("documentation", 3),
-    "shop": ("product_page", 2),
-    "store": ("product_page", 2),
-    "learn": ("tutorial", 1),
-}
-_DATE_PATH = re.compile(r"/(?:19|20)\d\d/(?:0?[1-9]|1[0-2])(?:/|$)")
-
-_CART = re.compile(
-    r"\b(?:add to (?:cart|basket|bag)|buy now|in den warenkorb|ajouter au panier|dodaj do koszyka)\b", re.IGNORECASE
-)
-_STOCK = re.compile(r"\b(?:in stock|out of stock|free shipping|ships in|sku)\b", re.IGNORECASE)
-_PRICE = re.compile(r"(?:[$€£¥]\s?\d[\d.,]*|\d[\d.,]*\s?(?:€|zł|USD|EUR|GBP|PLN))")
-_BYLINE = re.compile(r"^\s*(?:by|von|par|por)\s+[A-ZÀ-Ž]", re.MULTILINE)
-_NEWS_WORDS = re.compile(
-    r"\b(?:reporting by|editing by|\(AP\)|\(Reuters\)|Associated Press|correspondent|told reporters|"
-    r"said in a statement|breaking news|updated \d|last updated)\b",
-    re.IGNORECASE,
-)
-_BLOG_WORDS = re.compile(
-    r"\b(?:posted (?:by|on|in)|leave a (?:comment|reply)|\d+ comments?|filed under|tagged|subscribe to my|"
-    r"my (?:thoughts|journey|experience)|i (?:think|wrote|built|decided|learned))\b",
-    re.IGNORECASE,
-)
-_TUTORIAL_TITLE = re.compile(
-    r"^(?:how to|how do i|tutorial|getting started|step[- ]by[- ]step|a beginner'?s guide|beginner'?s guide|"
-    r"learn(?:ing)? |build(?:ing)? (?:a|an|your)|create (?:a|an|your)|introduction to|part \d)|tutorial\b",
-    re.IGNORECASE,
-)
-_TUTORIAL_WORDS = re.compile(
-    r"\b(?:in this (?:tutorial|guide|lesson|walkthrough)|this tutorial|step[- ]by[- ]step|"
-    r"you(?:'ll| will) (?:learn|build|create)|walk you through|follow along)\b",
-    re.IGNORECASE,
-)
-_TUTORIAL_HEADINGS = re.compile(
-    r"^(?:step \d+|prerequisites|what you(?:'ll| will) (?:learn|need|build)|before you begin|next steps|"
-    r"conclusion|requirements|set ?up|introduction)\b",
-    re.IGNORECASE,
-)
-_DOC_HEADINGS = re.compile(
-    r"^(?:parameters|arguments|returns?|return value|raises|exceptions|attributes|methods|properties|"
-    r"syntax|signature|see also|options|synopsis|description|examples?|api reference|configuration|usage|"
-    r"deprecated|since version|type|default)\b",
-    re.IGNORECASE,
-)
 
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 # headings read for their words: the first 1,000, each up to 300 characters from at most 2,000 nodes
@@ -249,7 +159,7 @@ class _Weights:
         self.evidence: list[str] = []
 
     def add(self, kind: str, weight: int, why: str) -> None:
-        if kind == _ARTICLE:
+        if kind == ARTICLE:
             self.score["blog_post"] += weight
             self.score["news_article"] += weight
         else:
@@ -278,33 +188,33 @@ class _Weights:
 
 def _from_declarations(root: lxml.html.HtmlElement, meta: dict[str, str], weights: _Weights) -> None:
     for schema in dict.fromkeys(_schema_types(root)):
-        if schema in _SCHEMA_TYPES:
-            weights.add(*_SCHEMA_TYPES[schema], f"schema:{schema}")
+        if schema in SCHEMA_TYPES:
+            weights.add(*SCHEMA_TYPES[schema], f"schema:{schema}")
     og = meta.get("og:type", "").lower()
-    if og in _OG_TYPES:
-        weights.add(*_OG_TYPES[og], f"og:{og}")
+    if og in OG_TYPES:
+        weights.add(*OG_TYPES[og], f"og:{og}")
     if "product:price:amount" in meta or "og:price:amount" in meta:
         weights.add("product_page", 3, "meta:price")
     if "news_keywords" in meta or "article:section" in meta:
         weights.add("news_article", 2, "meta:news")
     if "article:published_time" in meta:
-        weights.add(_ARTICLE, 1, "meta:published")
+        weights.add(ARTICLE, 1, "meta:published")
 
 
 def _from_url(url: str, weights: _Weights) -> None:
     parts = urlsplit(url)
     host = (parts.hostname or "").split(".")
-    if host and host[0] in _HOST_WORDS:
-        weights.add(*_HOST_WORDS[host[0]], f"host:{host[0]}")
+    if host and host[0] in HOST_WORDS:
+        weights.add(*HOST_WORDS[host[0]], f"host:{host[0]}")
     if "readthedocs" in (parts.hostname or ""):
         weights.add("documentation", 3, "host:readthedocs")
     for word in dict.fromkeys(w for w in parts.path.lower().split("/") if w):
-        if word in _PATH_WORDS:
-            weights.add(*_PATH_WORDS[word], f"path:{word}")
+        if word in PATH_WORDS:
+            weights.add(*PATH_WORDS[word], f"path:{word}")
         elif word.startswith(("tutorial", "how-to-")):
             weights.add("tutorial", 3, "path:tutorial*")
-    if _DATE_PATH.search(parts.path):
-        weights.add(_ARTICLE, 2, "path:date")
+    if DATE_PATH.search(parts.path):
+        weights.add(ARTICLE, 2, "path:date")
 
 
 def _main(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
@@ -317,10 +227,10 @@ def _main(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement:
 
 def _shop_cues(root: lxml.html.HtmlElement, text: str, weights: _Weights) -> None:
     buttons = " ".join(_text(b) for b in root.xpath("//button|//input[@type='submit']|//a[contains(@class,'btn')]"))
-    if _CART.search(buttons) or _CART.search(text) or root.xpath("//form[contains(@action,'cart')]"):
+    if CART.search(buttons) or CART.search(text) or root.xpath("//form[contains(@action,'cart')]"):
         weights.add("product_page", 3, "content:cart")
     prices = root.xpath("//*[@itemprop='price' or contains(@class,'price')]")
-    if prices or (_PRICE.search(text) and _STOCK.search(text)):
+    if prices or (PRICE.search(text) and STOCK.search(text)):
         weights.add("product_page", 2, "content:price")
 
 
@@ -328,11 +238,11 @@ def _teaching_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, wei
     headings = [_short_text(h) for h in islice(main.iter(*_HEADINGS), _MAX_HEADINGS)]
     title = next((_short_text(t) for t in root.iter("title")), "")
     h1 = next((_short_text(h) for h in root.iter("h1")), "")
-    if _TUTORIAL_TITLE.search(h1) or _TUTORIAL_TITLE.search(title):
+    if TUTORIAL_TITLE.search(h1) or TUTORIAL_TITLE.search(title):
         weights.add("tutorial", 3, "title:tutorial")
-    weights.add_found("tutorial", len(_TUTORIAL_WORDS.findall(_text(main)[:20_000])), "content:tutorial")
-    weights.add_headings("tutorial", sum(1 for h in headings if _TUTORIAL_HEADINGS.search(h)), "headings:steps")
-    weights.add_headings("documentation", sum(1 for h in headings if _DOC_HEADINGS.search(h)), "headings:reference")
+    weights.add_found("tutorial", len(TUTORIAL_WORDS.findall(_text(main)[:20_000])), "content:tutorial")
+    weights.add_headings("tutorial", sum(1 for h in headings if TUTORIAL_HEADINGS.search(h)), "headings:steps")
+    weights.add_headings("documentation", sum(1 for h in headings if DOC_HEADINGS.search(h)), "headings:reference")
     if main.xpath(".//dl[contains(@class,'function') or contains(@class,'class') or contains(@class,'method')]"):
         weights.add("documentation", 3, "content:api-signature")
     if len(main.xpath(".//pre|.//code")) >= 3:
@@ -346,12 +256,12 @@ def _teaching_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, wei
 
 
 def _writing_cues(root: lxml.html.HtmlElement, main: lxml.html.HtmlElement, text: str, weights: _Weights) -> None:
-    weights.add_found("news_article", len(_NEWS_WORDS.findall(text)), "content:news")
+    weights.add_found("news_article", len(NEWS_WORDS.findall(text)), "content:news")
     if root.xpath("//*[contains(@class,'dateline')]|//*[contains(@class,'byline')]"):
         weights.add("news_article", 1, "markup:byline")
-    if _BYLINE.search(main.text_content()[:3000] if len(main) else ""):
-        weights.add(_ARTICLE, 1, "content:byline")
-    weights.add_found("blog_post", len(_BLOG_WORDS.findall(text)), "content:blog")
+    if BYLINE.search(main.text_content()[:3000] if len(main) else ""):
+        weights.add(ARTICLE, 1, "content:byline")
+    weights.add_found("blog_post", len(BLOG_WORDS.findall(text)), "content:blog")
     if root.xpath("//*[@id='comments' or @id='respond' or contains(@class,'comments')]"):
         weights.add("blog_post", 2, "markup:comments")
 

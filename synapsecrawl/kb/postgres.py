@@ -12,6 +12,9 @@ marked by ``ts_headline``, so both back-ends show the same kind of result.
 One connection per store, guarded by a lock, as SQLite's: the pipeline calls
 it from worker threads. Page times are ``timestamptz`` read back in UTC;
 robots.txt, backoff and source times are unix seconds (double precision).
+
+One file because it is one back-end: every Store method's SQL for PostgreSQL, as sqlite.py and
+sqlite_content.py are SQLite's.
 """
 
 from __future__ import annotations

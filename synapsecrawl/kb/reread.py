@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from synapsecrawl.kb.records import Source
@@ -32,11 +32,13 @@ __all__ = [
     "RETRY_AFTER_FAILURE",
     "RUNNING",
     "Effect",
+    "Plan",
     "after_failure",
     "claim",
     "conditional_headers",
     "effect_of",
     "is_due",
+    "plan",
     "record_crawl",
     "reread_interval",
     "source_id",
@@ -133,3 +135,17 @@ def claim(source: Source, now: float, outcome: str) -> Source:
 def after_failure(source: Source, now: float, outcome: str) -> Source:
     """``source`` after its crawl could not run: tried again within the hour."""
     return replace(source, next_due=now + min(RETRY_AFTER_FAILURE, source.interval), outcome=outcome)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The sources to re-read now, and those that wait, each earliest due first."""
+
+    due: tuple[Source, ...]
+    waiting: tuple[Source, ...]
+
+
+def plan(sources: Sequence[Source], now: float) -> Plan:
+    """Split ``sources`` into those due at ``now`` and those not yet due."""
+    ordered = sorted(sources, key=lambda s: (s.next_due, s.id))
+    return Plan(tuple(s for s in ordered if is_due(s, now)), tuple(s for s in ordered if not is_due(s, now)))

@@ -13,8 +13,8 @@ import pytest
 
 from synapsecrawl.errors import SynapseError
 from synapsecrawl.profiles.profile import PROFILE_NAMES, read_profile_data
-from synapsecrawl.report import botpage
-from synapsecrawl.report.botpage import PREFIXES, bot_of, promise_ids, promise_sentences, render, sentences
+from synapsecrawl.report.bot_templates import PREFIXES, Bot, bot_of, promise_ids
+from synapsecrawl.report.botpage import promise_sentences, render, sentences
 from tests.helpers import synapsecrawl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ def page_ids() -> dict[str, set[str]]:
     return out
 
 
-def bot(name: str, data: dict[str, Any] | None = None) -> botpage.Bot:
+def bot(name: str, data: dict[str, Any] | None = None) -> Bot:
     return bot_of(name, data if data is not None else read_profile_data(name))
 
 

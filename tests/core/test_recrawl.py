@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from synapsecrawl.cli.recrawl import absolute_uri, crawl_arguments, crawl_settings, plan, schedule_form, scrapy_command
+from synapsecrawl.cli.recrawl import absolute_uri, crawl_arguments, crawl_settings, scrapy_command
+from synapsecrawl.cli.scrapyd import schedule_form
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.records import Source
 from synapsecrawl.kb.reread import (
@@ -17,6 +18,7 @@ from synapsecrawl.kb.reread import (
     after_failure,
     claim,
     is_due,
+    plan,
     record_crawl,
     source_id,
 )

@@ -31,25 +31,21 @@ class SharedCrawl:
     def frontier_prefix(self) -> str:
         return f"{self.prefix}:frontier"
 
+    @property
+    def target(self) -> tuple[str, ...]:
+        """The arguments that name this crawl to a ``synapsecrawl`` command: its name, Redis and prefix."""
+        return ("--crawl", self.name, "--redis", self.redis_url, "--prefix", self.frontier_prefix)
+
     def add(self, *args: str) -> subprocess.CompletedProcess[str]:
         """``synapsecrawl crawl add --crawl NAME ARGS`` against this crawl's Redis."""
-        return synapsecrawl(
-            "crawl", "add", "--crawl", self.name, "--redis", self.redis_url, "--prefix", self.frontier_prefix, *args
-        )
+        return synapsecrawl("crawl", "add", *self.target, *args)
+
+    def recrawl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``synapsecrawl recrawl --uri KB --crawl NAME ARGS``: the due sources go into this crawl."""
+        return synapsecrawl("recrawl", "--uri", self.kb_uri, *self.target, *args)
 
     def status(self) -> list[dict[str, object]]:
-        out = synapsecrawl(
-            "crawl",
-            "status",
-            "--crawl",
-            self.name,
-            "--redis",
-            self.redis_url,
-            "--prefix",
-            self.frontier_prefix,
-            "--format",
-            "jsonl",
-        )
+        out = synapsecrawl("crawl", "status", *self.target, "--format", "jsonl")
         assert out.returncode == 0, out.stderr
         return [json.loads(line) for line in out.stdout.splitlines()]
 

@@ -195,7 +195,6 @@ def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
     (a new round: the crawl was drained) instead of crawling it here, and 2 workers read it again:
     every page fetched once per round, the source's next re-read due a week on."""
     from synapsecrawl.kb import open_store
-    from tests.conftest import synapsecrawl
     from tests.e2e.test_recrawl import make_due
 
     site = f"again.{host}"
@@ -204,17 +203,7 @@ def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
     shared.start(2)
     shared.wait()
     make_due(shared.kb_uri)
-    out = synapsecrawl(
-        "recrawl",
-        "--uri",
-        shared.kb_uri,
-        "--crawl",
-        shared.name,
-        "--redis",
-        shared.redis_url,
-        "--prefix",
-        shared.frontier_prefix,
-    )
+    out = shared.recrawl()
     assert out.returncode == 0, out.stderr
     assert "queued" in out.stdout and "new round" in out.stdout, out.stdout
     shared.workers.clear()

@@ -102,16 +102,7 @@ def test_recrawl_with_scrapyd_schedules_n_workers_that_read_the_shared_source_ag
     make_due(shared.kb_uri)
     settings = {**TEST_SETTINGS, "PACING_REDIS_PREFIX": shared.prefix, "EXTRACT_PROCESSES": "0"}
     settings.pop("DOWNLOAD_DELAY")
-    out = synapsecrawl(
-        "recrawl",
-        "--uri",
-        shared.kb_uri,
-        "--crawl",
-        shared.name,
-        "--redis",
-        shared.redis_url,
-        "--prefix",
-        shared.frontier_prefix,
+    out = shared.recrawl(
         "--scrapyd",
         deployed,
         "--workers",
