@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from synapsecrawl.cli.main.scrapyd import ScrapydUnreachable, schedule, schedule_form
+from synapsecrawl.cli.scrapyd import ScrapydUnreachable, schedule, schedule_form
 from synapsecrawl.errors import ConfigError, SynapseError
 from synapsecrawl.kb import DEFAULT_KB_URI, open_store
 from synapsecrawl.kb.records import Source

@@ -6,9 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from synapsecrawl.cli.main.scrapyd import schedule_form
 
 from synapsecrawl.cli.recrawl import absolute_uri, crawl_arguments, crawl_settings, scrapy_command
+from synapsecrawl.cli.scrapyd import schedule_form
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.records import Source
 from synapsecrawl.kb.reread import (
