@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import synapsecrawl.settings as project_settings
-from synapsecrawl.crawl.frontier import DEFAULT_FRONTIER_PREFIX
+from synapsecrawl.crawl.entries import DEFAULT_FRONTIER_PREFIX
 from synapsecrawl.crawl.netguard import HostMap, parse_host_resolve
 from synapsecrawl.crawl.render import RenderConfig
 from synapsecrawl.errors import ConfigError, SigningError

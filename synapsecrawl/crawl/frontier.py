@@ -29,7 +29,9 @@ Entries are JSON (``Entry``), never pickle: anyone who can write to Redis must
 not be able to run code on the workers; an entry that is not our JSON is
 refused with one log line and dropped.
 
-Every call is one atomic Lua script (one round trip); a lease acknowledges
+The entries themselves (``Entry``, ``Lease``, ``Source``) are ``synapsecrawl.crawl.entries``, Redis-free,
+and re-exported here. One file because the Lua scripts and the Python that calls them are one protocol
+and change together. Every call is one atomic Lua script (one round trip); a lease acknowledges
 the worker's finished leases in the same call and says when the next site
 falls due, so a worker sleeps until then rather than asking. All shared
 times are the Redis server's ``TIME``. Keys need one Redis (not a Cluster: a
@@ -38,10 +40,7 @@ lease touches the ready set and a site's stream at once).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -50,8 +49,18 @@ from typing import Any
 import redis
 import redis.asyncio
 
-from synapsecrawl.errors import ConfigError
-from synapsecrawl.urls import canonical
+from synapsecrawl.crawl.entries import (
+    DEFAULT_FRONTIER_PREFIX,
+    MODES,
+    BadEntry,
+    CrawlStatus,
+    Entry,
+    FrontierUnreachable,
+    Lease,
+    Source,
+    check_crawl_name,
+    fingerprint,
+)
 
 __all__ = [
     "DEFAULT_FRONTIER_PREFIX",
@@ -67,208 +76,6 @@ __all__ = [
     "fingerprint",
 ]
 
-DEFAULT_FRONTIER_PREFIX = "synapsecrawl:frontier"
-MODES = ("page", "site", "sitemap", "feed")
-_GROUP = "workers"
-_NAME = re.compile(r"^[\w.-]{1,100}$")
-_MAX_ENTRY_BYTES = 64 * 1024  # a request is a URL and a few fields; anything bigger is not ours
-
-
-class BadEntry(ValueError):
-    """A frontier entry that is not the JSON this module writes."""
-
-
-class FrontierUnreachable(Exception):
-    """Redis did not answer (the crawl waits; nothing is lost)."""
-
-
-def check_crawl_name(name: str) -> str:
-    """``name`` if it can name a shared crawl (letters, digits, '.', '_', '-'); ConfigError otherwise."""
-    if not _NAME.match(name or ""):
-        raise ConfigError(f"crawl name {name!r} may hold only letters, digits, '.', '_' and '-' (1-100)")
-    return name
-
-
-def fingerprint(method: str, url: str, body: bytes = b"") -> str:
-    """The duplicate filter's key: the same request whatever its fragment or host case."""
-    digest = hashlib.sha1(usedforsecurity=False)
-    for part in (method.upper().encode(), canonical(url).encode(), body):
-        digest.update(part)
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
-@dataclass(frozen=True)
-class Source:
-    """What ``crawl add`` put in: a mode, its URLs, a KB and its limits (strings, as typed)."""
-
-    id: str
-    mode: str
-    urls: tuple[str, ...]
-    kb: str = "default"
-    depth: str | None = None
-    max_pages: str | None = None
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "id": self.id,
-                "mode": self.mode,
-                "urls": list(self.urls),
-                "kb": self.kb,
-                "depth": self.depth,
-                "max_pages": self.max_pages,
-            },
-            sort_keys=True,
-        )
-
-    @classmethod
-    def from_json(cls, raw: bytes | str) -> Source:
-        try:
-            data = json.loads(raw)
-            source = cls(
-                str(data["id"]),
-                str(data["mode"]),
-                tuple(str(u) for u in data["urls"]),
-                str(data.get("kb") or "default"),
-                None if data.get("depth") is None else str(data["depth"]),
-                None if data.get("max_pages") is None else str(data["max_pages"]),
-            )
-        except (ValueError, TypeError, KeyError, UnicodeDecodeError) as error:
-            raise BadEntry(f"not a source: {error}") from None
-        if source.mode not in MODES:
-            raise BadEntry(f"unknown mode {source.mode!r}")
-        return source
-
-
-_JSON_SCALARS = (str, int, float, bool, type(None))
-
-
-def _plain(value: Any, depth: int = 0) -> bool:
-    """Whether ``value`` is made of JSON's own types only (what survives a round trip unchanged)."""
-    if depth > 8:
-        return False
-    if isinstance(value, _JSON_SCALARS):
-        return True
-    if isinstance(value, list):
-        return all(_plain(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
-    return False
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One pending request as the frontier holds it: JSON, no code.
-
-    ``callback`` and ``errback`` are method names, looked up on the spider of
-    ``source``; ``meta`` holds only JSON values.
-    """
-
-    url: str
-    source: str
-    callback: str = "parse"
-    errback: str = ""
-    method: str = "GET"
-    headers: tuple[tuple[str, str], ...] = ()
-    body: bytes = b""
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    priority: int = 0
-    dont_filter: bool = False
-
-    def to_json(self) -> str:
-        data: dict[str, Any] = {"v": 1, "u": self.url, "s": self.source, "cb": self.callback}
-        if self.errback:
-            data["eb"] = self.errback
-        if self.method != "GET":
-            data["m"] = self.method
-        if self.headers:
-            data["h"] = [list(pair) for pair in self.headers]
-        if self.body:
-            data["b"] = base64.b64encode(self.body).decode("ascii")
-        if self.meta:
-            data["meta"] = dict(self.meta)
-        if self.priority:
-            data["p"] = self.priority
-        if self.dont_filter:
-            data["df"] = True
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, raw: bytes | str) -> Entry:
-        """Read an entry; ``BadEntry`` for anything else (a pickle, garbage, a wrong type), never code run."""
-        if isinstance(raw, bytes):
-            if len(raw) > _MAX_ENTRY_BYTES:
-                raise BadEntry(f"{len(raw)} bytes, more than an entry holds")
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise BadEntry("not UTF-8 JSON (a pickle or other binary data)") from None
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            raise BadEntry("not JSON") from None
-        if not isinstance(data, dict) or data.get("v") != 1:
-            raise BadEntry("not a frontier entry (version 1)")
-        try:
-            url, source, callback = data["u"], data["s"], data.get("cb", "parse")
-            headers = tuple((str(k), str(v)) for k, v in data.get("h", []))
-            body = base64.b64decode(data["b"], validate=True) if "b" in data else b""
-            entry = cls(
-                url=url,
-                source=source,
-                callback=callback,
-                errback=data.get("eb", ""),
-                method=data.get("m", "GET"),
-                headers=headers,
-                body=body,
-                meta=data.get("meta", {}),
-                priority=data.get("p", 0),
-                dont_filter=bool(data.get("df", False)),
-            )
-        except (KeyError, TypeError, ValueError) as error:
-            raise BadEntry(f"malformed entry: {error}") from None
-        for name in ("url", "source", "callback", "errback", "method"):
-            if not isinstance(getattr(entry, name), str):
-                raise BadEntry(f"{name} is not a string")
-        if not entry.url.startswith(("http://", "https://")):
-            raise BadEntry(f"not an http(s) URL: {entry.url[:100]!r}")
-        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,60}", entry.callback) or (
-            entry.errback and not re.fullmatch(r"[a-z_][a-z0-9_]{0,60}", entry.errback)
-        ):
-            raise BadEntry("callback names are method names")
-        if not isinstance(entry.meta, dict) or not _plain(entry.meta) or not isinstance(entry.priority, int):
-            raise BadEntry("meta holds only JSON values")
-        return entry
-
-
-@dataclass(frozen=True)
-class Lease:
-    """A request handed to one worker: give it back with ``ack`` (done) or ``requeue`` (a new copy)."""
-
-    site: str
-    id: str
-    data: bytes
-    left: tuple[float, str] | None = None  # the site was left to a later crawl: (paused until, why)
-
-    @property
-    def member(self) -> str:
-        return f"{self.site}\t{self.id}"
-
-
-@dataclass(frozen=True)
-class CrawlStatus:
-    """What ``crawl status`` prints: counts per site and per worker."""
-
-    sites: dict[str, tuple[int, int, int]]  # site -> (pending, in flight, done)
-    workers: dict[str, tuple[int, int, float]]  # worker -> (in flight, done, seconds since last heard)
-
-    @property
-    def drained(self) -> bool:
-        return all(pending == 0 and flight == 0 for pending, flight, _ in self.sites.values())
-
-
-# Shared by every script: the time, the crawl's key root, splitting a lease member, settling one.
 _PRELUDE = """
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')

@@ -6,7 +6,8 @@ page says it is (schema.org types in JSON-LD or microdata, ``og:type``), where
 it lives (its URL path), and what it is made of (prices and carts, bylines and
 datelines, comments, step headings, API signatures). The kind with the most
 weight wins; below ``MIN_WEIGHT`` a page is ``other``. The evidence's words and
-patterns are ``extract.page_cues``; this file weighs them, as one decision.
+patterns are ``extract.page_cues``; this file weighs them, as one decision (one file because
+of that).
 
 A link is a ``citation``, ``navigation`` or ``advertisement``: ``synapsecrawl.extract.link_context``
 decides which. The tree is parsed as extraction parses it (``extract.html.parse_tree``: attributes
