@@ -1,0 +1,152 @@
+"""SharedScheduler on a real crawler and the real test Redis: requests in and out of the shared frontier (#16).
+
+The frontier is a real ``SharedFrontier`` under a key prefix of the test's own (``redis_prefix``, its
+keys deleted after); the spider is a stand-in with what the scheduler reads of the worker spider
+(``frontier``, ``worker``, ``runtime``, ``entry_for``, ``request_for``), turning requests into JSON
+entries and back as ``spiders.worker`` does, in short. What comes out is read where a crawl reads it:
+the request ``next_request`` gives, the frontier's counts per site (pending, in flight, done), the log.
+The timers the scheduler sets (flush, wake, heartbeat) are cancelled by ``close``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from scrapy import Request
+from scrapy.crawler import Crawler
+
+from middlewares.engine.runtime import Runtime
+from middlewares.engine.scheduler import TURN
+from middlewares.engine.shared_scheduler import LEASE, SharedScheduler, plain_meta
+from synapsecrawl.crawl.frontier import BadEntry, Entry, Lease, SharedFrontier
+from tests.adapters.crawlers import crawler_for
+from tests.conftest import REDIS_URL
+
+SITE = "a.test"
+
+
+class _Worker:
+    """The worker spider as the scheduler sees it: entries to JSON and back, callbacks by name."""
+
+    def __init__(self, crawler: Crawler, frontier: SharedFrontier) -> None:
+        self.frontier, self.worker, self.runtime = frontier, "w1", Runtime.of(crawler)
+
+    def entry_for(self, request: Request) -> Entry | None:
+        meta = plain_meta(request.meta)
+        return None if meta is None else Entry(url=request.url, source="s1", meta=meta, dont_filter=request.dont_filter)
+
+    def request_for(self, entry: Entry, lease: Lease) -> Request:
+        if entry.callback != "parse":
+            raise BadEntry(f"callback {entry.callback!r} is not one a shared crawl runs")
+        return Request(entry.url, meta={**entry.meta, LEASE: [lease.site, lease.id]}, dont_filter=True)
+
+
+@pytest.fixture
+async def scheduler(tmp_path: Path, redis_prefix: str) -> AsyncIterator[SharedScheduler]:
+    crawler = crawler_for(tmp_path, BOT_PROFILE="synapsebot")
+    crawler.engine = SimpleNamespace(downloader=None, _slot=None)  # type: ignore[assignment]  # no pacing, nothing to wake
+    frontier = SharedFrontier(
+        REDIS_URL,
+        "adapters",
+        prefix=f"{redis_prefix}:frontier",
+        pacer_prefix=f"{redis_prefix}:pacing",
+        lease_seconds=30.0,
+        delay=0.0,
+    )
+    scheduler = SharedScheduler.from_crawler(crawler)
+    scheduler.open(_Worker(crawler, frontier))  # type: ignore[arg-type]
+    yield scheduler
+    scheduler.close("finished")
+    frontier.close()
+
+
+def _counts(scheduler: SharedScheduler, site: str = SITE) -> tuple[int, int, int]:
+    assert scheduler.frontier is not None
+    return scheduler.frontier.status().sites.get(site, (0, 0, 0))
+
+
+async def test_a_request_goes_through_the_shared_frontier_and_back(scheduler: SharedScheduler) -> None:
+    """#16: an enqueued request goes to Redis as JSON (its transient meta left out) and comes back out
+    of next_request as a request of the same URL and meta, holding a lease (in flight) and flagged as a
+    frontier's turn, so the pacing gate may send it back."""
+    assert scheduler.enqueue_request(Request(f"http://{SITE}/p", meta={"depth": 2, "download_slot": "x"}))
+    request = scheduler.next_request()
+    assert request is not None
+    assert request.url == f"http://{SITE}/p"
+    assert request.meta["depth"] == 2 and "download_slot" not in request.meta
+    assert request.meta[TURN] is True
+    assert len(scheduler.held) == 1
+    assert _counts(scheduler) == (0, 1, 0)
+
+
+async def test_a_done_request_acks_its_lease_once(scheduler: SharedScheduler) -> None:
+    """#16: once its answer is read and handed on (``done``), the lease is acknowledged: the site counts
+    it done, nothing in flight; a second ``done`` for the same request acknowledges nothing more."""
+    scheduler.enqueue_request(Request(f"http://{SITE}/p"))
+    request = scheduler.next_request()
+    assert request is not None
+    scheduler.done(request)
+    scheduler.done(request)
+    assert not scheduler.held
+    scheduler._ack_pending()  # what the ack timer does half a second later
+    assert _counts(scheduler) == (0, 0, 1)
+    assert not scheduler.has_pending_requests()
+
+
+async def test_a_bad_entry_is_dropped_with_one_line(
+    scheduler: SharedScheduler, caplog: pytest.LogCaptureFixture
+) -> None:
+    """#16 (JSON, never pickle): an entry that is not ours (not JSON, a callback no shared crawl runs) is
+    refused with one warning line each, its lease acknowledged so no worker takes it again, and the
+    next good entry is handed out in the same call."""
+    assert scheduler.frontier is not None
+    scheduler.frontier.add_raw(SITE, b"\x80\x04K\x01.")
+    scheduler.frontier.add([(SITE, Entry(url=f"http://{SITE}/x", source="s1", callback="os.system"))])
+    scheduler.frontier.add([(SITE, Entry(url=f"http://{SITE}/good", source="s1"))])
+    with caplog.at_level(logging.WARNING, logger="middlewares.engine.shared_scheduler"):
+        request = scheduler.next_request()
+    assert request is not None and request.url == f"http://{SITE}/good"
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2
+    assert all(line.startswith(f"frontier: refused an entry of {SITE} that is not ours") for line in lines)
+    assert _counts(scheduler) == (0, 1, 2)
+
+
+async def test_close_gives_back_the_leases_still_held(
+    scheduler: SharedScheduler, caplog: pytest.LogCaptureFixture
+) -> None:
+    """#16: a worker stopping with leases not yet answered puts them back for the others at once (pending
+    again, nothing in flight), and says how many; an answered one is acknowledged instead (no second fetch)."""
+    sites = ("a.test", "b.test", "c.test")  # one lease out per site at a time
+    for site in sites:
+        scheduler.enqueue_request(Request(f"http://{site}/p"))
+    taken = {}
+    for _ in sites:
+        request = scheduler.next_request()
+        assert request is not None
+        taken[request.meta[LEASE][0]] = request
+    assert [_counts(scheduler, site) for site in sites] == [(0, 1, 0)] * 3
+    scheduler.answered(taken["a.test"])
+    with caplog.at_level(logging.INFO, logger="middlewares.engine.shared_scheduler"):
+        scheduler.close("shutdown")
+    assert not scheduler.held
+    assert [_counts(scheduler, site) for site in sites] == [(0, 0, 1), (1, 0, 0), (1, 0, 0)]
+    assert "frontier: 2 requests this worker held put back for the others" in [r.getMessage() for r in caplog.records]
+
+
+async def test_a_request_whose_meta_cannot_travel_stays_local(scheduler: SharedScheduler) -> None:
+    """A request whose meta is no JSON (a feed entry's live state) stays in this worker's local queue and
+    is handed out here first, never sent to Redis; the lease it came with ends."""
+    scheduler.enqueue_request(Request(f"http://{SITE}/p"))
+    leased = scheduler.next_request()
+    assert leased is not None
+    local = Request(f"http://{SITE}/entry", meta={"state": object(), LEASE: leased.meta[LEASE]})
+    scheduler.enqueue_request(local)
+    assert not scheduler.held and len(scheduler) == 1
+    assert scheduler.next_request() is local
+    scheduler._ack_pending()
+    assert _counts(scheduler) == (0, 0, 1)
