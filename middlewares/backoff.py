@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy import signals
 
 from middlewares.backoffstate import BackoffState, Clock, secs
+from middlewares.engine.scheduler import engine_of
 from middlewares.exceptions import SiteLeft, UrlHeld, when
 from synapsecrawl.crawl.kinds import kind_of
 from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide
@@ -200,7 +201,7 @@ class BackoffMiddleware:
                 secs(self._book.max_wait),
             )
         left_until, reason = self._book.left[site]
-        drop_queued = getattr(self._crawler.engine.downloader if self._crawler.engine else None, "drop_queued", None)
+        drop_queued = getattr(getattr(engine_of(self._crawler), "downloader", None), "drop_queued", None)
         if drop_queued is not None:  # PacedDownloader
             drop_queued(site, lambda queued: SiteLeft(queued.url, site, left_until, reason))
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Self
 
 from middlewares.engine.runtime import Runtime
+from middlewares.engine.scheduler import engine_of
 from middlewares.exceptions import SiteLeft, when
 from synapsecrawl.kb.records import SiteState, UrlHold
 from synapsecrawl.pacing.backoff import SiteHistory
@@ -73,7 +74,7 @@ class BackoffState:
         self.crawler.stats.inc_value(key)
 
     def refresh(self, site: str) -> None:
-        refresh = getattr(self.crawler.engine.downloader if self.crawler.engine else None, "refresh", None)
+        refresh = getattr(getattr(engine_of(self.crawler), "downloader", None), "refresh", None)
         if refresh is not None:  # PacedDownloader: a pause or spacing reaches the live slot
             refresh(site)
 

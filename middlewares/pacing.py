@@ -13,7 +13,7 @@ from time import monotonic
 from typing import TYPE_CHECKING
 
 from middlewares.engine.downloader import PacedDownloader
-from middlewares.engine.scheduler import LEAD_SECONDS, TURN
+from middlewares.engine.scheduler import LEAD_SECONDS, TURN, engine_of
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -40,7 +40,8 @@ class PacingGateMiddleware:
     def process_request(self, request: Request) -> Request | None:
         if not request.meta.get(TURN):
             return None
-        downloader = self._crawler.engine.downloader if self._crawler.engine else None
+        engine = engine_of(self._crawler)
+        downloader = engine.downloader if engine is not None else None
         if not isinstance(downloader, PacedDownloader):
             return None
         due = downloader.due(downloader.get_slot_key(request), ignoring=1, request=request)

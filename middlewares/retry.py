@@ -22,6 +22,7 @@ from scrapy.utils.misc import load_object
 
 from middlewares.backoff import JUDGED, Judged, is_feed, is_side_fetch
 from middlewares.backoffstate import BackoffState, secs
+from middlewares.engine.scheduler import engine_of
 from middlewares.exceptions import RetryScheduled, SiteLeft, when
 from spiders.feedholds import FeedHolds
 from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide
@@ -162,7 +163,7 @@ class BackoffRetryMiddleware:
     def _reinject(self, request: Request) -> None:
         if self._later.pop(request, None) is None:
             return
-        engine = self._crawler.engine
+        engine = engine_of(self._crawler)
         if engine is None or engine.spider is None:
             return  # closed meanwhile: the deferred hold in the store keeps the URL
         engine.crawl(request)

@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from time import monotonic
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import scrapy
 from scrapy import signals
@@ -50,18 +50,13 @@ from spiders.feedholds import FeedHolds
 from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
-from synapsecrawl.crawl.frontier import (
-    BadEntry,
-    Entry,
-    FrontierUnreachable,
-    Lease,
-    SharedFrontier,
-    Source,
-    check_crawl_name,
-)
+from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source, check_crawl_name
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from synapsecrawl.crawl.frontier import SharedFrontier
 
 __all__ = ["WorkerSpider"]
 
@@ -131,6 +126,8 @@ class WorkerSpider(scrapy.Spider):
         config = runtime.config
         spider.runtime = runtime
         spider.worker = worker_name()
+        from synapsecrawl.crawl.frontier import SharedFrontier  # Redis: imported by a worker only, not by every crawl
+
         spider.frontier = SharedFrontier(
             pacer.url,
             str(crawl),

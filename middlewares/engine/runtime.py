@@ -14,18 +14,19 @@ from typing import TYPE_CHECKING
 from scrapy.settings import default_settings
 
 from synapsecrawl.crawl.config import CrawlConfig
-from synapsecrawl.crawl.frontier import SharedFrontier
 from synapsecrawl.crawl.summary import CrawlSummary
 from synapsecrawl.extract.pool import Reader
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.store import Store
 from synapsecrawl.pacing.clock import SiteClock
-from synapsecrawl.pacing.shared import RedisPacing
 from synapsecrawl.profiles import Limits, Profile
 from synapsecrawl.urls import site_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from synapsecrawl.crawl.frontier import SharedFrontier
+    from synapsecrawl.pacing.shared import RedisPacing
 
 __all__ = ["Runtime"]
 
@@ -69,7 +70,7 @@ class Runtime:
     @property
     def shared_pacer(self) -> RedisPacing | None:
         """The pacer shared through Redis, or ``None`` when pacing is this process's own."""
-        return self.pacer if isinstance(self.pacer, RedisPacing) else None
+        return None if isinstance(self.pacer, SiteClock) else self.pacer
 
     def site(self, url: str) -> str:
         """The site ``url`` counts toward."""
@@ -93,6 +94,8 @@ def _pacer(config: CrawlConfig) -> SiteClock | RedisPacing:
     profile, limits, url, prefix = config.profile, config.limits, config.shared.redis_url, config.shared.pacing_prefix
     if not url:
         return SiteClock(delay=limits.delay, crawl_delay_cap=profile.crawl_delay_cap)
+    from synapsecrawl.pacing.shared import RedisPacing  # a Redis client is imported only by a crawl that uses one
+
     # A lease outlives the longest download (the profile's timeout, a cap), then frees a dead machine's place.
     return RedisPacing(
         url,

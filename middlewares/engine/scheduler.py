@@ -27,10 +27,11 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from scrapy import Request
+    from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.pqueues import QueueProtocol
 
-__all__ = ["LEAD_SECONDS", "TURN", "PacedPriorityQueue", "engine_scheduler", "wake_engine"]
+__all__ = ["LEAD_SECONDS", "TURN", "PacedPriorityQueue", "engine_of", "engine_scheduler", "wake_engine"]
 
 # A site is handed out this long before it is due: the request's way through
 # the middlewares (robots.txt check, backoff gate) then overlaps the wait, and
@@ -39,10 +40,16 @@ LEAD_SECONDS = 0.05
 TURN = "pacing_turn"  # meta: handed out by PacedPriorityQueue (so it may go back to it)
 
 
+def engine_of(crawler: Crawler) -> ExecutionEngine | None:
+    """The crawler's engine, or ``None`` before the crawl has made one: ``Crawler.engine`` raises until then,
+    and Scrapy's own docs point code that may run earlier at ``Crawler._engine``."""
+    return crawler._engine
+
+
 def wake_engine(crawler: Crawler) -> None:
     """Have the engine look at its scheduler again now (its own ``_slot.nextcall``), as it does after a
     download: a scheduler whose next request falls due later has no public way to say so."""
-    engine = crawler.engine
+    engine = engine_of(crawler)
     slot = engine._slot if engine is not None else None
     if slot is not None:
         slot.nextcall.schedule()
@@ -50,7 +57,7 @@ def wake_engine(crawler: Crawler) -> None:
 
 def engine_scheduler(crawler: Crawler) -> object:
     """The running engine's scheduler (``engine._slot.scheduler``): Scrapy keeps it on no public attribute."""
-    engine = crawler.engine
+    engine = engine_of(crawler)
     assert engine is not None and engine._slot is not None
     return engine._slot.scheduler
 

@@ -37,7 +37,7 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from middlewares.backoff import left_elsewhere
-from middlewares.engine.scheduler import wake_engine
+from middlewares.engine.scheduler import engine_of, wake_engine
 from middlewares.exceptions import SiteLeft
 from synapsecrawl.crawl.frontier import BadEntry, Entry, FrontierUnreachable, Lease, SharedFrontier
 
@@ -270,7 +270,7 @@ class SharedScheduler(BaseScheduler):
             self._down(error)
             return
         self._left_seen = len(left)
-        downloader = getattr(self.crawler.engine, "downloader", None)
+        downloader = getattr(engine_of(self.crawler), "downloader", None)
         for site, (until, reason) in left.items():
             left_elsewhere(self.crawler, site, until, reason)
             drop_queued = getattr(downloader, "drop_queued", None)  # PacedDownloader's
@@ -278,7 +278,7 @@ class SharedScheduler(BaseScheduler):
                 drop_queued(site, lambda queued, s=site, u=until, r=reason: SiteLeft(queued.url, s, u, r))
 
     def _next_local(self) -> Request | None:
-        downloader = getattr(self.crawler.engine, "downloader", None)
+        downloader = getattr(engine_of(self.crawler), "downloader", None)
         due = getattr(downloader, "due", None)
         for _ in range(len(self._local)):
             request = self._local.popleft()

@@ -32,7 +32,7 @@ from synapsecrawl.extract.pool import extract_processes
 from synapsecrawl.kb import DEFAULT_KB_URI
 from synapsecrawl.kb.reread import reread_interval
 from synapsecrawl.numbers import check_numbers, read_number
-from synapsecrawl.pacing.shared import DEFAULT_PREFIX
+from synapsecrawl.pacing import DEFAULT_PREFIX
 from synapsecrawl.profiles import Limits, Profile, load_profile, lower_limits, resolve_limits
 from synapsecrawl.signing import load_private_key, signature_agent_url
 

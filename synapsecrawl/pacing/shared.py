@@ -32,13 +32,13 @@ import redis
 import redis.asyncio
 
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.pacing import DEFAULT_PREFIX
 from synapsecrawl.pacing.clock import MARGIN, Margin, SiteClock
 
 __all__ = ["DEFAULT_PREFIX", "RedisPacing", "Turn", "check_redis"]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_PREFIX = "synapsecrawl:pacing"
 
 # A day: Crawl-delay and slow spacing are kept as long as robots.txt is (RFC 9309 §2.4), pauses longer.
 _KEEP_SECONDS = 86_400

@@ -16,14 +16,12 @@ from typing import Any
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.settings import default_settings
 
-from synapsecrawl.cli.crawl import check_worker_arguments
 from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.crawl.jobdir import clear_stale, mark_running
 from synapsecrawl.crawl.ondemand import check_arguments, check_serving
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.errors import ArgumentError, ConfigError, StoreError
 from synapsecrawl.kb import open_store
-from synapsecrawl.pacing.shared import check_redis
 
 
 class Command(ScrapyCrawl):
@@ -39,10 +37,15 @@ class Command(ScrapyCrawl):
                 check_arguments(**arguments)
                 check_serving(config.profile, config.serving.host, config.serving.port)
             elif args[:1] == ["worker"]:  # joins a shared crawl: its work is in Redis (spiders.worker, #16)
+                from synapsecrawl.cli.crawl import check_worker_arguments  # Redis: imported only when it is used
+
                 check_worker_arguments(config.shared.redis_url, **arguments)
             else:
                 CrawlRequest.from_args(**arguments)
-            check_redis(config.shared.redis_url)
+            if config.shared.redis_url:
+                from synapsecrawl.pacing.shared import check_redis
+
+                check_redis(config.shared.redis_url)
             # A KB that cannot be opened would otherwise show first when a page is kept: fetched for nothing.
             open_store(config.kb.uri).close()
             _claim_jobdir(self.settings.get("JOBDIR"))
