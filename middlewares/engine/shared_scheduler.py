@@ -39,11 +39,13 @@ from scrapy.utils.asyncio import CallLaterResult, call_later
 from middlewares.backoff import left_elsewhere
 from middlewares.engine.scheduler import engine_of, wake_engine
 from middlewares.exceptions import SiteLeft
-from synapsecrawl.crawl.frontier import BadEntry, Entry, FrontierUnreachable, Lease, SharedFrontier
+from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
+
+    from synapsecrawl.crawl.frontier import SharedFrontier
 
 __all__ = ["LEASE", "SharedScheduler"]
 
@@ -112,6 +114,8 @@ class SharedScheduler(BaseScheduler):
     def open(self, spider: Spider) -> None:
         self.spider = spider
         frontier = getattr(spider, "frontier", None)
+        from synapsecrawl.crawl.frontier import SharedFrontier  # Redis: a worker's only (spiders.worker imports us)
+
         if not isinstance(frontier, SharedFrontier):
             raise TypeError("SharedScheduler needs the worker spider (scrapy crawl worker -a crawl=NAME)")
         self.frontier = frontier
