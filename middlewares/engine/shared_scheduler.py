@@ -39,7 +39,7 @@ from scrapy.utils.asyncio import CallLaterResult, call_later
 from middlewares.backoff import left_elsewhere
 from middlewares.engine.scheduler import engine_of, wake_engine
 from middlewares.exceptions import SiteLeft
-from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease
+from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, is_plain_json
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -411,19 +411,7 @@ def plain_meta(meta: dict[str, Any]) -> dict[str, Any] | None:
     for key, value in meta.items():
         if key in _TRANSIENT or key.startswith("_"):
             continue
-        if not _travels(value):
+        if not is_plain_json(value):
             return None
         kept[key] = value
     return kept
-
-
-def _travels(value: Any, depth: int = 0) -> bool:
-    if depth > 8:
-        return False
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return True
-    if isinstance(value, list):
-        return all(_travels(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _travels(v, depth + 1) for k, v in value.items())
-    return False

@@ -30,6 +30,7 @@ __all__ = [
     "Source",
     "check_crawl_name",
     "fingerprint",
+    "is_plain_json",
 ]
 
 DEFAULT_FRONTIER_PREFIX = "synapsecrawl:frontier"
@@ -108,16 +109,16 @@ class Source:
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 
-def _plain(value: Any, depth: int = 0) -> bool:
+def is_plain_json(value: Any, depth: int = 0) -> bool:
     """Whether ``value`` is made of JSON's own types only (what survives a round trip unchanged)."""
     if depth > 8:
         return False
     if isinstance(value, _JSON_SCALARS):
         return True
     if isinstance(value, list):
-        return all(_plain(v, depth + 1) for v in value)
+        return all(is_plain_json(v, depth + 1) for v in value)
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v, depth + 1) for k, v in value.items())
+        return all(isinstance(k, str) and is_plain_json(v, depth + 1) for k, v in value.items())
     return False
 
 
@@ -201,7 +202,7 @@ class Entry:
             entry.errback and not re.fullmatch(r"[a-z_][a-z0-9_]{0,60}", entry.errback)
         ):
             raise BadEntry("callback names are method names")
-        if not isinstance(entry.meta, dict) or not _plain(entry.meta) or not isinstance(entry.priority, int):
+        if not isinstance(entry.meta, dict) or not is_plain_json(entry.meta) or not isinstance(entry.priority, int):
             raise BadEntry("meta holds only JSON values")
         return entry
 
