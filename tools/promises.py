@@ -77,8 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if docs/promises.md is not current")
     args = parser.parse_args(argv)
-    source = CATALOGUE if CATALOGUE.is_file() else DOC
-    page = render(read_catalogue(source.read_text("utf-8")), cited_ids(ROOT / "tests")) + "\n"
+    if CATALOGUE.is_file():
+        sections = read_catalogue(CATALOGUE.read_text("utf-8"))
+    else:  # this page's own rows carry a third column, the tests: the promise is what comes before it
+        sections = [
+            (title, [(promise, text.rsplit(" | ", 1)[0]) for promise, text in rows])
+            for title, rows in read_catalogue(DOC.read_text("utf-8"))
+        ]
+    page = render(sections, cited_ids(ROOT / "tests")) + "\n"
     if args.check:
         current = DOC.is_file() and DOC.read_text("utf-8") == page
         if not current:
