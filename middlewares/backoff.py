@@ -20,6 +20,7 @@ from scrapy import signals
 from middlewares.backoffstate import BackoffState, Clock, secs
 from middlewares.engine.scheduler import engine_of
 from middlewares.exceptions import SiteLeft, UrlHeld, when
+from synapsecrawl.crawl.entries import FrontierUnreachable
 from synapsecrawl.crawl.kinds import kind_of
 from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide
 
@@ -206,8 +207,6 @@ class BackoffMiddleware:
             drop_queued(site, lambda queued: SiteLeft(queued.url, site, left_until, reason))
 
     def _leave_shared(self, site: str, until: float, reason: str) -> None:
-        from synapsecrawl.crawl.frontier import FrontierUnreachable
-
         assert self._runtime.shared_crawl is not None
         try:
             self._runtime.shared_crawl.leave(site, until, reason)

@@ -21,15 +21,15 @@ import os
 import sys
 from typing import Any
 
-from synapsecrawl.crawl.frontier import (
+from synapsecrawl.crawl.entries import (
     DEFAULT_FRONTIER_PREFIX,
     MODES,
     Entry,
     FrontierUnreachable,
-    SharedFrontier,
     Source,
     check_crawl_name,
 )
+from synapsecrawl.crawl.frontier import SharedFrontier
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.errors import ConfigError, SynapseError
 

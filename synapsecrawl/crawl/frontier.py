@@ -30,7 +30,7 @@ not be able to run code on the workers; an entry that is not our JSON is
 refused with one log line and dropped.
 
 The entries themselves (``Entry``, ``Lease``, ``Source``) are ``synapsecrawl.crawl.entries``, Redis-free,
-and re-exported here. One file because the Lua scripts and the Python that calls them are one protocol
+and imported from there. One file because the Lua scripts and the Python that calls them are one protocol
 and change together. Every call is one atomic Lua script (one round trip); a lease acknowledges
 the worker's finished leases in the same call and says when the next site
 falls due, so a worker sleeps until then rather than asking. All shared
@@ -51,7 +51,6 @@ import redis.asyncio
 
 from synapsecrawl.crawl.entries import (
     DEFAULT_FRONTIER_PREFIX,
-    MODES,
     BadEntry,
     CrawlStatus,
     Entry,
@@ -62,19 +61,7 @@ from synapsecrawl.crawl.entries import (
     fingerprint,
 )
 
-__all__ = [
-    "DEFAULT_FRONTIER_PREFIX",
-    "MODES",
-    "BadEntry",
-    "CrawlStatus",
-    "Entry",
-    "FrontierUnreachable",
-    "Lease",
-    "SharedFrontier",
-    "Source",
-    "check_crawl_name",
-    "fingerprint",
-]
+__all__ = ["SharedFrontier"]
 
 _PRELUDE = """
 if redis.replicate_commands then redis.replicate_commands() end

@@ -22,7 +22,8 @@ from scrapy.crawler import Crawler
 from middlewares.engine.runtime import Runtime
 from middlewares.engine.scheduler import TURN
 from middlewares.engine.shared_scheduler import LEASE, SharedScheduler, plain_meta
-from synapsecrawl.crawl.frontier import BadEntry, Entry, Lease, SharedFrontier
+from synapsecrawl.crawl.entries import BadEntry, Entry, Lease
+from synapsecrawl.crawl.frontier import SharedFrontier
 from tests.adapters.crawlers import crawler_for
 from tests.conftest import REDIS_URL
 
