@@ -11,7 +11,6 @@ import datetime as dt
 import itertools
 import os
 import re
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from hypothesis import HealthCheck, settings
 
+from tests import zygote
 from tests.costs import cost
 from tests.helpers import POSTGRES_ADMIN_URI, REDIS_URL, ROOT, CrawlRun, bin_path
 from tests.site.server import TestServer
@@ -140,7 +140,7 @@ def crawl(tmp_path: Path):  # type: ignore[no-untyped-def]
         for key, value in merged.items():
             cmd += ["-s", f"{key}={value}"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+        proc = zygote.run(cmd, cwd=ROOT, timeout=timeout, env=env)
         return CrawlRun(proc.returncode, proc.stdout, proc.stderr, uri, items)
 
     return run

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.sqlite import SQLiteStore
+from tests import zygote
 
 __all__ = [
     "POSTGRES_ADMIN_URI",
@@ -68,14 +69,9 @@ def bin_path(name: str) -> str:
 
 
 def synapsecrawl(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the ``synapsecrawl`` command."""
-    return subprocess.run(
-        [bin_path("synapsecrawl"), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        input=stdin.decode() if stdin is not None else None,
-        check=False,
+    """Run the ``synapsecrawl`` command (a fork of the warm test process, tests/zygote.py)."""
+    return zygote.run(
+        [bin_path("synapsecrawl"), *args], timeout=120, input=stdin.decode() if stdin is not None else None
     )
 
 
