@@ -21,9 +21,8 @@ from tests.e2e.test_scrapyd import (  # noqa: F401 - the module's Scrapyd fixtur
 )
 from tests.site.server import Reply, TestServer
 
-# The first test of a fresh checkout builds the Scrapyd virtualenv (pip, several minutes on a loaded
-# 2-core machine) inside its setup: the suite's 300 s per test would cut that build off.
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
+# The first test of a fresh checkout may build the Scrapyd virtualenv inside its setup (tests/e2e/test_scrapyd.py).
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 
 def test_two_scrapyd_worker_jobs_share_one_crawl(
