@@ -113,6 +113,9 @@ def _serve(path: str) -> None:
 
     for name in PRELOAD:
         importlib.import_module(name)
+    # trafilatura builds its justext stop list (every language's, 0.3 s) the first time a short page
+    # falls back to justext: once here rather than in nearly every test's crawl
+    importlib.import_module("trafilatura.external").jt_stoplist_init()
     if "twisted.internet.reactor" in sys.modules:
         raise SystemExit("zygote: a preloaded module installed Twisted's reactor")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -184,6 +187,9 @@ class _Zygote:
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait()
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+        self.errors.close()
 
 
 _running: list[_Zygote] = []  # this test process's zygote, started at its first command
