@@ -4,8 +4,6 @@ The defaults of our own settings are here, once: synapsecrawl.crawl.config reads
 them (under what the operator set), and the components read that config.
 """
 
-from scrapy.settings import default_settings as _scrapy_defaults
-
 BOT_NAME = "synapsecrawl"
 SPIDER_MODULES = ["spiders"]
 NEWSPIDER_MODULE = "spiders"
@@ -106,14 +104,6 @@ SPIDER_MIDDLEWARES = {
 }
 ITEM_PIPELINES = {
     "pipelines.index.IndexPipeline": 300,
-}
-# Scrapy's own extensions but its remote control: off (REMOTE_CONTROL_ENABLED above), and not even
-# imported, since its module imports aiohttp and builds two TLS contexts, 0.3 s of CPU at every crawl's
-# start. EXTENSIONS = {...: None} would not do: Scrapy imports every key of EXTENSIONS to normalise it.
-EXTENSIONS_BASE = {
-    path: order
-    for path, order in _scrapy_defaults.EXTENSIONS_BASE.items()
-    if path != "scrapy.extensions.remote_control.RemoteControl"
 }
 EXTENSIONS = {
     "middlewares.engine.summary.SummaryExtension": 500,
