@@ -38,7 +38,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["run"]
+__all__ = ["Forked", "popen", "run"]
 
 # The imports every command pays for. Twisted's reactor must not be among them: Scrapy installs the
 # asyncio reactor in the command, and an installed reactor cannot be replaced.
@@ -211,6 +211,85 @@ def _text(raw: bytes) -> str:
     return raw.decode().replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _spawned(argv: list[str]) -> bool:
+    return os.environ.get("SYNAPSECRAWL_TEST_SPAWN") != "1" and Path(argv[0]).name in _ENTRY
+
+
+class Forked:
+    """A command forked from the zygote, with the part of ``subprocess.Popen`` the tests use: ``pid`` (the
+    command's own, so a signal sent to it reaches the command), ``poll``, ``wait``, ``send_signal``,
+    ``terminate``, ``kill`` and ``returncode``."""
+
+    def __init__(
+        self, argv: list[str], stdin: int, stdout: int, stderr: int, env: dict[str, str] | None, cwd: str | None
+    ) -> None:
+        if not _running or _running[0].proc.poll() is not None:
+            _running[:] = [_Zygote()]
+        self.args = argv
+        self.returncode: int | None = None
+        request = {"argv": argv, "env": dict(os.environ if env is None else env), "cwd": cwd or os.getcwd()}
+        self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._conn.connect(_running[0].path)
+        socket.send_fds(self._conn, [json.dumps(request).encode()], [stdin, stdout, stderr])
+        self.pid = int(_line(self._conn))
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self._conn.settimeout(timeout)
+            try:
+                status = _line(self._conn)
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
+            self._conn.close()
+            if not status:
+                raise RuntimeError("the test zygote went away while a command ran")
+            self.returncode = int(status)
+        return self.returncode
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self._conn], [], [], 0)[0]:
+            return self.wait()
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+def _fd(target: object, default: int) -> int:
+    if target is None or target == subprocess.DEVNULL:
+        return default
+    return int(target.fileno())  # type: ignore[attr-defined]
+
+
+def popen(
+    argv: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stdout: object = None,
+    stderr: object = None,
+) -> Forked | subprocess.Popen[bytes]:
+    """``subprocess.Popen(argv, stdin=DEVNULL, stdout=..., stderr=...)`` for a ``scrapy`` or ``synapsecrawl``
+    command: ``stdout``/``stderr`` are DEVNULL or an open file, as the tests pass them."""
+    if not _spawned(argv):
+        return subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout or subprocess.DEVNULL, stderr=stderr
+        )
+    with open(os.devnull, "rb+") as null:
+        return Forked(argv, null.fileno(), _fd(stdout, null.fileno()), _fd(stderr, null.fileno()), env, _dir(cwd))
+
+
+def _dir(cwd: str | os.PathLike[str] | None) -> str | None:
+    return None if cwd is None else str(cwd)
+
+
 def run(
     argv: list[str],
     *,
@@ -221,40 +300,26 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run(argv, capture_output=True, text=True, check=False, ...)`` for a ``scrapy`` or
     ``synapsecrawl`` command, as a fork of the warm zygote (a fresh process with SYNAPSECRAWL_TEST_SPAWN=1)."""
-    if os.environ.get("SYNAPSECRAWL_TEST_SPAWN") == "1" or Path(argv[0]).name not in _ENTRY:
+    if not _spawned(argv):
         return subprocess.run(
             argv, env=env, cwd=cwd, input=input, timeout=timeout, capture_output=True, text=True, check=False
         )
-    if not _running or _running[0].proc.poll() is not None:
-        _running[:] = [_Zygote()]
-    request = {"argv": argv, "env": dict(os.environ if env is None else env), "cwd": str(cwd or os.getcwd())}
-    with (
-        tempfile.TemporaryFile() as stdin,
-        tempfile.TemporaryFile() as stdout,
-        tempfile.TemporaryFile() as stderr,
-        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn,
-    ):
+    with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
         if input is not None:
             stdin.write(input.encode())
             stdin.seek(0)
-        conn.connect(_running[0].path)
-        socket.send_fds(conn, [json.dumps(request).encode()], [stdin.fileno(), stdout.fileno(), stderr.fileno()])
-        pid = int(_line(conn))
-        conn.settimeout(timeout)
+        command = Forked(argv, stdin.fileno(), stdout.fileno(), stderr.fileno(), env, _dir(cwd))
         try:
-            status = _line(conn)
-        except TimeoutError:
-            os.kill(pid, signal.SIGKILL)  # as subprocess.run does on its timeout
-            conn.settimeout(None)
-            _line(conn)
+            code = command.wait(timeout)
+        except subprocess.TimeoutExpired:
+            command.kill()  # as subprocess.run does on its timeout
+            command.wait()
             stdout.seek(0)
             stderr.seek(0)
             raise subprocess.TimeoutExpired(argv, timeout or 0, _text(stdout.read()), _text(stderr.read())) from None
-        if not status:
-            raise RuntimeError("the test zygote went away while a command ran")
         stdout.seek(0)
         stderr.seek(0)
-        return subprocess.CompletedProcess(argv, int(status), _text(stdout.read()), _text(stderr.read()))
+        return subprocess.CompletedProcess(argv, code, _text(stdout.read()), _text(stderr.read()))
 
 
 if __name__ == "__main__":

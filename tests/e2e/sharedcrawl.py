@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests import zygote
 from tests.conftest import REDIS_URL, ROOT, _bin, synapsecrawl
 from tests.site.server import Hit, Reply
 
@@ -25,7 +26,7 @@ class SharedCrawl:
     tmp: Path
     settings: dict[str, str] = field(default_factory=dict)
     redis_url: str = REDIS_URL
-    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    workers: list[zygote.Forked | subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
     def frontier_prefix(self) -> str:
@@ -49,7 +50,7 @@ class SharedCrawl:
         assert out.returncode == 0, out.stderr
         return [json.loads(line) for line in out.stdout.splitlines()]
 
-    def start(self, count: int = 1, **extra: str) -> list[subprocess.Popen[bytes]]:
+    def start(self, count: int = 1, **extra: str) -> list[zygote.Forked | subprocess.Popen[bytes]]:
         """Start ``count`` worker processes (``scrapy crawl worker -a crawl=NAME``), not waited for."""
         started = []
         for _ in range(count):
@@ -72,7 +73,7 @@ class SharedCrawl:
                 cmd += ["-s", f"{key}={value}"]
             env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
             with open(self.tmp / f"worker-{index}.err", "wb") as err:
-                proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err)
+                proc = zygote.popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err)
             self.workers.append(proc)
             started.append(proc)
         return started
