@@ -265,7 +265,7 @@ class Forked:
 def _fd(target: object, default: int) -> int:
     if target is None or target == subprocess.DEVNULL:
         return default
-    return int(target.fileno())  # type: ignore[attr-defined]
+    return int(target.fileno())  # type: ignore[attr-defined]  # an open file
 
 
 def popen(
@@ -277,13 +277,16 @@ def popen(
     stderr: object = None,
 ) -> Forked | subprocess.Popen[bytes]:
     """``subprocess.Popen(argv, stdin=DEVNULL, stdout=..., stderr=...)`` for a ``scrapy`` or ``synapsecrawl``
-    command: ``stdout``/``stderr`` are DEVNULL or an open file, as the tests pass them."""
+    command: ``stdout``/``stderr`` are DEVNULL or an open file, as the tests pass them, and ``stderr`` may be
+    STDOUT."""
     if not _spawned(argv):
         return subprocess.Popen(
             argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=stdout or subprocess.DEVNULL, stderr=stderr
         )
     with open(os.devnull, "rb+") as null:
-        return Forked(argv, null.fileno(), _fd(stdout, null.fileno()), _fd(stderr, null.fileno()), env, _dir(cwd))
+        out = _fd(stdout, null.fileno())
+        err = out if stderr == subprocess.STDOUT else _fd(stderr, null.fileno())
+        return Forked(argv, null.fileno(), out, err, env, _dir(cwd))
 
 
 def _dir(cwd: str | os.PathLike[str] | None) -> str | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests import zygote
 from tests.helpers import ROOT, bin_path, synapsecrawl
 
 __all__ = ["Fetcher", "run_ondemand"]
@@ -28,7 +29,7 @@ _LISTENING = re.compile(r"on-demand fetch listening on (http://127\.0\.0\.1:\d+)
 class Fetcher:
     """A running `scrapy crawl ondemand` and where it listens."""
 
-    proc: subprocess.Popen[bytes]
+    proc: zygote.Forked | subprocess.Popen[bytes]
     base: str
     kb_uri: str
     log: Path
@@ -82,7 +83,7 @@ def run_ondemand(tmp: Path, extra: dict[str, str] | None = None) -> Iterator[Fet
         cmd += ["-s", f"{key}={value}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
+        proc = zygote.popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.monotonic() + 90  # a loaded machine (the suite on xdist) starts slowly
         while not (found := _LISTENING.search(log.read_text(errors="replace"))):

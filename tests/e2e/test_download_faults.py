@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import tomllib
 from collections import Counter
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests import zygote
 from tests.helpers import ROOT, bin_path, synapsecrawl
 from tests.site.faults import FaultServer
 
@@ -85,7 +85,7 @@ def scrapy_crawl(spider: str, kb_uri: str, args: dict[str, str]) -> Run:
     for key, value in settings.items():
         cmd += ["-s", f"{key}={value}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env, check=False)
+    proc = zygote.run(cmd, cwd=ROOT, timeout=300, env=env)
     return Run(proc.returncode, proc.stderr, kb_uri)
 
 

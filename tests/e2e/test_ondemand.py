@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
@@ -19,6 +18,7 @@ import pytest
 
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.records import PageRecord, utcnow
+from tests import zygote
 from tests.e2e.ondemand import Fetcher, run_ondemand
 from tests.helpers import ROOT, bin_path, gaps
 from tests.site.pages import page
@@ -234,7 +234,7 @@ async def test_the_on_demand_server_also_searches_what_it_fetched(
 def test_ondemand_refuses_a_profile_that_promises_no_on_demand_fetch(tmp_path: Path) -> None:
     """SNA-ONDEMAND: only a profile whose page promises on-demand fetches serves them; another is refused
     at start-up with one line."""
-    proc = subprocess.run(
+    proc = zygote.run(
         [
             bin_path("scrapy"),
             "crawl",
@@ -245,10 +245,7 @@ def test_ondemand_refuses_a_profile_that_promises_no_on_demand_fetch(tmp_path: P
             f"KB_URI=sqlite:///{tmp_path}/k",
         ],
         cwd=ROOT,
-        capture_output=True,
-        text=True,
         timeout=60,
-        check=False,
     )
     assert proc.returncode == 1
     assert proc.stderr.strip() == (

@@ -27,6 +27,7 @@ import pytest
 
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.records import PageRecord
+from tests import zygote
 from tests.conftest import _bin, synapsecrawl, write_urls
 from tests.site.server import Reply, TestServer
 
@@ -41,7 +42,7 @@ WHEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 class Service:
     """A running `synapsecrawl serve` and where it listens."""
 
-    proc: subprocess.Popen[bytes]
+    proc: zygote.Forked | subprocess.Popen[bytes]
     base: str
     log: Path
 
@@ -71,7 +72,7 @@ def serve(tmp: Path, uri: str, *args: str, env: dict[str, str] | None = None) ->
     log = tmp / f"serve-{time.monotonic_ns()}.log"
     environment = {k: v for k, v in os.environ.items() if k not in ("SEARCH_TOKEN", "BOT_PROFILE")}
     with log.open("wb") as out:
-        proc = subprocess.Popen(
+        proc = zygote.popen(
             [_bin("synapsecrawl"), "serve", "--uri", uri, "--port", "0", *args],
             cwd=tmp,
             stdout=out,
@@ -266,12 +267,9 @@ def test_a_token_is_required_when_set_and_a_public_bind_needs_one(tmp_path: Path
     Host is refused (DNS rebinding); binding an address other than loopback without a token is
     refused at start in one line."""
     uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
-    refused = subprocess.run(
+    refused = zygote.run(
         [_bin("synapsecrawl"), "serve", "--uri", uri, "--host", "0.0.0.0", "--port", "0"],
-        capture_output=True,
-        text=True,
         timeout=60,
-        check=False,
         env={k: v for k, v in os.environ.items() if k != "SEARCH_TOKEN"},
     )
     assert refused.returncode == 1 and refused.stdout == ""
