@@ -110,7 +110,7 @@ def _free_port() -> int:
 
 
 def _get(url: str) -> dict[str, object]:
-    with urllib.request.urlopen(url, timeout=10) as response:
+    with urllib.request.urlopen(url, timeout=60) as response:
         return dict(json.loads(response.read()))
 
 
@@ -189,7 +189,7 @@ def schedule(scrapyd: str, spider: str, settings: dict[str, str], args: dict[str
         *args.items(),
     ]
     request = urllib.request.Request(f"{scrapyd}/schedule.json", data=urllib.parse.urlencode(form).encode())
-    with urllib.request.urlopen(request, timeout=10) as response:
+    with urllib.request.urlopen(request, timeout=60) as response:  # a loaded Scrapyd answers slowly
         answer = json.loads(response.read())
     assert answer["status"] == "ok", answer
     return str(answer["jobid"])
@@ -206,7 +206,7 @@ def wait_finished(scrapyd: str, job: str, timeout: float = 120) -> None:
 
 
 def job_log(scrapyd_home_url: str, spider: str, job: str) -> str:
-    with urllib.request.urlopen(f"{scrapyd_home_url}/logs/synapsecrawl/{spider}/{job}.log", timeout=10) as response:
+    with urllib.request.urlopen(f"{scrapyd_home_url}/logs/synapsecrawl/{spider}/{job}.log", timeout=60) as response:
         return response.read().decode("utf-8", "replace")
 
 
