@@ -13,7 +13,21 @@ from collections.abc import Mapping
 
 from synapsecrawl.errors import ConfigError
 
-__all__ = ["check_numbers", "read_number"]
+__all__ = ["INTEGER_SETTINGS", "check_numbers", "read_number"]
+
+# The settings Scrapy 2.19 reads with Settings.getint, i.e. int(value): "1.5" and even "2.0" are a
+# ValueError traceback inside Scrapy. tests/core/test_numbers.py scans Scrapy's source and ours for the
+# getint calls that name a setting, and fails when a name is missing here (after an upgrade, say).
+INTEGER_SETTINGS = frozenset({
+    "AWS_MAX_POOL_CONNECTIONS", "CLOSESPIDER_ERRORCOUNT", "CLOSESPIDER_ITEMCOUNT", "CLOSESPIDER_PAGECOUNT",
+    "CLOSESPIDER_PAGECOUNT_NO_ITEM", "CLOSESPIDER_TIMEOUT_NO_ITEM", "CONCURRENT_ITEMS", "CONCURRENT_REQUESTS",
+    "CONCURRENT_REQUESTS_PER_DOMAIN", "CONCURRENT_REQUESTS_PER_IP", "DEPTH_LIMIT", "DEPTH_PRIORITY",
+    "DNSCACHE_SIZE", "DOWNLOAD_MAXSIZE", "DOWNLOAD_WARNSIZE", "FEED_EXPORT_BATCH_ITEM_COUNT", "FEED_EXPORT_INDENT",
+    "HTTPCACHE_EXPIRATION_SECS", "MAIL_PORT", "MEMUSAGE_LIMIT_MB", "MEMUSAGE_WARNING_MB", "METAREFRESH_MAXDELAY",
+    "REACTOR_THREADPOOL_MAXSIZE", "REDIRECT_MAX_TIMES", "REDIRECT_PRIORITY_ADJUST", "REMOTE_CONTROL_OUTPUT_MAX_BYTES",
+    "REMOTE_CONTROL_TRACEBACK_MAX_BYTES", "RETRY_PRIORITY_ADJUST", "RETRY_TIMES", "SCRAPER_SLOT_MAX_ACTIVE_SIZE",
+    "URLLENGTH_LIMIT",
+})  # fmt: skip
 
 
 def read_number(name: str, raw: object, *, whole: bool = False, positive: bool = False, signed: bool = False) -> float:
@@ -35,10 +49,24 @@ def check_numbers(given: Mapping[str, object], defaults: Mapping[str, object]) -
     finite number >= 0; raises ConfigError.
 
     Only priorities are signed among Scrapy's numbers (``DEPTH_PRIORITY = -1`` crawls breadth-first).
-    Whole numbers are not demanded: Scrapy reads some integer defaults (``DOWNLOAD_TIMEOUT``) as floats.
+    Whole numbers are demanded only of the settings Scrapy reads as integers (INTEGER_SETTINGS): it reads
+    some integer defaults (``DOWNLOAD_TIMEOUT``) as floats, and 7.5 is a good timeout.
     """
     for name, value in sorted(given.items()):
         default = defaults.get(name)
         if value == default or isinstance(default, bool) or not isinstance(default, int | float):
             continue
         read_number(name, value, signed=name.endswith(("PRIORITY", "PRIORITY_ADJUST")))
+        if name in INTEGER_SETTINGS and not _integer(value):
+            raise ConfigError(f"{name} {value!r} must be a whole number, written without a decimal point")
+
+
+def _integer(value: object) -> bool:
+    """Whether Scrapy's getint (``int(value)``) reads ``value`` as the number it is."""
+    if isinstance(value, int | float):  # a value set from code: int(5.0) is 5
+        return float(value).is_integer()
+    try:
+        int(str(value).strip())
+    except ValueError:
+        return False
+    return True

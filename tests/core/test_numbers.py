@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.numbers import check_numbers, read_number
+from synapsecrawl.numbers import INTEGER_SETTINGS, check_numbers, read_number
+from tests.helpers import ROOT
 
 
 @pytest.mark.parametrize(("raw", "options", "message"), [
@@ -74,3 +77,41 @@ def test_read_number_returns_a_finite_number_or_raises_config_error(raw: object)
         assert "\n" not in str(error)
     else:
         assert 0 <= value < float("inf")
+
+
+@pytest.mark.parametrize("raw", ["1.5", "2.0", "1e3", 1.5])
+def test_a_setting_scrapy_reads_as_an_integer_is_refused_unless_written_as_one(raw: object) -> None:
+    """CONTRACT (one-line error): ``-s CONCURRENT_REQUESTS=1.5`` was a ValueError traceback inside Scrapy's
+    getint, which reads int(value); it is one line naming the setting, as every other bad number."""
+    with pytest.raises(ConfigError, match=r"^CONCURRENT_REQUESTS .* must be a whole number, written without"):
+        check_numbers({"CONCURRENT_REQUESTS": raw}, {"CONCURRENT_REQUESTS": 16})
+
+
+def test_integer_settings_are_read_as_given_and_float_settings_keep_their_fractions() -> None:
+    """``-s CONCURRENT_REQUESTS=8``, ``-s DEPTH_PRIORITY=-1`` and a value set from code as 5.0 pass;
+    DOWNLOAD_TIMEOUT (an integer default Scrapy reads as a float) keeps 7.5."""
+    check_numbers(
+        {"CONCURRENT_REQUESTS": "8", "DEPTH_PRIORITY": "-1", "DEPTH_LIMIT": 5.0, "DOWNLOAD_TIMEOUT": "7.5"},
+        {"CONCURRENT_REQUESTS": 16, "DEPTH_PRIORITY": 0, "DEPTH_LIMIT": 0, "DOWNLOAD_TIMEOUT": 180},
+    )
+
+
+def test_every_setting_read_with_getint_is_known_as_an_integer_setting() -> None:
+    """INTEGER_SETTINGS is the list of getint("NAME") calls in Scrapy's source and ours: a Scrapy upgrade that
+    reads a new setting as an integer fails here, not as a traceback in an operator's crawl."""
+    import re
+
+    import scrapy
+
+    roots = [
+        Path(scrapy.__file__).parent,
+        *(ROOT / name for name in ("synapsecrawl", "middlewares", "spiders", "pipelines")),
+    ]
+    read = {
+        match.group(1)
+        for root in roots
+        for path in root.rglob("*.py")
+        for match in re.finditer(r"getint\(\s*[\"']([A-Z_]+)[\"']", path.read_text())
+    }
+    assert "CONCURRENT_REQUESTS" in read  # the scan does find them
+    assert sorted(read - INTEGER_SETTINGS) == []

@@ -24,6 +24,8 @@ pytestmark = pytest.mark.e2e
         ("CONCURRENT_REQUESTS=-1", "CONCURRENT_REQUESTS '-1' must be a number >= 0"),
         ("CONCURRENT_REQUESTS=nan", "CONCURRENT_REQUESTS 'nan' must be a number >= 0"),
         ("CONCURRENT_REQUESTS=inf", "CONCURRENT_REQUESTS 'inf' must be a number >= 0"),
+        # Scrapy reads it with getint, int("1.5"): a ValueError traceback before
+        ("CONCURRENT_REQUESTS=1.5", "CONCURRENT_REQUESTS '1.5' must be a whole number"),
         ("RETRY_TIMES=nan", "RETRY_TIMES 'nan' must be a number >= 0"),
         ("DOWNLOAD_MAXSIZE=-5", "DOWNLOAD_MAXSIZE '-5' must be a number >= 0"),
         ("DNS_TIMEOUT=-1", "DNS_TIMEOUT '-1' must be a number >= 0"),
