@@ -58,7 +58,6 @@ PRELOAD = (
     "scrapy.downloadermiddlewares.httpcompression",
     "scrapy.downloadermiddlewares.redirect",
     "scrapy.downloadermiddlewares.retry",
-    "scrapy.utils.test",
     "synapsecrawl.settings",
     "synapsecrawl.cli.main",
     "synapsecrawl.crawl.config",
