@@ -22,6 +22,7 @@ from scrapy.utils.test import get_crawler
 from middlewares.engine.downloader import PacedDownloader
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.pacing.clock import gap, next_start
+from tests.helpers import REDIS_URL
 
 _SIGNING = ("omniscientebot", "serenereader")  # profiles that sign every request need a key
 
@@ -172,3 +173,59 @@ async def test_a_site_with_all_it_may_have_in_flight_is_not_due_until_one_leaves
     held.answer("https://blog.example.com/2")
     await maybe_deferred_to_future(second)
     assert left == ["example.com"]
+
+
+class _Wire:
+    """Stands in for the network under shared pacing: notes, as each request is handed over, the Redis
+    server's time and whether Redis still holds the request's grant as unsent."""
+
+    def __init__(self, unsent_key: str) -> None:
+        import redis
+
+        self._redis = redis.Redis.from_url(REDIS_URL)
+        self._unsent_key = unsent_key
+        self.handed: list[tuple[float, int]] = []  # (Redis time, grants still unsent) at each hand-over
+
+    async def download_request_async(self, request: Request) -> Response:
+        seconds, micros = self._redis.time()
+        self.handed.append((seconds + micros / 1e6, self._redis.zcard(self._unsent_key)))
+        return Response(request.url, request=request)
+
+    def close(self) -> None:
+        self._redis.close()
+
+
+async def test_under_shared_pacing_the_send_is_told_redis_after_the_hand_over_and_books_the_next_start(
+    signing_key: Path, redis_prefix: str
+) -> None:
+    """OMN-SITE: a machine says it has sent a granted request only after handing it to the network (its
+    grant is still held unsent at the hand-over), and that books the site's next start, for every
+    machine, a spacing after the send; nothing is left held once said."""
+    import redis
+
+    settings = {
+        "DOWNLOADER_MIDDLEWARES_BASE": {},
+        "PACING_REDIS_URL": REDIS_URL,
+        "PACING_REDIS_PREFIX": redis_prefix,
+    }
+    downloader = await downloader_for("omniscientebot", signing_key, FakeClock(), **settings)
+    keys = f"{redis_prefix}:omniscientebot:{{example.com}}"
+    wire = _Wire(f"{keys}:unsent")
+    downloader.handlers = wire  # type: ignore[assignment]
+    try:
+        await maybe_deferred_to_future(downloader.fetch(Request("https://www.example.com/")))
+        while downloader._releasing:  # the send and the answer being told Redis
+            await asyncio.gather(*(task for tasks in list(downloader._releasing.values()) for task in tasks))
+        [(handed_at, unsent_then)] = wire.handed
+        assert unsent_then == 1
+        client = redis.Redis.from_url(REDIS_URL)
+        try:
+            assert client.zcard(f"{keys}:unsent") == 0
+            state = {k.decode(): float(v) for k, v in client.hgetall(f"{keys}:state").items()}
+        finally:
+            client.close()
+        assert state["last"] >= handed_at
+        assert state["next"] >= handed_at + gap(5.0)
+    finally:
+        wire.close()
+        await downloader._close_shared()

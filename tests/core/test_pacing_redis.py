@@ -71,6 +71,20 @@ def _due_now(prefix: str, site: str = SITE) -> None:
         client.close()
 
 
+def _last_start_back(prefix: str, seconds: float, site: str = SITE) -> None:
+    """Move the site's last start ``seconds`` into the past, as if they had gone by since."""
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.hincrbyfloat(f"{prefix}:{{{site}}}:state", "last", -seconds)
+    finally:
+        client.close()
+
+
+async def _sent(pacer: RedisPacing, turn: Turn, site: str = SITE) -> None:
+    assert turn.lease is not None
+    await pacer.sent(site, turn.lease)
+
+
 async def test_starts_are_spaced_on_the_redis_clock_across_machines(machine: Machine, redis_prefix: str) -> None:
     """OMN-SITE: a start granted to one machine books the site's next start one spacing later on the
     Redis server's clock, so another machine, whose own clock reads something else entirely, is told
@@ -92,9 +106,11 @@ async def test_at_most_the_concurrency_limit_is_in_flight(machine: Machine, redi
     taken again, and a full site is asked again after a short poll, not a spacing."""
     a, b = machine(concurrency=2), machine(concurrency=2)
     held = [await a.acquire(SITE)]
+    await _sent(a, held[0])
     _due_now(redis_prefix)
     held.append(await b.acquire(SITE))
     assert all(turn.granted for turn in held)
+    await _sent(b, held[1])
     _due_now(redis_prefix)
     full = await a.acquire(SITE)
     assert not full.granted and 0.0 < full.wait <= a.poll_seconds
@@ -188,8 +204,10 @@ async def test_a_feeds_first_add_skips_the_crawl_delay_on_every_machine_and_its_
     a, b = machine(delay=0.0, concurrency=1), machine(delay=0.0, concurrency=1)
     robots = await a.acquire(SITE)
     assert robots.lease is not None
+    await a.sent(SITE, robots.lease)
     a.set_crawl_delay(SITE, 600.0)
     await a.release(SITE, robots.lease)
+    _last_start_back(redis_prefix, 1.0)  # the crawl's delay and its 5 ms margin have passed since robots.txt
     refused = await b.acquire(SITE)
     assert not refused.granted and 590.0 < refused.wait <= 600.0 * 1.01 + 0.005
     first_add = await b.acquire(SITE, skip_crawl_delay=True)
@@ -199,3 +217,57 @@ async def test_a_feeds_first_add_skips_the_crawl_delay_on_every_machine_and_its_
     refresh = await a.acquire(SITE)
     assert not refresh.granted and 590.0 < refresh.wait <= 600.0 * 1.01 + 0.005
     assert _state(redis_prefix)["next"] - _redis_now() > 590.0  # booked from the first add, full Crawl-delay
+
+
+async def test_a_start_granted_but_not_yet_sent_holds_every_other_start(machine: Machine, redis_prefix: str) -> None:
+    """OMN-SITE: a machine starved of CPU between its grant and its send would put its request on the
+    wire late, closer than the spacing to the next machine's punctual one. So until it says it has sent,
+    no other start is granted, even once the spacing has passed and a place is free (asked again after
+    a short poll); its send books the next start a spacing after the send, not after the grant."""
+    a, b = machine(delay=100.0, concurrency=2), machine(delay=100.0, concurrency=2)
+    turn = await a.acquire(SITE)
+    assert turn.lease is not None
+    granted_next = _state(redis_prefix)["next"]
+    _due_now(redis_prefix)  # as if the spacing had passed with the request still unsent
+    held = await b.acquire(SITE)
+    assert not held.granted and 0.0 < held.wait <= b.poll_seconds
+    assert (await b.acquire("other.test")).granted  # other sites don't wait
+    before = _redis_now()
+    await a.sent(SITE, turn.lease)
+    state = _state(redis_prefix)
+    assert state["next"] >= before + 100.0 > granted_next - 100.0
+    assert state["last"] >= before
+    after = await b.acquire(SITE)
+    assert not after.granted and 99.0 < after.wait <= 100.0 + 0.05 + 0.005
+
+
+async def test_a_grant_given_back_unsent_or_left_by_a_dead_machine_holds_nothing(
+    machine: Machine, redis_prefix: str
+) -> None:
+    """OMN-SITE: a grant whose request was never sent (dropped before the wire) is given back and holds
+    no other start; one whose machine died before sending expires with its lease."""
+    a = machine(concurrency=2)
+    turn = await a.acquire(SITE)
+    assert turn.lease is not None
+    await a.release(SITE, turn.lease)
+    _due_now(redis_prefix)
+    assert (await machine(concurrency=2).acquire(SITE)).granted
+    dead_site = "dead.test"
+    assert (await machine(concurrency=2, lease_seconds=0.0).acquire(dead_site)).granted
+    _due_now(redis_prefix, dead_site)
+    assert (await machine(concurrency=2).acquire(dead_site)).granted
+
+
+async def test_a_send_said_after_its_answer_still_books_the_next_start_from_now(
+    machine: Machine, redis_prefix: str
+) -> None:
+    """OMN-SITE (fail toward politeness): a send told after its lease was given back (a request that
+    failed at once) still moves the site's next start a spacing past it, never earlier."""
+    a = machine(delay=100.0)
+    turn = await a.acquire(SITE)
+    assert turn.lease is not None
+    await a.release(SITE, turn.lease)
+    _due_now(redis_prefix)
+    before = _redis_now()
+    await a.sent(SITE, turn.lease)
+    assert _state(redis_prefix)["next"] >= before + 100.0
