@@ -3,7 +3,9 @@
 The document is decoded once (BOM, HTTP charset, <meta charset>, then a guess:
 WHATWG's order, via w3lib) and parsed once with lxml. Main text comes from
 trafilatura; when it finds nothing, or the tree is too large or too deeply
-nested for it to finish quickly, the visible text of <body> is used instead.
+nested for it to finish quickly, the visible text of <body> is used instead. A page
+that marks its main content (one ``<main>``, ``role="main"`` or ``<article>``) is
+read from that element without trafilatura (``extract.visible``).
 What is examined is bounded (``extract.bounds``: attributes of one element, links)
 and each bound a page meets is named in ``Page.bounded``. Text is plain, one
 paragraph per block (heading, paragraph, list item, table row), paragraphs
@@ -37,6 +39,7 @@ from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.extract.page import Directives, Labels, Link, Page
 from synapsecrawl.extract.sniff import unreadable_share
 from synapsecrawl.extract.text import detect_encoding
+from synapsecrawl.extract.visible import BREAK, marked_main, visible_text
 from synapsecrawl.urls import url_problem
 
 __all__ = ["MAX_TRAFILATURA_DEPTHS", "MAX_TRAFILATURA_ELEMENTS", "jsonld_documents", "parse_html", "parse_tree"]
@@ -50,8 +53,7 @@ _MAX_FIELD_CHARS = 1_000
 _MAX_ANCHOR_CHARS = 500
 _MAX_JSONLD_CHARS = 1_000_000
 _MAX_JSONLD_NODES = 10_000
-_BREAK = "\ufdd0"  # a noncharacter: never meaningful in a page, removed from input
-_NOISE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufdd0]")
+_NOISE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f{BREAK}]")
 _TABLE_RULE = re.compile(r"\|?(?:\s*:?-{3,}:?\s*\|)+\s*")
 _URI_CHARS = re.compile(r"[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=%]+")  # RFC 3986 §2: nothing to escape
 _LANGUAGE = re.compile(r"[A-Za-z]{1,8}(?:[-_][A-Za-z0-9]{1,8})*")
@@ -63,17 +65,6 @@ _PRUNE = [
     "//footer[not(ancestor::article or ancestor::main)]",
 ]
 _QUIET = ("trafilatura", "htmldate", "courlan", "justext", "readability")
-
-_SKIP = frozenset({
-    "script", "style", "noscript", "template", "nav", "header", "footer", "aside", "head", "title",
-    "svg", "math", "iframe", "object", "embed", "select", "button",
-})  # fmt: skip
-_BLOCK = frozenset({
-    "address", "article", "blockquote", "br", "caption", "dd", "details", "dialog", "div", "dl", "dt",
-    "fieldset", "figcaption", "figure", "form", "h1", "h2", "h3", "h4", "h5", "h6", "hgroup", "hr",
-    "legend", "li", "main", "ol", "p", "pre", "section", "summary", "table", "tbody", "tfoot", "thead",
-    "tr", "ul",
-})  # fmt: skip
 
 
 class _Drop(logging.Filter):
@@ -282,28 +273,7 @@ def _links(
 def _visible_text(root: lxml.html.HtmlElement) -> str:
     """Text of <body> without scripts, navigation and chrome, one paragraph per block."""
     body = root.find("body")
-    if body is None:
-        return ""
-    parts: list[str] = []
-    walker = etree.iterwalk(body, events=("start", "end"))
-    for event, element in walker:
-        tag = element.tag if isinstance(element.tag, str) else ""
-        if event == "start":
-            if not tag or tag in _SKIP or element.get("hidden") is not None:
-                walker.skip_subtree()
-                continue
-            if tag in ("td", "th") and element.getprevious() is not None:
-                parts.append(" | ")
-            if tag in _BLOCK:
-                parts.append(_BREAK)
-            parts.append(element.text or "")
-        else:
-            if tag in _BLOCK or tag in _SKIP:
-                parts.append(_BREAK)
-            if element is not body:
-                parts.append(element.tail or "")
-    paragraphs = (" ".join(p.split()) for p in "".join(parts).split(_BREAK))
-    return "\n\n".join(p for p in paragraphs if p)
+    return "" if body is None else visible_text(body)
 
 
 def _from_trafilatura(output: str) -> str:
@@ -336,6 +306,11 @@ def _fits_trafilatura(root: lxml.html.HtmlElement) -> bool:
 
 
 def _main_text(root: lxml.html.HtmlElement, url: str, problems: list[str], bounded: list[str]) -> str:
+    main = marked_main(root)
+    if main is not None:  # the page says where its content is: read that, not the whole page (#17)
+        text = visible_text(main, main=True)
+        if text:
+            return text
     if not _fits_trafilatura(root):
         bounded.append("main text: too many or too deeply nested elements for trafilatura; all visible text read")
     else:

@@ -5,7 +5,9 @@ boilerplate, broken markup, nosnippet) and tests/data/quality (long real pages, 
 the URL they were served at: Python 3.11 docs, Node.js, a man page, DocBook, an API index, bench.sim) is
 read as the extraction worker reads it (``read_document``, with OMN-LABELS), and its title, text, snippet
 text, links, link labels and robots directives are compared with tests/data/extract_quality.json, written
-from the code as it was before #17's extraction changes. A change in what is extracted fails here and shows
+from the code as it was before #17's extraction changes, and rewritten once since, when pages that mark
+their main content came to be read from that element (docs/benchmarks.md, "#17: the marked main element",
+lists every text that changed and why). A change in what is extracted fails here and shows
 the difference; when it is meant, rewrite the file with SYNAPSECRAWL_WRITE_QUALITY=1 (without -n: one
 process writes it) and say in the commit why the text changed.
 """
