@@ -39,7 +39,7 @@ from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.extract.page import Directives, Labels, Link, Page
 from synapsecrawl.extract.sniff import unreadable_share
 from synapsecrawl.extract.text import detect_encoding
-from synapsecrawl.extract.visible import BREAK, marked_main, visible_text
+from synapsecrawl.extract.visible import BREAK, main_text, visible_text
 from synapsecrawl.urls import url_problem
 
 __all__ = ["MAX_TRAFILATURA_DEPTHS", "MAX_TRAFILATURA_ELEMENTS", "jsonld_documents", "parse_html", "parse_tree"]
@@ -306,11 +306,9 @@ def _fits_trafilatura(root: lxml.html.HtmlElement) -> bool:
 
 
 def _main_text(root: lxml.html.HtmlElement, url: str, problems: list[str], bounded: list[str]) -> str:
-    main = marked_main(root)
-    if main is not None:  # the page says where its content is: read that, not the whole page (#17)
-        text = visible_text(main, main=True)
-        if text:
-            return text
+    marked = main_text(root)  # the page says where its content is: read that, not the whole page (#17)
+    if marked is not None:
+        return marked
     if not _fits_trafilatura(root):
         bounded.append("main text: too many or too deeply nested elements for trafilatura; all visible text read")
     else:

@@ -3,7 +3,7 @@
 ``visible_text`` reads what a reader sees of an element: without scripts,
 styles, navigation and other chrome, one paragraph per block. It is the
 fallback for pages trafilatura cannot read, and with ``main=True`` the reader
-of a page's marked main element (``marked_main``): list items start with
+of a page's marked main element (``main_text``): list items start with
 "- " and each line of preformatted text is a paragraph, as in trafilatura's own text.
 
 Why by hand: trafilatura (2.3) reads a page by pruning and comparing whole
@@ -20,7 +20,7 @@ from __future__ import annotations
 import lxml.html  # type: ignore[import-untyped,unused-ignore]
 from lxml import etree
 
-__all__ = ["BREAK", "marked_main", "visible_text"]
+__all__ = ["BREAK", "main_text", "visible_text"]
 
 BREAK = "\ufdd0"  # a noncharacter: never meaningful in a page, removed from input before parsing
 _SKIP = frozenset({
@@ -36,12 +36,19 @@ _BLOCK = frozenset({
 # A marked element read as it is only while it reads as content: at most this share of its text in links
 # (the quality set's marked pages have 1-6 %), and no comment thread (trafilatura leaves comments out).
 _MAX_LINK_SHARE = 0.3
-_COMMENTS = (  # a container named for comments (not a code highlighter's <span class="hljs-comment">)
-    ".//*[self::div or self::section or self::ol or self::ul or self::article]"
-    "[contains(@id, 'comment') or contains(@class, 'comment') or contains(@id, 'disqus')"
-    " or contains(@class, 'disqus') or @id='respond']"
-)
+_THREADS = frozenset({"div", "section", "ol", "ul", "article"})  # containers a comment thread is held in
+_THREAD_NAMES = ("comment", "disqus")  # in an id or class (not a highlighter's <span class="hljs-comment">)
 _MIN_CHARS = 1  # an empty marked element (filled in by a script) is left to trafilatura
+# Found and measured in libxml2, not in Python loops; role="main" is looked for where pages put it (an
+# attribute test on every element costs as much as reading the page).
+_MARKED = etree.XPath("//main | //div[@role='main'] | //section[@role='main']")
+_ARTICLES = etree.XPath("//article")
+_TEXT_LENGTH = etree.XPath("string-length(string(.))")
+_LINK_TEXTS = etree.XPath(".//a//text()", smart_strings=False)
+
+
+class _CommentThread(Exception):
+    """The marked element holds a comment thread: it is left to trafilatura."""
 
 
 def visible_text(element: lxml.html.HtmlElement, *, main: bool = False) -> str:
@@ -51,7 +58,10 @@ def visible_text(element: lxml.html.HtmlElement, *, main: bool = False) -> str:
     each line of a ``<pre>`` is a paragraph, the way trafilatura writes them, so a page reads
     alike whichever of the two read it.
     """
-    text = _Text(main)
+    return _walk(element, _Text(main))
+
+
+def _walk(element: lxml.html.HtmlElement, text: _Text) -> str:
     walker = etree.iterwalk(element, events=("start", "end"))
     for event, node in walker:
         tag = node.tag if isinstance(node.tag, str) else ""
@@ -62,7 +72,8 @@ def visible_text(element: lxml.html.HtmlElement, *, main: bool = False) -> str:
         elif not tag or tag in _SKIP or node.get("hidden") is not None:
             walker.skip_subtree()
         else:
-            text.start(tag, first_cell=node.getprevious() is None)
+            names = f"{node.get('id', '')} {node.get('class', '')}" if tag in _THREADS else ""
+            text.start(tag, first_cell=node.getprevious() is None, names=names)
             text.add(node.text)
     paragraphs = (" ".join(p.split()) for p in "".join(text.parts).split(BREAK))
     return "\n\n".join(p for p in paragraphs if p)
@@ -71,13 +82,16 @@ def visible_text(element: lxml.html.HtmlElement, *, main: bool = False) -> str:
 class _Text:
     """The text of a walk, as it is written: blocks apart, and with ``main``, trafilatura's marks."""
 
-    def __init__(self, main: bool) -> None:
+    def __init__(self, main: bool, *, threads: bool = False) -> None:
         self.parts: list[str] = []
         self._main = main
+        self._threads = threads  # raise _CommentThread at a comment thread's container
         self._pre = self._cell = 0  # depth inside <pre>, inside a table cell
         self._item = False  # a list item's "- " waits for its first text
 
-    def start(self, tag: str, *, first_cell: bool) -> None:
+    def start(self, tag: str, *, first_cell: bool, names: str = "") -> None:
+        if self._threads and tag in _THREADS and any(name in names for name in _THREAD_NAMES):
+            raise _CommentThread
         if tag in ("td", "th"):
             if not first_cell:
                 self.parts.append(" | ")
@@ -111,16 +125,15 @@ class _Text:
         self.parts.append(" " if self._cell else BREAK)
 
 
-def marked_main(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
-    """The element the page marks as its main content, when it marks exactly one that reads as content.
+def main_text(root: lxml.html.HtmlElement) -> str | None:
+    """The text of the element the page marks as its main content, read as ``visible_text(main=True)``.
 
-    One ``<main>`` or ``role="main"`` element, or, without either, one ``<article>``;
-    not hidden nor inside chrome. ``None`` otherwise: two candidates, none, an
-    empty one, one mostly made of links, or one holding a comment thread.
+    The element is one ``<main>``, or ``<div>`` or ``<section>`` with ``role="main"``, or
+    else one ``<article>``; not hidden nor inside chrome. ``None`` when the page marks none, or
+    more than one, or one that is empty, mostly links or holds a comment thread:
+    trafilatura reads those pages.
     """
-    found = root.xpath("//main | //*[@role='main']")
-    if not found:
-        found = root.xpath("//article")
+    found = _MARKED(root) or _ARTICLES(root)
     if len(found) != 1:
         return None
     [element] = found
@@ -128,10 +141,10 @@ def marked_main(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
         tag = node.tag if isinstance(node.tag, str) else ""
         if tag in _SKIP or node.get("hidden") is not None:
             return None
-    text = len("".join(element.itertext()))
-    if text < _MIN_CHARS:
+    length = int(_TEXT_LENGTH(element))
+    if length < _MIN_CHARS or sum(map(len, _LINK_TEXTS(element))) > _MAX_LINK_SHARE * length:
         return None
-    links = sum(len("".join(anchor.itertext())) for anchor in element.iter("a"))
-    if links > _MAX_LINK_SHARE * text or element.xpath(_COMMENTS):
+    try:
+        return _walk(element, _Text(True, threads=True)) or None
+    except _CommentThread:
         return None
-    return element
