@@ -53,7 +53,9 @@ class IndexPipeline:
         return self._writer
 
     async def process_item(self, item: Any) -> Any:
-        fields = ItemAdapter(item).asdict()
+        # Our spiders' items are dicts of plain values: ItemAdapter.asdict() would walk every link of the
+        # page asking whether it is an item (1 ms a page on the event loop, #17); other item types still do.
+        fields = dict(item) if type(item) is dict else ItemAdapter(item).asdict()
         record = record_from_item(fields)
         store = self._runtime.store()
         await asyncio.wrap_future(self._pages().submit(record))  # done once its batch is committed

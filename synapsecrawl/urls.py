@@ -17,11 +17,18 @@ from w3lib.url import canonicalize_url, safe_url_string
 __all__ = ["canonical", "host_of", "is_usable", "origin_of", "registrable_domain", "site_of", "url_problem"]
 
 
+# A site's navigation links recur on every one of its pages: each distinct URL is worked out once
+# (pure functions of the string; 16,384 entries are a few MB at most).
+_SEEN_URLS = 16_384
+
+
+@lru_cache(maxsize=_SEEN_URLS)
 def canonical(url: str) -> str:
     """w3lib's canonical form without the fragment: one page, one key."""
     return canonicalize_url(url, keep_fragments=False)
 
 
+@lru_cache(maxsize=_SEEN_URLS)
 def url_problem(url: str) -> str | None:
     """Why ``url`` cannot be requested, in a few words; None when it can.
 

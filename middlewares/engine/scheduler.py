@@ -146,6 +146,10 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
             due = self._downloader.due(site)
             if due is not None:
                 self._turns.add(site, due)
+                # Scrapy's engine looks at its scheduler again only once a response's items are done (the KB
+                # acknowledges a page when its batch commits, up to half a second later), so the site's turn
+                # must wake it: without this its next request waited for some other page's items (#17).
+                self._wake_at_next_due()
 
     def _drop(self, site: str) -> None:
         self.pqueues.pop(site).close()

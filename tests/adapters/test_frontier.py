@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from time import monotonic
 
@@ -88,3 +89,48 @@ async def test_a_first_add_is_due_without_the_crawl_delay_but_not_without_a_paus
     assert downloader.due(site, request=first_add) == 0.0  # it waits the crawl's 1 s in its slot
     pacer.pause(site, until=sent + 300.0)
     assert downloader.due(site, request=first_add) == sent + 300.0
+
+
+async def test_a_site_whose_request_left_wakes_the_engine_when_it_falls_due() -> None:
+    """SYN-RATE (#17): Scrapy's engine looks at its frontier again only once a response's items are done,
+    and the KB acknowledges a page up to half a second after its download; so when a site's request
+    leaves the downloader, the frontier sets its own wake for when the site falls due, and the next
+    request goes out on time instead of with some other page's items."""
+    from scrapy.core.engine import ExecutionEngine
+    from scrapy.squeues import FifoMemoryQueue
+    from scrapy.utils.defer import maybe_deferred_to_future
+
+    from middlewares.engine.scheduler import PacedPriorityQueue
+    from tests.adapters.test_paced_downloader import Held
+
+    settings = {
+        "BOT_PROFILE": "synapsebot",
+        "DOWNLOADER": "middlewares.engine.downloader.PacedDownloader",
+        "DOWNLOADER_MIDDLEWARES_BASE": {},
+        "DOWNLOADER_MIDDLEWARES": {"tests.adapters.test_paced_downloader.Held": 1},
+    }
+    crawler = get_crawler(settings_dict=settings)
+    crawler.engine = ExecutionEngine(crawler, lambda spider: None)
+    downloader = crawler.engine.downloader
+    assert isinstance(downloader, PacedDownloader)
+    await downloader.handlers._close()  # nothing is downloaded here
+    [held] = downloader.middleware.middlewares
+    assert isinstance(held, Held)
+    frontier = PacedPriorityQueue(crawler, FifoMemoryQueue, "")
+    try:
+        for path in ("/1", "/2"):
+            frontier.push(scrapy.Request(f"http://a.test{path}"))
+        first = frontier.pop()
+        assert first is not None
+        fetched = downloader.fetch(first)
+        while not held.waiting:
+            await asyncio.sleep(0)
+        assert frontier.pop() is None  # its one request is in flight: not due
+        assert frontier._wake is None  # nothing to wake for while it is
+        held.answer(first.url)
+        await maybe_deferred_to_future(fetched)
+        due = downloader.due("a.test")
+        assert due is not None
+        assert frontier._wake is not None and frontier._wake_at == due
+    finally:
+        frontier.close()
