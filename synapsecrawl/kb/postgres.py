@@ -268,6 +268,10 @@ class PostgresStore(SharedTables):
         self.uri = redact_uri(uri)
         self._dsn = uri
         self._lock = threading.Lock()
+        # Reads through a connection of their own, opened on first use: they see the last commit and do not
+        # wait behind a KB batch's transaction on the other (as in kb.sqlite, #17).
+        self._read_lock = threading.Lock()
+        self._reader: psycopg.Connection[tuple[Any, ...]] | None = None
         try:
             self._conn = self._connect()
         except psycopg.Error as exc:
@@ -307,6 +311,18 @@ class PostgresStore(SharedTables):
         """The connection, locked, inside one transaction; a failure rolls it back."""
         with self._connection() as conn, conn.transaction():
             yield conn
+
+    @contextmanager
+    def _reading(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """The read connection, locked, in one transaction (one snapshot); reopened if the server dropped it."""
+        try:
+            with self._read_lock:
+                if self._reader is None or self._reader.closed or self._reader.broken:
+                    self._reader = self._connect()
+                with self._reader.transaction():
+                    yield self._reader
+        except psycopg.Error as exc:
+            raise StoreError(f"knowledge base {self.uri}: {_one_line(exc)}") from None
 
     def _held(self, value: Any) -> Any:
         """A string PostgreSQL can hold: text values cannot contain NUL (SQLite's can)."""
@@ -362,13 +378,16 @@ class PostgresStore(SharedTables):
         terms = search_terms(query)
         if not terms or limit <= 0:
             return []
-        with self._connection() as conn:
+        with self._reading() as conn:
             return _search(conn, terms, kb, limit)
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connections."""
         with self._lock:
             self._conn.close()
+        with self._read_lock:
+            if self._reader is not None:
+                self._reader.close()
 
 
 def _tsquery(conn: psycopg.Connection[tuple[Any, ...]], function: str, parts: list[str]) -> str:

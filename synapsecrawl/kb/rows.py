@@ -109,6 +109,10 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
     def _transaction(self) -> AbstractContextManager[Any]:
         """The connection, locked, inside one transaction."""
 
+    def _reading(self) -> AbstractContextManager[Any]:
+        """A connection for reads only, locked, in one read transaction; by default the one connection."""
+        return self._connection()
+
     @abstractmethod
     def _held(self, value: Any) -> Any:
         """``value`` as this database holds it."""
@@ -120,7 +124,7 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
     def _urls_read(self, held: Any) -> tuple[str, ...]: ...
 
     def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        with self._connection() as db:
+        with self._reading() as db:
             return list(db.execute(sql, params).fetchall())
 
     def _count(self, sql: str, params: tuple[Any, ...] = ()) -> int:
@@ -199,7 +203,7 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
     def get_labels(self, kb: str, url: str) -> LabelRecord | None:
         """A page's labels, or None."""
         clause, key = self._where({"kb": kb, "url": url})
-        with self._connection() as db:
+        with self._reading() as db:
             row = db.execute(
                 f"SELECT kind, tdm_reservation, tdm_policy, tdm_source FROM page_labels{clause}",  # noqa: S608
                 key,

@@ -615,3 +615,45 @@ def test_an_older_postgres_kb_gets_the_outlinks_column(postgres_schema_uri: str)
         assert store.get_page("docs", "http://a.test/old").outlinks == ("http://a.test/a", "http://a.test/b")  # type: ignore[union-attr]
     finally:
         store.close()
+
+
+class _HeldOpen(list):  # type: ignore[type-arg]
+    """Pages whose iteration stops halfway until released: a batch caught inside its transaction."""
+
+    def __init__(self, pages: list, inside: threading.Event, release: threading.Event) -> None:  # type: ignore[type-arg]
+        super().__init__(pages)
+        self._inside, self._release = inside, release
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for n, page in enumerate(list.__iter__(self)):
+            if n == 1:
+                self._inside.set()
+                assert self._release.wait(10)
+            yield page
+
+
+def test_reads_do_not_wait_for_a_batch_being_written(store: Store) -> None:
+    """#17: while a batch's transaction is open, the crawl's own lookups (a page's stored validators, before
+    its request goes out) are answered at once, from the last commit; the batch's pages appear once it
+    commits. With one connection each lookup waited out the whole batch (both back-ends)."""
+    store.put_pages([record("http://a.test/1", "kettle")])
+    inside, release = threading.Event(), threading.Event()
+    batch = _HeldOpen([record("http://a.test/1", "teapot"), record("http://a.test/2", "cup")], inside, release)
+    writing = threading.Thread(target=store.put_pages, args=(batch,))
+    writing.start()
+    try:
+        assert inside.wait(10)
+        answered: list[object] = []
+        looking = threading.Thread(target=lambda: answered.append(store.get_page("docs", "http://a.test/1")))
+        looking.start()
+        looking.join(10)
+        assert not looking.is_alive(), "a read waited for the open write transaction"
+        [before] = answered
+        assert before is not None and "kettle" in before.text  # type: ignore[attr-defined]
+        assert store.get_page("docs", "http://a.test/2") is None
+    finally:
+        release.set()
+        writing.join(10)
+    after = store.get_page("docs", "http://a.test/1")
+    assert after is not None and "teapot" in after.text
+    assert store.get_page("docs", "http://a.test/2") is not None
