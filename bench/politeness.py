@@ -4,6 +4,7 @@
     python -m bench.politeness --hosts 200 --pages 10 --delay 1.0
     python -m bench.politeness --hosts 2000 --pages 5 --delay 10
     python -m bench.politeness --hosts 60 --pages 10 --delays 1,2,3 --slow 5 --failing 5
+    python -m bench.politeness --hosts 20 --pages 25 --delay 0.2 --docs   # #17: the Python 3.11 docs as pages
 
 Every host's robots.txt states its Crawl-delay; ``scrapy crawl page`` fetches
 the URL list (robots.txt first, then the pages, each gap at least the
@@ -13,6 +14,10 @@ makespan is the time from the first to the last request arrival at the server;
 efficiency = ideal / makespan. The same list then goes through a plain Scrapy
 spider with the closest stock settings (DOWNLOAD_DELAY = the largest
 Crawl-delay, CONCURRENT_REQUESTS_PER_DOMAIN = 1, ROBOTSTXT_OBEY = True).
+
+Pages are bench.sim's generated ones unless ``--docs [DIR]`` serves a
+directory's HTML files instead (default: the Python 3.11 docs' library pages,
+Debian's python3.11-doc), issue #17's benchmark.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, Figures, Run, judge, machine, projected, run_process, scrapy_bin
-from bench.sim import Hit, SimWeb, make_hosts
+from bench.sim import DOCS_DIR, Hit, SimWeb, doc_files, make_hosts
 
 __all__ = ["main", "run_politeness"]
 
@@ -112,8 +117,14 @@ def run_politeness(
     stock_timeout: float = 0,
     stock_extract: bool = False,
     ours: bool = True,
+    docs: Path | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark; return its figures (and the timelines of a few hosts)."""
+    """Run the benchmark; return its figures (and the timelines of a few hosts).
+
+    ``docs``: serve that directory's HTML files as the pages (bench.sim's documents mode).
+    """
+    if docs is not None and not doc_files(docs):
+        raise SystemExit(f"bench: no .html files in {docs} (apt-get install -y python3.11-doc)")
     specs = make_hosts(hosts, pages, delays, slow=slow, failing=failing)
     spacing = {h.name: float(h.crawl_delay or 0.0) for h in specs}
     profile, floor = _profile_for(hosts * pages, min(delays))
@@ -124,6 +135,7 @@ def run_politeness(
         "slow": slow,
         "failing": failing,
         "profile": profile,
+        "pages_source": str(docs) if docs is not None else "bench.sim",
         "extra": extra or [],
         "machine": machine(),
         "runs": [],
@@ -131,7 +143,7 @@ def run_politeness(
         "arrivals": {},
     }
     shown = [h.name for h in specs[:_TIMELINE_HOSTS]]
-    with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-") as tmpdir:
+    with SimWeb(specs, docs=docs) as web, tempfile.TemporaryDirectory(prefix="bench-") as tmpdir:
         tmp = Path(tmpdir)
         urls = web.page_urls()
         if shuffle:
@@ -175,7 +187,10 @@ def run_politeness(
 def print_result(result: dict[str, Any]) -> None:
     delays = ",".join(f"{d:g}" for d in result["delays"])
     faults = "".join(f", {result[k]} {k}" for k in ("slow", "failing") if result[k])
-    print(f"{result['hosts']} hosts x {result['pages']} pages, Crawl-delay {delays} s{faults} ({result['profile']})")
+    source = result.get("pages_source", "bench.sim")
+    served = f", pages from {source}" if source != "bench.sim" else ""
+    shape = f"{result['hosts']} hosts x {result['pages']} pages"
+    print(f"{shape}, Crawl-delay {delays} s{faults} ({result['profile']}){served}")
     print(
         f"{'crawler':<14} {'ideal s':>8} {'makespan':>9} {'effic.':>7} {'gap viol':>8} {'conc viol':>9} "
         f"{'min gap':>8} {'pages':>11} {'wall s':>7} {'CPU s':>6} {'RSS MB':>7} {'load':>5}"
@@ -227,6 +242,14 @@ def main() -> None:
         default=0,
         help="stop the stock crawl after this many seconds (default: 1.5 x the ideal, at least 120)",
     )
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        nargs="?",
+        const=DOCS_DIR,
+        metavar="DIR",
+        help=f"serve DIR's .html files as the pages, not generated ones (no DIR: {DOCS_DIR}, #17's benchmark)",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     delays = [float(d) for d in args.delays.split(",")] if args.delays else [args.delay]
@@ -241,6 +264,7 @@ def main() -> None:
         shuffle=args.shuffle,
         stock_timeout=args.stock_timeout,
         stock_extract=args.stock_extract,
+        docs=args.docs,
     )
     print_result(result)
     if args.json:

@@ -8,6 +8,13 @@ request head read), when the answer was written, and how many requests to the
 same host were in flight. Pages are generated from a fixed pool of paragraphs
 per request (nothing cached), so a 2,000-host web needs no memory to speak of.
 
+Documents mode (``SimWeb(hosts, docs=directory)``) serves real HTML instead:
+page n of host i is file (i x P + n) mod F of the directory's sorted ``*.html``
+files, at the same ``/articles/{n}.html`` paths with the same robots.txt, its
+bytes as read from disk (each file read once, kept in memory). Issue #17's
+benchmark is the Python 3.11 docs (``DOCS_DIR``, Debian's python3.11-doc). The
+files' own relative links point at paths that answer 404 here.
+
 ``python -m bench.sim --capacity`` measures the server alone: requests per
 second it answers to a client process on keep-alive connections.
 """
@@ -23,9 +30,12 @@ import threading
 import time
 import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Self
 
-__all__ = ["Hit", "HostSpec", "SimWeb", "make_hosts", "page_path"]
+__all__ = ["DOCS_DIR", "Hit", "HostSpec", "SimWeb", "doc_files", "make_hosts", "page_path"]
+
+DOCS_DIR = Path("/usr/share/doc/python3.11/html/library")  # Debian's python3.11-doc: #17's benchmark pages
 
 _TEXT = (
     "the of and to in is that for it as was with be by on not he this are or his from at which but have an they "
@@ -46,6 +56,11 @@ _TEMPLATES = 300
 def page_path(n: int) -> str:
     """The path of page ``n`` on every simulated host."""
     return f"/articles/{n}.html"
+
+
+def doc_files(directory: Path) -> list[Path]:
+    """The ``*.html`` files of ``directory`` (not its subdirectories), sorted by name: documents mode's pages."""
+    return sorted(p for p in directory.glob("*.html") if p.is_file())
 
 
 @dataclass(frozen=True)
@@ -119,19 +134,35 @@ class _Pages:
     A few hundred page templates are generated once; a page is its host's and
     number's template with the host name and number filled in, so serving one
     costs two ``bytes.replace`` calls, not a page's worth of random draws.
+
+    With ``docs``, pages are that directory's HTML files instead (documents
+    mode): host i's page n is file (i x pages + n) mod F of ``doc_files(docs)``,
+    every file read once here and served as read.
     """
 
     seed: int
     pages: int
     hosts: list[str]
     templates: list[bytes] = field(default_factory=list)
+    docs: Path | None = None
+    documents: list[bytes] = field(default_factory=list, init=False)
+    _index: dict[str, int] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
+        if self.docs is not None:
+            files = doc_files(self.docs)
+            if not files:
+                raise ValueError(f"no .html files in {self.docs}")
+            self.documents = [f.read_bytes() for f in files]
+            self._index = {name: i for i, name in enumerate(self.hosts)}
+            return
         paragraphs = _paragraphs(self.seed)
         rng = random.Random(self.seed)
         self.templates = [self._template(rng, paragraphs) for _ in range(_TEMPLATES)]
 
     def page(self, host: HostSpec, n: int) -> bytes:
+        if self.documents:
+            return self.documents[(self._index[host.name] * self.pages + n) % len(self.documents)]
         template = self.templates[zlib.crc32(f"{host.name}/{n}".encode()) % len(self.templates)]
         return template.replace(b"@@HOST@@", host.name.encode()).replace(b"@@N@@", str(n).encode())
 
@@ -224,11 +255,12 @@ class _Connection(asyncio.Protocol):
 class SimWeb:
     """The simulated web, served from a daemon thread with its own event loop."""
 
-    def __init__(self, hosts: list[HostSpec], *, seed: int = 8) -> None:
+    def __init__(self, hosts: list[HostSpec], *, seed: int = 8, docs: Path | None = None) -> None:
+        """``docs``: serve that directory's HTML files as the pages (documents mode), not generated ones."""
         self.hosts = {h.name: h for h in hosts}
         self.hits: list[Hit] = []
         self.port = 0
-        self._pages = _Pages(seed, max(h.pages for h in hosts), list(self.hosts))
+        self._pages = _Pages(seed, max(h.pages for h in hosts), list(self.hosts), docs=docs)
         self._in_flight: dict[str, int] = {}
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.Server | None = None

@@ -5,6 +5,10 @@ synapsecrawl's settings apply), with the closest stock settings to polite
 crawling: ``DOWNLOAD_DELAY`` = the Crawl-delay, ``CONCURRENT_REQUESTS_PER_DOMAIN=1``,
 ``ROBOTSTXT_OBEY=True``. ``LoopbackResolver`` only sends the simulated ``*.test``
 names to 127.0.0.1; it changes nothing about pacing.
+
+Without ``extract`` it reads each page's title the way a plain Scrapy user
+would (``response.css("title::text")``): #17's "stock spider that only reads
+titles". With ``extract=1`` it runs synapsecrawl's extraction on every page.
 """
 
 from __future__ import annotations
@@ -58,4 +62,4 @@ class StockSpider(scrapy.Spider):
             )
             yield {"url": response.url, "title": page.title, "chars": len(page.text)}
             return
-        yield {"url": response.url, "bytes": len(response.body)}
+        yield {"url": response.url, "title": response.css("title::text").get(), "bytes": len(response.body)}
