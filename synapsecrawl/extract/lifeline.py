@@ -17,11 +17,18 @@ Two ties, each set up inside the process it ties:
   the call: so the parent is checked after it, and a process whose parent is
   already gone ends at once. SIGKILL needs no cooperation from a worker stuck
   in C code. The kernel sends it when the *thread* that started the process
-  ends: the pool starts the server from the crawler's event loop (its first
-  page to read), whose thread lives as long as the crawl.
+  ends: the pool starts the server from a thread of its own that never
+  ends (``pool._Server``).
 - a lifeline pipe whose only write end the crawler holds: a thread of each
   worker waits on its read end and ends the worker at EOF, which the kernel
   delivers whatever ended the crawler (and where prctl does not exist).
+
+A worker also skips re-running the crawler's main script: multiprocessing
+has each new process run the parent's ``__main__`` (Scrapy's ``scrapy``
+command, which imports all of Scrapy: 0.3 s of CPU a worker) unless its own
+``__main__`` already is that script. The workers run only this package's
+functions, never the script's, so the server takes on the crawler's main's
+name (``MAIN_ENV``) and every process it forks finds it already loaded.
 
 The resource tracker is left alone: once the crawler, the server and the
 workers are gone its pipe ends and it exits, after unlinking what they leaked;
@@ -32,7 +39,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.machinery
+import json
 import multiprocessing
+import multiprocessing.spawn
 import os
 import signal
 import sys
@@ -40,9 +50,11 @@ import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
-__all__ = ["PARENT_ENV", "bind_server", "bind_worker", "die_with_parent", "lifeline"]
+__all__ = ["MAIN_ENV", "PARENT_ENV", "bind_server", "bind_worker", "die_with_parent", "lifeline"]
 
 PARENT_ENV = "SYNAPSECRAWL_EXTRACT_PARENT"  # the crawler's pid, read by the forkserver it starts
+MAIN_ENV = "SYNAPSECRAWL_EXTRACT_MAIN"  # how multiprocessing names the crawler's __main__ to a new process (JSON)
+_MAIN_KEYS = ("init_main_from_path", "init_main_from_name")
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -80,6 +92,8 @@ def lifeline() -> Connection:
     if _ends.reader is None:
         _ends.reader, _ends.writer = multiprocessing.Pipe(duplex=False)
     os.environ[PARENT_ENV] = str(os.getpid())
+    told = multiprocessing.spawn.get_preparation_data("extract")
+    os.environ[MAIN_ENV] = json.dumps({key: told[key] for key in _MAIN_KEYS if key in told})
     return _ends.reader
 
 
@@ -96,6 +110,21 @@ def bind_server() -> None:
         return
     _ends.server_pid = os.getpid()
     die_with_parent(parent)
+    _take_main(os.environ.get(MAIN_ENV) or "{}")
+
+
+def _take_main(told: str) -> None:
+    """Give this process's ``__main__`` the crawler's main's path or name, as multiprocessing checks them before
+    running it again in a new process (``spawn._fixup_main_from_path`` and ``_fixup_main_from_name``)."""
+    try:
+        names = json.loads(told)
+    except ValueError:
+        return
+    main = sys.modules["__main__"]
+    if isinstance(names.get("init_main_from_path"), str):
+        main.__file__ = names["init_main_from_path"]
+    if isinstance(names.get("init_main_from_name"), str):
+        main.__spec__ = importlib.machinery.ModuleSpec(names["init_main_from_name"], None)
 
 
 def bind_worker(line: Connection) -> None:

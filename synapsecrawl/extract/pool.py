@@ -18,6 +18,7 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -55,6 +56,49 @@ def extract_processes(value: object, cpus: int | None = None) -> int:
     return count
 
 
+def _start_server() -> None:
+    """Start the forkserver with the extractors imported, and wait until it forks (one trivial process)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    process = context.Process(target=os.getpid, daemon=True)
+    process.start()
+    process.join()
+
+
+class _Server:
+    """multiprocessing's forkserver, started once a process by a thread of its own that never ends.
+
+    The first worker's start waits for the server to import the extractors (0.5-1.3 s measured): made on the
+    event loop, it held every request due meanwhile (#17). The thread must outlive the crawl: the server's
+    parent-death signal (``extract.lifeline``) fires when the thread that started it ends.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._keeper: threading.Thread | None = None
+
+    def started(self, timeout: float) -> None:
+        """Have the server started by the keeper thread (once); wait until it forks, ``timeout`` at most."""
+        with self._lock:
+            if self._keeper is None:
+                self._keeper = threading.Thread(target=self._keep, name="extract-forkserver", daemon=True)
+                self._keeper.start()
+        self._ready.wait(timeout)
+
+    def _keep(self) -> None:
+        try:
+            _start_server()
+        except Exception as error:  # noqa: BLE001 - the pool starts it itself then, from the event loop, as before
+            logger.warning("extraction: the worker server did not start ahead (%s)", error)
+        finally:
+            self._ready.set()
+        threading.Event().wait()
+
+
+_server = _Server()
+
+
 class Reader:
     """``read_document`` in ``processes`` worker processes (0: in the caller's thread).
 
@@ -67,6 +111,7 @@ class Reader:
         self.function = function
         self._pool: ProcessPoolExecutor | None = None
         self._slots: asyncio.Semaphore | None = None
+        self._server_up = False  # _server has started
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -141,6 +186,9 @@ class Reader:
         return None
 
     async def _run(self, pool: ProcessPoolExecutor, job: partial[Page]) -> Page:
+        if not self._server_up:  # the pool's submit() starts workers, and would wait for the server on the loop
+            await asyncio.to_thread(_server.started, self.timeout)
+            self._server_up = True
         return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(pool, job), self.timeout)
 
     def _replace(self, pool: ProcessPoolExecutor) -> None:

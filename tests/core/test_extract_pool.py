@@ -72,6 +72,78 @@ def test_a_page_that_kills_its_worker_is_lost_alone() -> None:
     assert all(page is not None and page.title == "Seedlings" for i, page in enumerate(pages) if i != 1)
 
 
+def run_script(tmp_path: Path, code: str, *, as_module: bool = False) -> str:
+    """Run ``code`` in a new process as a script file of its own (``scrapy``), or as a module (``python -m
+    scrapyd.runner``, as Scrapyd starts a crawl): the interpreter's __main__ either way."""
+    script = tmp_path / "crawler.py"
+    script.write_text(textwrap.dedent(code))
+    command = [sys.executable, "-m", "crawler"] if as_module else [sys.executable, str(script)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+READ_ONE = """
+    import asyncio
+    from synapsecrawl.extract.pool import Reader
+
+    async def read():
+        reader = Reader(1)
+        try:
+            return await reader.read(
+                b"<title>Seedlings</title><p>Water seedlings twice a week.</p>",
+                "http://a.test/1",
+                content_type="text/html",
+                tokens=("synapsebot",),
+            )
+        finally:
+            reader.close()
+"""
+
+
+def test_the_worker_server_starts_off_the_event_loop(tmp_path: Path) -> None:
+    """#17: the first worker's start waits for the forkserver to import the extractors (0.5-1.3 s); in a new
+    crawler process that start is made once, by a thread other than the event loop's, and pages read as before."""
+    out = run_script(
+        tmp_path,
+        READ_ONE
+        + """
+    import threading
+    from synapsecrawl.extract import pool
+
+    starts = []
+    real = pool._start_server
+    pool._start_server = lambda: (starts.append(threading.current_thread().name), real())[1]
+    page = asyncio.run(read())
+    print(page.title, starts, threading.current_thread().name)
+    """,
+    )
+    assert out.split() == ["Seedlings", "['extract-forkserver']", "MainThread"]
+
+
+@pytest.mark.parametrize("as_module", [False, True], ids=["script", "module"])
+def test_a_worker_does_not_run_the_crawlers_main_script_again(tmp_path: Path, as_module: bool) -> None:
+    """#17: multiprocessing has a new process run its parent's __main__ script again (Scrapy's ``scrapy`` command:
+    all of Scrapy imported, 0.3 s of CPU a worker); the extraction workers are spared it."""
+    marker = tmp_path / "ran-as"
+    out = run_script(
+        tmp_path,
+        f"""
+    from pathlib import Path
+    with Path({str(marker)!r}).open("a") as ran:
+        ran.write(__name__ + "\\n")
+    """
+        + READ_ONE
+        + """
+    if __name__ == "__main__":
+        print(asyncio.run(read()).title)
+    """,
+        as_module=as_module,
+    )
+    assert out.split() == ["Seedlings"]
+    assert marker.read_text().split() == ["__main__"]  # never "__mp_main__", as a worker would run it
+
+
 def test_a_page_that_hangs_its_worker_is_given_up_and_the_worker_killed() -> None:
     reader = Reader(1, timeout=15.0, function=hangs_on_hang)  # the next page waits for a new worker: room for its start
     pages = read_all(reader, ["http://a.test/hang", "http://a.test/after"])
