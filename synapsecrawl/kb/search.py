@@ -215,6 +215,8 @@ def rank_results(
 
 def _sentences(paragraph: str, limit: int) -> list[str]:
     """``paragraph`` cut at sentence ends (or, failing that, spaces) into pieces of at most ``limit``."""
+    if len(paragraph) <= limit:
+        return [paragraph] if paragraph else []  # its sentences joined again, as its spaces are single (#17)
     pieces: list[str] = []
     current = ""
     for whole in _SENTENCE_END.split(paragraph):
@@ -251,7 +253,10 @@ def split_passages(text: str, title: str = "") -> list[str]:
     left out, since a result shows the title already, unless it is all the
     page says: a result always shows a passage (YOT-RESULTS).
     """
-    paragraphs = [p for p in (" ".join(_CONTROL.sub(" ", p).split()) for p in re.split(r"\n\s*\n", text)) if p]
+    blocks = re.split(r"\n\s*\n", text)
+    if _CONTROL.search(text):
+        blocks = [_CONTROL.sub(" ", block) for block in blocks]
+    paragraphs = [p for p in (" ".join(block.split()) for block in blocks) if p]
     if (
         len(paragraphs) > 1
         and _is_heading(paragraphs[0])

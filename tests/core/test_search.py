@@ -86,6 +86,14 @@ def test_passages_keep_every_word_and_never_raise(text: str, title: str) -> None
     assert "".join(re.sub("[\x00-\x08\x0b-\x1f\x7f]", " ", text).split()).endswith(kept)
 
 
+@given(st.text(alphabet=st.sampled_from("ab .!?…。\u3000"), max_size=40))
+def test_a_paragraph_that_fits_is_its_sentences_joined_again(words: str) -> None:
+    """#17: a paragraph of at most PASSAGE_MAX_CHARS is kept whole without cutting it into sentences, which is
+    what cutting and joining again would give once its spaces are single (as split_passages makes them)."""
+    paragraph = " ".join(words.split())
+    assert " ".join(search._SENTENCE_END.split(paragraph)) == paragraph
+
+
 # -- snippets -----------------------------------------------------------------------
 
 
