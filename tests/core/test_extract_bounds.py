@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from synapsecrawl.crawl.summary import CrawlSummary
-from synapsecrawl.extract.bounds import MAX_ATTRIBUTES, MAX_LINKS, cap_attributes
+from synapsecrawl.extract.bounds import MAX_ATTRIBUTES, MAX_LINKS, _cap, cap_attributes
 from synapsecrawl.extract.html import parse_html, parse_tree
 from synapsecrawl.extract.link_context import _Length, link_labelling
 from synapsecrawl.extract.page_kind import label_html, parse_document
@@ -85,6 +85,18 @@ def test_the_cut_agrees_with_the_parser_on_any_tag(chars: list[str]) -> None:
     root, _ = parse_tree(text)
     if root is not None:
         assert most_attributes(root) <= MAX_ATTRIBUTES
+
+
+@given(
+    st.lists(st.sampled_from(["a", "=", '"', "'", "/", ">", "<", " ", "x", "<script>", "</script>"]), max_size=12),
+    st.integers(MAX_ATTRIBUTES - 2, MAX_ATTRIBUTES + 2),
+)
+def test_looking_for_an_overfull_tag_first_changes_no_cut(chars: list[str], count: int) -> None:
+    """#17: a text in which no start tag holds MAX_ATTRIBUTES attributes is returned as it is without the
+    whole scan; any text, overfull or near it, inside raw text or out, is cut exactly as the whole scan cuts it."""
+    tag = "".join(chars)
+    text = f"<html><body><div {tag * count} z>text</div><script>'<p {' q' * count}'</script></body></html>"
+    assert cap_attributes(text) == _cap(text)
 
 
 def test_ordinary_pages_are_not_touched_by_the_bounds() -> None:
