@@ -47,7 +47,7 @@ from middlewares.exceptions import Unchanged, caught
 from middlewares.failures import describe, quiet_dataloss_hint
 from synapsecrawl.crawl.jobdir import mark_closed
 from synapsecrawl.crawl.kinds import KIND, RequestKind
-from synapsecrawl.crawl.request import CrawlRequest
+from synapsecrawl.crawl.request import CrawlRequest, taking_turns
 from synapsecrawl.crawl.scope import in_any
 from synapsecrawl.extract.page import Page
 from synapsecrawl.kb.indexing import make_item
@@ -95,7 +95,7 @@ class SynapseSpider(scrapy.Spider):
         super().__init__(*args, **{k: v for k, v in kwargs.items() if k not in {"url", "depth"}})
 
     async def start(self) -> AsyncIterator[Any]:
-        for url in self.crawl.urls:
+        for url in taking_turns(self.crawl.urls, self.runtime.site):
             yield self.page_request(url, meta={"depth": 0})
 
     def page_request(self, url: str, *, meta: dict[str, Any] | None = None, **kwargs: Any) -> scrapy.Request:

@@ -9,15 +9,36 @@ so one typo does not cost the other lines; a file with no usable line stops it.
 from __future__ import annotations
 
 import re
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from synapsecrawl.errors import ArgumentError, ConfigError
 from synapsecrawl.urls import url_problem
 
-__all__ = ["CrawlRequest"]
+__all__ = ["CrawlRequest", "taking_turns"]
 
 _KB_NAME = re.compile(r"^[\w.-]{1,100}$")
+
+
+def taking_turns(urls: Iterable[str], site: Callable[[str], str]) -> Iterator[str]:
+    """``urls`` with the sites taking turns: each site's first URL, then each one's second, ...; each site's own
+    in the order given.
+
+    Scrapy's engine takes one start request a turn of its loop, so a list written site by site showed the last
+    site its first request only after every other site's pages had been taken in: 0.44 s late for 20 sites of 25
+    pages (#17). Pacing is per site, so no site sees its own requests sooner or in another order.
+    """
+    queues: dict[str, deque[str]] = {}
+    for url in urls:
+        queues.setdefault(site(url), deque()).append(url)
+    while queues:
+        for key in list(queues):
+            queue = queues[key]
+            yield queue.popleft()
+            if not queue:
+                del queues[key]
 
 
 def _check_url(url: str, argument: str) -> str:

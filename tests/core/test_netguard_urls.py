@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from synapsecrawl.crawl.netguard import forbidden_reason, parse_host_resolve
-from synapsecrawl.crawl.request import CrawlRequest
+from synapsecrawl.crawl.request import CrawlRequest, taking_turns
 from synapsecrawl.crawl.scope import SiteScope
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.urls import canonical, origin_of, registrable_domain, site_of
@@ -105,3 +105,20 @@ def test_crawl_request_reads_urls_file(tmp_path) -> None:  # type: ignore[no-unt
     path.write_text("# list\nhttp://a.test/1\n\nhttp://a.test/2\nhttp://a.test/1\n")
     request = CrawlRequest.from_args(urls_file=str(path), kb="docs", _job="abc")
     assert request.urls == ("http://a.test/1", "http://a.test/2") and request.kb == "docs"
+
+
+def test_start_urls_take_turns_by_site_each_sites_own_in_order() -> None:
+    """#17: a list written site by site starts every site at once; no site's own URLs change order."""
+    urls = [
+        "http://a.test/1",
+        "http://a.test/2",
+        "http://a.test/3",
+        "http://b.test/1",
+        "http://c.test/1",
+        "http://b.test/2",
+    ]
+    turns = list(taking_turns(urls, lambda url: url.split("/")[2]))
+    assert turns == [
+        "http://a.test/1", "http://b.test/1", "http://c.test/1", "http://a.test/2", "http://b.test/2", "http://a.test/3",
+    ]  # fmt: skip
+    assert list(taking_turns([], str)) == []
