@@ -28,7 +28,7 @@ __all__ = ["IndexPipeline"]
 
 class IndexPipeline:
     def __init__(
-        self, crawler: Crawler, runtime: Runtime, *, batch_pages: int = 64, batch_seconds: float = 0.25
+        self, crawler: Crawler, runtime: Runtime, *, batch_pages: int = 8, batch_seconds: float = 0.25
     ) -> None:
         self._crawler = crawler
         self._runtime = runtime

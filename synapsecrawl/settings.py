@@ -11,7 +11,7 @@ COMMANDS_MODULE = "synapsecrawl.cli.commands"
 
 BOT_PROFILE = "synapsebot"
 KB_URI = ""  # empty: sqlite:///.synapsecrawl/kb.sqlite3 in the working directory
-KB_BATCH_PAGES = 64  # pages written in one KB transaction at most (#17)
+KB_BATCH_PAGES = 8  # pages in one KB transaction at most (#17); 64 completed in bursts that held the loop
 KB_BATCH_SECONDS = 0.25  # how long a batch waits for more pages after its first
 HOST_RESOLVE = ""
 ALLOW_PRIVATE_ADDRESSES = False

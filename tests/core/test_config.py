@@ -63,6 +63,6 @@ def test_every_default_is_read_from_one_place() -> None:
     operator's, the profile's agent otherwise."""
     config = CrawlConfig.from_settings({})
     assert (config.serving.host, config.serving.port, config.serving.wait) == ("127.0.0.1", 8765, 120.0)
-    assert (config.kb.batch_pages, config.kb.batch_seconds, config.kb.report) == (64, 0.25, True)
+    assert (config.kb.batch_pages, config.kb.batch_seconds, config.kb.report) == (8, 0.25, True)
     assert (config.render.enabled, config.render.max_pages) == (False, 4)
     assert config.signing.key == "" and not config.net.allow_private
