@@ -82,10 +82,18 @@ def test_the_marked_main_element_is_read_without_trafilatura(opening: str, trafi
         pytest.param(f"<main hidden><p>{LONG}</p></main><div><p>{LONG}</p></div>", id="a hidden main"),
         pytest.param(f"<aside><main><p>{LONG}</p></main></aside><p>{LONG}</p>", id="a main inside chrome"),
         pytest.param(
+            "<main><p>Short intro.</p>"
+            + "".join(f"<div><a href='/p{i}'>A linked page title number {i}</a></div>" for i in range(20))
+            + "</main>",
+            id="a main mostly links",
+        ),
+        pytest.param(
             "<main><p>Short intro.</p><ul>"
             + "".join(f"<li><a href='/p{i}'>A linked page title number {i}</a></li>" for i in range(20))
-            + "</ul></main>",
-            id="a main mostly links",
+            + "</ul>"
+            + "".join(f"<p><a href='/q{i}'>Another linked page, number {i}</a></p>" for i in range(20))
+            + "</main>",
+            id="a main mostly links also outside its link list",
         ),
         pytest.param(
             f"<main><p>{LONG}</p><div id='comments'><p>First!</p></div></main>", id="a main with a comment thread"
@@ -98,6 +106,29 @@ def test_other_pages_are_still_read_by_trafilatura(body: str, trafilatura_calls:
     (its boilerplate and comment removal are what such a page needs)."""
     _text(body)
     assert len(trafilatura_calls) == 1
+
+
+def test_a_table_of_contents_is_left_out_of_a_main_element_that_is_mostly_that(trafilatura_calls: list[Any]) -> None:
+    """SYN-DOCS, #17: a chapter page whose main element is mostly a table of contents (the lists of links of
+    Sphinx's toctrees) is read without trafilatura: its prose and its other lists, without the lists of links,
+    as trafilatura leaves them out (and in 60 ms a Python docs page, where the walk takes a few)."""
+    toc = "".join(
+        f"<li><a href='/m{i}.html'>module{i} — what module {i} does</a><ul><li><a href='/m{i}.html#f'>"
+        f"module{i}.function()</a></li></ul></li>"
+        for i in range(30)
+    )
+    body = (
+        f"<main><h1>Data Types</h1><p>{LONG}</p><ul><li>dates and <a href='/t'>times</a></li><li>queues</li></ul>"
+        f"<p>The following modules are documented in this chapter:</p><div class='toctree'><ul>{toc}</ul></div></main>"
+    )
+    assert _text(body).split("\n\n") == [
+        "Data Types",
+        LONG.strip(),
+        "- dates and times",
+        "- queues",
+        "The following modules are documented in this chapter:",
+    ]
+    assert trafilatura_calls == []
 
 
 def test_a_comment_thread_is_left_out_by_trafilatura_when_main_holds_one() -> None:
