@@ -56,7 +56,7 @@ PACING_REDIS_URL = ""  # empty: each process paces itself
 CONCURRENT_REQUESTS = 64
 # Pages are read (trafilatura, pypdf) in worker processes, so a batch of
 # answers never holds up the event loop that sends the next requests on time
-# (#8). "auto": one per core but one, at least 1; 0 reads in this process.
+# (#8). "auto": one per core (#17: on 2 cores one worker was the bound); 0 reads in this process.
 EXTRACT_PROCESSES = "auto"
 # Scrapy starts CONCURRENT_ITEMS tasks for every response's output (default
 # 100: 0.6 ms of event-loop time for a page's one item); our spiders yield one

@@ -152,7 +152,7 @@ def test_a_page_that_hangs_its_worker_is_given_up_and_the_worker_killed() -> Non
 
 
 @pytest.mark.parametrize(
-    ("value", "cpus", "count"), [("auto", 2, 1), ("auto", 8, 7), ("auto", 1, 1), (None, 4, 3), ("0", 8, 0), (3, 2, 3)]
+    ("value", "cpus", "count"), [("auto", 2, 2), ("auto", 8, 8), ("auto", 1, 1), (None, 4, 4), ("0", 8, 0), (3, 2, 3)]
 )
 def test_extract_processes_setting(value: object, cpus: int, count: int) -> None:
     assert extract_processes(value, cpus) == count
