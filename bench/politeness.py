@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
@@ -118,10 +119,13 @@ def run_politeness(
     stock_extract: bool = False,
     ours: bool = True,
     docs: Path | None = None,
+    repeat: int = 1,
 ) -> dict[str, Any]:
     """Run the benchmark; return its figures (and the timelines of a few hosts).
 
     ``docs``: serve that directory's HTML files as the pages (bench.sim's documents mode).
+    ``repeat``: the crawlers one after the other, that many rounds: on a shared machine the CPU a page moves
+    by a fifth between minutes, so a ratio is taken within a round, and rounds show its spread.
     """
     if docs is not None and not doc_files(docs):
         raise SystemExit(f"bench: no .html files in {docs} (apt-get install -y python3.11-doc)")
@@ -167,7 +171,7 @@ def run_politeness(
             crawls.append(("stock scrapy", lambda: _stock(urls_file, tmp, max(delays), limit)))
         if stock_extract:
             crawls.append(("stock + extraction", lambda: _stock(urls_file, tmp, max(delays), limit, extract=True)))
-        for label, crawl in crawls:
+        for round_, (label, crawl) in ((r, each) for r in range(1, repeat + 1) for each in crawls):
             web.reset()
             run = crawl()
             hits = web.log()
@@ -175,13 +179,35 @@ def run_politeness(
             if run.returncode != 0 and not run.killed:
                 print(run.log[-3000:])
             expected = (hosts - failing) * pages  # a failing host's pages never answer 200
-            result["runs"].append({**_summary(label, figures, run, expected), "load": os.getloadavg()[0]})
+            summary = _summary(label, figures, run, expected)
+            result["runs"].append({**summary, "round": round_, "load": os.getloadavg()[0]})
             result["timelines"][label] = _timeline(hits, shown, figures.first)
             result["arrivals"][label] = {
                 "robots": [round(h.start - figures.first, 3) for h in hits if h.path == "/robots.txt"],
                 "pages": [round(h.start - figures.first, 3) for h in hits if h.path != "/robots.txt"],
             }
     return result
+
+
+def _print_ratios(runs: list[dict[str, Any]]) -> None:
+    """Ours against each other crawler, CPU a page, within each round; with more than one round, the median."""
+    rounds: dict[int, dict[str, dict[str, Any]]] = {}
+    for run in runs:
+        rounds.setdefault(run.get("round", 1), {})[run["crawler"]] = run
+    others = sorted({run["crawler"] for run in runs} - {"synapsecrawl"})
+    for other in others:
+        ratios = [
+            (crawlers["synapsecrawl"]["cpu"] / crawlers[other]["cpu"])
+            for crawlers in rounds.values()
+            if "synapsecrawl" in crawlers and other in crawlers and crawlers[other]["cpu"] > 0
+        ]
+        if ratios:
+            each = ", ".join(f"{ratio:.2f}x" for ratio in ratios)
+            median = f"; median {statistics.median(ratios):.2f}x" if len(ratios) > 1 else ""
+            print(f"CPU ours / {other}, round by round: {each}{median}")
+    efficiency = [crawlers["synapsecrawl"]["efficiency"] for crawlers in rounds.values() if "synapsecrawl" in crawlers]
+    if len(efficiency) > 1:
+        print(f"efficiency ours, round by round: {', '.join(f'{e:.3f}' for e in efficiency)}")
 
 
 def print_result(result: dict[str, Any]) -> None:
@@ -205,13 +231,15 @@ def print_result(result: dict[str, Any]) -> None:
     for run in result["runs"]:
         for example in run["examples"][:5]:
             print(f"  {run['crawler']} violation: {example}")
-    ours = [run for run in result["runs"] if run["crawler"] == "synapsecrawl"]
+    _print_ratios(result["runs"])
+    ours = {run.get("round", 1): run for run in result["runs"] if run["crawler"] == "synapsecrawl"}
     for run in result["runs"]:
-        if ours and run is not ours[0] and ours[0]["makespan"] > 0:
+        mine = ours.get(run.get("round", 1))
+        if mine and run["crawler"] != "synapsecrawl" and mine["makespan"] > 0:
             makespan, note = run["makespan"], ""
             if run.get("killed"):
                 makespan, note = projected(run), " (stopped at its time limit: projected at the page rate it kept)"
-            print(f"{run['crawler']} makespan / ours: {makespan / ours[0]['makespan']:.2f}x{note}")
+            print(f"{run['crawler']} makespan / ours: {makespan / mine['makespan']:.2f}x{note}")
 
 
 def main() -> None:
@@ -250,6 +278,7 @@ def main() -> None:
         metavar="DIR",
         help=f"serve DIR's .html files as the pages, not generated ones (no DIR: {DOCS_DIR}, #17's benchmark)",
     )
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of the crawlers one after the other")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     delays = [float(d) for d in args.delays.split(",")] if args.delays else [args.delay]
@@ -265,6 +294,7 @@ def main() -> None:
         stock_timeout=args.stock_timeout,
         stock_extract=args.stock_extract,
         docs=args.docs,
+        repeat=args.repeat,
     )
     print_result(result)
     if args.json:
