@@ -181,6 +181,8 @@ def run_politeness(
             expected = (hosts - failing) * pages  # a failing host's pages never answer 200
             summary = _summary(label, figures, run, expected)
             result["runs"].append({**summary, "round": round_, "load": os.getloadavg()[0]})
+            if round_ > 1:
+                continue  # the timelines and arrivals of the first round
             result["timelines"][label] = _timeline(hits, shown, figures.first)
             result["arrivals"][label] = {
                 "robots": [round(h.start - figures.first, 3) for h in hits if h.path == "/robots.txt"],
@@ -281,6 +283,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="rounds of the crawlers one after the other")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat takes a whole number of rounds, at least 1")
     delays = [float(d) for d in args.delays.split(",")] if args.delays else [args.delay]
     result = run_politeness(
         args.hosts,

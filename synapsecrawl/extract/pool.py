@@ -46,9 +46,9 @@ _PRELOAD = [
 def extract_processes(value: object, cpus: int | None = None) -> int:
     """Worker processes for a setting value: "auto" = one per core; 0 = in-process.
 
-    Not one per core but one, as before: the crawler's own process needs less than a core at 100 pages a second,
-    and on 2 cores one worker was the bound on Python docs pages (0.78-0.79 of the ideal schedule against
-    0.90-0.92 with two; bench.sim pages alike either way, #17).
+    One per core, where it was one per core but one until #17: the crawler's own process needs less than a core
+    at 100 pages a second, and on 2 cores one worker was the bound on Python docs pages (0.78-0.79 of the ideal
+    schedule against 0.90-0.92 with two; bench.sim pages alike either way). The count is per crawl process.
     """
     if value in (None, "", "auto"):
         return max(1, cpus or os.cpu_count() or 1)
@@ -107,7 +107,8 @@ _server = _Server()
 class Reader:
     """``read_document`` in ``processes`` worker processes (0: in the caller's thread).
 
-    ``function`` is what the workers run (a module-level function, so it pickles): ``read_document``.
+    ``function`` is what the workers run: ``read_document``, or another function of an importable module (it is
+    sent by name; the workers do not run the crawler's ``__main__``, see ``extract.lifeline``).
     """
 
     def __init__(self, processes: int, timeout: float = 120.0, function: Callable[..., Page] = read_document) -> None:

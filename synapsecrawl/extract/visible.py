@@ -20,6 +20,8 @@ from __future__ import annotations
 import lxml.html  # type: ignore[import-untyped,unused-ignore]
 from lxml import etree
 
+from synapsecrawl.extract.bounds import MAX_LINKS
+
 __all__ = ["BREAK", "main_text", "visible_text"]
 
 BREAK = "\ufdd0"  # a noncharacter: never meaningful in a page, removed from input before parsing
@@ -38,7 +40,7 @@ _BLOCK = frozenset({
 _MAX_LINK_SHARE = 0.3
 _THREADS = frozenset({"div", "section", "ol", "ul", "article"})  # containers a comment thread is held in
 _STARTS = _BLOCK | _THREADS | {"td", "th", "li", "pre"}  # the tags whose start _Text.start acts on
-_ENDS = _BLOCK | _SKIP | {"td", "th", "pre"}  # ... whose end _Text.end acts on
+_ENDS = _BLOCK | _SKIP | {"td", "th", "pre"}  # ... whose end _Text.end acts on (li is a block)
 _THREAD_NAMES = ("comment", "disqus")  # in an id or class (not a highlighter's <span class="hljs-comment">)
 _MIN_CHARS = 1  # an empty marked element (filled in by a script) is left to trafilatura
 # Found and measured in libxml2, not in Python loops; role="main" is looked for where pages put it (an
@@ -46,10 +48,11 @@ _MIN_CHARS = 1  # an empty marked element (filled in by a script) is left to tra
 _MARKED = etree.XPath("//main | //div[@role='main'] | //section[@role='main']")
 _ARTICLES = etree.XPath("//article")
 _TEXT_LENGTH = etree.XPath("string-length(string(.))")
-_LINK_TEXTS = etree.XPath(".//a//text()", smart_strings=False)
+_LINK_TEXTS = etree.XPath(".//a//text()", smart_strings=False)  # libxml2 merges its node sets in O(links²)
+_LINK_COUNT = etree.XPath("count(.//a)")
 # A marked element that is mostly links because it holds a table of contents (the chapter pages of Sphinx docs) is
 # read without its link lists, as trafilatura reads it, where one walk costs a tenth of trafilatura's 60 ms (#17).
-_LISTS = etree.XPath(".//ul | .//ol")
+_LISTS = etree.XPath(".//ul[not(ancestor::ul or ancestor::ol)] | .//ol[not(ancestor::ul or ancestor::ol)]")
 _LINK_LIST_SHARE = 0.8  # of a list's text in links (Sphinx's toctrees: 0.90-0.94; content lists seen: < 0.6)
 
 
@@ -120,6 +123,8 @@ class _Text:
     def end(self, tag: str) -> None:
         if tag in _BLOCK or tag in _SKIP:
             self._block()
+        if tag == "li":  # an item with no text of its own: its "- " is not the next paragraph's
+            self.item = False
         if self._main and tag == "pre":
             self.pre -= 1
         if self._main and tag in ("td", "th"):
@@ -156,6 +161,8 @@ def main_text(root: lxml.html.HtmlElement) -> str | None:
         tag = node.tag if isinstance(node.tag, str) else ""
         if tag in _SKIP or node.get("hidden") is not None:
             return None
+    if _LINK_COUNT(element) > MAX_LINKS:  # an index of more places than a page is read for (bounds.py), and
+        return None  # measuring its links' text would cost seconds: trafilatura's bounded reading takes it
     length = int(_TEXT_LENGTH(element))
     links = sum(map(len, _LINK_TEXTS(element)))
     left_out: frozenset[lxml.html.HtmlElement] = frozenset()
@@ -172,11 +179,13 @@ def main_text(root: lxml.html.HtmlElement) -> str | None:
 
 
 def _link_lists(element: lxml.html.HtmlElement) -> frozenset[lxml.html.HtmlElement]:
-    """The outermost lists in ``element`` whose text is mostly the text of their links."""
-    found: set[lxml.html.HtmlElement] = set()
-    for each in _LISTS(element):  # in document order: a list comes before the lists it holds
-        if found and any(outer in found for outer in each.iterancestors()):
-            continue
+    """The outermost lists in ``element`` whose text is mostly the text of their links.
+
+    Only outermost lists are measured: they hold disjoint parts of the page, so the measure stays linear in its
+    size however deep lists are nested (a list inside one that is kept is read as it is).
+    """
+    found = set()
+    for each in _LISTS(element):
         length = int(_TEXT_LENGTH(each))
         if length and sum(map(len, _LINK_TEXTS(each))) >= _LINK_LIST_SHARE * length:
             found.add(each)

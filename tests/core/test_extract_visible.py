@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 import trafilatura
 
-from synapsecrawl.extract.html import parse_html
+from synapsecrawl.extract.bounds import MAX_LINKS
+from synapsecrawl.extract.html import parse_html, parse_tree
+from synapsecrawl.extract.visible import main_text
 
 URL = "https://docs.example/guide/page.html"
 LONG = (
@@ -129,6 +131,23 @@ def test_a_table_of_contents_is_left_out_of_a_main_element_that_is_mostly_that(t
         "The following modules are documented in this chapter:",
     ]
     assert trafilatura_calls == []
+
+
+def test_an_empty_list_item_gives_its_mark_to_nothing(trafilatura_calls: list[Any]) -> None:
+    """SYN-DOCS, #17: a list item with no text of its own puts no "- " on the paragraph after its list."""
+    body = f"<main><h1>T</h1><p>{LONG}</p><ul><li>one</li><li></li></ul><p>Closing words.</p></main>"
+    assert _text(body).split("\n\n") == ["T", LONG.strip(), "- one", "Closing words."]
+    assert trafilatura_calls == []
+
+
+def test_a_main_element_of_more_links_than_a_page_is_read_for_is_not_measured_link_by_link() -> None:
+    """#14 item 5, #17: libxml2 gathers a page's link texts in time that grows with the square of their number
+    (7 s at 60,000 links); a marked element holding more than MAX_LINKS links is left to trafilatura's bounded
+    reading before its links are measured."""
+    root, _ = parse_tree(f"<main><p>{LONG}</p>" + "<a href='/x'>x</a> word " * (MAX_LINKS + 1) + "</main>")
+    assert root is not None and main_text(root) is None
+    root, _ = parse_tree(f"<main><p>{LONG}</p>" + "<a href='/x'>x</a> word " * 10 + "</main>")
+    assert root is not None and main_text(root) is not None
 
 
 def test_a_comment_thread_is_left_out_by_trafilatura_when_main_holds_one() -> None:
