@@ -151,7 +151,7 @@ class RenderMiddleware:
             response.url,
             dont_filter=True,
             meta={
-                KIND: RequestKind.PAGE,  # straight to the download handler: the page's own answer went through
+                KIND: RequestKind.PAGE.value,  # straight to the download handler: the page's own answer went through
                 "playwright": True,
                 "playwright_context": _CONTEXT,
                 "playwright_context_kwargs": {
@@ -244,7 +244,7 @@ class RenderMiddleware:
             callback=NO_CALLBACK,
             dont_filter=True,
             headers={"Accept": accept},
-            meta={KIND: RequestKind.SUBRESOURCE, "dont_retry": True, "dont_redirect": True},
+            meta={KIND: RequestKind.SUBRESOURCE.value, "dont_retry": True, "dont_redirect": True},
         )
         assert self._crawler.engine is not None
         budget.fetch_started(monotonic())

@@ -189,7 +189,7 @@ class RobotsMiddleware:
             callback=NO_CALLBACK,
             headers={"User-Agent": self._profile.robots_user_agent},
             meta={
-                KIND: RequestKind.ROBOTS,
+                KIND: RequestKind.ROBOTS.value,
                 "dont_retry": True,
                 "handle_httpstatus_all": True,
                 "redirect_ttl": self._profile.robots.max_redirects,  # RFC 9309 §2.3.1.2

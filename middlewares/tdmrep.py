@@ -60,7 +60,7 @@ class TdmRepMiddleware:
             origin + TDMREP_PATH,
             callback=NO_CALLBACK,
             meta={
-                KIND: RequestKind.TDMREP,
+                KIND: RequestKind.TDMREP.value,
                 "dont_retry": True,
                 "size_limit_bytes": MAX_TDMREP_BYTES,
             },

@@ -105,7 +105,7 @@ class SynapseSpider(scrapy.Spider):
             callback=self.parse,
             errback=self.page_failed,
             # summary_counts_failure: the backoff leaves a failed download's count to page_failed
-            meta={KIND: RequestKind.PAGE, **(meta or {}), "summary_counts_failure": True},
+            meta={KIND: RequestKind.PAGE.value, **(meta or {}), "summary_counts_failure": True},
             **kwargs,
         )
 

@@ -130,7 +130,7 @@ class FeedSpider(SynapseSpider):
             errback=self.feed_failed,
             headers={"Accept": FEED_ACCEPT},
             meta={
-                KIND: RequestKind.FEED,
+                KIND: RequestKind.FEED.value,
                 "dont_retry": True,  # the feed curve is its retry (SER-FEED-BACKOFF)
                 "depth": 0,
             },
@@ -229,7 +229,7 @@ class FeedSpider(SynapseSpider):
             errback=self.article_failed,
             dont_filter=True,  # entries are deduplicated here; a filtered request would never settle
             meta={
-                KIND: RequestKind.ARTICLE,
+                KIND: RequestKind.ARTICLE.value,
                 "feed_entry": (entry, feed, feed_url),
                 "depth_reset": True,  # part of its feed, not a followed link
                 "size_limit_bytes": min(self.runtime.profile.og_image_bytes, self.runtime.profile.size_bytes),
@@ -285,7 +285,7 @@ class FeedSpider(SynapseSpider):
             errback=self.icon_failed,
             dont_filter=True,
             meta={
-                KIND: RequestKind.ICON,
+                KIND: RequestKind.ICON.value,
                 "site_icon": (origin, candidates, index, first_add),
                 "dont_obey_robotstxt": first_add,  # SER-ROBOTS-PAGES: the icon of a feed first added
                 "dont_retry": True,  # a failed candidate gives way to the next

@@ -143,7 +143,7 @@ class OndemandSpider(SynapseSpider):
                 dont_filter=True,
                 # no immediate retry: a page is fetched again no sooner than ondemand_min_refetch (SNA-ONDEMAND)
                 meta={
-                    KIND: RequestKind.PAGE,
+                    KIND: RequestKind.PAGE.value,
                     "depth": 0,
                     "ondemand_key": key,
                     "size_limit_bytes": self.runtime.profile.ondemand_size_bytes,

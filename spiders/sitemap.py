@@ -90,7 +90,9 @@ class SitemapSpider(SynapseSpider):
             status, body = outcome.status, copy.body if copy is not None else b""
         else:  # the robots middleware switched off: fetch it here
             assert self.crawler.engine is not None
-            request = scrapy.Request(url, callback=NO_CALLBACK, meta={KIND: RequestKind.ROBOTS, "dont_retry": True})
+            request = scrapy.Request(
+                url, callback=NO_CALLBACK, meta={KIND: RequestKind.ROBOTS.value, "dont_retry": True}
+            )
             response = await self.crawler.engine.download_async(request)
             status, body = response.status, response.body
         if not 200 <= status < 300:
@@ -107,7 +109,7 @@ class SitemapSpider(SynapseSpider):
             callback=self.parse_sitemap,
             errback=self.sitemap_failed,
             meta={
-                KIND: RequestKind.SITEMAP,  # XML, text or gzip: read here, not by the page type gate
+                KIND: RequestKind.SITEMAP.value,  # XML, text or gzip: read here, not by the page type gate
                 "sitemap_nesting": nesting,
                 "depth_reset": True,  # sitemap nesting is not link depth
                 "size_limit_bytes": MAX_SITEMAP_BYTES,

@@ -81,7 +81,7 @@ class SharedSitemapSpider(SitemapSpider):
         count = len(self.backlog) if not limit else max(0, min(limit - spent, len(self.backlog)))
         for _ in range(count):
             yield scrapy.Request(
-                self.backlog.popleft(), callback=self.parse, meta={KIND: RequestKind.PAGE, "depth_reset": True}
+                self.backlog.popleft(), callback=self.parse, meta={KIND: RequestKind.PAGE.value, "depth_reset": True}
             )
         for url in self.backlog:
             self.runtime.summary.skip(self.runtime.site(url), "limit")

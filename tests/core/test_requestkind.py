@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,24 @@ def test_every_request_we_build_sets_its_kind() -> None:
     ]
     assert missing == []
     assert {(path, function) for path, function, _ in calls} >= set(_UNKINDED)  # no stale exemption
+
+
+def test_every_kind_we_set_is_its_plain_value() -> None:
+    """#15: a request's kind goes into its meta as the kind's value, a str: a JOBDIR pickles its pending requests,
+    and a pickled enum member names its class's module, so a JOBDIR written before that module moved would not
+    load; the value needs no module, and kind_of() reads it back as the kind."""
+    calls = _request_calls()
+    kinds = [
+        (path, call.lineno, ast.unparse(value))
+        for path, _, call in calls
+        for keyword in call.keywords
+        if keyword.arg == "meta" and isinstance(keyword.value, ast.Dict)
+        for key, value in zip(keyword.value.keys, keyword.value.values, strict=True)
+        if isinstance(key, ast.Name) and key.id == "KIND"
+    ]
+    assert len(kinds) >= 10
+    assert [kind for kind in kinds if not kind[2].endswith(".value")] == []
+    assert all(b"synapsecrawl.crawl" not in pickle.dumps({KIND: kind.value}) for kind in RequestKind)
+    assert b"synapsecrawl.crawl" in pickle.dumps({KIND: RequestKind.PAGE})  # as it was before
+    held = [pickle.loads(pickle.dumps({KIND: kind.value})) for kind in RequestKind]  # noqa: S301 - our own bytes
+    assert [kind_of(meta) for meta in held] == list(RequestKind)
