@@ -20,8 +20,6 @@ from __future__ import annotations
 import lxml.html  # type: ignore[import-untyped,unused-ignore]
 from lxml import etree
 
-from synapsecrawl.extract.bounds import MAX_LINKS
-
 __all__ = ["BREAK", "main_text", "visible_text"]
 
 BREAK = "\ufdd0"  # a noncharacter: never meaningful in a page, removed from input before parsing
@@ -48,8 +46,13 @@ _MIN_CHARS = 1  # an empty marked element (filled in by a script) is left to tra
 _MARKED = etree.XPath("//main | //div[@role='main'] | //section[@role='main']")
 _ARTICLES = etree.XPath("//article")
 _TEXT_LENGTH = etree.XPath("string-length(string(.))")
-_LINK_TEXTS = etree.XPath(".//a//text()", smart_strings=False)  # libxml2 merges its node sets in O(links²)
+# The length of the text in an element's links. libxml2 evaluates ".//a//text()" by merging each link's node set
+# into the result, O(links²): 7 s for 60,000 links. Asking each text node for a link among its ancestors is linear
+# (O(depth) a node), but three times as slow on an ordinary page, so it is taken past a few hundred links (#17).
+_LINK_TEXTS = etree.XPath(".//a//text()", smart_strings=False)
+_LINKED_TEXTS = etree.XPath(".//text()[ancestor::a]", smart_strings=False)
 _LINK_COUNT = etree.XPath("count(.//a)")
+_MANY_LINKS = 500
 # A marked element that is mostly links because it holds a table of contents (the chapter pages of Sphinx docs) is
 # read without its link lists, as trafilatura reads it, where one walk costs a tenth of trafilatura's 60 ms (#17).
 _LISTS = etree.XPath(".//ul[not(ancestor::ul or ancestor::ol)] | .//ol[not(ancestor::ul or ancestor::ol)]")
@@ -161,21 +164,25 @@ def main_text(root: lxml.html.HtmlElement) -> str | None:
         tag = node.tag if isinstance(node.tag, str) else ""
         if tag in _SKIP or node.get("hidden") is not None:
             return None
-    if _LINK_COUNT(element) > MAX_LINKS:  # an index of more places than a page is read for (bounds.py), and
-        return None  # measuring its links' text would cost seconds: trafilatura's bounded reading takes it
     length = int(_TEXT_LENGTH(element))
-    links = sum(map(len, _LINK_TEXTS(element)))
+    links = _link_chars(element)
     left_out: frozenset[lxml.html.HtmlElement] = frozenset()
     if links > _MAX_LINK_SHARE * length:
         left_out = _link_lists(element)
         length -= sum(int(_TEXT_LENGTH(each)) for each in left_out)
-        links -= sum(sum(map(len, _LINK_TEXTS(each))) for each in left_out)
+        links -= sum(_link_chars(each) for each in left_out)
     if length < _MIN_CHARS or links > _MAX_LINK_SHARE * length:
         return None
     try:
         return _walk(element, _Text(True, threads=True), left_out) or None
     except _CommentThread:
         return None
+
+
+def _link_chars(element: lxml.html.HtmlElement) -> int:
+    """How many characters of ``element``'s text are in its links."""
+    texts = _LINKED_TEXTS if _LINK_COUNT(element) > _MANY_LINKS else _LINK_TEXTS
+    return sum(map(len, texts(element)))
 
 
 def _link_lists(element: lxml.html.HtmlElement) -> frozenset[lxml.html.HtmlElement]:
@@ -187,6 +194,6 @@ def _link_lists(element: lxml.html.HtmlElement) -> frozenset[lxml.html.HtmlEleme
     found = set()
     for each in _LISTS(element):
         length = int(_TEXT_LENGTH(each))
-        if length and sum(map(len, _LINK_TEXTS(each))) >= _LINK_LIST_SHARE * length:
+        if length and _link_chars(each) >= _LINK_LIST_SHARE * length:
             found.add(each)
     return frozenset(found)
