@@ -54,7 +54,7 @@ _LINKED_TEXTS = etree.XPath(".//text()[ancestor::a]", smart_strings=False)
 _LINK_COUNT = etree.XPath("count(.//a)")
 _MANY_LINKS = 500
 # A marked element that is mostly links because it holds a table of contents (the chapter pages of Sphinx docs) is
-# read without its link lists, as trafilatura reads it, where one walk costs a tenth of trafilatura's 60 ms (#17).
+# read without its link lists, as trafilatura mostly reads it, where one walk costs a tenth of its 60 ms (#17).
 _LISTS = etree.XPath(".//ul[not(ancestor::ul or ancestor::ol)] | .//ol[not(ancestor::ul or ancestor::ol)]")
 _LINK_LIST_SHARE = 0.8  # of a list's text in links (Sphinx's toctrees: 0.90-0.94; content lists seen: < 0.6)
 
