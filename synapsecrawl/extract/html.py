@@ -54,6 +54,7 @@ _MAX_ANCHOR_CHARS = 500
 _MAX_JSONLD_CHARS = 1_000_000
 _MAX_JSONLD_NODES = 10_000
 _NOSNIPPET = re.compile("data-nosnippet", re.IGNORECASE | re.ASCII)  # HTML attribute names: ASCII case-insensitive
+_NOSNIPPET_ELEMENTS = etree.XPath("//*[@data-nosnippet]")
 _NOISE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f{BREAK}]")
 _TABLE_RULE = re.compile(r"\|?(?:\s*:?-{3,}:?\s*\|)+\s*")
 _URI_CHARS = re.compile(r"[A-Za-z0-9\-._~:/?\[\]@!$&'()*+,;=%]+")  # RFC 3986 §2: nothing to escape
@@ -347,12 +348,16 @@ def _main_text(root: lxml.html.HtmlElement, url: str, problems: list[str], bound
     return _visible_text(root)
 
 
-def _without_nosnippet(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
-    """A copy of the tree without data-nosnippet elements; None if there are none."""
-    if not root.xpath("//*[@data-nosnippet]"):
+def _without_nosnippet(root: lxml.html.HtmlElement, parsed: str) -> lxml.html.HtmlElement | None:
+    """A copy of the tree ``parsed`` was read into, without data-nosnippet elements; None if there are none.
+
+    The attribute's name stands in the parsed text, in some ASCII case, wherever an element carries it: looked
+    for there first, as asking libxml2 tests every element (0.6 ms of a Python docs page's ~8, #17).
+    """
+    if not _NOSNIPPET.search(parsed) or not _NOSNIPPET_ELEMENTS(root):
         return None
     copy = deepcopy(root)
-    for element in copy.xpath("//*[@data-nosnippet]"):
+    for element in _NOSNIPPET_ELEMENTS(copy):
         if element.getparent() is None:
             element.clear()
         else:
@@ -383,7 +388,7 @@ def parse_html(
     codec, decoded = html_to_unicode(header, body, auto_detect_fun=detect_encoding)
     not_text = unreadable_share(decoded)
     parsed = "" if not_text else _NOISE.sub("", decoded)
-    root, dropped = (None, 0) if not_text else parse_tree(parsed)
+    root, dropped = parse_tree(parsed) if parsed else (None, 0)
     if root is None:
         return Page(
             url=url,
@@ -401,9 +406,7 @@ def parse_html(
     problems: list[str] = []
     text = _main_text(root, url, problems, bounded)
     snippet_text = ""
-    # the attribute's name stands in the parsed text, in some ASCII case, wherever an element carries it: looked
-    # for there first, as asking libxml2 tests every element (0.6 ms of a Python docs page's ~8, #17)
-    trimmed = _without_nosnippet(root) if _NOSNIPPET.search(parsed) else None
+    trimmed = _without_nosnippet(root, parsed)
     if trimmed is not None:
         snippet_text = _main_text(trimmed, url, problems, [])
         if snippet_text == text:

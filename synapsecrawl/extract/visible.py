@@ -168,9 +168,8 @@ def main_text(root: lxml.html.HtmlElement) -> str | None:
     links = _link_chars(element)
     left_out: frozenset[lxml.html.HtmlElement] = frozenset()
     if links > _MAX_LINK_SHARE * length:
-        left_out = _link_lists(element)
-        length -= sum(int(_TEXT_LENGTH(each)) for each in left_out)
-        links -= sum(_link_chars(each) for each in left_out)
+        left_out, list_length, list_links = _link_lists(element)
+        length, links = length - list_length, links - list_links
     if length < _MIN_CHARS or links > _MAX_LINK_SHARE * length:
         return None
     try:
@@ -185,15 +184,18 @@ def _link_chars(element: lxml.html.HtmlElement) -> int:
     return sum(map(len, texts(element)))
 
 
-def _link_lists(element: lxml.html.HtmlElement) -> frozenset[lxml.html.HtmlElement]:
-    """The outermost lists in ``element`` whose text is mostly the text of their links.
+def _link_lists(element: lxml.html.HtmlElement) -> tuple[frozenset[lxml.html.HtmlElement], int, int]:
+    """The outermost lists in ``element`` whose text is mostly the text of their links, with the length of their
+    text and of their links' text.
 
     Only outermost lists are measured: they hold disjoint parts of the page, so the measure stays linear in its
     size however deep lists are nested (a list inside one that is kept is read as it is).
     """
-    found = set()
+    found, total, linked = set(), 0, 0
     for each in _LISTS(element):
         length = int(_TEXT_LENGTH(each))
-        if length and _link_chars(each) >= _LINK_LIST_SHARE * length:
+        links = _link_chars(each) if length else 0
+        if length and links >= _LINK_LIST_SHARE * length:
             found.add(each)
-    return frozenset(found)
+            total, linked = total + length, linked + links
+    return frozenset(found), total, linked
