@@ -191,11 +191,17 @@ def run_politeness(
     return result
 
 
-def _print_ratios(runs: list[dict[str, Any]]) -> None:
-    """Ours against each other crawler, CPU a page, within each round; with more than one round, the median."""
+def _rounds(runs: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, Any]]]:
+    """The runs by round, then by crawler."""
     rounds: dict[int, dict[str, dict[str, Any]]] = {}
     for run in runs:
         rounds.setdefault(run.get("round", 1), {})[run["crawler"]] = run
+    return rounds
+
+
+def _print_ratios(runs: list[dict[str, Any]]) -> None:
+    """Ours against each other crawler, CPU a page, within each round; with more than one round, the median."""
+    rounds = _rounds(runs)
     others = sorted({run["crawler"] for run in runs} - {"synapsecrawl"})
     for other in others:
         ratios = [
@@ -234,9 +240,9 @@ def print_result(result: dict[str, Any]) -> None:
         for example in run["examples"][:5]:
             print(f"  {run['crawler']} violation: {example}")
     _print_ratios(result["runs"])
-    ours = {run.get("round", 1): run for run in result["runs"] if run["crawler"] == "synapsecrawl"}
+    rounds = _rounds(result["runs"])
     for run in result["runs"]:
-        mine = ours.get(run.get("round", 1))
+        mine = rounds[run.get("round", 1)].get("synapsecrawl")
         if mine and run["crawler"] != "synapsecrawl" and mine["makespan"] > 0:
             makespan, note = run["makespan"], ""
             if run.get("killed"):
