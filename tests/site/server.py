@@ -1,9 +1,9 @@
 """The test web server: many virtual hosts on 127.0.0.1 (or on ::1, asked), and a log of every request.
 
 Routing is by ``Host``; each host has its own routes, so each test owns its
-hosts. The log keeps, per request, when it arrived and finished
-(``time.monotonic()``), the host, path and headers, and how many requests to
-the same host were in flight: tests assert on it (order, headers, gaps,
+hosts. The log keeps, per request, when it arrived (the kernel's stamp of its
+first bytes, over plain HTTP on Linux) and finished (``time.monotonic()``),
+the host, path and headers, and how many requests to the same host were in flight: tests assert on it (order, headers, gaps,
 concurrency), never on wall time. The wall-clock arrival is kept too, only to
 compare with times a request states (a signature's ``created``). Fault routes follow Scrapy's mock server.
 """
@@ -11,8 +11,11 @@ compare with times a request states (a signature's ``created``). Fault routes fo
 from __future__ import annotations
 
 import gzip
+import io
 import socket
 import ssl
+import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -62,9 +65,63 @@ class Hit:
         return None
 
 
+# Linux's SO_TIMESTAMPNS (asm-generic/socket.h; the socket module does not name it): the kernel stamps
+# each received segment, and a read returns the stamp of its data (SCM_TIMESTAMPNS = the option's value).
+_SO_TIMESTAMPNS = 35
+_STAMP = struct.Struct("qq")  # struct timespec
+
+
+class _StampedReader(io.RawIOBase):
+    """A plain socket read through recvmsg, keeping the kernel's arrival stamp of the bytes read.
+
+    Why: the handler's thread starts, and a kept-alive one wakes, late on a loaded machine; a gap
+    between two requests measured from those wake-ups is off by as much. The kernel stamps each
+    segment as it arrives (SO_TIMESTAMPNS, set on the listening socket), whatever the threads do after.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self.first: float | None = None  # wall clock: the stamp of the first read since ``first`` was cleared
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        size, ancillary, _, _ = self._sock.recvmsg_into([buffer], socket.CMSG_SPACE(_STAMP.size))
+        for level, kind, data in ancillary:
+            if self.first is None and level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
+                seconds, nanoseconds = _STAMP.unpack_from(data)
+                self.first = seconds + nanoseconds / 1e9
+        return size
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    _stamped: _StampedReader | None = None
+
+    def setup(self) -> None:
+        super().setup()
+        if self.server.stamps:
+            self._stamped = _StampedReader(self.connection)
+            self.rfile = io.BufferedReader(self._stamped)
+
+    def handle_one_request(self) -> None:
+        if self._stamped is not None:
+            self._stamped.first = None
+        super().handle_one_request()
+
+    def _arrival(self) -> tuple[float, float]:
+        """(monotonic, wall clock) when this request's first bytes reached this machine, as near as known.
+
+        The kernel's stamp of the first bytes read for this request (clients here send no request
+        before the last one's answer, so none was read ahead); over TLS, now, after its headers were read.
+        """
+        now, wall = time.monotonic(), time.time()
+        first = self._stamped.first if self._stamped is not None else None
+        if first is None:
+            return now, wall
+        return now - max(0.0, wall - first), min(wall, first)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -83,7 +140,7 @@ class _Handler(BaseHTTPRequestHandler):
         given = (self.headers.get("Host") or "").lower()
         host = given if given.endswith("]") else given.rsplit(":", 1)[0]  # "[::1]:8080" and "[::1]" are "[::1]"
         path = self.path if self.path.startswith("/") else urlsplit(self.path).path
-        start, arrived_at = time.monotonic(), time.time()
+        start, arrived_at = self._arrival()
         with owner.lock:
             owner.in_flight[host] = owner.in_flight.get(host, 0) + 1
             concurrent = owner.in_flight[host]
@@ -128,6 +185,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     owner: TestServer
+    stamps = False  # the kernel stamps arriving segments (plain sockets on Linux)
 
 
 class _Server6(_Server):
@@ -159,6 +217,9 @@ class TestServer:
         self._server = (_Server6 if ":" in address else _Server)((address, 0), _Handler)
         self._server.owner = self
         self.scheme = "http"
+        if certfile is None and sys.platform == "linux":
+            self._server.socket.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)  # accepted sockets inherit it
+            self._server.stamps = True
         if certfile is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(certfile)
