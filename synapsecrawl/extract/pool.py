@@ -40,6 +40,7 @@ _PRELOAD = [
     "synapsecrawl.extract.html",
     "synapsecrawl.extract.pdf",
     "synapsecrawl.extract.privacy",
+    "trafilatura",  # imported by extract.html where it is used, not with it
 ]
 
 

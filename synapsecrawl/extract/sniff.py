@@ -65,6 +65,11 @@ _PATTERNS: tuple[tuple[re.Pattern[bytes], str], ...] = (
 )
 _ZLIB = re.compile(rb"\x78[\x01\x5e\x9c\xda]")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f\x7f-\x9f]")
+# The same characters counted in the text's UTF-8 bytes: bytes.translate and a search led by one literal byte
+# count them in a third of the time the character class takes (0.07 against 0.25 ms on a Python docs page, #17).
+# Exact, as in UTF-8 a byte under 0x80 is only ever that ASCII character, and U+0080-U+009F are 0xC2 0x80-0x9F.
+_ASCII_CONTROLS = bytes(sorted({*range(0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F}))
+_C1_UTF8 = re.compile(rb"\xc2[\x80-\x9f]")
 
 
 def binary_signature(body: bytes) -> str:
@@ -75,6 +80,12 @@ def binary_signature(body: bytes) -> str:
     if not found and _ZLIB.match(head) and int.from_bytes(head[:2], "big") % 31 == 0:
         found = "zlib data"  # RFC 1950 §2.2: the header's check bits make it a multiple of 31
     return found
+
+
+def _controls(text: str) -> int:
+    """How many of ``_CONTROL``'s characters ``text`` holds."""
+    encoded = text.encode("utf-8", "surrogatepass")
+    return len(encoded) - len(encoded.translate(None, _ASCII_CONTROLS)) + len(_C1_UTF8.findall(encoded))
 
 
 def unreadable_share(text: str) -> str:
@@ -88,7 +99,7 @@ def unreadable_share(text: str) -> str:
     sample = text[:_SAMPLE_CHARS]
     if not sample:
         return ""
-    controls = len(_CONTROL.findall(sample))
+    controls = _controls(sample)
     if controls >= _MIN_UNREADABLE and controls / len(sample) >= MAX_CONTROL_SHARE:
         return f"{controls / len(sample):.0%} of its characters are control characters"
     replaced = sample.count("\ufffd")
