@@ -46,6 +46,7 @@ from synapsecrawl.kb.search import (
     PageRank,
     phrase_pairs,
     rank_results,
+    same_passages,
     search_terms,
     shortlist,
     split_passages,
@@ -348,6 +349,9 @@ class PostgresStore(SharedTables):
                 passages = split_passages(page.snippet_text or page.text, page.title)
                 row = conn.execute(upsert, self._page_values(page)).fetchone()
                 assert row is not None
+                stored = conn.execute("SELECT ordinal, text FROM passages WHERE page_id=%s", (row[0],))
+                if same_passages(stored, passages):
+                    continue  # a page read again unchanged: its passages and their index stand
                 conn.execute("DELETE FROM passages WHERE page_id=%s", (row[0],))
                 with conn.cursor() as cur:
                     cur.executemany(

@@ -60,7 +60,8 @@ END;
 CREATE TRIGGER IF NOT EXISTS pages_ad AFTER DELETE ON pages BEGIN
     INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
 END;
-CREATE TRIGGER IF NOT EXISTS pages_au AFTER UPDATE ON pages BEGIN
+CREATE TRIGGER IF NOT EXISTS pages_au AFTER UPDATE ON pages
+WHEN old.title IS NOT new.title OR old.text IS NOT new.text BEGIN
     INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
     INSERT INTO pages_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
 END;
@@ -195,6 +196,22 @@ def _mark(db: sqlite3.Connection) -> None:
     db.execute("COMMIT")
 
 
+# A page read again unchanged (a re-read without validators, or a crawl run twice) is not indexed again: the
+# trigger re-indexes only a changed title or text. A KB made before it has the trigger without its WHEN; that
+# one is replaced in one transaction, so no other connection ever writes a page with neither in place.
+_PAGES_AU = _SCHEMA[_SCHEMA.index("CREATE TRIGGER IF NOT EXISTS pages_au") :].split("END;", 1)[0] + "END;"
+
+
+def _replace_page_trigger(db: sqlite3.Connection) -> None:
+    row = db.execute("SELECT sql FROM sqlite_master WHERE type='trigger' AND name='pages_au'").fetchone()
+    if row is not None and "WHEN" in row[0]:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("DROP TRIGGER IF EXISTS pages_au")
+    db.execute(_PAGES_AU)
+    db.execute("COMMIT")
+
+
 class SQLiteStore(SharedTables):
     """A knowledge base in one SQLite file (the tables and methods both back-ends share: kb.rows)."""
 
@@ -211,6 +228,7 @@ class SQLiteStore(SharedTables):
             if state == "new":  # marked first: a crawl opening it meanwhile knows it as ours, not half-made
                 _mark(self._db)
             self._db.executescript(_SCHEMA)
+            _replace_page_trigger(self._db)
             present = {row[1] for row in self._db.execute("PRAGMA table_info(pages)")}
             for column, declaration in _ADDED_PAGE_COLUMNS:
                 if column not in present:

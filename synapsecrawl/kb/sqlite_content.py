@@ -28,6 +28,7 @@ from synapsecrawl.kb.search import (
     PageRank,
     phrase_pairs,
     rank_results,
+    same_passages,
     search_terms,
     shortlist,
     split_passages,
@@ -88,10 +89,13 @@ def write_passages(db: sqlite3.Connection, kb: str, url: str, text: str, title: 
     if row is None:
         return
     page_id = row[0]
+    passages = split_passages(text, title)
+    if same_passages(db.execute("SELECT ordinal, text FROM passages WHERE page_id=?", (page_id,)), passages):
+        return  # a page read again unchanged: its passages and their index stand
     db.execute("DELETE FROM passages WHERE page_id=?", (page_id,))
     db.executemany(
         "INSERT INTO passages (page_id, ordinal, text) VALUES (?, ?, ?)",
-        [(page_id, ordinal, passage) for ordinal, passage in enumerate(split_passages(text, title))],
+        [(page_id, ordinal, passage) for ordinal, passage in enumerate(passages)],
     )
     # Indexed in one statement, not by a trigger per passage row: 6.7 -> 2.6 ms of CPU a page of 70 passages
     # (bench/findings.md, #17). Every writer of passages goes through here; a delete is still a trigger. Older

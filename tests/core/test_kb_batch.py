@@ -112,3 +112,45 @@ def test_passages_are_indexed_exactly_once_also_in_a_kb_made_by_older_code(tmp_p
     reopened = SQLiteStore(path)
     assert [hit.url for hit in reopened.search("samovar")] == ["http://a.test/1"]
     reopened.close()
+
+
+def _index_data(path: Path) -> list[tuple[int, bytes]]:
+    """FTS5's own records of both indexes: any page or passage indexed again adds or rewrites some."""
+    with closing(sqlite3.connect(path)) as db:
+        return [
+            *db.execute("SELECT id, block FROM pages_fts_data ORDER BY id"),
+            *db.execute("SELECT id, block FROM passages_fts_data ORDER BY id"),
+        ]
+
+
+def test_a_page_written_again_unchanged_is_not_indexed_again_also_in_a_kb_made_by_older_code(tmp_path: Path) -> None:
+    """SYN-REREAD, #17: pages_fts re-indexes a page only when its title or text changed, and its passages
+    are cut and indexed again only when they changed. A KB file made by older code has the trigger that
+    re-indexes on every write; opened again it gets the new one. Pages written unchanged leave both
+    indexes as they were, byte for byte; changed and deleted ones leave them matching (integrity-check)."""
+    path = tmp_path / "kb.sqlite3"
+    SQLiteStore(path).close()
+    with closing(sqlite3.connect(path)) as old:  # as older code left the file
+        old.executescript(
+            "DROP TRIGGER pages_au; CREATE TRIGGER pages_au AFTER UPDATE ON pages BEGIN "
+            "INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text); "
+            "INSERT INTO pages_fts(rowid, title, text) VALUES (new.id, new.title, new.text); END;"
+        )
+    store = SQLiteStore(path)
+    pages = [record(f"http://a.test/{i}", f"Kettle {i} boils.\n\nTeapot {i} pours.") for i in range(4)]
+    store.put_pages(pages)
+    indexed = _index_data(path)
+    store.put_pages([replace(page, etag='"again"') for page in pages])  # a re-read: the same text
+    assert _index_data(path) == indexed
+    assert all(store.get_page("docs", page.url).etag == '"again"' for page in pages)  # type: ignore[union-attr]
+    store.put_page(replace(pages[1], text="Samovar one steams."))
+    assert store.delete_page("docs", "http://a.test/2")
+    store.close()
+    with closing(sqlite3.connect(path)) as db:
+        assert "WHEN" in db.execute("SELECT sql FROM sqlite_master WHERE name='pages_au'").fetchone()[0]
+        db.execute("INSERT INTO pages_fts(pages_fts, rank) VALUES ('integrity-check', 1)")
+        db.execute("INSERT INTO passages_fts(passages_fts, rank) VALUES ('integrity-check', 1)")
+    reopened = SQLiteStore(path)
+    assert [hit.url for hit in reopened.search("samovar")] == ["http://a.test/1"]
+    assert sorted(hit.url for hit in reopened.search("teapot")) == ["http://a.test/0", "http://a.test/3"]
+    reopened.close()

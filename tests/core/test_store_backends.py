@@ -105,6 +105,40 @@ def test_a_second_write_replaces_and_a_delete_removes(store: Store) -> None:
     assert store.get_page("docs", "http://a.test/1") is None and store.search("teapot") == []
 
 
+def _passage_rows(kb_uri: str) -> list[tuple[int, int, str]]:
+    """(id, ordinal, text) of every stored passage, read beside the store."""
+    sql = "SELECT id, ordinal, text FROM passages ORDER BY id"
+    if kb_uri.startswith("sqlite:///"):
+        with sqlite3.connect(kb_uri.removeprefix("sqlite:///")) as db:
+            return [tuple(row) for row in db.execute(sql)]
+    import psycopg
+
+    with psycopg.connect(kb_uri, autocommit=True) as conn:
+        return [tuple(row) for row in conn.execute(sql)]
+
+
+def test_a_page_read_again_unchanged_keeps_its_passages_and_a_changed_one_is_cut_again(
+    store: Store, kb_uri: str
+) -> None:
+    """SYN-REREAD, #17: a page fetched again with the same text (a re-read without validators) has its
+    fields replaced but its passages kept as they were, not deleted, cut and indexed again; a changed
+    text is cut again, and search follows it."""
+    url = "http://a.test/guide"
+    first = "How to fill the kettle with water.\n\nHow to warm the teapot first."
+    store.put_page(record(url, first, etag='"v1"'))
+    kept = _passage_rows(kb_uri)
+    assert [text for _, _, text in kept] == split_passages(first)
+    store.put_page(record(url, first, etag='"v2"'))
+    assert _passage_rows(kb_uri) == kept
+    page = store.get_page("docs", url)
+    assert page is not None and page.etag == '"v2"'
+    assert [h.url for h in store.search("teapot")] == [url]
+    changed = "How to fill the kettle with water.\n\nHow to pour from the samovar."
+    store.put_page(record(url, changed, etag='"v3"'))
+    assert [text for _, _, text in _passage_rows(kb_uri)] == split_passages(changed)
+    assert store.search("teapot") == [] and [h.url for h in store.search("samovar")] == [url]
+
+
 def test_knowledge_bases_stay_apart(store: Store) -> None:
     """SYN-MODES: the same URL in two KBs is two pages; listing, search and delete keep to one KB."""
     store.put_page(record("http://a.test/1", "kettle in docs"))
