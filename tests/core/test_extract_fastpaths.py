@@ -1,7 +1,7 @@
-"""#17: extraction's faster forms say exactly what the plain forms they replaced say, on any text.
+"""#17: extraction's faster forms say exactly what the plain forms they replaced say, on any text or tree.
 
-Each fast path looks for characters through UTF-8 bytes or behind one literal character; the plain
-form stays beside it (or here) as its definition.
+Each fast path looks for characters through UTF-8 bytes or behind one literal character, or for
+elements with lxml's iterator instead of XPath; the plain form stays beside it (or here) as its definition.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ import re
 
 from hypothesis import given
 from hypothesis import strategies as st
+from lxml import etree
 
-from synapsecrawl.extract.html import _NOISE, _NOSNIPPET, _without_noise
+from synapsecrawl.extract.html import _NOISE, _NOSNIPPET, _without_noise, parse_tree
 from synapsecrawl.extract.sniff import _CONTROL, _controls
-from synapsecrawl.extract.visible import BREAK
+from synapsecrawl.extract.visible import BREAK, _marked
 
 # Every character the fast paths treat apart (C0, DEL, C1, BREAK, the white space str.split knows, a lone
 # surrogate as a decoder's surrogateescape leaves it), beside ordinary text in several scripts.
@@ -39,3 +40,26 @@ def test_the_nosnippet_attribute_is_found_in_any_ascii_case(upper: list[bool], b
     name = "".join(c.upper() if up else c for c, up in zip("data-nosnippet", upper, strict=True))
     assert _NOSNIPPET.search(f"{before}<div {name}>{after}")
     assert bool(_NOSNIPPET.search(before)) == bool(re.search("-nosnippet", before, re.IGNORECASE | re.ASCII))
+
+
+_OPENINGS = ["<main>", "<div role='main'>", "<section role='main'>", "<article>", "<div>", "<section role='Main'>"]
+_OPENINGS += [
+    "<p role='main'>",
+    "<div role='navigation'>",
+    "<nav>",
+    "x",
+    "</div>",
+    "</main>",
+    "</article>",
+    "</section>",
+]
+
+
+@given(st.lists(st.sampled_from(_OPENINGS), max_size=12))
+def test_the_marked_elements_are_those_the_xpath_names(pieces: list[str]) -> None:
+    """The page's marked main element is looked for in one pass of lxml's iterator; it finds what the XPath
+    ``//main | //div[@role='main'] | //section[@role='main']`` finds, or else ``//article``, in document order."""
+    root, _ = parse_tree(f"<html><body>{''.join(pieces)}</body></html>")
+    assert root is not None
+    marked = etree.XPath("//main | //div[@role='main'] | //section[@role='main']")(root)
+    assert _marked(root) == (marked or etree.XPath("//article")(root))
