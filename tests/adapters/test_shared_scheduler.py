@@ -19,6 +19,7 @@ import pytest
 from scrapy import Request
 from scrapy.crawler import Crawler
 
+from bench.redisserver import free_port, redis_server
 from middlewares.engine.runtime import Runtime
 from middlewares.engine.scheduler import TURN
 from middlewares.engine.shared_scheduler import LEASE, SharedScheduler, plain_meta
@@ -151,3 +152,49 @@ async def test_a_request_whose_meta_cannot_travel_stays_local(scheduler: SharedS
     assert scheduler.next_request() is local
     scheduler._ack_pending()
     assert _counts(scheduler) == (0, 0, 1)
+
+
+async def test_a_frontier_redis_that_stops_answering_loses_nothing_and_is_used_again_once_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """#16 (Redis unreachable): on a redis-server of the test's own, stopped and started again. While it does
+    not answer, a queued request stays in this worker (counted as pending, so the crawl does not end), no
+    request comes out, and the outage is said once however many tries fail; once it answers, the request goes
+    in, comes out with its lease, and the return is said once."""
+    port = free_port()
+    data = tmp_path / "redis"
+    data.mkdir()
+    server = redis_server(port, data, durable=True)
+    crawler = crawler_for(tmp_path, BOT_PROFILE="synapsebot")
+    crawler.engine = SimpleNamespace(downloader=None, _slot=None)  # type: ignore[assignment]  # no pacing, nothing to wake
+    frontier = SharedFrontier(
+        f"redis://127.0.0.1:{port}/0",
+        "adapters",
+        prefix="t:frontier",
+        pacer_prefix="t:pacing",
+        lease_seconds=30.0,
+        delay=0.0,
+    )
+    scheduler = SharedScheduler.from_crawler(crawler)
+    scheduler.open(_Worker(crawler, frontier))  # type: ignore[arg-type]
+    try:
+        server.terminate()
+        server.wait(10)
+        with caplog.at_level(logging.INFO, logger="middlewares.engine.shared_scheduler"):
+            scheduler.enqueue_request(Request(f"http://{SITE}/p"))
+            assert scheduler.next_request() is None
+            scheduler._heartbeat()
+            assert scheduler.next_request() is None
+            assert len(scheduler) == 1 and scheduler.has_pending_requests()
+            server = redis_server(port, data, durable=True)
+            request = scheduler.next_request()
+        assert request is not None and request.url == f"http://{SITE}/p" and LEASE in request.meta
+        assert _counts(scheduler) == (0, 1, 0) and len(scheduler) == 0
+        said = [record.getMessage() for record in caplog.records]
+        assert sum("does not answer" in line and "nothing is lost" in line for line in said) == 1, said
+        assert sum("answers again" in line for line in said) == 1, said
+    finally:
+        scheduler.close("finished")
+        frontier.close()
+        server.terminate()
+        server.wait(10)
