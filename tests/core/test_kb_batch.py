@@ -86,19 +86,25 @@ def test_a_closed_writer_refuses_records() -> None:
         writer.submit(1)
 
 
+def _made_by_older_code(tmp_path: Path, script: str) -> Path:
+    """A KB file as older code left it: made by today's, then ``script`` run on it."""
+    path = tmp_path / "kb.sqlite3"
+    SQLiteStore(path).close()
+    with closing(sqlite3.connect(path)) as old:
+        old.executescript(script)
+    return path
+
+
 def test_passages_are_indexed_exactly_once_also_in_a_kb_made_by_older_code(tmp_path: Path) -> None:
     """#17: passages go into passages_fts in one statement per page, not by a trigger per row. A KB
     file made by older code still has that trigger; opened again it is dropped, so a written, rewritten
     or deleted page leaves the index matching the passages exactly (FTS5's integrity-check), and search
     still answers from the passages."""
-    path = tmp_path / "kb.sqlite3"
-    SQLiteStore(path).close()
-    with closing(sqlite3.connect(path)) as old:  # as older code left the file
-        old.execute(
-            "CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN "
-            "INSERT INTO passages_fts(rowid, text) VALUES (new.id, new.text); END"
-        )
-        old.commit()
+    path = _made_by_older_code(
+        tmp_path,
+        "CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN "
+        "INSERT INTO passages_fts(rowid, text) VALUES (new.id, new.text); END;",
+    )
     store = SQLiteStore(path)
     store.put_pages([record(f"http://a.test/{i}", f"Kettle {i} boils.\n\nTeapot {i} pours.") for i in range(5)])
     store.put_page(record("http://a.test/1", "Samovar one steams.\n\nNothing else."))
@@ -128,14 +134,12 @@ def test_a_page_written_again_unchanged_is_not_indexed_again_also_in_a_kb_made_b
     are cut and indexed again only when they changed. A KB file made by older code has the trigger that
     re-indexes on every write; opened again it gets the new one. Pages written unchanged leave both
     indexes as they were, byte for byte; changed and deleted ones leave them matching (integrity-check)."""
-    path = tmp_path / "kb.sqlite3"
-    SQLiteStore(path).close()
-    with closing(sqlite3.connect(path)) as old:  # as older code left the file
-        old.executescript(
-            "DROP TRIGGER pages_au; CREATE TRIGGER pages_au AFTER UPDATE ON pages BEGIN "
-            "INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text); "
-            "INSERT INTO pages_fts(rowid, title, text) VALUES (new.id, new.title, new.text); END;"
-        )
+    path = _made_by_older_code(
+        tmp_path,
+        "DROP TRIGGER pages_au; CREATE TRIGGER pages_au AFTER UPDATE ON pages BEGIN "
+        "INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text); "
+        "INSERT INTO pages_fts(rowid, title, text) VALUES (new.id, new.title, new.text); END;",
+    )
     store = SQLiteStore(path)
     pages = [record(f"http://a.test/{i}", f"Kettle {i} boils.\n\nTeapot {i} pours.") for i in range(4)]
     store.put_pages(pages)
