@@ -50,12 +50,15 @@ def _profile_for(total_pages: int, min_delay: float) -> tuple[str, float]:
     raise SystemExit("bench: more than 500 pages needs Crawl-delays of at least 1 s (snagabot's floor)")
 
 
-def _ours(urls_file: Path, tmp: Path, *, profile: str, floor: float, extra: list[str], timeout: float) -> Run:
-    # Every round into an empty KB, as the first: one that holds the pages already makes the crawl a re-read
-    # (validators sent, every page replaced and indexed again), which costs more (#17's rounds 2 and 3 did, till
-    # 2026-12-04) and is measured by bench.reread.
-    for leftover in tmp.glob("kb.sqlite3*"):
-        leftover.unlink()
+def _ours(
+    urls_file: Path, tmp: Path, *, profile: str, floor: float, extra: list[str], timeout: float, keep_kb: bool = False
+) -> Run:
+    # Every round into an empty KB, as the first, unless ``keep_kb``: a KB that holds the pages makes the crawl a
+    # re-read (validators looked up, every page fetched again and written over), which costs otherwise (#17's
+    # rounds 2 and 3 were re-reads by mistake till 2026-12-04). bench.reread measures re-reads answered 304.
+    if not keep_kb:
+        for leftover in tmp.glob("kb.sqlite3*"):
+            leftover.unlink()
     cmd = [scrapy_bin(), "crawl", "page", "-a", f"urls_file={urls_file}"]
     settings = {
         "HOST_RESOLVE": "*.test=127.0.0.1",
@@ -125,12 +128,15 @@ def run_politeness(
     ours: bool = True,
     docs: Path | None = None,
     repeat: int = 1,
+    keep_kb: bool = False,
 ) -> dict[str, Any]:
     """Run the benchmark; return its figures (and the timelines of a few hosts).
 
     ``docs``: serve that directory's HTML files as the pages (bench.sim's documents mode).
     ``repeat``: the crawlers one after the other, that many rounds: on a shared machine the CPU a page moves
     by a fifth between minutes, so a ratio is taken within a round, and rounds show its spread.
+    ``keep_kb``: our crawl keeps its KB from round to round, so rounds after the first re-read every page of a
+    site that sends no validators (the same bytes again).
     """
     if docs is not None and not doc_files(docs):
         raise SystemExit(f"bench: no .html files in {docs} (apt-get install -y python3.11-doc)")
@@ -146,6 +152,7 @@ def run_politeness(
         "profile": profile,
         "pages_source": str(docs) if docs is not None else "bench.sim",
         "extra": extra or [],
+        "keep_kb": keep_kb,
         "machine": machine(),
         "runs": [],
         "timelines": {},
@@ -163,7 +170,15 @@ def run_politeness(
             [
                 (
                     "synapsecrawl",
-                    lambda: _ours(urls_file, tmp, profile=profile, floor=floor, extra=extra or [], timeout=timeout),
+                    lambda: _ours(
+                        urls_file,
+                        tmp,
+                        profile=profile,
+                        floor=floor,
+                        extra=extra or [],
+                        timeout=timeout,
+                        keep_kb=keep_kb,
+                    ),
                 )
             ]
             if ours
@@ -292,6 +307,11 @@ def main() -> None:
         help=f"serve DIR's .html files as the pages, not generated ones (no DIR: {DOCS_DIR}, #17's benchmark)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="rounds of the crawlers one after the other")
+    parser.add_argument(
+        "--keep-kb",
+        action="store_true",
+        help="our crawl keeps its KB between rounds: rounds after the first re-read unchanged pages",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     if args.repeat < 1:
@@ -310,6 +330,7 @@ def main() -> None:
         stock_extract=args.stock_extract,
         docs=args.docs,
         repeat=args.repeat,
+        keep_kb=args.keep_kb,
     )
     print_result(result)
     if args.json:
