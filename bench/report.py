@@ -153,6 +153,7 @@ def write_docs() -> None:
         "python -m bench.politeness --hosts 20 --pages 25 --delay 2   # one politeness run, ours and stock",
         "python -m bench.politeness --hosts 30 --pages 8 --delays 2,4,6 --slow 3 --failing 2",
         "python -m bench.politeness --hosts 20 --pages 25 --delay 0.2 --docs --repeat 3   # #17: Python docs pages",
+        "python -m bench.politeness --hosts 20 --pages 25 --delay 0.2 --docs --repeat 3 --keep-kb   # re-reads",
         "python -m bench.throughput [--profile snagabot] [--cprofile]",
         "python -m bench.memory [--sizes 100000,1000000]",
         "python -m bench.kbwrite [--parts]                            # the KB write alone, CPU ms a page (#17)",
