@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,42 @@ def test_binding_the_server_does_nothing_in_the_crawler_itself(monkeypatch: pyte
         monkeypatch.setenv(lifeline.PARENT_ENV, value)
         lifeline.bind_server()
         assert lifeline._ends.server_pid is None
+
+
+def pid_as_title(body: bytes, url: str, **kwargs: object) -> Page:
+    """Reads like read_document, slowly (0.3 s) for a URL ending in /slow; the title is the worker's pid."""
+    if url.endswith("/slow"):
+        time.sleep(0.3)
+    return replace(read_document(body, url, **kwargs), title=str(os.getpid()))  # type: ignore[arg-type]
+
+
+def test_pages_that_do_not_wait_long_for_a_worker_share_one() -> None:
+    """#17: a worker the pages do not need is never started: with EXTRACT_PROCESSES 2, pages handed over
+    together that each wait less than the growth threshold (5 s here, for a page read in milliseconds) are
+    all read by the one worker process; a second would have been started for the second page at once."""
+    reader = Reader(2, function=pid_as_title, grow_after=5.0)
+
+    async def read(n: int) -> Page | None:
+        return await reader.read(HTML, f"http://a.test/{n}", content_type="text/html", tokens=("synapsebot",))
+
+    async def main() -> list[Page | None]:
+        try:
+            first = await read(0)  # the worker started
+            return [first, *await asyncio.gather(*(read(n) for n in range(1, 5)))]
+        finally:
+            reader.close()
+
+    pages = asyncio.run(main())
+    assert all(page is not None for page in pages)
+    assert len({page.title for page in pages if page is not None}) == 1
+    assert reader.turns.limit == 1
+
+
+def test_pages_that_wait_for_a_worker_get_the_next_one() -> None:
+    """#17: once a page has waited GROW_AFTER for its turn, one more page is read at once, in a second worker
+    process (EXTRACT_PROCESSES 2), and never more than two."""
+    reader = Reader(2, function=pid_as_title, grow_after=0.05)
+    pages = read_all(reader, [f"http://a.test/{n}/slow" for n in range(4)])
+    assert all(page is not None for page in pages)
+    assert len({page.title for page in pages if page is not None}) == 2
+    assert reader.turns.limit == 2
