@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -47,16 +49,51 @@ logger = logging.getLogger(__name__)
 
 _VALIDATORS = (b"If-None-Match", b"If-Modified-Since")
 _PERMANENT = (301, 308)
+_HOSTS_KEPT = 16_384  # hosts whose "holds pages" answer is remembered (a forgotten one is asked again)
+
+
+def _host_prefix(url: str) -> str:
+    """``url`` up to the end of its host and port, as written: every stored copy of ``url`` starts with it."""
+    scheme, sep, _ = url.partition("://")
+    return f"{scheme}{sep}{urlsplit(url).netloc}" if sep else url
 
 
 class RereadMiddleware:
     def __init__(self, crawler: Crawler, runtime: Runtime) -> None:
         self._crawler = crawler
         self._runtime = runtime
+        self._hosts: OrderedDict[tuple[str, str], asyncio.Future[bool]] = OrderedDict()  # (kb, host prefix)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RereadMiddleware:
         return cls(crawler, Runtime.of(crawler))
+
+    async def _host_held(self, kb: str, url: str) -> bool:
+        """Whether the KB may hold a copy of ``url``: False when it holds no page under its scheme and host.
+
+        Asked once per host (and KB) for the crawl, not once per page: in a first crawl each page's look-up of
+        validators it does not have is a thread hop. On 500 Python docs pages (#17), leaving the look-ups out
+        saved 0.4 s of ~7.8 s of CPU (8 alternated pairs); this question 0.23 s of ~6.9 (4 pairs). A host's
+        pages the crawl stores itself come from its own fetches, which need no validators. At most
+        ``_HOSTS_KEPT`` hosts are remembered.
+        """
+        scope = _host_prefix(url)
+        key = (kb, scope)
+        known = self._hosts.get(key)
+        if known is None:
+            known = self._hosts[key] = asyncio.ensure_future(
+                asyncio.to_thread(self._runtime.store().holds_pages_under, kb, scope)
+            )
+            while len(self._hosts) > _HOSTS_KEPT:
+                self._hosts.popitem(last=False)
+        else:
+            self._hosts.move_to_end(key)
+        try:
+            return await asyncio.shield(known)  # a request cancelled meanwhile does not cancel the others' answer
+        except Exception:
+            if self._hosts.get(key) is known:
+                del self._hosts[key]  # a failed look is not remembered: the next page asks again
+            raise
 
     def _kb(self) -> str | None:
         return getattr(getattr(self._crawler.spider, "crawl", None), "kb", None)
@@ -77,6 +114,8 @@ class RereadMiddleware:
         kb = self._kb()
         if kb is None or "reread_url" in request.meta or any(name in request.headers for name in _VALIDATORS):
             return  # not a KB crawl, already done for this URL, or the spider sends its own validators
+        if not await self._host_held(kb, _kept_as(request)):
+            return
         stored = await asyncio.to_thread(self._runtime.store().get_page, kb, _kept_as(request))
         if stored is None:
             return

@@ -163,6 +163,19 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
         rows = self._select("pages", PAGE_COLUMNS, {"kb": kb, "url": url})
         return page_record(rows[0]) if rows else None
 
+    def holds_pages_under(self, kb: str, prefix: str) -> bool:
+        """Whether knowledge base ``kb`` holds a page whose URL starts with ``prefix``.
+
+        One range of the (kb, url) index: URLs compare byte-wise in both back-ends (PostgreSQL's are
+        COLLATE "C"), so those starting with ``prefix`` are the ones from it to the string just past it.
+        """
+        mark = self._MARK
+        if not prefix or ord(prefix[-1]) == 0x10FFFF:  # no string just past it: any page of the KB answers
+            return bool(self._rows(f"SELECT 1 FROM pages WHERE kb={mark} LIMIT 1", (kb,)))  # noqa: S608
+        past = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        sql = f"SELECT 1 FROM pages WHERE kb={mark} AND url >= {mark} AND url < {mark} LIMIT 1"  # noqa: S608
+        return bool(self._rows(sql, (kb, prefix, past)))
+
     def pages(self, kb: str | None = None) -> Iterator[PageRecord]:
         """Stored pages in URL order, of one KB or all."""
         return (page_record(row) for row in self._select("pages", PAGE_COLUMNS, {"kb": kb}, "kb, url"))

@@ -235,3 +235,17 @@ def test_the_removal_list_deletes_listed_pages_and_refuses_them(tmp_path: Path) 
             mw.process_request(Request(url))
     mw.process_request(Request(URL))
     assert crawler.stats.get_value("removals/deleted") == 2  # type: ignore[union-attr]
+
+
+async def test_the_kb_is_asked_once_a_host_whether_it_holds_pages_there(crawler: Crawler, mw: RereadMiddleware) -> None:
+    """SYN-REREAD, #17: a first crawl does not look up each page's validators: the KB is asked once per host
+    whether it holds any page there. A host found empty sends none for the rest of the crawl, even for a page
+    stored meanwhile (this crawl's own fetch, which needs none); a host it holds pages of gets them; the next
+    crawl (a new middleware) asks again."""
+    assert b"If-None-Match" not in (await sent(mw, "http://new.test/a")).headers
+    stored(crawler, "http://new.test/b")
+    assert b"If-None-Match" not in (await sent(mw, "http://new.test/b")).headers
+    stored(crawler)
+    assert (await sent(mw)).headers[b"If-None-Match"] == b'"v1"'
+    next_crawl = build_from_crawler(RereadMiddleware, crawler)
+    assert (await sent(next_crawl, "http://new.test/b")).headers[b"If-None-Match"] == b'"v1"'

@@ -139,6 +139,19 @@ def test_a_page_read_again_unchanged_keeps_its_passages_and_a_changed_one_is_cut
     assert store.search("teapot") == [] and [h.url for h in store.search("samovar")] == [url]
 
 
+def test_whether_a_kb_holds_pages_under_an_address(store: Store) -> None:
+    """SYN-REREAD, #17: a crawl asks once per host whether the KB holds any page there (a range of the
+    (kb, url) index, byte-wise on both back-ends): its own host and port and any prefix of them say yes;
+    another port, scheme, host or KB says no; the empty prefix asks for any page of the KB."""
+    assert not store.holds_pages_under("docs", "") and not store.holds_pages_under("docs", "http://a.test:8080")
+    store.put_page(record("http://a.test:8080/guide", "text"))
+    assert store.holds_pages_under("docs", "http://a.test:8080") and store.holds_pages_under("docs", "http://a.te")
+    assert store.holds_pages_under("docs", "")
+    for elsewhere in ("http://a.test:8081", "https://a.test:8080", "http://b.test", "http://a.test:8080/guidf"):
+        assert not store.holds_pages_under("docs", elsewhere), elsewhere
+    assert not store.holds_pages_under("other", "http://a.test:8080")
+
+
 def test_knowledge_bases_stay_apart(store: Store) -> None:
     """SYN-MODES: the same URL in two KBs is two pages; listing, search and delete keep to one KB."""
     store.put_page(record("http://a.test/1", "kettle in docs"))
