@@ -257,3 +257,48 @@ def test_pages_that_wait_for_a_worker_get_the_next_one() -> None:
     assert all(page is not None for page in pages)
     assert len({page.title for page in pages if page is not None}) == 2
     assert reader.turns.limit == 2
+
+
+def test_the_gate_grows_only_for_a_page_that_waited_and_gives_back_cancelled_turns() -> None:
+    """#17: the workers' gate (pool._Turns) on a fake clock, without processes. A page that waits less than
+    grow_after leaves one page at a time; one that waits longer lets a second in, never more than ``most``.
+    A waiting page cancelled before its turn leaves the queue; one cancelled as its turn came gives it back."""
+    from synapsecrawl.extract.pool import _Turns
+
+    now = [0.0]
+    turns = _Turns(2, grow_after=1.0, clock=lambda: now[0])
+
+    async def main() -> None:
+        await turns.acquire()  # free: in at once
+        quick = asyncio.ensure_future(turns.acquire())
+        await asyncio.sleep(0)
+        assert not quick.done() and turns.busy == 1
+        now[0] += 0.5
+        turns.release()
+        await quick
+        assert turns.limit == 1 and turns.busy == 1
+
+        slow = asyncio.ensure_future(turns.acquire())
+        await asyncio.sleep(0)
+        now[0] += 1.5
+        turns.release()
+        await slow
+        assert turns.limit == 2 and turns.busy == 1
+
+        await turns.acquire()  # the second place
+        abandoned = asyncio.ensure_future(turns.acquire())
+        await asyncio.sleep(0)
+        abandoned.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await abandoned
+        assert turns.busy == 2 and not turns._waiting
+
+        granted = asyncio.ensure_future(turns.acquire())
+        await asyncio.sleep(0)
+        turns.release()  # its turn comes...
+        granted.cancel()  # ...and it is cancelled before it runs
+        with pytest.raises(asyncio.CancelledError):
+            await granted
+        assert turns.busy == 1 and turns.limit == 2
+
+    asyncio.run(main())
