@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, settings
 from tests import zygote
 from tests.costs import cost
 from tests.helpers import POSTGRES_ADMIN_URI, REDIS_URL, ROOT, CrawlRun, bin_path
-from tests.site.server import TestServer
+from tests.site.server import TestServer, settle_all
 
 # Re-exported for test files written on other branches before the move; new code imports tests.helpers.
 from tests.helpers import bin_path as _bin  # noqa: F401  isort: skip
@@ -141,6 +141,7 @@ def crawl(tmp_path: Path):  # type: ignore[no-untyped-def]
             cmd += ["-s", f"{key}={value}"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
         proc = zygote.run(cmd, cwd=ROOT, timeout=timeout, env=env)
+        settle_all()  # replies the crawl walked away from are in the servers' logs before the test reads them
         return CrawlRun(proc.returncode, proc.stdout, proc.stderr, uri, items)
 
     return run

@@ -18,13 +18,14 @@ import struct
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-__all__ = ["Hit", "Reply", "TestServer", "ipv6_loopback"]
+__all__ = ["Hit", "Reply", "TestServer", "ipv6_loopback", "settle_all"]
 
 
 @dataclass
@@ -204,6 +205,15 @@ def ipv6_loopback() -> bool:
     return True
 
 
+_LIVE: weakref.WeakSet[TestServer] = weakref.WeakSet()
+
+
+def settle_all(timeout: float = 3.0) -> None:
+    """``TestServer.settle`` on every live test server of this process."""
+    for server in list(_LIVE):
+        server.settle(timeout)
+
+
 class TestServer:
     """A threaded HTTP(S) server on 127.0.0.1 (or, asked, on ::1) with per-host routes and a request log."""
 
@@ -227,6 +237,7 @@ class TestServer:
             self.scheme = "https"
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        _LIVE.add(self)
 
     def start(self) -> TestServer:
         """Serve in a daemon thread."""
@@ -235,6 +246,7 @@ class TestServer:
 
     def stop(self) -> None:
         """Stop serving and close the socket."""
+        _LIVE.discard(self)
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(5)
@@ -253,6 +265,20 @@ class TestServer:
         if route is None:
             return Reply("not found", status=404, headers={"Content-Type": "text/plain"})
         return route(handler) if callable(route) else route
+
+    def settle(self, timeout: float = 3.0) -> None:
+        """Wait, ``timeout`` seconds at most, until no request is in flight.
+
+        A request is logged when its reply ends: one its client gave up on (a download abandoned at its
+        headers, a size cap) ends at the server's next write, which a loaded machine can schedule after
+        the crawl has exited and the test reads the log.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if not any(self.in_flight.values()):
+                    return
+            time.sleep(0.01)
 
     def log(self, host: str | None = None) -> list[Hit]:
         """Requests seen, in arrival order, of one host or all."""
