@@ -25,6 +25,16 @@ from synapsecrawl.kb.rows import PAGE_COLUMNS, SharedTables
 
 __all__ = ["SQLiteStore"]
 
+# A page read again unchanged (a re-read without validators, or a crawl run twice) is not indexed again: the
+# trigger re-indexes only a changed title or text. A KB made before it has the trigger without its WHEN; that
+# one is replaced in one transaction, so no other connection ever writes a page with neither in place; a new KB
+# gets it the same way (_page_trigger, after _SCHEMA).
+_PAGES_AU = """CREATE TRIGGER IF NOT EXISTS pages_au AFTER UPDATE ON pages
+WHEN old.title IS NOT new.title OR old.text IS NOT new.text BEGIN
+    INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
+    INSERT INTO pages_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
+END;"""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
     id INTEGER PRIMARY KEY,
@@ -59,11 +69,6 @@ CREATE TRIGGER IF NOT EXISTS pages_ai AFTER INSERT ON pages BEGIN
 END;
 CREATE TRIGGER IF NOT EXISTS pages_ad AFTER DELETE ON pages BEGIN
     INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
-END;
-CREATE TRIGGER IF NOT EXISTS pages_au AFTER UPDATE ON pages
-WHEN old.title IS NOT new.title OR old.text IS NOT new.text BEGIN
-    INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
-    INSERT INTO pages_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
 END;
 CREATE TABLE IF NOT EXISTS robots_cache (
     profile TEXT NOT NULL,
@@ -196,13 +201,7 @@ def _mark(db: sqlite3.Connection) -> None:
     db.execute("COMMIT")
 
 
-# A page read again unchanged (a re-read without validators, or a crawl run twice) is not indexed again: the
-# trigger re-indexes only a changed title or text. A KB made before it has the trigger without its WHEN; that
-# one is replaced in one transaction, so no other connection ever writes a page with neither in place.
-_PAGES_AU = _SCHEMA[_SCHEMA.index("CREATE TRIGGER IF NOT EXISTS pages_au") :].split("END;", 1)[0] + "END;"
-
-
-def _replace_page_trigger(db: sqlite3.Connection) -> None:
+def _page_trigger(db: sqlite3.Connection) -> None:
     row = db.execute("SELECT sql FROM sqlite_master WHERE type='trigger' AND name='pages_au'").fetchone()
     if row is not None and "WHEN" in row[0]:
         return
@@ -228,7 +227,7 @@ class SQLiteStore(SharedTables):
             if state == "new":  # marked first: a crawl opening it meanwhile knows it as ours, not half-made
                 _mark(self._db)
             self._db.executescript(_SCHEMA)
-            _replace_page_trigger(self._db)
+            _page_trigger(self._db)
             present = {row[1] for row in self._db.execute("PRAGMA table_info(pages)")}
             for column, declaration in _ADDED_PAGE_COLUMNS:
                 if column not in present:
