@@ -73,12 +73,13 @@ class _Turns:
     ``grow_after`` seconds for its turn, up to ``most``.
 
     Why not ``most`` from the start: pages read at once in several workers compete with the crawler for the
-    cores while one worker would have kept up. On #17's benchmark (2 cores, Python docs pages read in ~6 ms,
-    100 asked a second) pages one at a time kept 0.92 of the ideal schedule and the crawl cost 7.2-7.4 s of
-    CPU, against 7.0-8.1 with two at once (alternated runs). Pages that need more (trafilatura's 20-60 ms,
-    PDFs) queue, and then get one more worker within ``grow_after``. Never shrinks. The pool may still start
-    a second process early (ProcessPoolExecutor counts a worker idle only after its result is handed over);
-    the two then take turns, never reading at once.
+    cores while one worker would keep up. On #17's benchmark (2 cores, Python docs pages read in ~6 ms, 100
+    asked a second) the crawl cost 7.2-7.4 s of CPU against 7.0-8.1 with two at once from the start
+    (alternated runs), 0.92 of the ideal schedule either way; there a page waits 0.26-0.30 s once, so it grows
+    to two early, and one worker all along (``grow_after`` 1 s) was no better. Pages that need more
+    (trafilatura's 20-60 ms, PDFs) queue, and get one more worker within ``grow_after``. Never shrinks. The
+    pool may still start a second process early (ProcessPoolExecutor counts a worker idle only after its
+    result is handed over); the two then take turns, never reading at once.
     """
 
     def __init__(self, most: int, grow_after: float = GROW_AFTER, clock: Callable[[], float] = time.monotonic) -> None:
