@@ -38,7 +38,7 @@ from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.extract.page import Directives, Labels, Link, Page
 from synapsecrawl.extract.sniff import unreadable_share
 from synapsecrawl.extract.text import detect_encoding
-from synapsecrawl.extract.visible import BREAK, main_text, visible_text
+from synapsecrawl.extract.visible import BREAK, main_text, may_hide, visible_text
 from synapsecrawl.urls import url_problem
 
 __all__ = ["MAX_TRAFILATURA_DEPTHS", "MAX_TRAFILATURA_ELEMENTS", "jsonld_documents", "parse_html", "parse_tree"]
@@ -137,12 +137,15 @@ _CLASSES = etree.ElementDefaultClassLookup(
 )
 
 
-def parse_tree(text: str) -> tuple[lxml.html.HtmlElement | None, int]:
+def parse_tree(text: str, encoded: bytes | None = None) -> tuple[lxml.html.HtmlElement | None, int]:
     """The lxml tree of decoded ``text`` (None when empty), and how many attributes past the cap were cut.
 
     Attributes beyond ``MAX_ATTRIBUTES`` on one element are cut before libxml2 sees them (bounds.py).
+    ``encoded``: ``text``'s UTF-8, when the caller has it (``_without_noise``), not made again.
     """
     text, dropped = cap_attributes(text)
+    if dropped or encoded is None:
+        encoded = text.encode("utf-8")
     parser = lxml.html.HTMLParser(
         encoding="utf-8",
         huge_tree=True,
@@ -153,7 +156,7 @@ def parse_tree(text: str) -> tuple[lxml.html.HtmlElement | None, int]:
     )
     parser.set_element_class_lookup(_CLASSES)
     try:
-        root = lxml.html.document_fromstring(text.encode("utf-8"), parser=parser)
+        root = lxml.html.document_fromstring(encoded, parser=parser)
     except etree.ParserError:  # "Document is empty"
         return None, dropped
     return (root if isinstance(root, lxml.html.HtmlElement) else None), dropped
@@ -289,10 +292,10 @@ def _links(
     return tuple(seen.values())
 
 
-def _visible_text(root: lxml.html.HtmlElement) -> str:
-    """Text of <body> without scripts, navigation and chrome, one paragraph per block."""
+def _visible_text(root: lxml.html.HtmlElement, *, hides: bool = True) -> str:
+    """Text of <body> without scripts, navigation and chrome, one paragraph per block (``hides``: visible_text's)."""
     body = root.find("body")
-    return "" if body is None else visible_text(body)
+    return "" if body is None else visible_text(body, hides=hides)
 
 
 def _from_trafilatura(output: str) -> str:
@@ -324,8 +327,10 @@ def _fits_trafilatura(root: lxml.html.HtmlElement) -> bool:
     return True
 
 
-def _main_text(root: lxml.html.HtmlElement, url: str, problems: list[str], bounded: list[str]) -> str:
-    marked = main_text(root)  # the page says where its content is: read that, not the whole page (#17)
+def _main_text(
+    root: lxml.html.HtmlElement, url: str, problems: list[str], bounded: list[str], *, hides: bool = True
+) -> str:
+    marked = main_text(root, hides=hides)  # the page says where its content is: read that, not the whole page (#17)
     if marked is not None:
         return marked
     if not _fits_trafilatura(root):
@@ -355,15 +360,20 @@ def _main_text(root: lxml.html.HtmlElement, url: str, problems: list[str], bound
             text = _from_trafilatura(output)
             if text:
                 return text
-    return _visible_text(root)
+    return _visible_text(root, hides=hides)
 
 
-def _without_noise(text: str) -> str:
-    """``text`` without control characters but tab, newline and carriage return, nor BREAK."""
+def _without_noise(text: str) -> tuple[str, bytes]:
+    """``text`` without control characters but tab, newline and carriage return, nor BREAK; and its UTF-8.
+
+    Encoded once for the look, the parser and ``may_hide`` (#17). A lone surrogate (no decoder here makes one) is
+    encoded as one, where ``parse_tree``'s own encoding would have failed on it; the bytes read the same.
+    """
     encoded = text.encode("utf-8", "surrogatepass")
     if len(encoded.translate(None, _NOISE_BYTES)) == len(encoded) and _BREAK_UTF8 not in encoded:
-        return text
-    return _NOISE.sub("", text)
+        return text, encoded
+    text = _NOISE.sub("", text)
+    return text, text.encode("utf-8", "surrogatepass")
 
 
 def _without_nosnippet(root: lxml.html.HtmlElement, parsed: str) -> lxml.html.HtmlElement | None:
@@ -405,8 +415,8 @@ def parse_html(
     header = f"{media_type}; charset={encoding}" if encoding else content_type
     codec, decoded = html_to_unicode(header, body, auto_detect_fun=detect_encoding)
     not_text = unreadable_share(decoded)
-    parsed = "" if not_text else _without_noise(decoded)
-    root, dropped = parse_tree(parsed) if parsed else (None, 0)
+    parsed, encoded = ("", b"") if not_text else _without_noise(decoded)
+    root, dropped = parse_tree(parsed, encoded) if parsed else (None, 0)
     if root is None:
         return Page(
             url=url,
@@ -422,11 +432,12 @@ def parse_html(
     head = _Head(root, url)
     directives = parse_directives(head.pairs, x_robots_tag, tokens)
     problems: list[str] = []
-    text = _main_text(root, url, problems, bounded)
+    hides = may_hide(encoded)
+    text = _main_text(root, url, problems, bounded, hides=hides)
     snippet_text = ""
     trimmed = _without_nosnippet(root, parsed)
     if trimmed is not None:
-        snippet_text = _main_text(trimmed, url, problems, [])
+        snippet_text = _main_text(trimmed, url, problems, [], hides=hides)
         if snippet_text == text:
             snippet_text = ""
         elif not snippet_text and text:

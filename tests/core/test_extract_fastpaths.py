@@ -7,14 +7,26 @@ elements with lxml's iterator instead of XPath; the plain form stays beside it (
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
 from synapsecrawl.extract.html import _NOISE, _NOSNIPPET, _without_noise, parse_tree
 from synapsecrawl.extract.sniff import _CONTROL, _controls
-from synapsecrawl.extract.visible import BREAK, _marked
+from synapsecrawl.extract.visible import (
+    _ENDS,
+    _SKIP,
+    _STARTS,
+    _THREADS,
+    BREAK,
+    _CommentThread,
+    _marked,
+    _Text,
+    _walk,
+    may_hide,
+)
 
 # Every character the fast paths treat apart (C0, DEL, C1, BREAK, the white space str.split knows, a lone
 # surrogate as a decoder's surrogateescape leaves it), beside ordinary text in several scripts.
@@ -31,7 +43,7 @@ def test_control_characters_are_counted_as_the_character_class_counts_them(text:
 
 @given(TEXT)
 def test_noise_is_removed_as_the_character_class_removes_it(text: str) -> None:
-    assert _without_noise(text) == _NOISE.sub("", text)
+    assert _without_noise(text) == (_NOISE.sub("", text), _NOISE.sub("", text).encode("utf-8", "surrogatepass"))
 
 
 @given(st.lists(st.booleans(), min_size=len("data-nosnippet"), max_size=len("data-nosnippet")), TEXT, TEXT)
@@ -63,3 +75,89 @@ def test_the_marked_elements_are_those_the_xpath_names(pieces: list[str]) -> Non
     assert root is not None
     marked = etree.XPath("//main | //div[@role='main'] | //section[@role='main']")(root)
     assert _marked(root) == (marked or etree.XPath("//article")(root))
+
+
+def _plain_walk(element: etree._Element, text: _Text, left_out: frozenset[etree._Element] = frozenset()) -> str:
+    """visible._walk as it was before it took the text of an element that holds nothing it acts on whole (#17)."""
+    parts = text.parts
+    walker = etree.iterwalk(element, events=("start", "end"))
+    for event, node in walker:
+        tag = node.tag if isinstance(node.tag, str) else ""
+        if event == "end":
+            if tag in _ENDS:
+                text.end(tag)
+            if node is not element and (tail := node.tail):
+                (text.add if text.pre or text.item else parts.append)(tail)
+        elif not tag or tag in _SKIP or node.get("hidden") is not None or node in left_out:
+            walker.skip_subtree()
+        else:
+            if tag in _STARTS:
+                names = f"{node.get('id', '')} {node.get('class', '')}" if tag in _THREADS else ""
+                text.start(tag, first_cell=node.getprevious() is None, names=names)
+            if inner := node.text:
+                (text.add if text.pre or text.item else parts.append)(inner)
+    paragraphs = (" ".join(p.split()) for p in "".join(parts).split(BREAK))
+    return "\n\n".join(p for p in paragraphs if p)
+
+
+# Tags the walk acts on or skips, beside inline ones it only takes the text of (and one lxml knows nothing of).
+_TAGS = ["p", "div", "li", "ul", "pre", "td", "br", "script", "span", "a", "em", "my-widget"]
+_ATTRIBUTES = ["", "", " hidden", " class='comments'", " aria-hidden=true"]
+_WORDS = ["word", " ", "  ", "\n", "\r\n", "\t", "x\ny", "- ", "\u00a0", "é", "字"]
+
+
+@st.composite
+def _fragments(draw: st.DrawFn, depth: int = 0) -> str:
+    pieces = []
+    for _ in range(draw(st.integers(0, 4))):
+        if depth < 4 and draw(st.booleans()):
+            tag, attribute = draw(st.sampled_from(_TAGS)), draw(st.sampled_from(_ATTRIBUTES))
+            pieces.append(f"<{tag}{attribute}>{draw(_fragments(depth + 1))}</{tag}>")
+        else:
+            pieces.append(draw(st.sampled_from(_WORDS)))
+    return "".join(pieces)
+
+
+@settings(max_examples=500)
+@given(_fragments(), st.booleans(), st.booleans())
+def test_the_walk_reads_what_the_plain_walk_reads(fragment: str, main: bool, threads: bool) -> None:
+    """Text taken whole from an element that holds nothing the walk acts on is the text the walk into it read, in
+    list items, preformatted text and table cells, around hidden elements and comment threads (#17)."""
+    source = f"<html><body><div>{fragment}</div></body></html>"
+    root, _ = parse_tree(source)
+    assert root is not None
+    body = root.find("body")
+    lists = frozenset(body.iter("ul"))  # left out as main_text leaves out link lists
+
+    def read(walk: Callable[..., str], **hint: bool) -> str | type[_CommentThread]:
+        try:
+            return walk(body, _Text(main, threads=threads), lists, **hint)
+        except _CommentThread:
+            return _CommentThread
+
+    plain = read(_plain_walk)
+    assert read(_walk) == plain
+    assert read(_walk, hides=may_hide(source.encode())) == plain
+
+
+_SEPARATORS = [" ", "\t", "\n", "\f", "\r", "/", " / ", "  "]
+_NAMES = ["hidden", "HIDDEN", "Hidden", "hidden=''", 'hidden=""', "hidden=hidden", "data-hidden", "aria-hidden=true"]
+_NAMES += ["type=hidden", "type='hidden'", "x='y'", 'x="y"', "x=y", "hidden=x", "hiddenx"]
+
+
+@settings(max_examples=500)
+@given(st.lists(st.tuples(st.sampled_from(_SEPARATORS), st.sampled_from(_NAMES)), max_size=5), st.booleans())
+def test_no_element_has_the_hidden_attribute_where_the_source_says_none_may(
+    attributes: list[tuple[str, str]], glued: bool
+) -> None:
+    """may_hide answers yes wherever libxml2 gives an element the hidden attribute, however it is written (#17)."""
+    # glued: an attribute straight after a quoted value, with no white space between (the tokenizer allows it)
+    written, previous = "", ""
+    for separator, name in attributes:
+        written += ("" if glued and previous.endswith(("'", '"')) else separator) + name
+        previous = name
+    source = f"<html><body><div{written}>text</div></body></html>"
+    root, _ = parse_tree(source)
+    assert root is not None
+    if any(element.get("hidden") is not None for element in root.iter()):
+        assert may_hide(source.encode())
