@@ -245,6 +245,18 @@ def _is_heading(paragraph: str) -> bool:
     return len(paragraph) <= 80 and not paragraph.endswith(_HEADING_END) and len(paragraph.split()) <= 10
 
 
+def _squashed(block: str) -> str:
+    """``block`` without control characters, its white space runs one space, stripped.
+
+    Extraction writes its paragraphs so already: such a block (printable, so its only white space is " ", with no two
+    in a row and none at its ends) is kept as it is, where splitting it into words and joining them took half the
+    cut's time (0.15 of 0.33 ms a Python docs page, #17).
+    """
+    if block.isprintable() and "  " not in block and block[:1] != " " and block[-1:] != " ":
+        return block
+    return " ".join(_CONTROL.sub(" ", block).split())
+
+
 def split_passages(text: str, title: str = "") -> list[str]:
     """The passages of a page's text, in order; paragraphs inside one are joined by a newline.
 
@@ -255,10 +267,7 @@ def split_passages(text: str, title: str = "") -> list[str]:
     left out, since a result shows the title already, unless it is all the
     page says: a result always shows a passage (YOT-RESULTS).
     """
-    blocks = re.split(r"\n\s*\n", text)
-    if _CONTROL.search(text):
-        blocks = [_CONTROL.sub(" ", block) for block in blocks]
-    paragraphs = [p for p in (" ".join(block.split()) for block in blocks) if p]
+    paragraphs = [p for p in map(_squashed, re.split(r"\n\s*\n", text)) if p]
     if (
         len(paragraphs) > 1
         and _is_heading(paragraphs[0])
