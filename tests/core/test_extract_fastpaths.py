@@ -22,6 +22,7 @@ from synapsecrawl.extract.visible import (
     _THREADS,
     BREAK,
     _CommentThread,
+    _link_chars,
     _marked,
     _Text,
     _walk,
@@ -161,3 +162,27 @@ def test_no_element_has_the_hidden_attribute_where_the_source_says_none_may(
     assert root is not None
     if any(element.get("hidden") is not None for element in root.iter()):
         assert may_hide(source.encode())
+
+
+_LINK_TAGS = ["a", "a", "p", "span", "ul", "li", "div"]
+
+
+@st.composite
+def _linked(draw: st.DrawFn, depth: int = 0) -> str:
+    pieces = []
+    for _ in range(draw(st.integers(0, 4))):
+        if depth < 4 and draw(st.booleans()):
+            tag = draw(st.sampled_from(_LINK_TAGS))
+            pieces.append(f"<{tag}>{draw(_linked(depth + 1))}</{tag}>")
+        else:
+            pieces.append(draw(st.sampled_from(["x", "yy", " ", "字"])))
+    return "".join(pieces)
+
+
+@given(_linked())
+def test_link_text_is_measured_as_the_xpath_measures_it(fragment: str) -> None:
+    """#17: each outermost link's text taken whole counts what ".//a//text()" counts, links inside links too."""
+    root, _ = parse_tree(f"<html><body><main>{fragment}</main></body></html>")
+    assert root is not None
+    main = root.find(".//main")
+    assert _link_chars(main) == sum(map(len, etree.XPath(".//a//text()")(main)))

@@ -320,7 +320,11 @@ def test_each_rank_is_scaled_so_none_swamps_the_others() -> None:
 _PARAGRAPH_EDGES = [" ", "\t", "\n", "\r", "\x00", "\x1f", "\x7f", "\x85", "\xa0", "\u2009", "\u3000", "\u200b"]
 
 
-@given(st.one_of(st.text(alphabet=" ab.é字", max_size=40), st.text(alphabet=st.sampled_from(_PARAGRAPH_EDGES + list("ab")))))
+@given(
+    st.one_of(
+        st.text(alphabet=" ab.é字", max_size=40), st.text(alphabet=st.sampled_from(_PARAGRAPH_EDGES + list("ab")))
+    )
+)
 def test_a_paragraph_kept_as_it_is_is_the_one_squashing_makes(block: str) -> None:
     """#17: a block extraction wrote already squashed is kept; any other is squashed as before."""
     assert search._squashed(block) == " ".join(search._CONTROL.sub(" ", block).split())
