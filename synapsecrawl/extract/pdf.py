@@ -17,12 +17,14 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from io import BytesIO
-
-from pypdf import PasswordType, PdfReader
+from typing import TYPE_CHECKING
 
 from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.text import clean_text
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 __all__ = ["MAX_CHARS", "MAX_PAGES", "parse_pdf"]
 
@@ -135,6 +137,10 @@ def _title(reader: PdfReader) -> str:
 
 
 def _open(body: bytes, problems: list[str]) -> PdfReader | None:
+    # Imported here: pypdf with the cryptography it decrypts with is 50 ms of imports, made by the worker that meets
+    # a crawl's first PDF rather than by the fork server of every crawl, most of which read none (#17).
+    from pypdf import PasswordType, PdfReader
+
     reader = PdfReader(BytesIO(body), strict=False)
     if reader.is_encrypted:
         try:
@@ -153,6 +159,8 @@ def parse_pdf(body: bytes, url: str, *, tokens: Sequence[str], x_robots_tag: Seq
     An encrypted PDF that opens with the empty password (owner-password
     only) is read; any other is left unread.
     """
+    import pypdf  # noqa: F401 - before _quiet_pypdf, which mutes pypdf's loggers by their modules
+
     problems: list[str] = []
     title = text = first_line = ""
     read = False

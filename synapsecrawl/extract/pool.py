@@ -40,7 +40,7 @@ _PRELOAD = [
     "synapsecrawl.extract.forkserver_tie",
     "synapsecrawl.extract.read",
     "synapsecrawl.extract.html",
-    "synapsecrawl.extract.pdf",
+    "synapsecrawl.extract.pdf",  # not pypdf: a worker imports it at its first PDF (most crawls read none, #17)
     "synapsecrawl.extract.privacy",
     "trafilatura",  # imported by extract.html where it is used, not with it
 ]
