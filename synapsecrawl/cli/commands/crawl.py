@@ -8,6 +8,7 @@ runs spiders through ``scrapy.cmdline`` too, so its jobs pass through here.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -28,6 +29,11 @@ class Command(ScrapyCrawl):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         # Before Scrapy builds its process (and logs its banner): a refusal is one line.
         super().process_options(args, opts)
+        # A crawl allocates short-lived containers by the thousand a page (Deferreds, dicts, headers): at Python's
+        # default young-generation threshold (700) a 500-page crawl ran ~350 collections and 2-3 full ones through
+        # the crawler's ~90,000 long-lived objects, 0.11-0.17 s of CPU; at 5,000, 0.045 s (#17). What a cycle holds
+        # waits at most a few thousand allocations longer to be freed.
+        gc.set_threshold(5000, *gc.get_threshold()[1:])
         assert self.settings is not None
         arguments: dict[str, Any] = dict(getattr(opts, "spargs", None) or {})
         try:
