@@ -40,6 +40,10 @@ _BLOCK = frozenset({
 # A marked element read as it is only while it reads as content: at most this share of its text in links
 # (the quality set's marked pages have 1-6 %), and no comment thread (trafilatura leaves comments out).
 _MAX_LINK_SHARE = 0.3
+# ... unless it is too short for trafilatura to judge: under its MIN_EXTRACTED_SIZE (250 characters) trafilatura
+# falls back to writing each text node as a line, so a sentence with three links came out as seven paragraphs
+# ("Three chapters:", "watering", ",", ...). Read as it is, it is the sentence the page wrote.
+_SHORT_CHARS = 250
 _THREADS = frozenset({"div", "section", "ol", "ul", "article"})  # containers a comment thread is held in
 _STARTS = _BLOCK | _THREADS | {"td", "th", "li", "pre"}  # the tags whose start _Text.start acts on
 _ENDS = _BLOCK | _SKIP | {"td", "th", "pre"}  # ... whose end _Text.end acts on (li is a block)
@@ -203,8 +207,8 @@ def main_text(root: lxml.html.HtmlElement, *, hides: bool = True) -> str | None:
 
     The element is one ``<main>``, or ``<div>`` or ``<section>`` with ``role="main"``, or
     else one ``<article>``; not hidden nor inside chrome. ``None`` when the page marks none, or
-    more than one, or one that is empty, mostly links or holds a comment thread:
-    trafilatura reads those pages. An element that is mostly links only for the lists of
+    more than one, or one that is empty, mostly links (unless shorter than trafilatura can judge) or holds a
+    comment thread: trafilatura reads those pages. An element that is mostly links only for the lists of
     links it holds (a table of contents) is read without those lists. ``hides`` as for ``visible_text``.
     """
     found = _marked(root)
@@ -215,13 +219,13 @@ def main_text(root: lxml.html.HtmlElement, *, hides: bool = True) -> str | None:
         tag = node.tag if isinstance(node.tag, str) else ""
         if tag in _SKIP or node.get("hidden") is not None:
             return None
-    length = int(_TEXT_LENGTH(element))
+    length = whole = int(_TEXT_LENGTH(element))
     links = _link_chars(element)
     left_out: frozenset[lxml.html.HtmlElement] = frozenset()
     if links > _MAX_LINK_SHARE * length:
         left_out, list_length, list_links = _link_lists(element)
         length, links = length - list_length, links - list_links
-    if length < _MIN_CHARS or links > _MAX_LINK_SHARE * length:
+    if length < _MIN_CHARS or (links > _MAX_LINK_SHARE * length and whole >= _SHORT_CHARS):
         return None
     try:
         return _walk(element, _Text(True, threads=True), left_out, hides=hides) or None

@@ -166,3 +166,17 @@ def test_nosnippet_parts_of_the_marked_element_are_left_out_of_the_snippet_text(
     page = parse_html(html.encode(), URL, tokens=("SynapseBot",))
     assert "SECRET-PART" in page.text
     assert "SECRET-PART" not in page.snippet_text and LONG.strip() in page.snippet_text
+
+
+def test_a_short_marked_element_of_linked_words_reads_as_the_sentence_it_is(trafilatura_calls: list[Any]) -> None:
+    """SYN-DOCS: under trafilatura's 250 characters its fallback wrote each text node as a line, so a sentence with
+    three links came out as seven paragraphs (`make demo`'s guide page); read as it is, it is one. Past that
+    length a marked element mostly of links is still trafilatura's (the link cloud above)."""
+    links = "Three chapters: <a href='w'>watering</a>, <a href='l'>light</a> and <a href='t'>temperature</a>."
+    assert (
+        _text(f"<main><h1>Guide</h1><p>{links}</p></main>")
+        == "Guide\n\nThree chapters: watering, light and temperature."
+    )
+    assert trafilatura_calls == []
+    _text(f"<main><h1>Guide</h1><p>{links * 6}</p></main>")
+    assert len(trafilatura_calls) == 1
