@@ -367,7 +367,7 @@ def _without_noise(text: str) -> tuple[str, bytes]:
     """``text`` without control characters but tab, newline and carriage return, nor BREAK; and its UTF-8.
 
     Encoded once for the look, the parser and ``may_hide`` (#17). A lone surrogate (no decoder here makes one) is
-    encoded as one, where ``parse_tree``'s own encoding would have failed on it; the bytes read the same.
+    encoded as one, where ``parse_tree``'s own encoding would have raised: libxml2 reads it as any bad UTF-8.
     """
     encoded = text.encode("utf-8", "surrogatepass")
     if len(encoded.translate(None, _NOISE_BYTES)) == len(encoded) and _BREAK_UTF8 not in encoded:

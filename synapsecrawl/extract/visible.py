@@ -51,6 +51,10 @@ _THREAD_NAMES = ("comment", "disqus")  # in an id or class (not a highlighter's 
 # What the walk does more with than take its text: the tags it acts on or skips, and nodes that are no element.
 _ACTED = (*sorted(_STARTS | _ENDS | _SKIP), etree.Comment, etree.ProcessingInstruction, etree.Entity)
 _HIDDEN = etree.XPath(".//*[@hidden]")  # 0.4 ms on a Python docs page: asked only when the source may hold one
+# The hidden attribute's name as may_hide looks for it in a page's lowered bytes: any control byte counts as white
+# space around it, which only answers yes more often.
+_HIDDEN_NAME = re.compile(rb"hidden(?=[\x00-\x20/=>]|\Z)")
+_BEFORE_NAME = frozenset({*range(0x21), *b"/'\""})
 _MIN_CHARS = 1  # an empty marked element (filled in by a script) is left to trafilatura
 # Measured in libxml2, not in Python loops.
 _TEXT_LENGTH = etree.XPath("string-length(string(.))")
@@ -85,10 +89,6 @@ def may_hide(source: bytes) -> bool:
     """
     lowered = source.lower()
     return any(at and lowered[at - 1] in _BEFORE_NAME for at in map(re.Match.start, _HIDDEN_NAME.finditer(lowered)))
-
-
-_HIDDEN_NAME = re.compile(rb"hidden(?=[\x00-\x20/=>]|\Z)")  # any control byte counts as white space: more yeses
-_BEFORE_NAME = frozenset({*range(0x21), *b"/'\""})
 
 
 def _holders(element: lxml.html.HtmlElement, hides: bool) -> set[lxml.html.HtmlElement]:
