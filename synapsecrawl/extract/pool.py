@@ -8,8 +8,9 @@ back (both pickle cheaply).
 
 A page that kills its worker (a crash in a C parser) or does not finish within
 ``timeout`` seconds is reported (one log line) and read as None: the caller
-keeps what the knowledge base already holds for it. The pool is replaced and the
-crawl goes on; the other pages the lost pool held are read again once.
+keeps what the knowledge base already holds for it. The worker is replaced and
+the crawl goes on; a page whose worker died is read once more in a new one
+before it is given up (something else may have killed the worker).
 """
 
 from __future__ import annotations
@@ -77,9 +78,8 @@ class _Turns:
     asked a second) the crawl cost 7.2-7.4 s of CPU against 7.0-8.1 with two at once from the start
     (alternated runs), 0.92 of the ideal schedule either way; there a page waits 0.26-0.30 s once, so it grows
     to two early, and one worker all along (``grow_after`` 1 s) was no better. Pages that need more
-    (trafilatura's 20-60 ms, PDFs) queue, and get one more worker within ``grow_after``. Never shrinks. The
-    pool may still start a second process early (ProcessPoolExecutor counts a worker idle only after its
-    result is handed over); the two then take turns, never reading at once.
+    (trafilatura's 20-60 ms, PDFs) queue, and get one more worker within ``grow_after``. Never shrinks; a page
+    still goes to the first free worker (``Reader``), so the second reads only while the first is busy.
     """
 
     def __init__(self, most: int, grow_after: float = GROW_AFTER, clock: Callable[[], float] = time.monotonic) -> None:
@@ -170,6 +170,13 @@ class Reader:
     """``read_document`` in up to ``processes`` worker processes (0: in the caller's thread), as many as pages
     need (``_Turns``).
 
+    Each worker process is a pool of its own (a ``ProcessPoolExecutor`` of one process), and a page goes to the
+    first of them that is free. With one pool of ``processes`` workers, the idle ones queue for the pool's call
+    queue, so each page went to the worker that had not read the last one: on 2 cores, once a start-up burst had
+    let two pages in at once, the two workers read every other page for the rest of the crawl, each with its
+    caches cold (#17: 0.07-0.4 s more CPU a 500-page docs crawl than one worker, alternated runs). Now one worker
+    reads nearly every page, and a second is started only when two pages are read at once.
+
     ``function`` is what the workers run: ``read_document``, or another function of an importable module (it is
     sent by name; the workers do not run the crawler's ``__main__``, see ``extract.lifeline``).
     """
@@ -184,23 +191,25 @@ class Reader:
         self.processes = processes
         self.timeout = timeout
         self.function = function
-        self._pool: ProcessPoolExecutor | None = None
+        self._pools: list[ProcessPoolExecutor | None] = [None] * processes  # one a worker, started when needed
+        self._busy = [False] * processes  # a page in that worker
         self.turns = _Turns(processes, grow_after)  # pages in the workers at once
         self._server_up = False  # _server has started
 
-    def _executor(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = self._new_pool(self.processes)
-        return self._pool
+    def _executor(self, slot: int) -> ProcessPoolExecutor:
+        pool = self._pools[slot]
+        if pool is None:
+            pool = self._pools[slot] = self._new_pool()
+        return pool
 
     @staticmethod
-    def _new_pool(processes: int) -> ProcessPoolExecutor:
+    def _new_pool() -> ProcessPoolExecutor:
         # forkserver: workers fork from a clean server process, never from the crawler with its threads
         # and sockets (fork there is unsafe); the server imports the extractors once.
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(_PRELOAD)
         return ProcessPoolExecutor(
-            max_workers=processes, mp_context=context, initializer=lifeline.bind_worker, initargs=(lifeline.lifeline(),)
+            max_workers=1, mp_context=context, initializer=lifeline.bind_worker, initargs=(lifeline.lifeline(),)
         )
 
     async def read(
@@ -239,26 +248,33 @@ class Reader:
             self.turns.release()
 
     async def _read(self, job: partial[Page], url: str) -> Page | None:
-        pool = self._executor()
+        slot = self._busy.index(False)  # the turns let at most ``processes`` pages in: one worker is free
+        self._busy[slot] = True
+        try:
+            return await self._read_in(slot, job, url)
+        finally:
+            self._busy[slot] = False
+
+    async def _read_in(self, slot: int, job: partial[Page], url: str) -> Page | None:
+        pool = self._executor(slot)
         try:
             return await self._run(pool, job)
         except TimeoutError:
-            self._replace(pool)
+            self._replace(slot, pool)
             problem = f"extraction gave up after {self.timeout:g} s"
         except BrokenProcessPool:
-            # this page, or another one in the same pool, killed a worker: read it again alone, so that
-            # a page that kills every worker it meets takes no other page with it
-            self._replace(pool)
-            alone = self._new_pool(1)
+            # its worker died, killed by this page or by something else (the kernel's OOM killer, a signal): the
+            # page is read once more in a new worker, so it is lost only when it kills that one too
+            self._replace(slot, pool)
+            again = self._executor(slot)
             try:
-                return await self._run(alone, job)
+                return await self._run(again, job)
             except TimeoutError:
                 problem = f"extraction gave up after {self.timeout:g} s"
             except BrokenProcessPool:
                 problem = "the extraction worker process died"
-            finally:
-                self._stop(alone)
-        logger.warning("%s: %s; page not read, the worker pool was restarted", url, problem)
+            self._replace(slot, again)
+        logger.warning("%s: %s; page not read, the worker was restarted", url, problem)
         return None
 
     async def _run(self, pool: ProcessPoolExecutor, job: partial[Page]) -> Page:
@@ -267,10 +283,10 @@ class Reader:
             self._server_up = True
         return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(pool, job), self.timeout)
 
-    def _replace(self, pool: ProcessPoolExecutor) -> None:
-        """Stop ``pool`` (its workers killed: a hung one would never return) so the next read starts a new one."""
-        if self._pool is pool:
-            self._pool = None
+    def _replace(self, slot: int, pool: ProcessPoolExecutor) -> None:
+        """Stop ``pool`` (its worker killed: a hung one would never return) so the slot's next read starts a new one."""
+        if self._pools[slot] is pool:
+            self._pools[slot] = None
             self._stop(pool)
 
     @staticmethod
@@ -282,6 +298,7 @@ class Reader:
             process.kill()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        for slot, pool in enumerate(self._pools):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+                self._pools[slot] = None

@@ -259,6 +259,29 @@ def test_pages_that_wait_for_a_worker_get_the_next_one() -> None:
     assert reader.turns.limit == 2
 
 
+def test_pages_read_one_after_another_go_to_the_same_worker() -> None:
+    """#17: once two pages have been read at once (two workers started), a page still goes to the first free
+    worker: pages read one after another are all read by the same process, its caches warm, where one pool of
+    two processes handed each page to the worker that had not read the last one."""
+    reader = Reader(2, function=pid_as_title, grow_after=0.05)
+
+    async def read(url: str) -> Page | None:
+        return await reader.read(HTML, url, content_type="text/html", tokens=("synapsebot",))
+
+    async def main() -> tuple[list[Page | None], list[Page | None]]:
+        try:
+            burst = await asyncio.gather(*(read(f"http://a.test/{n}/slow") for n in range(4)))
+            return burst, [await read(f"http://a.test/then/{n}") for n in range(6)]
+        finally:
+            reader.close()
+
+    burst, after = asyncio.run(main())
+    assert reader.turns.limit == 2
+    assert len({page.title for page in burst if page is not None}) == 2
+    assert all(page is not None for page in after)
+    assert len({page.title for page in after if page is not None}) == 1
+
+
 def test_the_gate_grows_only_for_a_page_that_waited_and_gives_back_cancelled_turns() -> None:
     """#17: the workers' gate (pool._Turns) on a fake clock, without processes. A page that waits less than
     grow_after leaves one page at a time; one that waits longer lets a second in, never more than ``most``.
