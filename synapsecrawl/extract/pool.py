@@ -67,32 +67,55 @@ def extract_processes(value: object, cpus: int | None = None) -> int:
 
 # A page that waited this long for a worker lets one more page into the workers at once (up to EXTRACT_PROCESSES).
 GROW_AFTER = 0.25
+# Every this many seconds, the gate gives back a place when one worker fewer would have been busy at most
+# SHRINK_BUSY of the time with the pages read meanwhile. Busy as the gate sees it: from a page's hand-over to its
+# result, which on a busy 2-core machine is ~1.7 times the worker's CPU (a Python docs page: 4 ms of CPU, 7 ms
+# from hand-over to result, #17), so one worker at 80 % of that is at about half a core.
+SHRINK_AFTER = 8 * GROW_AFTER
+SHRINK_BUSY = 0.8
 
 
 class _Turns:
     """How many pages are in the worker processes at once: one, and one more each time a page has waited
-    ``grow_after`` seconds for its turn, up to ``most``.
+    ``grow_after`` seconds for its turn, up to ``most``; one fewer again when, over the last ``shrink_after``
+    seconds, the pages read would have kept one worker fewer busy at most ``SHRINK_BUSY`` of the time.
 
     Why not ``most`` from the start: pages read at once in several workers compete with the crawler for the
     cores while one worker would keep up. On #17's benchmark (2 cores, Python docs pages read in ~6 ms, 100
     asked a second) the crawl cost 7.2-7.4 s of CPU against 7.0-8.1 with two at once from the start
-    (alternated runs), 0.92 of the ideal schedule either way; there a page waits 0.26-0.30 s once, so it grows
-    to two early, and one worker all along (``grow_after`` 1 s) was no better. Pages that need more
-    (trafilatura's 20-60 ms, PDFs) queue, and get one more worker within ``grow_after``. Never shrinks; a page
-    still goes to the first free worker (``Reader``), so the second reads only while the first is busy.
+    (alternated runs), 0.92 of the ideal schedule either way. Pages that need more (trafilatura's 20-60 ms,
+    PDFs) queue, and get one more worker within ``grow_after``.
+
+    Why shrink: a crawl's start is a burst (every site's first page at once, the workers' server still
+    starting), where a page may wait 0.26-0.30 s and the gate grows; at 100 Python docs pages a second (~4 ms of
+    CPU each) one worker then keeps up, busy 50-60 % of the time as the gate sees it, while a second one, reading
+    whichever page comes while the first is busy, cost 0.1-0.4 s more CPU a 500-page crawl than one worker all
+    along (#17, alternated runs). A page goes to the first free worker (``Reader``) either way.
+    Growing is logged the first time it reaches a count; later growths and shrinks are debug lines, so a
+    crawl whose load comes and goes does not fill its log.
     """
 
-    def __init__(self, most: int, grow_after: float = GROW_AFTER, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        most: int,
+        grow_after: float = GROW_AFTER,
+        clock: Callable[[], float] = time.monotonic,
+        shrink_after: float = SHRINK_AFTER,
+    ) -> None:
         self.most = most
         self.limit = min(1, most)
         self.busy = 0
         self._grow_after = grow_after
+        self._shrink_after = shrink_after
         self._clock = clock
         self._waiting: deque[asyncio.Future[None]] = deque()
+        self._told = self.limit  # the largest count logged
+        self._window = self._last = clock()  # the start of this window, the last change of ``busy``
+        self._work = 0.0  # worker-seconds of reading in this window, up to ``_last``
 
     async def acquire(self) -> None:
         if self.busy < self.limit and not self._waiting:
-            self.busy += 1
+            self._count(+1)
             return
         asked = self._clock()
         turn = asyncio.get_running_loop().create_future()
@@ -108,19 +131,41 @@ class _Turns:
         waited = self._clock() - asked
         if waited >= self._grow_after and self.limit < self.most:
             self.limit += 1
-            logger.info("extraction: a page waited %.2f s for a worker: %d pages at once now", waited, self.limit)
+            level = logging.INFO if self.limit > self._told else logging.DEBUG
+            self._told = max(self._told, self.limit)
+            logger.log(level, "extraction: a page waited %.2f s for a worker: %d pages at once now", waited, self.limit)
             self._wake()
 
     def release(self) -> None:
-        self.busy -= 1
+        self._count(-1)
         self._wake()
 
     def _wake(self) -> None:
         while self._waiting and self.busy < self.limit:
             turn = self._waiting.popleft()
             if not turn.done():
-                self.busy += 1
+                self._count(+1)
                 turn.set_result(None)
+
+    def _count(self, change: int) -> None:
+        """``busy`` changed by ``change``: the reading time so far is counted, and at the end of a window the
+        gate gives back a place it no longer needs."""
+        now = self._clock()
+        self._work += self.busy * (now - self._last)
+        self._last = now
+        self.busy += change
+        span = now - self._window
+        if span < self._shrink_after:
+            return
+        if self.limit > 1 and self._work <= SHRINK_BUSY * (self.limit - 1) * span:
+            self.limit -= 1
+            logger.debug(
+                "extraction: workers busy %.0f %% of the last %.1f s: %d pages at once now",
+                100 * self._work / span,
+                span,
+                self.limit,
+            )
+        self._window, self._work = now, 0.0
 
 
 def _start_server() -> None:

@@ -4,6 +4,7 @@ dies or hangs costs only its own page, and the crawl's reader keeps working (nev
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -325,3 +326,48 @@ def test_the_gate_grows_only_for_a_page_that_waited_and_gives_back_cancelled_tur
         assert turns.busy == 1 and turns.limit == 2
 
     asyncio.run(main())
+
+
+def test_the_gate_gives_back_a_place_one_worker_fewer_would_have_kept_up_with(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """#17: at the end of each window (10 s here, on a fake clock), the gate goes back down by one when the pages
+    read in it would have kept one worker fewer busy at most SHRINK_BUSY (80 %) of the time; busier, it stays.
+    Growing to a count is logged once; growing to it again after a shrink is a debug line."""
+    from synapsecrawl.extract.pool import _Turns
+
+    now = [0.0]
+    turns = _Turns(2, grow_after=1.0, clock=lambda: now[0], shrink_after=10.0)
+
+    async def grow(at: float) -> None:
+        """A page reads from ``at`` while a second waits 1.5 s for it; then the second reads alone."""
+        now[0] = at
+        await turns.acquire()
+        waiting = asyncio.ensure_future(turns.acquire())
+        await asyncio.sleep(0)
+        now[0] = at + 1.5
+        turns.release()
+        await waiting
+
+    async def main() -> None:
+        await grow(0.0)
+        assert turns.limit == 2
+        now[0] = 9.0
+        turns.release()  # 9 s of reading in the first 10 s
+        now[0] = 10.0
+        await turns.acquire()  # the window ends: one worker would have been busy 90 % of it
+        assert turns.limit == 2
+        now[0] = 10.5
+        turns.release()  # 0.5 s of reading in the next 10 s
+        now[0] = 20.0
+        await turns.acquire()  # the window ends: 5 %
+        assert turns.limit == 1
+        turns.release()
+        await grow(21.0)
+        assert turns.limit == 2
+        turns.release()
+
+    with caplog.at_level(logging.DEBUG, logger="synapsecrawl.extract.pool"):
+        asyncio.run(main())
+    grown = [record.levelno for record in caplog.records if "pages at once now" in record.getMessage()]
+    assert grown == [logging.INFO, logging.DEBUG, logging.DEBUG]  # grew, shrank, grew again
