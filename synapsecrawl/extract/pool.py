@@ -31,7 +31,7 @@ from synapsecrawl.extract import lifeline
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.read import read_document
 
-__all__ = ["GROW_AFTER", "Reader", "extract_processes"]
+__all__ = ["GROW_AFTER", "SHRINK_AFTER", "SHRINK_BUSY", "Reader", "extract_processes"]
 
 logger = logging.getLogger(__name__)
 

@@ -202,16 +202,20 @@ class _Text:
         self.parts.append(" " if self._cell else BREAK)
 
 
-def main_text(root: lxml.html.HtmlElement, *, hides: bool = True) -> str | None:
+def main_text(
+    root: lxml.html.HtmlElement, *, hides: bool = True, candidates: Iterable[lxml.html.HtmlElement] | None = None
+) -> str | None:
     """The text of the element the page marks as its main content, read as ``visible_text(main=True)``.
 
     The element is one ``<main>``, or ``<div>`` or ``<section>`` with ``role="main"``, or
     else one ``<article>``; not hidden nor inside chrome. ``None`` when the page marks none, or
     more than one, or one that is empty, mostly links (unless shorter than trafilatura can judge) or holds a
     comment thread: trafilatura reads those pages. An element that is mostly links only for the lists of
-    links it holds (a table of contents) is read without those lists. ``hides`` as for ``visible_text``.
+    links it holds (a table of contents) is read without those lists. ``hides`` as for ``visible_text``;
+    ``candidates``: the tree's main, div, section and article elements in document order, when the caller
+    has them from a walk of its own (``extract.html``), so the tree is not walked again for them.
     """
-    found = _marked(root)
+    found = _marked(root, candidates)
     if len(found) != 1:
         return None
     [element] = found
@@ -233,7 +237,9 @@ def main_text(root: lxml.html.HtmlElement, *, hides: bool = True) -> str | None:
         return None
 
 
-def _marked(root: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
+def _marked(
+    root: lxml.html.HtmlElement, candidates: Iterable[lxml.html.HtmlElement] | None = None
+) -> list[lxml.html.HtmlElement]:
     """The ``<main>``, ``<div role="main">`` and ``<section role="main">`` elements, in document order; if there are
     none, the ``<article>`` elements.
 
@@ -243,7 +249,7 @@ def _marked(root: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
     where pages put it: an attribute test on every element costs as much as reading the page.
     """
     marked, articles = [], []
-    for element in root.iter("main", "div", "section", "article"):
+    for element in root.iter("main", "div", "section", "article") if candidates is None else candidates:
         tag = element.tag
         if tag == "main" or (tag != "article" and element.get("role") == "main"):
             marked.append(element)
