@@ -274,12 +274,17 @@ def split_passages(text: str, title: str = "") -> list[str]:
         and paragraphs[0].casefold() in " ".join(title.split()).casefold()
     ):
         paragraphs = paragraphs[1:]  # the <h1>, and the <title> says it too ("Page — Site")
-    pieces = [piece for p in paragraphs for piece in _sentences(p, PASSAGE_MAX_CHARS)]
+    pieces: list[str] = []
+    for paragraph in paragraphs:  # most fit whole: no call for them (a Python docs page has ~200 paragraphs, #17)
+        if len(paragraph) <= PASSAGE_MAX_CHARS:
+            pieces.append(paragraph)
+        else:
+            pieces.extend(_sentences(paragraph, PASSAGE_MAX_CHARS))
     passages: list[str] = []
     current: list[str] = []
     size = 0
     for piece in pieces:
-        full = size >= PASSAGE_MIN_CHARS or (_is_heading(piece) and size >= PASSAGE_MIN_CHARS // 2)
+        full = size >= PASSAGE_MIN_CHARS or (size >= PASSAGE_MIN_CHARS // 2 and _is_heading(piece))
         if current and (full or size + 1 + len(piece) > PASSAGE_MAX_CHARS):
             passages.append("\n".join(current))
             current, size = [], 0
