@@ -12,8 +12,18 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
+from w3lib.html import strip_html5_whitespace
 
-from synapsecrawl.extract.html import _NOISE, _NOSNIPPET, _without_noise, parse_tree
+from synapsecrawl.extract.html import (
+    _NOISE,
+    _NOSNIPPET,
+    _RELATIVE_PATH,
+    _directory,
+    _resolve,
+    _resolve_in,
+    _without_noise,
+    parse_tree,
+)
 from synapsecrawl.extract.sniff import _CONTROL, _controls
 from synapsecrawl.extract.visible import (
     _ENDS,
@@ -175,3 +185,37 @@ def test_link_text_is_measured_as_the_xpath_measures_it(fragment: str) -> None:
     assert root is not None
     main = root.find(".//main")
     assert _link_chars(main) == sum(map(len, etree.XPath(".//a//text()")(main)))
+
+
+# URL pieces that urllib reads apart: every delimiter, dot segments, what urlsplit strips or removes, ports, params.
+_URL_BITS = [*"/?#:;@=&.%", "..", "./", "../", "//", "\t", "\n", "\r", "\x00", "\x1f", " ", "\x7f", "é", "%2F"]
+_URL_BITS += ["a", "b", "x.html", "http", "https", "HTTP", "javascript", "mailto", ":80", ":99999", "[::1]", "~u"]
+URL_TEXT = st.lists(st.sampled_from(_URL_BITS), max_size=8).map("".join)
+BASES = st.builds(
+    "{}://{}{}".format,
+    st.sampled_from(["http", "https", "HTTP"]),
+    st.sampled_from(["site-0.test", "a.test:8080", "u:p@b.test", "[::1]"]),
+    URL_TEXT,
+)
+
+
+@settings(max_examples=600)
+@given(BASES, URL_TEXT, st.sampled_from(["utf-8", "latin-1", "cp1251"]))
+def test_a_relative_path_href_resolves_against_its_base_directory_as_against_the_base(
+    base: str, href: str, encoding: str
+) -> None:
+    """#17: hrefs are resolved once a worker for each (directory of the page, href); that is what urljoin gives."""
+    directory = _directory(base)
+    stripped = strip_html5_whitespace(href)
+    if directory is None or not _RELATIVE_PATH.match(stripped):
+        return
+    assert _resolve_in(directory, stripped.split("#", 1)[0], encoding) == _resolve(base, href, encoding)
+
+
+def test_the_directory_of_a_base_and_what_is_a_relative_path_href() -> None:
+    assert _directory("https://Docs.test:8443/3/library/os.html;p?q=1#f") == "https://Docs.test:8443/3/library/"
+    assert _directory("http://site-0.test") == "http://site-0.test/"
+    assert _directory("http://[::1") is None
+    relative = ["os.html", "../library/os.html#os.path", "_static/x.png", "a?x=b:c", "..", "x#y:z"]
+    other = ["/os.html", "//evil.test/", "?q", "#top", ";p", "mailto:x@y.test", "\x01//evil.test", " x", ""]
+    assert [bool(_RELATIVE_PATH.match(href)) for href in relative + other] == [True] * 6 + [False] * 9
