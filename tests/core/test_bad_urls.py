@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from w3lib.url import safe_url_string
+from w3lib.url import canonicalize_url, safe_url_string
 
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.errors import ArgumentError
 from synapsecrawl.extract.feeds import parse_feed
 from synapsecrawl.extract.html import parse_html
 from synapsecrawl.extract.sitemaps import order_entries, parse_lastmod, parse_sitemap
-from synapsecrawl.urls import canonical, is_usable, url_problem
+from synapsecrawl.urls import _ALREADY_CANONICAL, canonical, is_usable, url_problem
 
 BAD = [
     "http://h.test:99999/",
@@ -69,6 +69,42 @@ def test_url_problem_never_raises_and_a_usable_url_never_makes_w3lib_raise(url: 
     if url_problem(url) is None:
         canonical(safe_url_string(url))
         canonical(url)
+
+
+_LABELS = st.sampled_from(["a", "site-0", "Z", "0", "-x", "xn--zz", "a_b", "é", "a" * 64, ""])
+_PORTS = st.sampled_from(["", ":80", ":080", ":0", ":8080", ":9999", ":65535", ":99999", ":"])
+_SEGMENTS = st.sampled_from(["", "a", "x.html", ".", "..", ".x", "..x", "%41", "%2f", "~u", "a;p", "é", "a b", "A-Z_"])
+_ENDS = st.sampled_from(["", "?q=1", "#f", "?", "#"])
+
+
+@settings(max_examples=1000)
+@given(
+    st.sampled_from(["http://", "https://", "HTTP://", "ftp://"]),
+    st.lists(_LABELS, min_size=1, max_size=3).map(".".join),
+    _PORTS,
+    st.lists(_SEGMENTS, max_size=4).map(lambda segments: "".join("/" + s for s in segments)),
+    _ENDS,
+)
+def test_a_url_taken_as_already_canonical_is_what_w3lib_makes_of_it(
+    scheme: str, host: str, port: str, path: str, end: str
+) -> None:
+    """#17: canonical() skips w3lib for URLs it would leave as they are; for those, that is w3lib's answer."""
+    url = f"{scheme}{host}{port}{path}{end}"
+    if _ALREADY_CANONICAL.fullmatch(url):
+        assert canonicalize_url(url, keep_fragments=False) == url
+
+
+def test_urls_taken_as_already_canonical() -> None:
+    taken = ["http://site-0.test/articles/3.html", "https://docs.test:8443/3/library/os.path.html", "http://a.test/"]
+    not_taken = ["http://a.test", "http://A.test/", "http://a.test/./x", "http://a.test/x/..", "http://a.test/?q"]
+    not_taken += ["http://a.test:080/", "http://a.test/%7e", "http://[::1]/", "http://a.test/x;p", "http://a.test/é"]
+    assert [bool(_ALREADY_CANONICAL.fullmatch(url)) for url in taken + not_taken] == [True] * 3 + [False] * 10
+    assert [canonical(url) for url in not_taken[:4]] == [
+        "http://a.test/",
+        "http://a.test/",
+        "http://a.test/x",
+        "http://a.test/",
+    ]
 
 
 def test_a_bad_link_is_skipped_and_named_and_the_page_keeps_its_other_links() -> None:
