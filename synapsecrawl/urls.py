@@ -24,18 +24,22 @@ _SEEN_URLS = 16_384
 
 
 # A URL w3lib's canonical form leaves as it is: http(s), a host of lower-case ASCII labels, a port without a leading
-# zero below 10,000, a path of unreserved characters and no dot segment, no query, params or fragment. The links of
+# zero up to 65535, a path of unreserved characters and no dot segment, no query, params or fragment. The links of
 # most pages are so (a page's links come resolved and made safe), and canonicalize_url is ~15 us of pure Python for
 # each link the crawler's loop stores or follows (#17); tests/core/test_bad_urls.py holds the two forms equal.
 _ALREADY_CANONICAL = re.compile(
-    r"https?://[a-z0-9-]+(?:\.[a-z0-9-]+)*(?::[1-9][0-9]{0,3})?(?:/(?!\.\.?(?:/|\Z))[A-Za-z0-9._~-]*)+", re.ASCII
+    r"https?://[a-z0-9-]+(?:\.[a-z0-9-]+)*(?::(?P<port>[1-9][0-9]{0,4}))?(?:/(?!\.\.?(?:/|\Z))[A-Za-z0-9._~-]*)+",
+    re.ASCII,
 )
+
+
+_PORTS = 65_535
 
 
 @lru_cache(maxsize=_SEEN_URLS)
 def canonical(url: str) -> str:
     """w3lib's canonical form without the fragment: one page, one key."""
-    if _ALREADY_CANONICAL.fullmatch(url):
+    if (already := _ALREADY_CANONICAL.fullmatch(url)) and int(already["port"] or 0) <= _PORTS:
         return url
     return canonicalize_url(url, keep_fragments=False)
 

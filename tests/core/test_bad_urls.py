@@ -90,12 +90,19 @@ def test_a_url_taken_as_already_canonical_is_what_w3lib_makes_of_it(
 ) -> None:
     """#17: canonical() skips w3lib for URLs it would leave as they are; for those, that is w3lib's answer."""
     url = f"{scheme}{host}{port}{path}{end}"
+    try:
+        expected = canonicalize_url(url, keep_fragments=False)
+    except ValueError as error:  # port 99999: canonical() raises as w3lib does, never takes it as it is
+        with pytest.raises(type(error)):
+            canonical(url)
+        return
+    assert canonical(url) == expected
     if _ALREADY_CANONICAL.fullmatch(url):
-        assert canonicalize_url(url, keep_fragments=False) == url
+        assert expected == url
 
 
 def test_urls_taken_as_already_canonical() -> None:
-    taken = ["http://site-0.test/articles/3.html", "https://docs.test:8443/3/library/os.path.html", "http://a.test/"]
+    taken = ["http://site-0.test:39369/articles/3.html", "https://docs.test:8443/3/library/os.html", "http://a.test/"]
     not_taken = ["http://a.test", "http://A.test/", "http://a.test/./x", "http://a.test/x/..", "http://a.test/?q"]
     not_taken += ["http://a.test:080/", "http://a.test/%7e", "http://[::1]/", "http://a.test/x;p", "http://a.test/é"]
     assert [bool(_ALREADY_CANONICAL.fullmatch(url)) for url in taken + not_taken] == [True] * 3 + [False] * 10
