@@ -2,7 +2,7 @@
 
 Extraction (trafilatura, lxml, pypdf) costs tens of milliseconds of CPU a page.
 Run on the crawler's event loop, a batch of answers delays every timer behind
-it, and the next requests to other sites leave late (#8). A process pool takes
+it, and the next requests to other sites leave late (#8). Worker processes take
 that work to the other cores; the loop only hands bytes over and gets a Page
 back (both pickle cheaply).
 
@@ -16,18 +16,21 @@ before it is given up (something else may have killed the worker).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import multiprocessing
 import os
+import pickle
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from functools import partial
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
 
-from synapsecrawl.extract import lifeline
+from synapsecrawl.extract import lifeline, worker
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.read import read_document
 
@@ -39,6 +42,7 @@ logger = logging.getLogger(__name__)
 # to the crawler (extract.lifeline: no process outlives its crawl)
 _PRELOAD = [
     "synapsecrawl.extract.forkserver_tie",
+    "synapsecrawl.extract.worker",
     "synapsecrawl.extract.read",
     "synapsecrawl.extract.html",
     "synapsecrawl.extract.pdf",  # not pypdf: a worker imports it at its first PDF (most crawls read none, #17)
@@ -211,16 +215,143 @@ class _Server:
 _server = _Server()
 
 
+class _Died(Exception):
+    """The worker process ended, or could not start, with a page for it."""
+
+
+class _Answers(asyncio.Protocol):
+    """What a worker writes back (``extract.worker``), read by the event loop: each answer settles the future
+    waiting for its job's number; the end of the pipe (the worker gone) fails those still waiting."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self.waiting: dict[int, asyncio.Future[Any]] = {}
+        self.lost = False
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        while len(self._buffer) >= worker.HEAD.size:
+            (size,) = worker.HEAD.unpack_from(self._buffer)
+            end = worker.HEAD.size + size
+            if len(self._buffer) < end:
+                return
+            with memoryview(self._buffer) as view:
+                try:
+                    number, ok, value = pickle.loads(view[worker.HEAD.size : end])  # noqa: S301 - our worker's
+                except Exception as error:  # noqa: BLE001 - e.g. an exception class that cannot be rebuilt here
+                    self._fail(_Died(f"unreadable answer from the extraction worker ({type(error).__name__})"))
+                    return
+            del self._buffer[:end]
+            future = self.waiting.pop(number, None)
+            if future is None or future.done():
+                continue  # a job its caller stopped waiting for
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(_Died("the extraction worker process died"))
+
+    def _fail(self, error: _Died) -> None:
+        self.lost = True
+        for future in self.waiting.values():
+            if not future.done():
+                future.set_exception(error)
+        self.waiting.clear()
+
+
+class _Worker:
+    """One worker process (``extract.worker.serve``) and its two pipes, written and read by the event loop."""
+
+    def __init__(
+        self, process: BaseProcess, jobs: asyncio.WriteTransport, reader: asyncio.ReadTransport, answers: _Answers
+    ) -> None:
+        self.process = process
+        self._jobs = jobs
+        self._reader = reader
+        self._answers = answers
+
+    @classmethod
+    async def start(cls) -> _Worker:
+        # forkserver: workers fork from a clean server process, never from the crawler with its threads
+        # and sockets (fork there is unsafe); the server imports the extractors once.
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(_PRELOAD)
+        job_reader, job_writer = context.Pipe(duplex=False)
+        answer_reader, answer_writer = context.Pipe(duplex=False)
+        try:
+            process = context.Process(
+                target=worker.serve, args=(job_reader, answer_writer, lifeline.lifeline()), daemon=True
+            )
+            process.start()
+        except Exception as error:  # noqa: BLE001 - whatever stops a start (the server gone, no fds): one line
+            job_writer.close()
+            answer_reader.close()
+            said = " ".join(str(error).split())[:200]  # one line: multiprocessing's own messages run over several
+            raise _Died(f"the extraction worker did not start ({type(error).__name__}: {said})") from None
+        finally:
+            job_reader.close()  # the worker's ends: its pipes end when it does
+            answer_writer.close()
+        loop = asyncio.get_running_loop()
+        answers = _Answers()
+        reader, _ = await loop.connect_read_pipe(lambda: answers, os.fdopen(_own(answer_reader), "rb", buffering=0))
+        jobs, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(_own(job_writer), "wb", buffering=0))
+        return cls(process, jobs, reader, answers)
+
+    @property
+    def lost(self) -> bool:
+        return self._answers.lost
+
+    def send(self, number: int, job: partial[Page]) -> asyncio.Future[Page]:
+        """Hand ``job`` to the worker; the future is its answer (``_Died`` if the worker ends first)."""
+        if self.lost or self._jobs.is_closing():
+            raise _Died("the extraction worker process died")
+        framed = worker.frame((number, job))
+        future: asyncio.Future[Page] = asyncio.get_running_loop().create_future()
+        self._answers.waiting[number] = future
+        self._jobs.writelines(framed)
+        return future
+
+    def stop(self) -> None:
+        """End the worker now (a hung one would never read its next job) and close its pipes."""
+        self._close_pipes()
+        if self.process.exitcode is None:  # one that ended is not signalled: its pid may be another's by now
+            self.process.kill()
+        self.process.join(1)
+
+    def close(self) -> None:
+        """End the worker, waiting a little for it; no process is left behind."""
+        self._close_pipes()
+        if self.process.exitcode is None:
+            self.process.terminate()  # the closed pipe reaches it only once the loop runs again
+        self.process.join(5)
+        if self.process.exitcode is None:
+            self.process.kill()
+            self.process.join(5)
+
+    def _close_pipes(self) -> None:
+        self._jobs.close()
+        self._reader.close()
+
+
+def _own(end: Connection) -> int:
+    """The file descriptor of a pipe's ``end``, as one of its own (the Connection closed)."""
+    fd = os.dup(end.fileno())
+    end.close()
+    return fd
+
+
 class Reader:
     """``read_document`` in up to ``processes`` worker processes (0: in the caller's thread), as many as pages
     need (``_Turns``).
 
-    Each worker process is a pool of its own (a ``ProcessPoolExecutor`` of one process), and a page goes to the
-    first of them that is free. With one pool of ``processes`` workers, the idle ones queue for the pool's call
-    queue, so each page went to the worker that had not read the last one: on 2 cores, once a start-up burst had
-    let two pages in at once, the two workers read every other page for the rest of the crawl, each with its
-    caches cold (#17: 0.07-0.4 s more CPU a 500-page docs crawl than one worker, alternated runs). Now one worker
-    reads nearly every page, and a second is started only when two pages are read at once.
+    A page goes to the first free worker. With one pool of ``processes`` workers, the idle ones queued for the
+    pool's call queue, so each page went to the worker that had not read the last one: on 2 cores, once a
+    start-up burst had let two pages in at once, the two workers read every other page for the rest of the
+    crawl, each with its caches cold (#17: 0.07-0.4 s more CPU a 500-page docs crawl than one worker, alternated
+    runs). Now one worker reads nearly every page, and a second is started only when two pages are read at once.
+    Each worker is a process with two pipes the event loop writes and reads (``extract.worker``).
 
     ``function`` is what the workers run: ``read_document``, or another function of an importable module (it is
     sent by name; the workers do not run the crawler's ``__main__``, see ``extract.lifeline``).
@@ -236,26 +367,11 @@ class Reader:
         self.processes = processes
         self.timeout = timeout
         self.function = function
-        self._pools: list[ProcessPoolExecutor | None] = [None] * processes  # one a worker, started when needed
+        self._workers: list[_Worker | None] = [None] * processes  # one a slot, started when needed
         self._busy = [False] * processes  # a page in that worker
+        self._numbers = itertools.count()  # each job's, to match its answer
         self.turns = _Turns(processes, grow_after)  # pages in the workers at once
         self._server_up = False  # _server has started
-
-    def _executor(self, slot: int) -> ProcessPoolExecutor:
-        pool = self._pools[slot]
-        if pool is None:
-            pool = self._pools[slot] = self._new_pool()
-        return pool
-
-    @staticmethod
-    def _new_pool() -> ProcessPoolExecutor:
-        # forkserver: workers fork from a clean server process, never from the crawler with its threads
-        # and sockets (fork there is unsafe); the server imports the extractors once.
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(_PRELOAD)
-        return ProcessPoolExecutor(
-            max_workers=1, mp_context=context, initializer=lifeline.bind_worker, initargs=(lifeline.lifeline(),)
-        )
 
     async def read(
         self,
@@ -301,49 +417,45 @@ class Reader:
             self._busy[slot] = False
 
     async def _read_in(self, slot: int, job: partial[Page], url: str) -> Page | None:
-        pool = self._executor(slot)
         try:
-            return await self._run(pool, job)
+            return await self._run(slot, job)
         except TimeoutError:
-            self._replace(slot, pool)
+            self._replace(slot)
             problem = f"extraction gave up after {self.timeout:g} s"
-        except BrokenProcessPool:
+        except _Died:
             # its worker died, killed by this page or by something else (the kernel's OOM killer, a signal): the
             # page is read once more in a new worker, so it is lost only when it kills that one too
-            self._replace(slot, pool)
-            again = self._executor(slot)
+            self._replace(slot)
             try:
-                return await self._run(again, job)
+                return await self._run(slot, job)
             except TimeoutError:
                 problem = f"extraction gave up after {self.timeout:g} s"
-            except BrokenProcessPool:
-                problem = "the extraction worker process died"
-            self._replace(slot, again)
+            except _Died as error:
+                problem = str(error)
+            self._replace(slot)
         logger.warning("%s: %s; page not read, the worker was restarted", url, problem)
         return None
 
-    async def _run(self, pool: ProcessPoolExecutor, job: partial[Page]) -> Page:
-        if not self._server_up:  # the pool's submit() starts workers, and would wait for the server on the loop
+    async def _run(self, slot: int, job: partial[Page]) -> Page:
+        if not self._server_up:  # a worker's start would wait for the server on the loop
+            lifeline.lifeline()  # before the server starts: it binds to the crawler this names (extract.lifeline)
             await asyncio.to_thread(_server.started, self.timeout)
             self._server_up = True
-        return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(pool, job), self.timeout)
+        each = self._workers[slot]
+        if each is None or each.lost:
+            if each is not None:
+                each.stop()
+            each = self._workers[slot] = await _Worker.start()
+        return await asyncio.wait_for(each.send(next(self._numbers), job), self.timeout)
 
-    def _replace(self, slot: int, pool: ProcessPoolExecutor) -> None:
-        """Stop ``pool`` (its worker killed: a hung one would never return) so the slot's next read starts a new one."""
-        if self._pools[slot] is pool:
-            self._pools[slot] = None
-            self._stop(pool)
-
-    @staticmethod
-    def _stop(pool: ProcessPoolExecutor) -> None:
-        # ProcessPoolExecutor has no public way to kill a busy worker before Python 3.14 (terminate_workers)
-        processes = dict(getattr(pool, "_processes", None) or {})
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes.values():
-            process.kill()
+    def _replace(self, slot: int) -> None:
+        """Stop the slot's worker (killed: a hung one would never return) so its next read starts a new one."""
+        each, self._workers[slot] = self._workers[slot], None
+        if each is not None:
+            each.stop()
 
     def close(self) -> None:
-        for slot, pool in enumerate(self._pools):
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
-                self._pools[slot] = None
+        for slot, each in enumerate(self._workers):
+            if each is not None:
+                self._workers[slot] = None
+                each.close()

@@ -18,6 +18,7 @@ import pytest
 
 from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.extract import lifeline
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.pool import Reader, extract_processes
 from synapsecrawl.extract.read import read_document
@@ -80,7 +81,9 @@ def run_script(tmp_path: Path, code: str, *, as_module: bool = False) -> str:
     script = tmp_path / "crawler.py"
     script.write_text(textwrap.dedent(code))
     command = [sys.executable, "-m", "crawler"] if as_module else [sys.executable, str(script)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+    # as a crawler starts: not with what an earlier test's reader named to its own forkserver (extract.lifeline)
+    env = {key: value for key, value in os.environ.items() if key not in (lifeline.PARENT_ENV, lifeline.MAIN_ENV)}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -281,6 +284,62 @@ def test_pages_read_one_after_another_go_to_the_same_worker() -> None:
     assert len({page.title for page in burst if page is not None}) == 2
     assert all(page is not None for page in after)
     assert len({page.title for page in after if page is not None}) == 1
+
+
+def raises_on_raise(body: bytes, url: str, **kwargs: object) -> Page:
+    if url.endswith("/raise"):
+        raise ValueError("not a page: " + url)
+    return pid_as_title(body, url, **kwargs)
+
+
+def test_an_answer_its_caller_stopped_waiting_for_goes_to_no_other_page() -> None:
+    """#17: the loop reads each worker's answers off its pipe (extract.worker); a page whose caller stopped waiting
+    (its crawl closing) may still be read, and its answer is dropped, not taken for the next page's."""
+    reader = Reader(1, function=pid_as_title)
+
+    async def read(url: str) -> Page | None:
+        return await reader.read(HTML, url, content_type="text/html", tokens=("synapsebot",))
+
+    async def main() -> list[Page | None]:
+        try:
+            await read("http://a.test/warm")  # the worker started
+            slow = asyncio.ensure_future(read("http://a.test/first/slow"))
+            await asyncio.sleep(0.1)  # handed over, in the worker
+            slow.cancel()
+            return [await read(f"http://a.test/{n}") for n in range(3)]
+        finally:
+            reader.close()
+
+    pages = asyncio.run(main())
+    assert [page.url if page else None for page in pages] == [f"http://a.test/{n}" for n in range(3)]
+    assert len({page.title for page in pages if page is not None}) == 1  # the same worker all along
+
+
+def test_an_error_the_workers_function_raises_reaches_its_caller_alone() -> None:
+    reader = Reader(1, function=raises_on_raise)
+
+    async def main() -> tuple[str, Page | None]:
+        try:
+            with pytest.raises(ValueError, match="not a page") as raised:
+                await reader.read(HTML, "http://a.test/raise", content_type="text/html", tokens=("synapsebot",))
+            after = await reader.read(HTML, "http://a.test/after", content_type="text/html", tokens=("synapsebot",))
+            return str(raised.value), after
+        finally:
+            reader.close()
+
+    message, after = asyncio.run(main())
+    assert message == "not a page: http://a.test/raise"
+    assert after is not None and after.url == "http://a.test/after"
+
+
+def test_closing_the_reader_leaves_no_worker_process() -> None:
+    reader = Reader(2, function=pid_as_title, grow_after=0.05)
+    pages = read_all(reader, [f"http://a.test/{n}/slow" for n in range(4)])  # read_all closes the reader
+    pids = {int(page.title) for page in pages if page is not None}
+    assert len(pids) == 2
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 def test_the_gate_grows_only_for_a_page_that_waited_and_gives_back_cancelled_turns() -> None:
