@@ -148,6 +148,12 @@ def _directory(base: str) -> str | None:
     return f"{parts.scheme}://{parts.netloc}{parts.path[: parts.path.rfind('/') + 1] or '/'}"
 
 
+def _fragmentless(href: str) -> str:
+    """``href`` with what follows its "#" cut, the "#" kept: it resolves to the same URL, fragment dropped (white
+    space before the "#" stays inside, where stripping the href's ends leaves it)."""
+    return href.split("#", 1)[0] + "#" if "#" in href else href
+
+
 @lru_cache(maxsize=_RESOLVED)
 def _resolve_in(directory: str, href: str, encoding: str) -> tuple[str, str | None]:
     return _resolve(directory, href, encoding)
@@ -334,11 +340,11 @@ def _links(
             bounded.append(f"links: only the first {MAX_LINKS:,} read")
             break
         href = anchor.get("href") or ""
-        key = href.split("#", 1)[0] + "#" if "#" in href else href
+        key = _fragmentless(href)
         if (known := resolved.get(key)) is None:
-            stripped = strip_html5_whitespace(href)
+            stripped = strip_html5_whitespace(key)
             if directory is not None and _RELATIVE_PATH.match(stripped):
-                known = _resolve_in(directory, stripped.split("#", 1)[0], encoding)
+                known = _resolve_in(directory, stripped, encoding)
             else:
                 known = _resolve(base, href, encoding)
             resolved[key] = known
