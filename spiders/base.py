@@ -85,7 +85,11 @@ class SynapseSpider(scrapy.Spider):
         for signal in (signals.spider_opened, signals.request_scheduled, signals.spider_idle):
             crawler.signals.connect(spider._hold_source, signal=signal)
         crawler.signals.connect(spider._jobdir_closed, signal=signals.engine_stopped)
+        crawler.signals.connect(spider._warm_reader, signal=signals.spider_opened)
         return spider
+
+    def _warm_reader(self, **_: Any) -> None:
+        self.runtime.reader.warm()  # the extraction workers start while robots.txt is fetched (#17)
 
     _requested: set[str]
     _revisited: bool

@@ -295,8 +295,21 @@ class _Worker:
             answer_writer.close()
         loop = asyncio.get_running_loop()
         answers = _Answers()
-        reader, _ = await loop.connect_read_pipe(lambda: answers, os.fdopen(_own(answer_reader), "rb", buffering=0))
-        jobs, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(_own(job_writer), "wb", buffering=0))
+        source = os.fdopen(_own(answer_reader), "rb", buffering=0)
+        sink = os.fdopen(_own(job_writer), "wb", buffering=0)
+        try:
+            reader, _ = await loop.connect_read_pipe(lambda: answers, source)
+            try:
+                jobs, _ = await loop.connect_write_pipe(asyncio.Protocol, sink)
+            except BaseException:
+                reader.close()
+                raise
+        except BaseException:  # cancelled (the crawl closing) or refused: no process left behind
+            sink.close()
+            source.close()
+            process.kill()
+            process.join(1)
+            raise
         return cls(process, jobs, reader, answers)
 
     @property
@@ -372,6 +385,41 @@ class Reader:
         self._numbers = itertools.count()  # each job's, to match its answer
         self.turns = _Turns(processes, grow_after)  # pages in the workers at once
         self._server_up = False  # _server has started
+        self._warming: asyncio.Task[None] | None = None  # the first worker's start ahead of the first page (warm)
+        self._closed = False
+
+    def warm(self) -> None:
+        """Start the workers' server and the first worker now, on the running loop, off the first page's path.
+
+        Otherwise the crawl's first page waits for both (0.2-0.3 s on 2 cores), and so does every page behind
+        it: the gate grew to two workers at the start of about one docs crawl in two, and a second worker read
+        pages with its caches cold for seconds after (#17). A crawl that reads no page pays the server's start
+        (~0.12 s of CPU) for nothing.
+        """
+        if self.processes and self._warming is None and not self._closed:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # called off the loop: the first page starts them, as without warm
+                return
+            self._warming = loop.create_task(self._warm_up())
+
+    async def _warm_up(self) -> None:
+        try:
+            await self._server_started()
+            if self._workers[0] is None and not self._closed:
+                started = await _Worker.start()
+                if self._workers[0] is None and not self._closed:
+                    self._workers[0] = started
+                else:
+                    started.stop()
+        except _Died as error:  # the first page's own start tries again, and says what stops it
+            logger.debug("extraction: the first worker did not start ahead (%s)", error)
+
+    async def _server_started(self) -> None:
+        if not self._server_up:  # a worker's start would wait for the server on the loop
+            lifeline.lifeline()  # before the server starts: it binds to the crawler this names (extract.lifeline)
+            await asyncio.to_thread(_server.started, self.timeout)
+            self._server_up = True
 
     async def read(
         self,
@@ -437,10 +485,9 @@ class Reader:
         return None
 
     async def _run(self, slot: int, job: partial[Page]) -> Page:
-        if not self._server_up:  # a worker's start would wait for the server on the loop
-            lifeline.lifeline()  # before the server starts: it binds to the crawler this names (extract.lifeline)
-            await asyncio.to_thread(_server.started, self.timeout)
-            self._server_up = True
+        if self._warming is not None and not self._warming.done():
+            await asyncio.shield(self._warming)  # one first worker, not two
+        await self._server_started()
         each = self._workers[slot]
         if each is None or each.lost:
             if each is not None:
@@ -455,6 +502,9 @@ class Reader:
             each.stop()
 
     def close(self) -> None:
+        self._closed = True
+        if self._warming is not None:
+            self._warming.cancel()
         for slot, each in enumerate(self._workers):
             if each is not None:
                 self._workers[slot] = None

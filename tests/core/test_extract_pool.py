@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 
 from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.extract import lifeline
+from synapsecrawl.extract import lifeline, pool
 from synapsecrawl.extract.page import Page
 from synapsecrawl.extract.pool import Reader, extract_processes
 from synapsecrawl.extract.read import read_document
@@ -340,6 +341,64 @@ def test_closing_the_reader_leaves_no_worker_process() -> None:
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_warmed_reader_reads_the_first_pages_in_the_worker_it_started_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """#17: the crawl starts the workers' server and its first worker as the spider opens (Reader.warm), before
+    any page: pages that come while it starts wait for that one worker, none starts one of its own or a second,
+    and none waits long enough to grow the gate (a second worker with cold caches for seconds, at about one docs
+    crawl's start in two)."""
+    starts: list[int] = []
+    start = pool._Worker.start
+
+    async def counted() -> pool._Worker:
+        starts.append(1)
+        return await start()
+
+    monkeypatch.setattr(pool._Worker, "start", counted)
+
+    async def warmed_alone() -> bool:
+        reader = Reader(1)
+        try:
+            reader.warm()
+            assert reader._warming is not None
+            await reader._warming
+            return reader._workers[0] is not None
+        finally:
+            reader.close()
+
+    assert asyncio.run(warmed_alone()) and starts == [1]
+    starts.clear()
+    reader = Reader(2, function=pid_as_title, grow_after=5.0)
+
+    async def main() -> tuple[int, list[Page | None]]:
+        try:
+            reader.warm()
+            reader.warm()  # once
+            pages = await asyncio.gather(
+                *(reader.read(HTML, f"http://a.test/{n}", content_type="text/html", tokens=("x",)) for n in range(3))
+            )
+            first = reader._workers[0]
+            assert first is not None and reader._workers[1] is None
+            return first.process.pid or 0, list(pages)
+        finally:
+            reader.close()
+
+    pid, pages = asyncio.run(main())
+    assert [page.title if page else None for page in pages] == [str(pid)] * 3
+    assert starts == [1] and reader.turns.limit == 1
+
+
+def test_a_reader_closed_as_it_warms_leaves_no_process() -> None:
+    async def main() -> None:
+        reader = Reader(1)
+        reader.warm()
+        await asyncio.sleep(0)
+        reader.close()
+        await asyncio.sleep(0.5)  # the cancelled start's last steps
+
+    asyncio.run(main())
+    assert not [child for child in multiprocessing.active_children() if "forkserver" not in child.name.lower()]
 
 
 def test_the_gate_grows_only_for_a_page_that_waited_and_gives_back_cancelled_turns() -> None:
