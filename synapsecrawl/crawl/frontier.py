@@ -60,6 +60,7 @@ from synapsecrawl.crawl.entries import (
     check_crawl_name,
     fingerprint,
 )
+from synapsecrawl.pacing.shared import async_redis
 
 __all__ = ["SharedFrontier"]
 
@@ -489,7 +490,7 @@ class SharedFrontier:
         the token): it expires on its own if its worker dies.
         """
         if self._async is None:
-            self._async = redis.asyncio.Redis.from_url(self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+            self._async = async_redis(self.url)
         lock = self._async.lock(
             f"{self.root}:robots:{profile}:{origin}",
             timeout=hold_seconds,

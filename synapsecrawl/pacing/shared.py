@@ -44,7 +44,7 @@ from synapsecrawl.errors import ConfigError
 from synapsecrawl.pacing import DEFAULT_PREFIX
 from synapsecrawl.pacing.clock import MARGIN, Margin, SiteClock
 
-__all__ = ["DEFAULT_PREFIX", "RedisPacing", "Turn", "check_redis"]
+__all__ = ["ASYNC_CONNECTIONS", "DEFAULT_PREFIX", "RedisPacing", "Turn", "async_redis", "check_redis"]
 
 logger = logging.getLogger(__name__)
 
@@ -274,7 +274,7 @@ class RedisPacing:
             client: Any = self._sync
             if asynchronous:
                 if self._async is None:
-                    self._async = redis.asyncio.Redis.from_url(self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+                    self._async = async_redis(self.url)
                 client = self._async
             self._scripts[key] = client.register_script(source)
         return self._scripts[key]
@@ -412,6 +412,23 @@ class RedisPacing:
             self._async = None
             self._scripts = {key: script for key, script in self._scripts.items() if key.endswith("/sync")}
         self._sync.close()
+
+
+# redis-py's asyncio pool (8.x) refuses a command when 100 connections are in use ("Too many connections")
+# instead of waiting for one. A worker's downloader asks for many sites' turns at once (a grant, a send and a
+# release for each download): #16's benchmark at 400 sites ran into it, each refused grant held its site a
+# second (a shared crawl went at 64 requests/s at most) and each refused send held its site until the lease
+# expired (45 s without a request to anyone). A blocking pool lets a call wait for a free connection; one
+# that waits past the timeout is an unreachable Redis, as before.
+ASYNC_CONNECTIONS = 32
+
+
+def async_redis(url: str) -> redis.asyncio.Redis:
+    """An asyncio Redis client whose calls wait for one of ``ASYNC_CONNECTIONS`` connections."""
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        url, max_connections=ASYNC_CONNECTIONS, timeout=5.0, socket_timeout=5.0, socket_connect_timeout=5.0
+    )
+    return redis.asyncio.Redis.from_pool(pool)
 
 
 def check_redis(url: str) -> None:
