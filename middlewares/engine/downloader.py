@@ -379,4 +379,8 @@ class PacedDownloader(Downloader):
         assert self._shared is not None
         self._shared_closed = True
         await asyncio.gather(*(task for pending in list(self._releasing.values()) for task in pending))
+        if self._shared.failures and self.crawler.stats is not None:
+            # A shared crawl says Redis outages once, through its frontier; calls of the pacer alone that
+            # failed (each held its site) show here, in the stats every crawl ends with (#16).
+            self.crawler.stats.set_value("pacing/redis_failures", self._shared.failures)
         await self._shared.aclose()

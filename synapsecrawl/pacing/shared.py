@@ -253,6 +253,7 @@ class RedisPacing:
     _shared_spacing: dict[str, float] = field(init=False, default_factory=dict)
     _written: dict[tuple[str, str], float] = field(init=False, default_factory=dict)
     _failing: set[str] = field(init=False, default_factory=set)
+    failures: int = field(init=False, default=0)  # calls Redis failed to answer (the crawl's stats say so)
     _sync: redis.Redis = field(init=False)
     _async: redis.asyncio.Redis | None = field(init=False, default=None)
     _scripts: dict[str, Any] = field(init=False, default_factory=dict)
@@ -392,6 +393,7 @@ class RedisPacing:
         self._written[site, name] = value
 
     def _unreachable(self, site: str, error: redis.RedisError) -> None:
+        self.failures += 1
         if site not in self._failing:
             self._failing.add(site)
             if not self.report_outages:  # a shared crawl's frontier says it once for the whole worker

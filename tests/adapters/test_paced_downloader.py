@@ -229,3 +229,20 @@ async def test_under_shared_pacing_the_send_is_told_redis_after_the_hand_over_an
     finally:
         wire.close()
         await downloader._close_shared()
+
+
+async def test_the_shared_pacers_failed_calls_are_in_the_crawls_stats(signing_key: Path, redis_prefix: str) -> None:
+    """OMN-SITE: each pacer call Redis failed to answer held its site; a shared crawl leaves saying so to its
+    frontier, so the count is in the stats the crawl ends with, where a failure of the pacer alone shows."""
+    settings = {
+        "DOWNLOADER_MIDDLEWARES_BASE": {},
+        "PACING_REDIS_URL": "redis://127.0.0.1:1/0",
+        "PACING_REDIS_PREFIX": redis_prefix,
+    }
+    downloader = await downloader_for("omniscientebot", signing_key, FakeClock(), **settings)
+    assert downloader._shared is not None
+    turn = await downloader._shared.acquire("example.com")
+    assert not turn.granted
+    await downloader._close_shared()
+    assert downloader.crawler.stats is not None
+    assert downloader.crawler.stats.get_value("pacing/redis_failures") == 1

@@ -177,6 +177,7 @@ async def test_unreachable_redis_means_not_yet(machine: Machine) -> None:
     assert await pacer.acquire(SITE) == Turn(None, 5.0)
     pacer.pause(SITE, 30.0)  # kept locally
     assert pacer.paused_until(SITE) == 30.0
+    assert pacer.failures == 2  # the turn and the pause, counted for the crawl's stats
 
 
 async def test_a_crawl_delay_learned_after_a_start_pushes_the_next_start_for_every_machine(
