@@ -358,7 +358,7 @@ class PostgresStore(SharedTables):
                 conn.execute(
                     "INSERT INTO passages (page_id, ordinal, text)"
                     " SELECT %s, ordinal - 1, text FROM unnest(%s::text[]) WITH ORDINALITY AS p(text, ordinal)",
-                    (row[0], list(passages)),
+                    (row[0], passages),
                 )
 
     def delete_page(self, kb: str, url: str) -> bool:
