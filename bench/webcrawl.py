@@ -153,7 +153,7 @@ def _figures(
     hits = [Hit(x.host, x.path, x.start, x.end, x.concurrent, x.status, x.bytes_sent) for x in window]
     spacing = {hit.host: _spacing(web, hit.host) for hit in hits}
     figures = judge(hits, spacing, limit=1)
-    bad_sites = _sites_with_violations(hits, spacing)
+    bad_sites = _violations_by_site(hits, spacing)
     delayed = [hit for hit in hits if (spec := web.by_name.get(hit.host)) is not None and spec.crawl_delay]
     delay_figures = judge(delayed, {h.host: web.by_name[h.host].crawl_delay or 0.0 for h in delayed}, limit=1)
     ok = [(line.host, line.path) for line in pages if line.status == 200]
@@ -178,7 +178,8 @@ def _figures(
         "disallowed_fetches": sum(1 for line in pages if web.disallowed(line.host, line.path)),
         "gap_violations": figures.gap_violations,
         "concurrency_violations": figures.concurrency_violations,
-        "sites_with_violations": bad_sites,
+        "sites_with_violations": len(bad_sites),
+        "worst_sites": bad_sites.most_common(10),
         "sites_fetched": len(spacing),
         "crawl_delay_violations": delay_figures.gap_violations,
         "min_gap_ratio": figures.min_gap_ratio,
@@ -194,15 +195,17 @@ def _figures(
     }
 
 
-def _sites_with_violations(hits: list[Hit], spacing: dict[str, float]) -> int:
+def _violations_by_site(hits: list[Hit], spacing: dict[str, float]) -> Counter[str]:
+    """Per host: gaps under its spacing plus arrivals while another request to it was in flight."""
     by_host: dict[str, list[Hit]] = defaultdict(list)
     for hit in hits:
         by_host[hit.host].append(hit)
-    bad = 0
+    bad: Counter[str] = Counter()
     for host, host_hits in by_host.items():
         host_hits.sort(key=lambda h: h.start)
-        gaps = any(b.start - a.start < spacing[host] for a, b in pairwise(host_hits))
-        bad += gaps or any(h.concurrent > 1 for h in host_hits)
+        gaps = sum(1 for a, b in pairwise(host_hits) if b.start - a.start < spacing[host])
+        if count := gaps + sum(1 for h in host_hits if h.concurrent > 1):
+            bad[host] = count
     return bad
 
 

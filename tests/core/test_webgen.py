@@ -8,7 +8,7 @@ import io
 import re
 from collections import deque
 
-from bench.webgen import CALENDAR, FACETS, MIRROR, SESSIONS, Web, WebServer
+from bench.webgen import CALENDAR, FACETS, MIRROR, SESSIONS, LogLine, Web, WebServer
 
 
 def test_the_same_seed_builds_the_same_web() -> None:
@@ -101,3 +101,42 @@ async def test_the_server_logs_each_request_with_its_user_agent() -> None:
         (host, "/robots.txt", "200", "1", "TestBot/1"),
         (host, "/", "200", "1", "TestBot/1"),
     ]
+
+
+def test_the_bench_judges_a_crawl_from_the_log_after_the_same_number_of_fetches() -> None:
+    """bench.webcrawl judges a crawler over its first N page fetches as the server logged them: the
+    most-linked pages it reached, its fetches in traps, a mirror copy as a duplicate, a gap under 1 s and
+    a second request in flight as violations of that site, and a fetch past N not counted."""
+    from bench.common import Run
+    from bench.webcrawl import _figures
+
+    web = Web(9, 40, 2000)
+    links, _ = web.in_links()
+    best = max(range(web.pages), key=lambda page: links[page])
+    host = web.host_of(best)
+    other = next(h for h in web.hosts if h is not host and not h.disallow_all)
+    copy = web.mirrored
+    ua = "SnagaBot"
+
+    def line(start: float, name: str, path: str, concurrent: int = 1) -> LogLine:
+        return LogLine(start, start + 0.01, name, path, 200, 1000, concurrent, ua)
+
+    log = [
+        line(0.0, host.name, "/robots.txt"),
+        line(1.0, host.name, web.path(host, best - host.start)),
+        # 0.5 s after the last request to this host, while that one was in flight
+        line(1.5, host.name, web.path(host, (best - host.start + 1) % host.pages), concurrent=2),
+        line(2.0, "events.cityguide.test", "/cal/2026/12/06/"),
+        line(3.0, copy.name, web.path(copy, 1)),
+        line(4.0, "www.copycat.test", "/mirror" + web.path(copy, 1)),
+        line(9.0, other.name, "/"),  # the sixth page fetch: past N = 5
+    ]
+    run = Run(0, 0.0, 10.0, 1.0, 100.0, "")
+    figures = _figures(web, log, fetches=5, top={best}, stored=[], run=run)
+    assert figures["fetches"] == 5
+    assert figures["top1_fetched"] == 1
+    assert figures["trap_fetches"] == 2 and figures["by_kind"] == {"page": 3, "calendar": 1, "mirror": 1}
+    assert figures["duplicates_fetched"] == 1
+    assert figures["gap_violations"] == 1 and figures["concurrency_violations"] == 1
+    assert figures["sites_with_violations"] == 1
+    assert figures["hosts_reached"] == len({host.name, "events.cityguide.test", copy.name, "www.copycat.test"})
