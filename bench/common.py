@@ -23,9 +23,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.sim import Hit
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["ROOT", "Figures", "Run", "judge", "machine", "projected", "run_process", "scrapy_bin"]
 
@@ -81,8 +84,19 @@ def _session(sid: int) -> dict[int, tuple[float, float]]:
 _BYTECODE = {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(ROOT / ".venv" / "pycache")}
 
 
-def run_process(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 900) -> Run:
-    """Run ``cmd`` to its end (killed after ``timeout`` seconds); stdout and stderr go to one log."""
+def run_process(
+    cmd: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 900,
+    enough: Callable[[], bool] | None = None,
+) -> Run:
+    """Run ``cmd`` to its end (killed after ``timeout`` seconds); stdout and stderr go to one log.
+
+    ``enough``, asked twice a second: once it says True, the crawler gets SIGINT (Scrapy's graceful stop: no new
+    requests, those in flight finish).
+    """
     with tempfile.TemporaryFile("w+") as out:
         started = time.monotonic()
         proc = subprocess.Popen(
@@ -94,13 +108,18 @@ def run_process(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None,
             start_new_session=True,
         )
         deadline = started + timeout
-        killed = False
+        killed = stopping = False
         cpu_seen: dict[int, float] = {}
         peak_rss = 0.0
+        ticks = 0
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
+            ticks += 1
+            if enough is not None and not stopping and ticks % 25 == 0 and enough():
+                os.kill(proc.pid, signal.SIGINT)
+                stopping = True
             live = _session(proc.pid)
             for each, (cpu, _) in live.items():
                 cpu_seen[each] = cpu

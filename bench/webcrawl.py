@@ -7,11 +7,13 @@
 One run: ``bench.webgen`` serves the web in a process of its own and logs every request; the crawlers run one
 after the other from the same seeds (ten front pages; the first, a portal, links every trap): ours, ``scrapy crawl web``
 as SnagaBot (skipped, with a line saying so, on a tree without the ``web`` spider), then the peer,
-``bench/webpeer.py``, a CrawlSpider with Scrapy's "Broad Crawls" settings. Each may fetch a little more than
-``--fetches`` pages; each is judged over its first ``--fetches`` page requests as the server saw them (robots.txt
-not counted), so both are compared after the same number of fetches:
+``bench/webpeer.py``, a CrawlSpider with Scrapy's "Broad Crawls" settings. Each is stopped (SIGINT) once the
+server has logged ``--fetches`` of its page requests (a few more arrive while it stops) or at ``--time-limit``,
+and judged over its first ``--fetches`` page requests as the server saw them (robots.txt not counted), so both
+are compared after the same number of fetches:
 
-- top 1 %: the share of the 1 % most-linked good pages (in-links from the generator) fetched;
+- top 1 %: the share of the 1 % most-linked good pages (in-links from the generator) fetched; the JSON also
+  has the share of the 1 % linked from the most distinct registrable domains;
 - traps: the share of fetches spent in the calendar, session ids, facets, path loop, link farm and mirror;
 - duplicates: pages fetched whose text another fetched URL already served; stored: the same over our KB's
   pages (the peer's feed for the peer), over the whole run;
@@ -70,7 +72,29 @@ def _start_server(web_args: list[str], log: Path) -> tuple[subprocess.Popen[str]
     return proc, int(line.split()[1])
 
 
-def _ours(seeds: Path, tmp: Path, cap: int, limit: float) -> Run:
+class _Enough:
+    """Whether the server has logged ``fetches`` page requests (robots.txt not counted) from ``agent`` yet."""
+
+    def __init__(self, log: Path, agent: str, fetches: int) -> None:
+        self._file = log.open("rb")
+        self._file.seek(0, os.SEEK_END)
+        self._agent = agent.encode()
+        self._fetches = fetches
+        self._seen = 0
+        self._rest = b""
+
+    def __call__(self) -> bool:
+        chunk = self._rest + self._file.read()
+        lines = chunk.split(b"\n")
+        self._rest = lines.pop()
+        self._seen += sum(1 for line in lines if self._agent in line and b"\t/robots.txt\t" not in line)
+        return self._seen >= self._fetches
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _ours(seeds: Path, tmp: Path, cap: int, limit: float, enough: _Enough) -> Run:
     cmd = [scrapy_bin(), "crawl", "web", "-a", f"seeds={seeds}"]
     settings = {
         "BOT_PROFILE": "snagabot",
@@ -83,10 +107,10 @@ def _ours(seeds: Path, tmp: Path, cap: int, limit: float) -> Run:
     }
     for key, value in settings.items():
         cmd += ["-s", f"{key}={value}"]
-    return run_process(cmd, cwd=ROOT, timeout=limit + 120)
+    return run_process(cmd, cwd=ROOT, timeout=limit + 120, enough=enough)
 
 
-def _peer(seeds: Path, tmp: Path, cap: int, limit: float) -> Run:
+def _peer(seeds: Path, tmp: Path, cap: int, limit: float, enough: _Enough) -> Run:
     cmd = [scrapy_bin(), "runspider", str(ROOT / "bench" / "webpeer.py"), "-a", f"seeds={seeds}"]
     settings = {
         **BROAD_CRAWL,
@@ -97,7 +121,7 @@ def _peer(seeds: Path, tmp: Path, cap: int, limit: float) -> Run:
     for key, value in settings.items():
         cmd += ["-s", f"{key}={value}"]
     # outside the project: no scrapy.cfg, so none of synapsecrawl's settings apply
-    return run_process(cmd, cwd=tmp, env={"PYTHONPATH": str(ROOT)}, timeout=limit + 120)
+    return run_process(cmd, cwd=tmp, env={"PYTHONPATH": str(ROOT)}, timeout=limit + 120, enough=enough)
 
 
 def _stored_ours(kb: Path) -> list[str]:
@@ -134,7 +158,14 @@ def _spacing(web: Web, host: str) -> float:
 
 
 def _figures(
-    web: Web, lines: list[LogLine], *, fetches: int, top: set[int], stored: list[str], run: Run
+    web: Web,
+    lines: list[LogLine],
+    *,
+    fetches: int,
+    top: set[int],
+    stored: list[str],
+    run: Run,
+    top_domains: set[int] | None = None,
 ) -> dict[str, Any]:
     lines = sorted(lines, key=lambda line: line.start)
     pages = [line for line in lines if line.path != "/robots.txt"][:fetches]
@@ -143,13 +174,15 @@ def _figures(
     cut = pages[-1].start
     window = [line for line in lines if line.start <= cut]
     kinds = Counter(web.kind(line.host, line.path) for line in pages)
-    fetched_top = {
+    fetched_good = {
         web.by_name[line.host].start + n
         for line in pages
         if line.status == 200
         and line.host in web.by_name
         and (n := web.page_of(web.by_name[line.host], line.path)) is not None
-    } & top
+    }
+    fetched_top = fetched_good & top
+    by_domains = top_domains or set()
     hits = [Hit(x.host, x.path, x.start, x.end, x.concurrent, x.status, x.bytes_sent) for x in window]
     spacing = {hit.host: _spacing(web, hit.host) for hit in hits}
     figures = judge(hits, spacing, limit=1)
@@ -166,6 +199,7 @@ def _figures(
         "top1_fetched": len(fetched_top),
         "top1_size": len(top),
         "top1_share": len(fetched_top) / len(top),
+        "top1_domains_share": len(fetched_good & by_domains) / len(by_domains) if by_domains else 0.0,
         "trap_fetches": traps,
         "trap_share": traps / len(pages),
         "by_kind": dict(kinds),
@@ -213,8 +247,9 @@ def run_webcrawl(
     *, seed: int, hosts: int, pages: int, fetches: int, limit: float, ours: bool = True, peer: bool = True
 ) -> dict[str, Any]:
     web_args = ["--seed", str(seed), "--hosts", str(hosts), "--pages", str(pages)]
-    # Scrapy's CLOSESPIDER_PAGECOUNT counts robots.txt answers too (one a host at most): each crawler stops past
-    # --fetches pages and is judged over its first --fetches
+    # Each crawler is stopped (SIGINT, Scrapy's graceful stop) once the server logged --fetches of its page requests,
+    # and judged over its first --fetches. CLOSESPIDER_PAGECOUNT is the backstop; it counts robots.txt answers too
+    # (one a host at most), hence twice --fetches.
     cap = 2 * fetches + 100
     result: dict[str, Any] = {
         "seed": seed,
@@ -242,6 +277,8 @@ def run_webcrawl(
             ]
             good.sort(key=lambda page: (-links[page], page))
             top = set(good[: max(1, len(good) // 100)])
+            # the same 1 %, ranked by distinct linking registrable domains (a farm inside one domain earns nothing)
+            top_domains = set(sorted(good, key=lambda page: (-domains[page], -links[page], page))[: len(top)])
             result["web"] = {
                 "hosts": len(web.hosts),
                 "domains": len({h.domain for h in web.hosts}),
@@ -258,24 +295,30 @@ def run_webcrawl(
             crawls: list[tuple[str, str, Any]] = []
             if ours:
                 if _has_web_spider():
-                    crawls.append(("synapsecrawl", _OURS_AGENT, lambda: _ours(seeds, tmp, cap, limit)))
+                    crawls.append(("synapsecrawl", _OURS_AGENT, lambda stop: _ours(seeds, tmp, cap, limit, stop)))
                 else:
                     reason = "no `web` spider on this tree (#39's web spider has not landed): ours not run"
                     result["skipped"]["synapsecrawl"] = reason
                     print(f"bench: {reason}", flush=True)
             if peer:
-                crawls.append(("stock scrapy", "Scrapy/", lambda: _peer(seeds, tmp, cap, limit)))
+                crawls.append(("stock scrapy", "Scrapy/", lambda stop: _peer(seeds, tmp, cap, limit, stop)))
             for label, token, crawl in crawls:
                 offset = log.stat().st_size
                 print(f"bench: running {label} ...", flush=True)
-                run = crawl()
+                enough = _Enough(log, token, fetches)
+                try:
+                    run = crawl(enough)
+                finally:
+                    enough.close()
                 time.sleep(0.2)  # the server's last lines
                 lines = [line for line in read_log(log, offset) if token in line.user_agent]
                 if run.returncode != 0 and not run.killed:
                     print(run.log[-3000:])
                 ours_run = label == "synapsecrawl"
                 stored = _stored_ours(tmp / "kb.sqlite") if ours_run else _stored_peer(tmp / "peer.jsonl")
-                result["crawlers"][label] = _figures(web, lines, fetches=fetches, top=top, stored=stored, run=run)
+                result["crawlers"][label] = _figures(
+                    web, lines, fetches=fetches, top=top, stored=stored, run=run, top_domains=top_domains
+                )
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -325,7 +368,9 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=2000, help="good hosts (traps come on top)")
     parser.add_argument("--pages", type=int, default=200_000, help="good pages")
     parser.add_argument("--fetches", type=int, default=5000, help="page fetches each crawler is judged over")
-    parser.add_argument("--time-limit", type=float, default=900, help="seconds each crawler may run")
+    parser.add_argument(
+        "--time-limit", type=float, default=0, help="seconds each crawler may run (default: 0.15 s a fetch, >= 150)"
+    )
     parser.add_argument("--no-ours", action="store_true", help="run the stock peer only")
     parser.add_argument("--no-stock", action="store_true", help="run ours only")
     parser.add_argument("--out", type=Path, help="write the JSON here (default: a new temporary directory)")
@@ -338,7 +383,7 @@ def main() -> None:
             hosts=args.hosts,
             pages=args.pages,
             fetches=args.fetches,
-            limit=args.time_limit,
+            limit=args.time_limit or max(150.0, 0.15 * args.fetches),
             ours=not args.no_ours,
             peer=not args.no_stock,
         )
