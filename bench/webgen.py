@@ -234,10 +234,8 @@ class Web:
             return None
         return n if 0 < n < host.pages and self.path(host, n) == path else None
 
-    def page_id(self, host: Host, n: int) -> int:
-        return host.start + n
-
     def host_of(self, page: int) -> Host:
+        """The host of the page with global id ``page``."""
         return self.hosts[bisect.bisect_right(self._starts, page) - 1]
 
     def links(self, host: Host, n: int) -> list[tuple[int, int]]:
@@ -282,18 +280,19 @@ class Web:
         return [(self.hosts[h].name, "/") for h in self.tree[:count]]
 
     def in_links(self) -> tuple[array[int], array[int]]:
-        """Every good page's in-links from other pages, and the distinct registrable domains they come from."""
+        """Every good page's in-links from other pages, and the distinct other registrable domains they come from."""
         links = array("I", bytes(4 * self.pages))
         domains = array("I", bytes(4 * self.pages))
         last = array("i", [-1]) * self.pages
         domain_ids = {d: i for i, d in enumerate(self._domain_hosts)}
+        host_domain = [domain_ids[host.domain] for host in self.hosts]
         for host in self.hosts:  # hosts are in domain order, so "last linking domain" counts distinct domains
-            source = domain_ids[host.domain]
+            source = host_domain[host.index]
             for n in range(host.pages):
                 for h, m in self.links(host, n):
                     target = self.hosts[h].start + m
                     links[target] += 1
-                    if last[target] != source:
+                    if last[target] != source and host_domain[h] != source:
                         last[target] = source
                         domains[target] += 1
         return links, domains
