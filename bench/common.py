@@ -94,7 +94,7 @@ def run_process(
 ) -> Run:
     """Run ``cmd`` to its end (killed after ``timeout`` seconds); stdout and stderr go to one log.
 
-    ``enough``, asked twice a second: once it says True, the crawler gets SIGINT (Scrapy's graceful stop: no new
+    ``enough``, asked about twice a second: once it says True, the crawler gets SIGINT (Scrapy's graceful stop: no new
     requests, those in flight finish).
     """
     with tempfile.TemporaryFile("w+") as out:
