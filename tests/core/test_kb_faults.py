@@ -1,0 +1,136 @@
+"""The knowledge base when its server or disk fails: what each back-end raises, and that it comes back.
+
+Real faults only: a PostgreSQL cluster this module starts, stops, kills and restarts for itself, and a
+tmpfs of a few hundred KiB for SQLite (tests.faults_env).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from synapsecrawl.errors import StoreError, StoreUnavailable
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.postgres import PostgresStore
+from synapsecrawl.kb.sqlite import SQLiteStore
+from tests.faults_env import PrivateCluster, small_disk
+from tests.helpers import record
+
+
+@pytest.fixture
+def cluster() -> Iterator[PrivateCluster]:
+    own = PrivateCluster()
+    own.start()
+    try:
+        yield own
+    finally:
+        own.close()
+
+
+def test_postgres_store_reads_and_writes_through_a_server_restart(cluster: PrivateCluster) -> None:
+    """Every reader and writer of a PostgreSQL KB reconnects after the server restarts: the calls after the
+    restart succeed as if nothing happened, nothing raises (SYN-MODES: what is fetched is kept)."""
+    store = PostgresStore(cluster.uri)
+    try:
+        store.put_pages([record("https://a.test/1", "one page")])
+        assert store.get_page("docs", "https://a.test/1") is not None  # the read connection is open now
+        cluster.stop()
+        cluster.start()
+        store.put_pages([record("https://a.test/2", "another page")])  # the writer's BEGIN finds it dropped
+        assert store.get_page("docs", "https://a.test/2") is not None  # the reader too
+        assert store.page_depths("docs").keys() == {"https://a.test/1", "https://a.test/2"}
+        assert store.get_source("nothing") is None
+        store.put_robots("synapsebot", _robots())  # a one-statement write (an upsert outside put_pages)
+        cluster.kill()
+        cluster.start()  # crash recovery, then the same
+        assert [hit.url for hit in store.search("another")] == ["https://a.test/2"]
+        assert store.delete_page("docs", "https://a.test/1") is True
+    finally:
+        store.close()
+
+
+def test_postgres_store_down_raises_unavailable_in_one_line_then_comes_back(cluster: PrivateCluster) -> None:
+    """A write while the server is down raises StoreUnavailable (reason ``unreachable``), one line naming the
+    KB without its password and without the page's text; once the server is back the same write succeeds."""
+    store = PostgresStore(cluster.uri)
+    page = record("https://a.test/secret", "the text of a page that must never reach a log line")
+    try:
+        cluster.stop()
+        with pytest.raises(StoreUnavailable) as raised:
+            store.put_pages([page])
+        assert raised.value.reason == "unreachable"
+        message = str(raised.value)
+        assert "\n" not in message and "must never reach" not in message
+        assert f"127.0.0.1:{cluster.port}" in message
+        with pytest.raises(StoreUnavailable):
+            store.get_page("docs", page.url)
+        cluster.start()
+        store.put_pages([page])
+        assert store.get_page("docs", page.url) is not None
+    finally:
+        store.close()
+
+
+def test_opening_a_postgres_kb_whose_server_is_down_is_unavailable_not_broken(cluster: PrivateCluster) -> None:
+    """Opening a KB on a server that is down is a StoreUnavailable (try again later), not a bad KB."""
+    cluster.stop()
+    with pytest.raises(StoreUnavailable) as raised:
+        open_store(cluster.uri)
+    assert raised.value.reason == "unreachable"
+
+
+def test_postgres_errors_of_a_record_stay_store_errors(postgres_schema_uri: str) -> None:
+    """A fault of the statement itself (not of the server) is a plain StoreError: retrying cannot help."""
+    store = PostgresStore(postgres_schema_uri)
+    try:
+        with pytest.raises(StoreError) as raised, store._transaction() as conn:
+            conn.execute("SELECT no_such_column FROM pages")
+        assert not isinstance(raised.value, StoreUnavailable)
+        store.put_pages([record("https://a.test/after", "still usable")])  # the connection survived it
+        assert store.get_page("docs", "https://a.test/after") is not None
+    finally:
+        store.close()
+
+
+def test_sqlite_kb_on_a_full_disk_is_unavailable_and_stays_whole(tmp_path: Path) -> None:
+    """SQLite on a full filesystem: the write raises StoreUnavailable (reason ``full``) in one line that names
+    the KB and says what is needed, never the page's text; the KB passes integrity_check, what was committed
+    before is there, and after room is made the same write succeeds (SYN-MODES: what is fetched is kept)."""
+    with small_disk(tmp_path, 640) as disk:
+        path = disk / "kb.sqlite"
+        store = SQLiteStore(path)
+        ballast = disk / "ballast"
+        try:
+            store.put_pages([record("https://a.test/first", "kept before the disk filled")])
+            ballast.write_bytes(b"\0" * _free_bytes(disk))  # the disk is full now
+            big = record("https://a.test/big", "words of a long page " * 3000)
+            with pytest.raises(StoreUnavailable) as raised:
+                for n in range(20):
+                    store.put_pages([record(f"https://a.test/{n}", "words of a long page " * 3000)])
+            assert raised.value.reason == "full"
+            message = str(raised.value)
+            assert "\n" not in message and "words of a long page" not in message
+            assert str(path) in message and "full" in message
+            ballast.unlink()
+            store.put_pages([big])
+            assert store.get_page("docs", "https://a.test/big") is not None
+            assert store.get_page("docs", "https://a.test/first") is not None
+        finally:
+            store.close()
+        with sqlite3.connect(path) as db:
+            assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def _free_bytes(path: Path) -> int:
+    import shutil
+
+    return shutil.disk_usage(path).free
+
+
+def _robots():  # type: ignore[no-untyped-def]
+    from synapsecrawl.kb.records import RobotsCopy
+
+    return RobotsCopy(origin="https://a.test", body=b"User-agent: *\nDisallow:", status=200, fetched_at=1.0)
