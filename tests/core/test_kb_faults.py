@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from synapsecrawl.errors import StoreError, StoreUnavailable
 from synapsecrawl.kb import open_store
+from synapsecrawl.kb.journal import Journal, journal_path
+from synapsecrawl.kb.outage import Outage
 from synapsecrawl.kb.postgres import PostgresStore
+from synapsecrawl.kb.records import LabelRecord
 from synapsecrawl.kb.sqlite import SQLiteStore
 from tests.faults_env import PrivateCluster, small_disk
-from tests.helpers import record
+from tests.helpers import WHEN, record
 
 
 @pytest.fixture
@@ -134,3 +138,53 @@ def _robots():  # type: ignore[no-untyped-def]
     from synapsecrawl.kb.records import RobotsCopy
 
     return RobotsCopy(origin="https://a.test", body=b"User-agent: *\nDisallow:", status=200, fetched_at=1.0)
+
+
+def test_an_outage_is_said_once_probed_at_growing_intervals_and_ends_in_time() -> None:
+    """The KB's outage: one line when it begins (the first failure), probes at growing intervals capped at
+    10 s, one line when it ends (with its length), and overdue past the limit (KB_OUTAGE_SECONDS)."""
+    outage = Outage(limit=60.0)
+    assert not outage.down and not outage.probe_due(0.0) and outage.recovered(0.0) is None
+    assert outage.failed(100.0, "unreachable") is True
+    assert outage.down and not outage.probe_due(100.2) and outage.probe_due(100.5)
+    assert outage.failed(100.5, "unreachable") is False  # the same outage: no second line
+    assert outage.probe_in(100.5) == pytest.approx(1.0)
+    waits = []
+    now = 100.5
+    for _ in range(8):
+        outage.failed(now, "unreachable")
+        waits.append(outage.probe_in(now))
+        now += waits[-1]
+    assert waits == sorted(waits) and max(waits) == 10.0
+    assert not outage.overdue(160.0) and outage.overdue(160.1)
+    assert outage.recovered(170.0) == pytest.approx(70.0)
+    assert not outage.down and not outage.overdue(1000.0)
+
+
+def test_the_journal_keeps_pages_and_labels_replays_them_once_and_skips_a_torn_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Pages held for an unavailable KB survive in the journal with every field (times, outlinks, labels);
+    a replay writes them in order and empties it; a torn last line (a crash mid-append) is skipped with one
+    line, never its text; a replay whose write fails leaves the journal whole."""
+    journal = Journal(journal_path(tmp_path, "postgresql://u@db/kb"))
+    one = replace(record("https://a.test/1", "first page"), outlinks=("https://a.test/2",), depth=1)
+    labels = LabelRecord(kb="docs", url="https://a.test/1", kind="article", links=(("https://b.test/", "cited"),))
+    two = replace(record("https://a.test/2", "second page"), verified_at=WHEN)
+    journal.append([(one, labels), (two, None)])
+    with journal.path.open("a") as torn:
+        torn.write('{"page": {"kb": "docs", "url": "https://a.test/3", "text": "half a li')
+
+    def fails(_: object) -> None:
+        raise StoreUnavailable("down", "unreachable")
+
+    with pytest.raises(StoreUnavailable):
+        journal.replay(fails)
+    assert journal.path.exists()
+    written: list[object] = []
+    assert journal.replay(written.extend) == 2
+    assert written == [(one, labels), (two, None)]
+    assert not journal.path.exists()
+    torn_lines = [r.getMessage() for r in caplog.records if "torn" in r.getMessage()]
+    assert torn_lines and all("half a li" not in line and "\n" not in line for line in torn_lines)
+    assert journal.replay(written.extend) == 0
