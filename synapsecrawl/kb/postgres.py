@@ -160,7 +160,8 @@ CREATE TABLE IF NOT EXISTS sources (
     added_at DOUBLE PRECISION NOT NULL DEFAULT 0,
     last_crawl DOUBLE PRECISION NOT NULL DEFAULT 0,
     next_due DOUBLE PRECISION NOT NULL DEFAULT 0,
-    outcome TEXT NOT NULL DEFAULT ''
+    outcome TEXT NOT NULL DEFAULT '',
+    run_started DOUBLE PRECISION NOT NULL DEFAULT 0
 );
 """
 
@@ -178,6 +179,7 @@ _ADDED_PAGE_COLUMNS = (
     ("depth", "INTEGER"),
     ("outlinks", "TEXT NOT NULL DEFAULT ''"),
 )
+_ADDED_SOURCE_COLUMNS = (("run_started", "DOUBLE PRECISION NOT NULL DEFAULT 0"),)
 
 # ts_rank_cd weights {D, C, B, A}: the title (A) and the text (B) are ranked apart (kb.search.rank_results).
 _TITLE_WEIGHTS = "{0, 0, 0, 1.0}"
@@ -263,15 +265,17 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> Non
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     meta_rows(),
                 )
-        present = {
-            row[0]
-            for row in conn.execute(
-                "SELECT attname FROM pg_attribute WHERE attrelid = 'pages'::regclass AND NOT attisdropped"
-            )
-        }
-        for column, declaration in _ADDED_PAGE_COLUMNS:
-            if column not in present:
-                conn.execute(f"ALTER TABLE pages ADD COLUMN {column} {declaration}")
+        for table, added in (("pages", _ADDED_PAGE_COLUMNS), ("sources", _ADDED_SOURCE_COLUMNS)):
+            # ALTER TABLE locks the table even when the column exists: altered only when one is missing.
+            present = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND NOT attisdropped", (table,)
+                )
+            }
+            for column, declaration in added:
+                if column not in present:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         for name, create in _INDEXES.items():
             if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() == (None,):
                 conn.execute(create)

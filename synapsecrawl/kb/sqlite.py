@@ -114,6 +114,7 @@ _ADDED_PAGE_COLUMNS = (
     ("depth", "INTEGER"),
     ("outlinks", "TEXT NOT NULL DEFAULT ''"),
 )
+_ADDED_SOURCE_COLUMNS = (("run_started", "REAL NOT NULL DEFAULT 0"),)
 # Site icons found by the feed spider (synapsecrawl.extract.feeds, SER-ICON). Unix seconds.
 _ICONS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS site_icons (
@@ -139,7 +140,8 @@ CREATE TABLE IF NOT EXISTS sources (
     added_at REAL NOT NULL DEFAULT 0,
     last_crawl REAL NOT NULL DEFAULT 0,
     next_due REAL NOT NULL DEFAULT 0,
-    outcome TEXT NOT NULL DEFAULT ''
+    outcome TEXT NOT NULL DEFAULT '',
+    run_started REAL NOT NULL DEFAULT 0
 );
 """
 
@@ -236,6 +238,10 @@ class SQLiteStore(SharedTables):
             self._db.executescript(_ICONS_SCHEMA)
             self._db.executescript(_BACKOFF_SCHEMA)
             self._db.executescript(_SOURCES_SCHEMA)
+            present = {row[1] for row in self._db.execute("PRAGMA table_info(sources)")}
+            for column, declaration in _ADDED_SOURCE_COLUMNS:
+                if column not in present:
+                    self._db.execute(f"ALTER TABLE sources ADD COLUMN {column} {declaration}")
             cut = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='passages'").fetchone()
             self._db.executescript(content.SCHEMA)  # passages and labels (kb.content)
             if not cut:

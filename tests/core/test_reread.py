@@ -11,9 +11,18 @@ from hypothesis import strategies as st
 
 from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.kb.records import PageRecord
+from synapsecrawl.kb.records import PageRecord, Source
 from synapsecrawl.kb.removals import RemovalList, disallowed_urls, read_removal_list, remove_disallowed
-from synapsecrawl.kb.reread import DAY, conditional_headers, effect_of, reread_interval
+from synapsecrawl.kb.reread import (
+    DAY,
+    RUNNING,
+    conditional_headers,
+    effect_of,
+    fetched_in_run,
+    record_crawl,
+    reread_interval,
+    run_start,
+)
 from synapsecrawl.kb.sqlite import SQLiteStore
 from synapsecrawl.rules.robots import parse_robots
 
@@ -193,3 +202,43 @@ def test_remove_disallowed_deletes_that_origins_pages_in_every_kb(tmp_path: Path
     assert removed == [("one", "https://h.test/blog/a"), ("two", "https://h.test/blog/a")]
     assert len(store.page_urls()) == 8
     store.close()
+
+
+def _crawled(previous: Source | None, reason: str, now: float, run_started: float) -> Source:
+    return record_crawl(
+        previous,
+        mode="site",
+        urls=("https://a.test/",),
+        kb="docs",
+        profile="synapsebot",
+        deployment="hosted",
+        depth=None,
+        max_pages=None,
+        interval=7 * DAY,
+        reason=reason,
+        now=now,
+        run_started=run_started,
+    )
+
+
+def test_a_run_killed_or_stopped_goes_on_and_a_finished_one_starts_a_new_run() -> None:
+    """A crawl of a source whose last run never finished (killed: still RUNNING; stopped: shutdown; its KB
+    down) belongs to that run, so what the run already fetched is not asked for again; after a run that
+    ran its course, the next crawl is a new run, a re-read that asks for every page again (SYN-REREAD)."""
+    assert run_start(None, 100.0) == 100.0
+    running = _crawled(None, RUNNING, now=110.0, run_started=100.0)
+    assert run_start(running, 500.0) == 100.0  # killed -9 while running
+    stopped = _crawled(running, "shutdown", now=120.0, run_started=100.0)
+    assert run_start(stopped, 500.0) == 100.0
+    finished = _crawled(stopped, "finished", now=600.0, run_started=100.0)
+    assert finished.last_crawl == 600.0 and run_start(finished, 9000.0) == 9000.0
+    assert _crawled(finished, RUNNING, now=9010.0, run_started=9000.0).run_started == 9000.0
+
+
+def test_a_copy_counts_as_fetched_in_a_run_from_the_run_s_own_second() -> None:
+    """Stored times are whole seconds: a copy fetched, or confirmed by a 304, in the second the run began
+    or later came in this run; one from before did not."""
+    assert fetched_in_run(100.0, None, 100.7)
+    assert fetched_in_run(50.0, 101.0, 100.7)
+    assert not fetched_in_run(99.0, None, 100.7)
+    assert not fetched_in_run(99.0, 98.0, 100.7)

@@ -501,6 +501,7 @@ def test_sources(store: Store) -> None:
         last_crawl=20.0,
         next_due=3620.0,
         outcome="ok",
+        run_started=15.0,
     )
     page = Source("s2", "page", ("http://b.test/1",), "docs", "synapsebot", "hosted", next_due=100.0)
     other = Source("s3", "feed", ("http://c.test/feed",), "other", "serenereader", "self-hosted")
@@ -660,6 +661,38 @@ def test_an_older_postgres_kb_gets_the_outlinks_column(postgres_schema_uri: str)
         assert old is not None and old.outlinks == ()
         store.put_page(replace(old, outlinks=("http://a.test/a", "http://a.test/b")))
         assert store.get_page("docs", "http://a.test/old").outlinks == ("http://a.test/a", "http://a.test/b")  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_an_older_kb_gets_the_run_started_column_of_its_sources(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """SYN-REREAD: a KB written before sources kept when their run began opens with the column added (0 for
+    the old sources: no open run, so the next crawl is a re-read as before) and keeps it after."""
+    uri = (
+        f"sqlite:///{tmp_path / 'old.sqlite3'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres_schema_uri")
+    )
+    opened = open_store(uri)
+    old = Source("s1", "site", ("http://a.test/",), "docs", "synapsebot", "hosted", last_crawl=5.0)
+    opened.put_source(old)
+    opened.close()
+    if backend == "sqlite":
+        with sqlite3.connect(tmp_path / "old.sqlite3") as db:
+            db.execute("ALTER TABLE sources DROP COLUMN run_started")
+    else:
+        import psycopg
+
+        with psycopg.connect(uri, autocommit=True) as raw:
+            raw.execute("ALTER TABLE sources DROP COLUMN run_started")
+    store = open_store(uri)
+    try:
+        assert store.get_source("s1") == old and old.run_started == 0.0
+        store.put_source(replace(old, run_started=7.0))
+        assert store.get_source("s1") == replace(old, run_started=7.0)
     finally:
         store.close()
 
