@@ -13,6 +13,10 @@ BOT_PROFILE = "synapsebot"
 KB_URI = ""  # empty: sqlite:///.synapsecrawl/kb.sqlite3 in the working directory
 KB_BATCH_PAGES = 8  # pages in one KB transaction at most (#17); 64 completed in bursts that held the loop
 KB_BATCH_SECONDS = 0.25  # how long a batch waits for more pages after its first
+KB_OUTAGE_SECONDS = 300  # a KB unavailable longer than this ends the crawl (exit 75), what it holds journalled
+KB_BUFFER_PAGES = 256  # pages held in memory while the KB is unavailable; past them, in the journal
+METRICS_PORT = 0  # a port for Prometheus to scrape the crawl's figures from; 0: none
+METRICS_HOST = "127.0.0.1"
 HOST_RESOLVE = ""
 ALLOW_PRIVATE_ADDRESSES = False
 SIGNING_KEY = ""
@@ -108,6 +112,7 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     "middlewares.engine.summary.SummaryExtension": 500,
     "middlewares.engine.requestlog.RequestLogExtension": 510,  # the request log and crawl report (#18)
+    "middlewares.engine.metrics.MetricsExtension": 520,  # METRICS_PORT: the crawl's figures for Prometheus
 }
 REPORT_ENABLED = True  # write REPORT_DIR/CRAWL_ID/ (requests.jsonl, stats.json, index.html, report.json)
 REPORT_DIR = ""  # empty: reports/ beside a SQLite KB, else .synapsecrawl/reports

@@ -8,6 +8,7 @@ of the crawl: ``runtime.config`` is the one reading of the settings.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,7 @@ class Runtime:
     summary: CrawlSummary = field(default_factory=CrawlSummary)
     started_at: float = field(default_factory=time.time)
     shared_crawl: SharedFrontier | None = None  # set by the worker spider of a shared crawl (spiders.worker)
+    timer: Callable[[str, float], None] = field(default=lambda kind, seconds: None)  # METRICS_PORT's histograms
     _store: Store | None = None
 
     @classmethod
