@@ -118,6 +118,7 @@ REPORT_ENABLED = True  # write REPORT_DIR/CRAWL_ID/ (requests.jsonl, stats.json,
 REPORT_DIR = ""  # empty: reports/ beside a SQLite KB, else .synapsecrawl/reports
 
 LOG_LEVEL = "INFO"
+LOG_FORMATTER = "middlewares.engine.logformat.PageLogFormatter"  # a page in a log line is its URL, never its text
 FEED_EXPORT_ENCODING = "utf-8"
 
 # Breadth-first: the pages a limited crawl keeps are the ones nearest the start.
