@@ -15,6 +15,7 @@ KB_BATCH_PAGES = 8  # pages in one KB transaction at most (#17); 64 completed in
 KB_BATCH_SECONDS = 0.25  # how long a batch waits for more pages after its first
 KB_OUTAGE_SECONDS = 300  # a KB unavailable longer than this ends the crawl (exit 75), what it holds journalled
 KB_BUFFER_PAGES = 256  # pages held in memory while the KB is unavailable; past them, in the journal
+KB_JOURNAL_DIR = ""  # empty: .synapsecrawl/journal in the working directory
 METRICS_PORT = 0  # a port for Prometheus to scrape the crawl's figures from; 0: none
 METRICS_HOST = "127.0.0.1"
 HOST_RESOLVE = ""

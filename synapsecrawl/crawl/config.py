@@ -121,6 +121,7 @@ class KbConfig:
     report_dir: str  # empty: beside a SQLite KB (synapsecrawl.crawl.requestlog)
     outage_seconds: float  # KB_OUTAGE_SECONDS: how long an unavailable KB is waited for
     buffer_pages: int  # KB_BUFFER_PAGES: pages held in memory meanwhile, the rest journalled
+    journal_dir: str  # KB_JOURNAL_DIR: where held pages are journalled
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,7 @@ def _read(settings: Mapping[str, Any], operator: Mapping[str, Any], arguments: d
             report_dir=str(settings.get("REPORT_DIR") or ""),
             outage_seconds=read_number("KB_OUTAGE_SECONDS", settings["KB_OUTAGE_SECONDS"]),
             buffer_pages=max(1, int(read_number("KB_BUFFER_PAGES", settings["KB_BUFFER_PAGES"], whole=True))),
+            journal_dir=str(settings.get("KB_JOURNAL_DIR") or ".synapsecrawl/journal"),
         ),
     )
 

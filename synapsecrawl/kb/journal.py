@@ -3,8 +3,8 @@
 A crawl whose KB stays unavailable past its in-memory buffer appends the pages it still holds here, one
 JSON object a line, flushed and fsynced before it counts them as kept; the next crawl into the same KB
 writes them first (``replay``) and only then truncates the file. A torn last line (a crash mid-append) is
-skipped: its page was never counted as kept, so the site is asked for it again. The journal lives under
-the crawl's working directory (``.synapsecrawl/journal/``), named after the KB's URI without its password.
+skipped: its page was never counted as kept, so the site is asked for it again. One file per KB in
+KB_JOURNAL_DIR, named after a digest of the KB's URI.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ _TUPLES = {"outlinks"}
 _FIELDS = {field.name for field in fields(PageRecord)}
 
 
-def journal_path(root: Path, kb_uri: str) -> Path:
-    """Where the pages held for the KB at ``kb_uri`` are journalled, under ``root``."""
+def journal_path(directory: Path, kb_uri: str) -> Path:
+    """Where the pages held for the KB at ``kb_uri`` are journalled, in ``directory``."""
     digest = hashlib.sha256(kb_uri.encode()).hexdigest()[:16]
-    return root / "journal" / f"{digest}.jsonl"
+    return directory / f"{digest}.jsonl"
 
 
 def _line(held: Held) -> str:
