@@ -9,11 +9,14 @@ passed in (seconds from time.monotonic()); nothing here sleeps.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["EXIT_TEMPFAIL", "Outage"]
+__all__ = ["CLOSE_REASON", "EXIT_TEMPFAIL", "LOST_STAT", "Outage", "exit_status"]
 
 EXIT_TEMPFAIL = 75  # sysexits.h EX_TEMPFAIL: a temporary failure, run again later
+CLOSE_REASON = "kb_unavailable"  # the crawl's close reason when it stopped waiting for its KB
+LOST_STAT = "kb/lost"  # pages fetched that are neither in the KB nor journalled
 
 _FIRST_PROBE = 0.5
 _LONGEST_PROBE = 10.0
@@ -62,3 +65,12 @@ class Outage:
     def overdue(self, now: float) -> bool:
         """Whether the outage has lasted longer than the crawl may wait."""
         return self.since is not None and now - self.since > self.limit
+
+
+def exit_status(stats: Mapping[str, object]) -> int:
+    """The crawl process's exit status from its stats: 75 when it stopped waiting for its KB, 1 when a page
+    it fetched was lost (never 0 after losing a page), else 0."""
+    if stats.get("finish_reason") == CLOSE_REASON:
+        return EXIT_TEMPFAIL
+    lost = stats.get(LOST_STAT)
+    return 1 if isinstance(lost, int) and lost > 0 else 0

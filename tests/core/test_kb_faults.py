@@ -16,7 +16,7 @@ import pytest
 from synapsecrawl.errors import StoreError, StoreUnavailable
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.journal import Journal, journal_path
-from synapsecrawl.kb.outage import Outage
+from synapsecrawl.kb.outage import EXIT_TEMPFAIL, Outage, exit_status
 from synapsecrawl.kb.postgres import PostgresStore
 from synapsecrawl.kb.records import LabelRecord
 from synapsecrawl.kb.sqlite import SQLiteStore
@@ -188,3 +188,12 @@ def test_the_journal_keeps_pages_and_labels_replays_them_once_and_skips_a_torn_l
     torn_lines = [r.getMessage() for r in caplog.records if "torn" in r.getMessage()]
     assert torn_lines and all("half a li" not in line and "\n" not in line for line in torn_lines)
     assert journal.replay(written.extend) == 0
+
+
+def test_a_crawl_exits_75_when_it_stopped_waiting_for_its_kb_and_1_when_it_lost_a_page() -> None:
+    """Never exit 0 after losing a page: 75 (a temporary failure: run again) when the crawl ended because
+    its KB stayed unavailable, 1 when a fetched page is neither stored nor journalled, else 0."""
+    assert exit_status({"finish_reason": "finished", "kb/stored": 9}) == 0
+    assert exit_status({"finish_reason": "kb_unavailable", "kb/lost": 0}) == EXIT_TEMPFAIL == 75
+    assert exit_status({"finish_reason": "finished", "kb/lost": 2}) == 1
+    assert exit_status({}) == 0
