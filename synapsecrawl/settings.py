@@ -76,7 +76,7 @@ TWISTED_DNS_RESOLVER = "middlewares.engine.resolver.GuardedResolver"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "middlewares.netguard.NetGuardMiddleware": 50,  # refuse schemes and addresses before anything else
-    "middlewares.reread.RemovalListMiddleware": 60,  # before backoff and robots.txt: a listed site is never touched
+    "middlewares.removals.RemovalListMiddleware": 60,  # before backoff and robots.txt: a listed site is never touched
     "middlewares.backoff.BackoffGateMiddleware": 90,  # before robots.txt: a paused site is not touched at all
     "middlewares.robots.RobotsMiddleware": 100,  # replaces Scrapy's (None): judge first
     "middlewares.budget.PageBudgetMiddleware": 120,  # a page counts once robots.txt lets it through
@@ -111,6 +111,8 @@ ITEM_PIPELINES = {
     "pipelines.index.IndexPipeline": 300,
 }
 EXTENSIONS = {
+    # before the summary (500), which closes the KB on spider_closed: the source is recorded first
+    "middlewares.engine.sources.SourceExtension": 490,
     "middlewares.engine.summary.SummaryExtension": 500,
     "middlewares.engine.requestlog.RequestLogExtension": 510,  # the request log and crawl report (#18)
     "middlewares.engine.metrics.MetricsExtension": 520,  # METRICS_PORT: the crawl's figures for Prometheus

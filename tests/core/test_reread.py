@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.records import PageRecord, Source
-from synapsecrawl.kb.removals import RemovalList, disallowed_urls, read_removal_list, remove_disallowed
+from synapsecrawl.kb.removals import RemovalList, disallowed_pages, disallowed_urls, listed_prefixes, read_removal_list
 from synapsecrawl.kb.reread import (
     DAY,
     RUNNING,
@@ -183,9 +183,9 @@ def _page(kb: str, url: str) -> PageRecord:
     )
 
 
-def test_remove_disallowed_deletes_that_origins_pages_in_every_kb(tmp_path: Path) -> None:
-    """YOT-ROBOTS: reading a robots.txt that disallows stored pages removes them at once from every KB,
-    and leaves pages of other origins (another port, another scheme) alone."""
+def test_disallowed_pages_are_that_origins_pages_in_every_kb(tmp_path: Path) -> None:
+    """YOT-ROBOTS: the stored pages a robots.txt now disallows are that origin's, in every KB; pages of
+    other origins (another port, another scheme) are not among them (middlewares.removals deletes them)."""
     store = SQLiteStore(tmp_path / "kb.sqlite3")
     urls = [
         "https://h.test/blog/a",
@@ -198,9 +198,8 @@ def test_remove_disallowed_deletes_that_origins_pages_in_every_kb(tmp_path: Path
         for url in urls:
             store.put_page(_page(kb, url))
     rules = parse_robots(b"User-agent: *\nDisallow: /blog/\n").rules_for(("YottaBot-SearchBot",))
-    removed = remove_disallowed(store, "https://h.test", rules)
-    assert removed == [("one", "https://h.test/blog/a"), ("two", "https://h.test/blog/a")]
-    assert len(store.page_urls()) == 8
+    doomed = disallowed_pages(store.page_urls(prefix="https://h.test"), "https://h.test", rules)
+    assert doomed == [("one", "https://h.test/blog/a"), ("two", "https://h.test/blog/a")]
     store.close()
 
 
@@ -242,3 +241,16 @@ def test_a_copy_counts_as_fetched_in_a_run_from_the_run_s_own_second() -> None:
     assert fetched_in_run(50.0, 101.0, 100.7)
     assert not fetched_in_run(99.0, None, 100.7)
     assert not fetched_in_run(99.0, 98.0, 100.7)
+
+
+def test_listed_prefixes_hold_every_listed_page_unless_a_domain_is_listed() -> None:
+    """YOT-REMOVAL: a list of URL prefixes is looked up in the KB by prefix, under http and https (a
+    listing holds for both schemes); a listed domain has subdomains no prefix holds, so none is given."""
+    prefixes = listed_prefixes(RemovalList.parse("https://docs.test/private/\nhttp://a.test:8080/x\n"))
+    assert prefixes == (
+        "http://docs.test/private/",
+        "https://docs.test/private/",
+        "http://a.test:8080/x",
+        "https://a.test:8080/x",
+    )
+    assert listed_prefixes(RemovalList.parse("never.test\nhttp://docs.test/private/\n")) is None

@@ -26,7 +26,7 @@ from synapsecrawl.kb.postgres import PostgresStore, redact_uri
 from synapsecrawl.kb.records import LabelRecord, PageRecord, RobotsCopy, SiteIcon, SiteState, Source, UrlHold
 from synapsecrawl.kb.search import MARK_CLOSE, MARK_OPEN, split_passages
 from synapsecrawl.kb.sqlite import SQLiteStore
-from synapsecrawl.kb.store import SiteIcons, Store
+from synapsecrawl.kb.store import Store
 from tests.helpers import WHEN, record
 
 DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"
@@ -64,9 +64,10 @@ def store(kb_uri: str) -> Iterator[Store]:
 
 
 def test_postgres_covers_the_whole_store_interface() -> None:
-    """Both back-ends answer every method of the Store Protocol (and SiteIcons), and PostgreSQL
+    """Both back-ends answer every method of the Store Protocol (site icons included), and PostgreSQL
     keeps every field of a page."""
-    wanted = {name for proto in (Store, SiteIcons) for name in vars(proto) if not name.startswith("_")}
+    wanted = {name for name in vars(Store) if not name.startswith("_")}
+    assert {"put_site_icon", "get_site_icon"} <= wanted
     assert wanted <= {name for name in dir(PostgresStore) if callable(getattr(PostgresStore, name))}
     assert wanted <= {name for name in dir(SQLiteStore) if callable(getattr(SQLiteStore, name))}
     assert set(rows.PAGE_COLUMNS) == {field.name for field in fields(PageRecord)}
@@ -472,8 +473,9 @@ def test_url_holds(store: Store) -> None:
 
 
 def test_site_icons(store: Store) -> None:
-    """SER-ICON: the icon found for a site is kept per origin and replaced; "" records that none answered."""
-    icons = cast(SiteIcons, store)
+    """SER-ICON: the icon found for a site is kept per origin and replaced, by either back-end; ""
+    records that none answered."""
+    icons = store
     icon = SiteIcon("http://a.test", "http://a.test/favicon.ico", "image/x-icon", 1000.5)
     icons.put_site_icon(icon)
     assert icons.get_site_icon("http://a.test") == icon and icons.get_site_icon("http://b.test") is None
