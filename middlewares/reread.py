@@ -30,12 +30,14 @@ from middlewares.exceptions import Unchanged
 from middlewares.removals import Reason, Removals
 from synapsecrawl.crawl.kinds import kind_of
 from synapsecrawl.extract.directives import parse_directives
-from synapsecrawl.kb.reread import conditional_headers, effect_of
+from synapsecrawl.kb.reread import conditional_headers, effect_of, fetched_in_run
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+
+    from synapsecrawl.kb.records import PageRecord
 
 __all__ = ["RereadMiddleware"]
 
@@ -87,6 +89,14 @@ class RereadMiddleware:
                 del self._hosts[key]  # a failed look is not remembered: the next page asks again
             raise
 
+    async def _fetched_in_this_run(self, stored: PageRecord) -> bool:
+        begun = self._runtime.run_begun
+        if begun is None:
+            return False
+        started = await asyncio.shield(begun)
+        verified = stored.verified_at.timestamp() if stored.verified_at is not None else None
+        return bool(started) and fetched_in_run(stored.fetched_at.timestamp(), verified, started)
+
     def _kb(self) -> str | None:
         return self._runtime.target.kb
 
@@ -111,6 +121,12 @@ class RereadMiddleware:
         stored = await self._runtime.kb.page(kb, _kept_as(request))
         if stored is None:
             return
+        if await self._fetched_in_this_run(stored):
+            # A crawl that continues its source's unfinished run (killed, stopped, its KB down) does not ask
+            # again for what the run has: the page's stored links lead on, as a 304's would (#33).
+            self._stat("reread/in_this_run")
+            request.meta["reread_outlinks"] = stored.outlinks
+            raise Unchanged(f"already fetched in this run of its source: {request.url}")
         request.meta["reread_url"] = request.url
         for field, value in conditional_headers(stored.etag, stored.last_modified).items():
             request.headers[field] = value

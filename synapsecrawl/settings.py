@@ -111,6 +111,7 @@ ITEM_PIPELINES = {
     "pipelines.index.IndexPipeline": 300,
 }
 EXTENSIONS = {
+    "middlewares.engine.kbhold.KbHoldExtension": 480,  # holds the crawl while its KB cannot take pages
     # before the summary (500), which closes the KB on spider_closed: the source is recorded first
     "middlewares.engine.sources.SourceExtension": 490,
     "middlewares.engine.summary.SummaryExtension": 500,

@@ -5,20 +5,33 @@
 ``KB_BATCH_PAGES`` or what came within ``KB_BATCH_SECONDS``; every other write
 first commits the batch being gathered, so writes reach the store in the order
 they were asked for; reads run between them and see what is committed. The store
-(``KB_URI``) is opened on that thread at the first call, and closed by ``close``.
-Adapters never hold a ``Store``: a blocking call on the loop (a PostgreSQL
-round trip) would delay every site's next request.
+(``KB_URI``) is opened on that thread at the first call, which first writes what
+an earlier crawl journalled, and closed by ``close``. Adapters never hold a
+``Store``: a blocking call on the loop (a PostgreSQL round trip) would delay
+every site's next request.
+
+A KB that cannot take a call (``StoreUnavailable``: unreachable, read-only,
+full) is an outage (synapsecrawl.kb.outage): the first caller probes it at
+growing intervals, every other call waits, and the ``listener`` holds the crawl;
+pages waiting past ``KB_BUFFER_PAGES`` go to the journal (KB_JOURNAL_DIR), and
+past ``KB_OUTAGE_SECONDS`` every waiting page does and the crawl ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import replace
-from typing import TypeVar
+from typing import Literal, Protocol, TypeVar
 
+from synapsecrawl.errors import StoreUnavailable
 from synapsecrawl.kb.batch import BatchWriter
+from synapsecrawl.kb.journal import Journal
+from synapsecrawl.kb.outage import Outage
 from synapsecrawl.kb.records import (
     LabelRecord,
     PageRecord,
@@ -31,21 +44,54 @@ from synapsecrawl.kb.records import (
 )
 from synapsecrawl.kb.store import Store
 
-__all__ = ["CrawlKb"]
+__all__ = ["CrawlKb", "KbGone", "OutageListener"]
+
+logger = logging.getLogger(__name__)
 
 _R = TypeVar("_R")
+Kept = Literal["stored", "journalled"]
+
+
+class KbGone(Exception):
+    """The KB stayed unavailable past KB_OUTAGE_SECONDS: the crawl is ending."""
+
+
+class OutageListener(Protocol):
+    """Who holds the crawl while its KB cannot take what it fetches (middlewares.engine.kbhold)."""
+
+    def kb_down(self, error: StoreUnavailable) -> None: ...
+    def kb_up(self, lasted: float) -> None: ...
+    def kb_gone(self) -> None: ...
+    def kb_replayed(self, pages: int) -> None: ...
 
 
 class CrawlKb:
     """Async, ordered access to one crawl's store, on one thread."""
 
-    def __init__(self, opener: Callable[[], Store], *, batch_pages: int = 8, batch_seconds: float = 0.25) -> None:
+    def __init__(
+        self,
+        opener: Callable[[], Store],
+        *,
+        batch_pages: int = 8,
+        batch_seconds: float = 0.25,
+        journal: Journal | None = None,
+        outage_seconds: float = 300.0,
+        buffer_pages: int = 256,
+    ) -> None:
         self._opener = opener
         self._batch_pages = batch_pages
         self._batch_seconds = batch_seconds
         self._store: Store | None = None
         self._writer: BatchWriter[PageRecord] | None = None
         self._lock = threading.Lock()
+        self._journal = journal
+        self._buffer_pages = buffer_pages
+        self.outage = Outage(limit=outage_seconds)
+        self.listener: OutageListener | None = None
+        self._back: asyncio.Event | None = None  # set while the KB takes calls; made on the loop at first need
+        self._gone = False
+        self.held = 0  # pages waiting for the KB in memory
+        self.journalled = 0
 
     # -- the thread --------------------------------------------------------------
 
@@ -61,13 +107,65 @@ class CrawlKb:
             return self._writer
 
     def _opened(self) -> Store:
-        """The store, opened on first use (on the writer's thread)."""
+        """The store, opened on first use (on the writer's thread); what a crawl journalled is written first."""
         if self._store is None:
-            self._store = self._opener()
+            store = self._opener()
+            if self._journal is not None:
+                replayed = self._journal.replay(lambda entries: _put_held(store, entries))
+                if replayed and self.listener is not None:
+                    self.listener.kb_replayed(replayed)
+            self._store = store
         return self._store
 
     async def _run(self, fn: Callable[[Store], _R], *, writes: bool) -> _R:
-        return await asyncio.wrap_future(self._on_thread().call(lambda: fn(self._opened()), writes=writes))
+        return await self._through_outages(lambda: self._on_thread().call(lambda: fn(self._opened()), writes=writes))
+
+    async def _through_outages(self, call: Callable[[], Future[_R]]) -> _R:
+        """``call()``'s result, waiting out any outage of the KB (raises ``KbGone`` once it lasts too long)."""
+        while True:
+            if self._gone:
+                raise KbGone
+            back = self._event()
+            if not back.is_set():
+                await back.wait()  # another call probes the KB
+                continue
+            try:
+                return await asyncio.wrap_future(call())
+            except StoreUnavailable as error:
+                if back.is_set():
+                    return await self._probe(call, error)
+                # an outage another call began meanwhile: wait for its word
+
+    async def _probe(self, call: Callable[[], Future[_R]], error: StoreUnavailable) -> _R:
+        """Become the one call that tries the KB again, at growing intervals, until it answers or too long."""
+        back = self._event()
+        back.clear()
+        if self.outage.failed(time.monotonic(), error.reason) and self.listener is not None:
+            self.listener.kb_down(error)
+        while True:
+            if self.outage.overdue(time.monotonic()):
+                self._gone = True
+                back.set()  # the waiting calls see the end: pages are journalled, the rest raise KbGone
+                if self.listener is not None:
+                    self.listener.kb_gone()
+                raise KbGone
+            await asyncio.sleep(self.outage.probe_in(time.monotonic()))
+            try:
+                result = await asyncio.wrap_future(call())
+            except StoreUnavailable as again:
+                self.outage.failed(time.monotonic(), again.reason)
+                continue
+            lasted = self.outage.recovered(time.monotonic())
+            back.set()
+            if lasted is not None and self.listener is not None:
+                self.listener.kb_up(lasted)
+            return result
+
+    def _event(self) -> asyncio.Event:
+        if self._back is None:
+            self._back = asyncio.Event()
+            self._back.set()
+        return self._back
 
     async def read(self, fn: Callable[[Store], _R]) -> _R:
         """``fn(store)``, a read, on the KB's thread."""
@@ -84,9 +182,31 @@ class CrawlKb:
 
     # -- pages -------------------------------------------------------------------
 
-    async def keep(self, page: PageRecord) -> None:
-        """Store ``page`` in the batch being gathered; returns once its batch is committed."""
-        await asyncio.wrap_future(self._on_thread().submit(page))
+    async def keep(self, page: PageRecord, labels: LabelRecord | None = None) -> Kept:
+        """Store ``page`` (and its labels) in the batch being gathered: ``"stored"`` once its batch is committed.
+
+        While the KB cannot take it the page waits, in memory up to ``KB_BUFFER_PAGES`` pages and in the
+        journal past them or once the crawl stops waiting: then ``"journalled"``, written by the next crawl.
+        """
+        if self._gone or (not self._event().is_set() and self.held >= self._buffer_pages):
+            return self._to_journal(page, labels)
+        self.held += 1
+        try:
+            await self._through_outages(lambda: self._on_thread().submit(page))
+            if labels is not None:
+                await self.labels(labels)
+        except KbGone:
+            return self._to_journal(page, labels)
+        finally:
+            self.held -= 1
+        return "stored"
+
+    def _to_journal(self, page: PageRecord, labels: LabelRecord | None) -> Kept:
+        if self._journal is None:
+            raise KbGone
+        self._journal.append([(page, labels)])  # an OSError here is a page lost: the pipeline counts it
+        self.journalled += 1
+        return "journalled"
 
     async def page(self, kb: str, url: str) -> PageRecord | None:
         return await self.read(lambda store: store.get_page(kb, url))
@@ -183,3 +303,10 @@ class CrawlKb:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def _put_held(store: Store, entries: Sequence[tuple[PageRecord, LabelRecord | None]]) -> None:
+    store.put_pages([page for page, _ in entries])
+    for _, labels in entries:
+        if labels is not None:
+            store.put_labels(labels)

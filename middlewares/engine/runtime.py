@@ -9,9 +9,11 @@ off the event loop; ``runtime.target`` what the running spider crawls.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy.settings import default_settings
@@ -21,6 +23,7 @@ from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.crawl.summary import CrawlSummary
 from synapsecrawl.extract.pool import Reader
 from synapsecrawl.kb import open_store
+from synapsecrawl.kb.journal import Journal, journal_path
 from synapsecrawl.kb.store import Store
 from synapsecrawl.pacing.clock import SiteClock
 from synapsecrawl.profiles import Limits, Profile
@@ -75,12 +78,22 @@ class Runtime:
     shared_crawl: SharedFrontier | None = None  # set by the worker spider of a shared crawl (spiders.worker)
     timer: Callable[[str, float], None] = field(default=lambda kind, seconds: None)  # METRICS_PORT's histograms
     target: CrawlTarget = field(default_factory=CrawlTarget)  # the spider's (spiders.base.SynapseSpider)
+    # when the run of the source this crawl continues began (middlewares.engine.sources): what the KB holds
+    # from that run is not asked for again (kb.reread.run_start); None without a source
+    run_begun: asyncio.Future[float] | None = None
     kb: CrawlKb = field(init=False)
     _opened: Store | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         kb = self.config.kb
-        self.kb = CrawlKb(self._store, batch_pages=kb.batch_pages, batch_seconds=kb.batch_seconds)
+        self.kb = CrawlKb(
+            self._store,
+            batch_pages=kb.batch_pages,
+            batch_seconds=kb.batch_seconds,
+            journal=Journal(journal_path(Path(kb.journal_dir), kb.uri)),
+            outage_seconds=kb.outage_seconds,
+            buffer_pages=kb.buffer_pages,
+        )
 
     @classmethod
     def of(cls, crawler: Crawler) -> Runtime:

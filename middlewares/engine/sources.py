@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 
+from middlewares.engine.kb import KbGone
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.jobdir import mark_closed
-from synapsecrawl.kb.reread import HOLD_RENEWAL, RUNNING, record_crawl, source_id
+from synapsecrawl.kb.reread import HOLD_RENEWAL, RUNNING, record_crawl, run_start, source_id
 from synapsecrawl.urls import canonical
 
 if TYPE_CHECKING:
@@ -56,12 +57,16 @@ class SourceSpider(Protocol):
     def revisit_ready(self) -> bool: ...
 
 
-def _record(spider: SourceSpider, runtime: Runtime, store: Store, reason: str) -> Source:
+def _ident(spider: SourceSpider, runtime: Runtime) -> str:
+    profile = runtime.profile
+    return source_id(spider.name, spider.crawl.urls, spider.crawl.kb, profile.name, profile.deployment)
+
+
+def _record(spider: SourceSpider, runtime: Runtime, store: Store, reason: str, run_started: float = 0.0) -> Source:
     """The source ``spider`` reads, as a crawl of it ending (or running) for ``reason`` leaves it."""
     profile = runtime.profile
-    ident = source_id(spider.name, spider.crawl.urls, spider.crawl.kb, profile.name, profile.deployment)
     return record_crawl(
-        store.get_source(ident),
+        store.get_source(_ident(spider, runtime)),
         mode=spider.name,
         urls=spider.crawl.urls,
         kb=spider.crawl.kb,
@@ -72,6 +77,7 @@ def _record(spider: SourceSpider, runtime: Runtime, store: Store, reason: str) -
         interval=runtime.config.operations.reread_interval,
         reason=reason,
         now=time.time(),
+        run_started=run_started,
     )
 
 
@@ -84,7 +90,7 @@ async def record_sources(runtime: Runtime, spiders: Sequence[SourceSpider], reas
         deferred = store.url_holds(runtime.profile.name, "deferred")
         for spider in spiders:
             try:
-                source = _record(spider, runtime, store, reason)
+                source = _record(spider, runtime, store, reason, _begun(runtime))
                 waits = [hold.until for hold in deferred if hold.kb == spider.crawl.kb and spider.owns(hold.url)]
                 if waits and min(waits) < source.next_due:
                     source = replace(source, next_due=max(min(waits), time.time()))
@@ -106,6 +112,16 @@ async def record_sources(runtime: Runtime, spiders: Sequence[SourceSpider], reas
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(source.next_due)),
         )
     return [source for _, source in recorded]
+
+
+def _begun(runtime: Runtime) -> float:
+    """When the source's current run began, once known (0.0 before, or when its record failed)."""
+    begun = runtime.run_begun
+    return begun.result() if begun is not None and begun.done() else 0.0
+
+
+def _started_or_zero(done: asyncio.Future[Any]) -> float:
+    return 0.0 if done.cancelled() or done.exception() is not None else float(done.result())
 
 
 class SourceExtension:
@@ -133,7 +149,20 @@ class SourceExtension:
         return self._runtime.target.source
 
     def _opened(self, **_: Any) -> None:
-        self._hold()
+        spider = self._spider
+        if spider is not None:
+            # Before any request: whether this crawl continues an unfinished run of its source (#33)
+            begun = self._runtime.run_begun = asyncio.get_running_loop().create_future()
+            runtime = self._runtime
+
+            def begin(store: Store) -> float:
+                started = run_start(store.get_source(_ident(spider, runtime)), time.time())
+                store.put_source(_record(spider, runtime, store, RUNNING, started))
+                return started
+
+            self._held_at = time.monotonic()
+            task = self._spawn(runtime.kb.write(begin))
+            task.add_done_callback(lambda done: begun.set_result(_started_or_zero(done)))
 
     def _scheduled(self, request: Request, **_: Any) -> None:
         spider = self._spider
@@ -161,7 +190,8 @@ class SourceExtension:
             return
         self._held_at = time.monotonic()
         runtime = self._runtime
-        self._spawn(runtime.kb.write(lambda store: store.put_source(_record(spider, runtime, store, RUNNING))))
+        started = _begun(runtime)
+        self._spawn(runtime.kb.write(lambda store: store.put_source(_record(spider, runtime, store, RUNNING, started))))
 
     def _spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Future[Any]:
         task: asyncio.Future[Any] = asyncio.ensure_future(work)
@@ -171,8 +201,9 @@ class SourceExtension:
 
     def _done(self, task: asyncio.Future[Any]) -> None:
         self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("crawl: a source's record or re-read failed: %s", task.exception())
+        if task.cancelled() or task.exception() is None or isinstance(task.exception(), KbGone):
+            return  # the KB stayed down: its own line said so, and the source is not recorded as finished
+        logger.error("crawl: a source's record or re-read failed: %s", task.exception())
 
     async def _revisit_stored(self, spider: SourceSpider) -> None:
         """Request the source's stored pages this crawl has not reached, and its deferred ones now due."""
@@ -206,7 +237,10 @@ class SourceExtension:
         removed = sum(v for k, v in stats.items() if k.startswith("reread/removed/"))
         if stats.get("reread/unchanged") or removed:
             logger.info("re-read: %d pages unchanged (304), %d removed", stats.get("reread/unchanged", 0), removed)
-        await record_sources(self._runtime, [spider], reason)
+        try:
+            await record_sources(self._runtime, [spider], reason)
+        except KbGone:  # left RUNNING: the next crawl continues this run (kb.reread.run_start)
+            logger.warning("source not recorded: the knowledge base stayed unavailable")
 
     def _jobdir_closed(self, **_: Any) -> None:
         """Scrapy has saved the job state in JOBDIR, whatever the close reason: a next run may trust it."""

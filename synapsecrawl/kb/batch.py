@@ -21,6 +21,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from synapsecrawl.errors import StoreUnavailable
+
 __all__ = ["BatchWriter"]
 
 logger = logging.getLogger(__name__)
@@ -142,8 +144,9 @@ class BatchWriter(Generic[_T]):
         try:
             self._write([item.record for item in batch])
         except Exception as exc:  # noqa: BLE001 - told to the submitters, record by record below
-            if len(batch) == 1:
-                batch[0].done.set_exception(exc)
+            if len(batch) == 1 or isinstance(exc, StoreUnavailable):  # a KB that cannot take any: none is at fault
+                for item in batch:
+                    item.done.set_exception(exc)
                 return
             logger.warning("a batch of %d records failed (%s); writing them one by one", len(batch), exc)
             for item in batch:

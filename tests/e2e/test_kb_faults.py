@@ -140,7 +140,7 @@ def test_a_sqlite_kb_on_a_full_disk_stops_the_crawl_whole_and_the_next_run_goes_
     none asked for twice."""
     site = Site(pages=site_pages(6, 9))
     site.serve(server, host)
-    with small_disk(tmp_path, 1024) as disk:
+    with small_disk(tmp_path, 8192) as disk:  # room for the KB and its WAL once the ballast is gone
         kb_path = disk / "kb.sqlite3"
         ballast = disk / "ballast"
         uri = f"sqlite:///{kb_path}"
