@@ -56,6 +56,10 @@ class KbGone(Exception):
     """The KB stayed unavailable past KB_OUTAGE_SECONDS: the crawl is ending."""
 
 
+class _Spilled(Exception):
+    """A page that would wait past KB_BUFFER_PAGES: it goes to the journal instead."""
+
+
 class OutageListener(Protocol):
     """Who holds the crawl while its KB cannot take what it fetches (middlewares.engine.kbhold)."""
 
@@ -120,13 +124,17 @@ class CrawlKb:
     async def _run(self, fn: Callable[[Store], _R], *, writes: bool) -> _R:
         return await self._through_outages(lambda: self._on_thread().call(lambda: fn(self._opened()), writes=writes))
 
-    async def _through_outages(self, call: Callable[[], Future[_R]]) -> _R:
-        """``call()``'s result, waiting out any outage of the KB (raises ``KbGone`` once it lasts too long)."""
+    async def _through_outages(self, call: Callable[[], Future[_R]], spill: Callable[[], bool] | None = None) -> _R:
+        """``call()``'s result, waiting out any outage of the KB (raises ``KbGone`` once it lasts too long).
+
+        ``spill()`` true when the call would wait: raise ``_Spilled`` instead (its page goes to the journal)."""
         while True:
             if self._gone:
                 raise KbGone
             back = self._event()
             if not back.is_set():
+                if spill is not None and spill():
+                    raise _Spilled
                 await back.wait()  # another call probes the KB
                 continue
             try:
@@ -188,14 +196,16 @@ class CrawlKb:
         While the KB cannot take it the page waits, in memory up to ``KB_BUFFER_PAGES`` pages and in the
         journal past them or once the crawl stops waiting: then ``"journalled"``, written by the next crawl.
         """
-        if self._gone or (not self._event().is_set() and self.held >= self._buffer_pages):
+        if self._gone:
             return self._to_journal(page, labels)
         self.held += 1
         try:
-            await self._through_outages(lambda: self._on_thread().submit(page))
+            await self._through_outages(
+                lambda: self._on_thread().submit(page), spill=lambda: self.held > self._buffer_pages
+            )
             if labels is not None:
                 await self.labels(labels)
-        except KbGone:
+        except (KbGone, _Spilled):
             return self._to_journal(page, labels)
         finally:
             self.held -= 1

@@ -125,3 +125,88 @@ async def test_a_failed_call_raises_in_its_caller_and_the_next_one_runs(tmp_path
         raise AssertionError("the failure was not told")
     assert await kb.page("kb1", "http://a.test/1") is None
     kb.close()
+
+
+class _Listener:
+    """What the crawl is told of the KB's outages (the real one is middlewares.engine.kbhold)."""
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    def kb_down(self, error: Any) -> None:
+        self.said.append(f"down {error.reason}")
+
+    def kb_up(self, lasted: float) -> None:
+        self.said.append("up")
+
+    def kb_gone(self) -> None:
+        self.said.append("gone")
+
+    def kb_replayed(self, pages: int) -> None:
+        self.said.append(f"replayed {pages}")
+
+
+async def test_a_full_disk_holds_pages_then_journals_past_the_buffer_and_writes_the_rest_when_room_is_made(
+    tmp_path: Path,
+) -> None:
+    """SYN-MODES (what is fetched is kept), #33: on a KB whose disk is full, the first page that fails makes
+    one outage (told once) and probes; the next pages wait in memory up to KB_BUFFER_PAGES and the rest go
+    to the journal; once room is made the waiting pages are stored and the outage is told over; the next
+    gateway on the same KB writes the journal first."""
+    import shutil
+
+    from synapsecrawl.kb.journal import Journal, journal_path
+    from tests.faults_env import small_disk
+
+    with small_disk(tmp_path, 4096) as disk:
+        journal = Journal(journal_path(tmp_path / "journal", "kb"))
+        listener = _Listener()
+        kb = CrawlKb(lambda: SQLiteStore(disk / "kb.sqlite3"), journal=journal, buffer_pages=2, batch_pages=1)
+        kb.listener = listener
+        await kb.keep(record("https://a.test/first", "kept before the disk filled"))
+        ballast = disk / "ballast"
+        ballast.write_bytes(b"\0" * shutil.disk_usage(disk).free)
+        pages = [record(f"https://a.test/{n}", f"page {n} " + "words " * 2000) for n in range(5)]
+        keeps = [asyncio.ensure_future(kb.keep(page)) for page in pages]
+        await asyncio.sleep(1.0)
+        assert listener.said == ["down full"] and kb.held == 2
+        assert [keep.result() for keep in keeps if keep.done()] == ["journalled"] * 3
+        ballast.unlink()
+        assert await asyncio.wait_for(asyncio.gather(*[k for k in keeps if not k.done()]), 30) == ["stored"] * 2
+        assert listener.said == ["down full", "up"]
+        kb.close()
+        again = CrawlKb(lambda: SQLiteStore(disk / "kb.sqlite3"), journal=journal)
+        again.listener = listener
+        assert len(await again.page_urls("docs")) == 6
+        assert listener.said[-1] == "replayed 3"
+        again.close()
+
+
+async def test_an_outage_past_its_limit_journals_every_waiting_page_and_raises_for_the_rest(tmp_path: Path) -> None:
+    """#33: past KB_OUTAGE_SECONDS the gateway stops waiting: every waiting page is journalled, other calls
+    raise KbGone, and the crawl is told once (it closes as kb_unavailable)."""
+    import shutil
+
+    from middlewares.engine.kb import KbGone
+    from synapsecrawl.kb.journal import Journal, journal_path
+    from tests.faults_env import small_disk
+
+    with small_disk(tmp_path, 4096) as disk:
+        journal = Journal(journal_path(tmp_path / "journal", "kb"))
+        listener = _Listener()
+        kb = CrawlKb(lambda: SQLiteStore(disk / "kb.sqlite3"), journal=journal, outage_seconds=1.0, batch_pages=1)
+        kb.listener = listener
+        await kb.keep(record("https://a.test/first", "kept"))
+        (disk / "ballast").write_bytes(b"\0" * shutil.disk_usage(disk).free)
+        kept = await asyncio.wait_for(
+            asyncio.gather(*(kb.keep(record(f"https://a.test/{n}", "words " * 2000)) for n in range(3))), 30
+        )
+        assert kept == ["journalled"] * 3 and listener.said == ["down full", "gone"]
+        try:
+            await kb.page("docs", "https://a.test/first")
+        except KbGone:
+            pass
+        else:
+            raise AssertionError("a call after the KB is gone must raise KbGone")
+        assert len(list(journal.entries())) == 3
+        kb.close()
