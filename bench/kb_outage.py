@@ -89,6 +89,7 @@ def _one(down: float, pages: dict[str, list[str]], limit: float) -> Outcome:
             log = cwd / "crawl.log"
             env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
             env["PYTHONPATH"] = str(ROOT)
+            env["SCRAPY_SETTINGS_MODULE"] = "synapsecrawl.settings"  # run outside the checkout: its journal is ours
             command = _command(server, cluster.uri, limit)
             with log.open("w") as out, subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=out) as proc:
                 while proc.poll() is None and len(_stored(cluster.uri)) < len(pages) // 3:

@@ -19,7 +19,7 @@ CLOSE_REASON = "kb_unavailable"  # the crawl's close reason when it stopped wait
 LOST_STAT = "kb/lost"  # pages fetched that are neither in the KB nor journalled
 
 _FIRST_PROBE = 0.5
-_LONGEST_PROBE = 10.0
+_LONGEST_PROBE = 2.0  # a probe is one connection attempt: cheap for the KB, and the crawl goes on soon
 
 
 @dataclass

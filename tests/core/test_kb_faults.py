@@ -142,7 +142,7 @@ def _robots():  # type: ignore[no-untyped-def]
 
 def test_an_outage_is_said_once_probed_at_growing_intervals_and_ends_in_time() -> None:
     """The KB's outage: one line when it begins (the first failure), probes at growing intervals capped at
-    10 s, one line when it ends (with its length), and overdue past the limit (KB_OUTAGE_SECONDS)."""
+    2 s, one line when it ends (with its length), and overdue past the limit (KB_OUTAGE_SECONDS)."""
     outage = Outage(limit=60.0)
     assert not outage.down and not outage.probe_due(0.0) and outage.recovered(0.0) is None
     assert outage.failed(100.0, "unreachable") is True
@@ -155,7 +155,7 @@ def test_an_outage_is_said_once_probed_at_growing_intervals_and_ends_in_time() -
         outage.failed(now, "unreachable")
         waits.append(outage.probe_in(now))
         now += waits[-1]
-    assert waits == sorted(waits) and max(waits) == 10.0
+    assert waits == sorted(waits) and max(waits) == 2.0
     assert not outage.overdue(160.0) and outage.overdue(160.1)
     assert outage.recovered(170.0) == pytest.approx(70.0)
     assert not outage.down and not outage.overdue(1000.0)
