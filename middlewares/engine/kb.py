@@ -1,14 +1,14 @@
-"""The crawl's one door to its knowledge base: every store call awaited, run in order, off the event loop.
+"""The crawl's one door to its knowledge base: every store call awaited, writes in order, off the event loop.
 
-``CrawlKb`` (``runtime.kb``) runs each call on one thread of its own, the
-``BatchWriter``'s (synapsecrawl.kb.batch): kept pages go out in batches of
-``KB_BATCH_PAGES`` or what came within ``KB_BATCH_SECONDS``; every other write
-first commits the batch being gathered, so writes reach the store in the order
-they were asked for; reads run between them and see what is committed. The store
-(``KB_URI``) is opened on that thread at the first call, which first writes what
-an earlier crawl journalled, and closed by ``close``. Adapters never hold a
-``Store``: a blocking call on the loop (a PostgreSQL round trip) would delay
-every site's next request.
+``CrawlKb`` (``runtime.kb``) runs every write on one thread, the ``BatchWriter``'s
+(synapsecrawl.kb.batch): kept pages go out in batches of ``KB_BATCH_PAGES`` or
+what came within ``KB_BATCH_SECONDS``; every other write first commits the batch
+being gathered, so writes reach the store in the order they were asked for.
+Reads run in order on one reader thread, on the store's read connection, and see
+what is committed: a request's look-up never waits behind another's commit. The
+store (``KB_URI``) is opened at the first call, which first writes what an earlier
+crawl journalled, and closed by ``close``. Adapters never hold a ``Store``: a call
+on the loop would delay every site's next request.
 
 A KB that cannot take a call (``StoreUnavailable``: unreachable, read-only,
 full) is an outage (synapsecrawl.kb.outage): the first caller probes it at
@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Literal, Protocol, TypeVar
 
@@ -87,6 +87,7 @@ class CrawlKb:
         self._batch_seconds = batch_seconds
         self._store: Store | None = None
         self._writer: BatchWriter[PageRecord] | None = None
+        self._reader: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._journal = journal
         self._buffer_pages = buffer_pages
@@ -96,6 +97,7 @@ class CrawlKb:
         self._gone = False
         self.held = 0  # pages waiting for the KB in memory
         self.journalled = 0
+        self._opening = threading.Lock()
 
     # -- the thread --------------------------------------------------------------
 
@@ -110,19 +112,23 @@ class CrawlKb:
                 )
             return self._writer
 
-    def _opened(self) -> Store:
-        """The store, opened on first use (on the writer's thread); what a crawl journalled is written first."""
-        if self._store is None:
-            store = self._opener()
-            if self._journal is not None:
-                replayed = self._journal.replay(lambda entries: _put_held(store, entries))
-                if replayed and self.listener is not None:
-                    self.listener.kb_replayed(replayed)
-            self._store = store
-        return self._store
+    def _reading(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._reader is None:
+                self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-reader")
+            return self._reader
 
-    async def _run(self, fn: Callable[[Store], _R], *, writes: bool) -> _R:
-        return await self._through_outages(lambda: self._on_thread().call(lambda: fn(self._opened()), writes=writes))
+    def _opened(self) -> Store:
+        """The store, opened on first use (on the thread of the first call); what a crawl journalled first."""
+        with self._opening:
+            if self._store is None:
+                store = self._opener()
+                if self._journal is not None:
+                    replayed = self._journal.replay(lambda entries: _put_held(store, entries))
+                    if replayed and self.listener is not None:
+                        self.listener.kb_replayed(replayed)
+                self._store = store
+            return self._store
 
     async def _through_outages(self, call: Callable[[], Future[_R]], spill: Callable[[], bool] | None = None) -> _R:
         """``call()``'s result, waiting out any outage of the KB (raises ``KbGone`` once it lasts too long).
@@ -176,17 +182,23 @@ class CrawlKb:
         return self._back
 
     async def read(self, fn: Callable[[Store], _R]) -> _R:
-        """``fn(store)``, a read, on the KB's thread."""
-        return await self._run(fn, writes=False)
+        """``fn(store)``, a read, on the KB's reader thread."""
+        return await self._through_outages(lambda: self._reading().submit(lambda: fn(self._opened())))
 
     async def write(self, fn: Callable[[Store], _R]) -> _R:
-        """``fn(store)``, a write, on the KB's thread after every write asked for before it."""
-        return await self._run(fn, writes=True)
+        """``fn(store)``, a write, on the KB's writer thread after every write asked for before it."""
+        return await self._through_outages(lambda: self._on_thread().call(lambda: fn(self._opened())))
 
     @property
     def thread(self) -> threading.Thread:
-        """The thread every store call of this crawl runs on."""
+        """The thread every write of this crawl runs on."""
         return self._on_thread().thread
+
+    def threads(self) -> set[str]:
+        """The names of the threads this gateway's calls run on (the writer's and the reader's)."""
+        names = {self.thread.name}
+        names.add(self._reading().submit(lambda: threading.current_thread().name).result())
+        return names
 
     # -- pages -------------------------------------------------------------------
 
@@ -308,6 +320,9 @@ class CrawlKb:
         """Commit and run what was asked for, then close the store (a later call opens it again)."""
         with self._lock:
             writer, self._writer = self._writer, None
+            reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.shutdown(wait=True)
         if writer is not None:
             writer.close()
         if self._store is not None:

@@ -5,9 +5,9 @@ gathers what arrives within ``max_wait`` seconds of the first record, up to
 ``max_items``, and hands the batch to ``write`` (one transaction, e.g.
 ``Store.put_pages``). Each ``submit`` returns a future that is done only once
 its record's batch is committed. ``call(fn)`` runs any other store call on the
-same thread, in the order submitted: a writing call first commits the batch
-being gathered, a reading one (``writes=False``) runs at once and lets it grow.
-A batch that fails is written again record by record, so one bad record fails alone.
+same thread, in the order submitted: it first commits the batch being gathered,
+so it never overtakes a record submitted before it. A batch that fails is
+written again record by record, so one bad record fails alone.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ _R = TypeVar("_R")
 class _Call:
     fn: Callable[[], Any]
     done: Future[Any]
-    writes: bool = True
 
 
 @dataclass
@@ -83,14 +82,11 @@ class BatchWriter(Generic[_T]):
         self._put(item)
         return item.done
 
-    def call(self, fn: Callable[[], _R], *, writes: bool = True) -> Future[_R]:
-        """Run ``fn`` on the writer's thread after everything submitted before it; its result in the future.
-
-        A call that ``writes`` first commits the batch being gathered, so it never overtakes a record
-        submitted before it; a reading call runs between records and sees only what was committed.
-        """
+    def call(self, fn: Callable[[], _R]) -> Future[_R]:
+        """Run ``fn`` on the writer's thread after everything submitted before it (the batch being gathered
+        is committed first); its result, or why it failed, in the future."""
         done: Future[_R] = Future()
-        self._put(_Call(fn, done, writes))
+        self._put(_Call(fn, done))
         return done
 
     def _put(self, item: _Record[_T] | _Call) -> None:
@@ -124,7 +120,7 @@ class BatchWriter(Generic[_T]):
             self._commit(batch)
 
     def _gather(self, first: _Record[_T]) -> tuple[list[_Record[_T]], _Call | _Close | None]:
-        """The batch that starts with ``first``, and the item that ended it early (a writing call, the close)."""
+        """The batch that starts with ``first``, and the item that ended it early (a call, the close)."""
         batch = [first]
         deadline = time.monotonic() + self._max_wait
         while len(batch) < self._max_items:
@@ -132,12 +128,9 @@ class BatchWriter(Generic[_T]):
                 nxt = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 break
-            if isinstance(nxt, _Record):
-                batch.append(nxt)
-            elif isinstance(nxt, _Call) and not nxt.writes:
-                _run_call(nxt)
-            else:
+            if not isinstance(nxt, _Record):
                 return batch, nxt
+            batch.append(nxt)
         return batch, None
 
     def _commit(self, batch: list[_Record[_T]]) -> None:

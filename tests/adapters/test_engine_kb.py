@@ -1,4 +1,4 @@
-"""CrawlKb (middlewares.engine.kb): every store call of a crawl awaited, in order, on one thread off the loop.
+"""CrawlKb (middlewares.engine.kb): every store call of a crawl awaited off the loop, writes in order on one thread.
 
 The store is a real SQLite file under tmp_path, subclassed only to note which thread each call ran on
 and in what order the calls reached it.
@@ -46,9 +46,9 @@ def _gateway(tmp_path: Path, **kw: Any) -> tuple[CrawlKb, list[NotingStore]]:
     return CrawlKb(opener, **kw), opened
 
 
-async def test_every_call_runs_on_the_gateways_one_thread_never_the_loops(tmp_path: Path) -> None:
-    """One KB gateway per crawl: the store is opened, written, read and asked by one thread of the
-    gateway's own, which is not the event loop's; the loop only awaits."""
+async def test_every_call_runs_on_the_gateways_threads_never_the_loops(tmp_path: Path) -> None:
+    """One KB gateway per crawl: every write runs on the gateway's writer thread and every read on its
+    reader thread, in the order asked; neither is the event loop's thread, which only awaits."""
     kb, opened = _gateway(tmp_path, batch_pages=2, batch_seconds=0.05)
     loop_thread = threading.current_thread()
     await kb.keep(record("http://a.test/1", "kettle", kb="kb1"))
@@ -71,15 +71,19 @@ async def test_every_call_runs_on_the_gateways_one_thread_never_the_loops(tmp_pa
         "put_pages",  # put_page's own
         "delete_page",
     ]
-    threads = {thread for _, thread in store.calls}
-    assert threads == {kb.thread} and loop_thread not in threads
+    writes = {"put_pages", "put_url_hold", "put_site_icon", "put_page", "delete_page"}
+    assert {thread for name, thread in store.calls if name in writes} == {kb.thread}
+    [reader] = {thread for _, thread in (store.calls[1], store.calls[3])}  # page(), url_holds()
+    assert reader.name.startswith("kb-reader") and reader is not kb.thread
+    assert store.calls[5] == ("get_page", kb.thread)  # verify() reads and writes in one turn of the writer
+    assert loop_thread not in {thread for _, thread in store.calls}
     kb.close()
 
 
 async def test_writes_reach_the_store_in_the_order_they_were_asked(tmp_path: Path) -> None:
     """One KB gateway per crawl: a page kept and then deleted stays deleted, though the keep waits in a
     batch gathered for seconds: the delete commits that batch first. A read asked meanwhile does not
-    end the batch early (it sees what was committed), so pages still share one transaction."""
+    wait for the batch (it sees what was committed), so pages still share one transaction."""
     kb, opened = _gateway(tmp_path, batch_pages=3, batch_seconds=30)
     first = asyncio.ensure_future(kb.keep(record("http://a.test/1", "one", kb="kb1")))
     second = asyncio.ensure_future(kb.keep(record("http://a.test/2", "two", kb="kb1")))

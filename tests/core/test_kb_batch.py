@@ -161,8 +161,8 @@ def test_a_page_written_again_unchanged_is_not_indexed_again_also_in_a_kb_made_b
 
 
 def test_calls_run_on_the_writer_thread_in_order_with_the_records(tmp_path: Path) -> None:
-    """One KB gateway per crawl: a writing call commits the batch gathered before it, then runs, on the
-    writer's one thread; a reading call runs at once without ending the batch."""
+    """One KB gateway per crawl: a call commits the batch gathered before it, then runs, on the writer's
+    one thread, so a write never overtakes a record submitted before it."""
     store = SQLiteStore(tmp_path / "kb.sqlite3")
     order: list[str] = []
 
@@ -172,13 +172,11 @@ def test_calls_run_on_the_writer_thread_in_order_with_the_records(tmp_path: Path
 
     writer = BatchWriter(write, max_items=10, max_wait=30)
     first = writer.submit(record("http://a.test/1", "one"))
-    read = writer.call(lambda: (order.append("read"), store.get_page("docs", "http://a.test/1"))[1], writes=False)
-    assert read.result(timeout=10) is None and not first.done()  # read at once; the batch still gathers
     second = writer.submit(record("http://a.test/2", "two"))
     deleted = writer.call(lambda: (order.append("delete"), store.delete_page("docs", "http://a.test/1"))[1])
     assert deleted.result(timeout=10) is True and first.done() and second.done()
-    thread = writer.call(threading.current_thread, writes=False).result(timeout=10)
+    thread = writer.call(threading.current_thread).result(timeout=10)
     assert thread is writer.thread and thread is not threading.current_thread()
     writer.close()
-    assert order == ["read", "batch of 2", "delete"]
+    assert order == ["batch of 2", "delete"]
     store.close()
