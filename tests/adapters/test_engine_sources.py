@@ -53,7 +53,8 @@ async def test_the_source_is_held_running_at_open_and_recorded_at_close(
     runtime = Runtime.of(crawler)
     assert runtime.target.source is spider and runtime.target.kb == "kb1"
     await crawler.signals.send_catch_log_async(signals.spider_opened, spider=spider)
-    await _settled()
+    assert runtime.run_begun is not None
+    await asyncio.wait_for(runtime.run_begun, 10)  # the RUNNING record is written
     [running] = await runtime.kb.read(lambda store: store.sources("kb1"))
     assert running.outcome == RUNNING and running.urls == (START,) and running.mode == "site"
     with caplog.at_level(logging.INFO, logger="middlewares.engine.sources"):
