@@ -2,6 +2,8 @@
 
     python -m bench.scaleout --hosts 100 --pages 5 --delay 60 --workers 1,2,4   # politeness-bound (2 requests/s)
     python -m bench.scaleout --hosts 400 --pages 5 --delay 1 --workers 1,2,4    # CPU-bound
+    python -m bench.scaleout --hosts 480 --pages 4 --delay 1 --latency 1 --concurrency 8 --workers 1,2,4,8,16
+                                                                               # bound by each worker's concurrency
 
 Each run: a fresh redis-server of the benchmark's own (no other client's
 commands in its counts), a fresh PostgreSQL schema as the KB, the URL list
@@ -16,7 +18,11 @@ per-site violations (gaps under the Crawl-delay, two requests in flight at a
 site: must be 0), pages fetched more than once, and Redis round trips per
 page: the calls a client makes (EVALSHA/EVAL, MULTI pipelines, the few plain
 commands) from ``INFO commandstats`` before and after; the commands a script
-runs inside Redis are not round trips and are left out.
+runs inside Redis are not round trips and are left out. Redis's own CPU per
+page (``INFO cpu``, user + system) gives one Redis core's ceiling in pages a
+second. With ``--latency`` every page is answered that many seconds late and
+each worker may keep ``--concurrency`` requests in flight: the regime where
+workers should add up, since neither sites nor cores are the bound.
 """
 
 from __future__ import annotations
@@ -73,7 +79,16 @@ def _drop(name: str) -> None:
         admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
-def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float) -> dict[str, Any]:
+def _redis_cpu(port: int) -> float:
+    import redis
+
+    client = redis.Redis(port=port)
+    cpu = client.info("cpu")
+    client.close()
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
+def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, *, concurrency: int) -> dict[str, Any]:
     port = free_port()
     data = tmp / f"redis-{workers}"
     data.mkdir()
@@ -102,7 +117,7 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float) 
             env=env,
         )
         assert added.returncode == 0, added.stderr
-        before = _round_trips(port)
+        before, cpu_before = _round_trips(port), _redis_cpu(port)
         web.reset()
         settings = {
             "HOST_RESOLVE": "*.test=127.0.0.1",
@@ -111,6 +126,7 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float) 
             "BOT_PROFILE": "snagabot",
             "LOG_LEVEL": "INFO",
             "PACING_REDIS_URL": url,
+            **({"CONCURRENT_REQUESTS": str(concurrency)} if concurrency else {}),
         }
         procs, logs = [], []
         started = time.monotonic()
@@ -129,7 +145,7 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float) 
                 proc.kill()
                 codes.append(proc.wait())
         wall = time.monotonic() - started
-        after = _round_trips(port)
+        after, cpu_after = _round_trips(port), _redis_cpu(port)
     finally:
         redis_proc.terminate()
         redis_proc.wait(timeout=30)
@@ -156,20 +172,38 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float) 
         "violation_examples": figures.examples[:5],
         "redis_round_trips": after - before,
         "round_trips_per_page": round((after - before) / max(1, figures.pages_ok), 2),
+        "redis_cpu_ms_per_page": round(1000 * (cpu_after - cpu_before) / max(1, figures.pages_ok), 3),
         "errors": sum(path.read_text(errors="replace").count(" ERROR: ") for path in logs if path.exists()),
         "load": os.getloadavg()[0],
     }
 
 
-def run_scaleout(hosts: int, pages: int, delay: float, workers: list[int], timeout: float = 900) -> dict[str, Any]:
-    specs = make_hosts(hosts, pages, [delay])
-    result: dict[str, Any] = {"hosts": hosts, "pages": pages, "delay": delay, "machine": machine(), "runs": []}
+def run_scaleout(
+    hosts: int,
+    pages: int,
+    delay: float,
+    workers: list[int],
+    timeout: float = 900,
+    *,
+    latency: float = 0.0,
+    concurrency: int = 0,
+) -> dict[str, Any]:
+    specs = make_hosts(hosts, pages, [delay], slow=hosts if latency else 0, slow_seconds=latency)
+    result: dict[str, Any] = {
+        "hosts": hosts,
+        "pages": pages,
+        "delay": delay,
+        "latency": latency,
+        "concurrency": concurrency,
+        "machine": machine(),
+        "runs": [],
+    }
     with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-scaleout-") as tmpdir:
         tmp = Path(tmpdir)
         urls_file = tmp / "urls.txt"
         urls_file.write_text("\n".join(web.page_urls()) + "\n")
         for count in workers:
-            run = _one(web, urls_file, tmp, count, timeout)
+            run = _one(web, urls_file, tmp, count, timeout, concurrency=concurrency)
             result["runs"].append(run)
             print(json.dumps(run), flush=True)
     base = result["runs"][0]["makespan"] if result["runs"] else 0.0
@@ -180,15 +214,16 @@ def run_scaleout(hosts: int, pages: int, delay: float, workers: list[int], timeo
 
 def print_result(result: dict[str, Any]) -> None:
     print(
-        f"\n{result['hosts']} sites x {result['pages']} pages, Crawl-delay {result['delay']:g} s "
+        f"\n{result['hosts']} sites x {result['pages']} pages, Crawl-delay {result['delay']:g} s, "
+        f"answers after {result.get('latency', 0):g} s, CONCURRENT_REQUESTS {result.get('concurrency') or 'default'} "
         f"({result['machine'].get('cpus', '?')} CPUs)"
     )
-    print("workers  makespan  ideal  efficiency  speedup  violations  repeated  round trips/page")
+    print("workers  makespan  ideal  efficiency  speedup  violations  repeated  round trips/page  Redis CPU ms/page")
     for run in result["runs"]:
         print(
             f"{run['workers']:7d}  {run['makespan']:8.1f}  {run['ideal']:5.0f}  {run['efficiency']:10.2f}  "
             f"{run['speedup']:7.2f}  {run['gap_violations'] + run['concurrency_violations']:10d}  "
-            f"{run['repeated_fetches']:8d}  {run['round_trips_per_page']:16.2f}"
+            f"{run['repeated_fetches']:8d}  {run['round_trips_per_page']:16.2f}  {run['redis_cpu_ms_per_page']:17.3f}"
         )
 
 
@@ -199,10 +234,18 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=20.0)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each page is answered")
+    parser.add_argument("--concurrency", type=int, default=0, help="CONCURRENT_REQUESTS per worker (0: the default)")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
     result = run_scaleout(
-        args.hosts, args.pages, args.delay, [int(w) for w in args.workers.split(",")], timeout=args.timeout
+        args.hosts,
+        args.pages,
+        args.delay,
+        [int(w) for w in args.workers.split(",")],
+        timeout=args.timeout,
+        latency=args.latency,
+        concurrency=args.concurrency,
     )
     print_result(result)
     if args.out is not None:

@@ -85,12 +85,12 @@ class BackoffState:
         overtake each other (sitemap lastmod order, breadth-first order).
         """
         if self._holds is None:
-            store, profile = self.runtime.store(), self.runtime.profile.name
-            self._holds = asyncio.ensure_future(
-                asyncio.to_thread(lambda: {hold.url: hold for hold in store.url_holds(profile)})
-            )
+            self._holds = asyncio.ensure_future(self._read_holds())
         holds = self._holds.result() if self._holds.done() else await self._holds
         return holds.get(url)
+
+    async def _read_holds(self) -> dict[str, UrlHold]:
+        return {hold.url: hold for hold in await self.runtime.kb.url_holds(self.runtime.profile.name)}
 
     async def load(self, site: str) -> None:
         """Read what the store remembers of ``site``, once per crawl."""
@@ -100,7 +100,7 @@ class BackoffState:
 
     async def _load(self, site: str) -> None:
         profile = self.runtime.profile.name
-        state = await asyncio.to_thread(self.runtime.store().get_site_state, profile, site)
+        state = await self.runtime.kb.site_state(profile, site)
         if state is None:
             return
         self.histories.setdefault(site, SiteHistory(state.slow_streak, state.forbidden_streak))
@@ -139,10 +139,10 @@ class BackoffState:
         until, reason = self.paused_until.get(site, (0.0, ""))
         history = self.histories.get(site, SiteHistory())
         state = SiteState(site, until, reason, history.slow_streak, history.forbidden_streak)
-        await asyncio.to_thread(self.runtime.store().put_site_state, self.runtime.profile.name, state)
+        await self.runtime.kb.put_site_state(self.runtime.profile.name, state)
 
     async def hold(self, request: Request, site: str, *, kind: str, until: float, reason: str) -> None:
-        kb = getattr(getattr(self.crawler.spider, "crawl", None), "kb", "")
+        kb = self.runtime.target.kb or ""
         hold = UrlHold(
             request.url,
             "gone" if kind == "gone" else "deferred",
@@ -153,8 +153,8 @@ class BackoffState:
             int(request.meta.get("backoff_retries", 0)),
             self.clock.wall(),
         )
-        await asyncio.to_thread(self.runtime.store().put_url_hold, self.runtime.profile.name, hold)
+        await self.runtime.kb.hold(self.runtime.profile.name, hold)
 
     async def release(self, request: Request) -> None:
         if request.meta.get("backoff_held") or request.meta.get("backoff_retries"):
-            await asyncio.to_thread(self.runtime.store().delete_url_hold, self.runtime.profile.name, request.url)
+            await self.runtime.kb.release(self.runtime.profile.name, request.url)

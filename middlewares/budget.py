@@ -35,10 +35,7 @@ class PageBudgetMiddleware:
     @property
     def limit(self) -> int:
         """Pages this crawl may fetch: the spider's (-a max_pages) or the operator's."""
-        limits = getattr(self._crawler.spider, "limits", None)
-        if limits is not None:
-            return int(limits.pages)
-        return self._runtime.limits.pages
+        return int(self._runtime.target_limits.pages)
 
     @property
     def remaining(self) -> int | None:
@@ -48,7 +45,7 @@ class PageBudgetMiddleware:
     async def process_request(self, request: Request) -> None:
         if not kind_of(request.meta).rules.budget or request.meta.get("budget_counted"):
             return
-        take_page = getattr(self._crawler.spider, "take_page", None)  # a shared crawl counts in Redis (#16)
+        take_page = self._runtime.target.take_page  # a shared crawl counts in Redis
         allowed = await take_page(request) if take_page is not None else None
         if allowed is not None:
             if not allowed:

@@ -66,7 +66,7 @@ class ScopedRedirectMiddleware(RedirectMiddleware):
         if not isinstance(result, Request) or robots_txt:
             return result
         chain_start = (result.meta.get("redirect_urls") or [request.url])[0]
-        scopes = tuple(getattr(self.crawler.spider, "scopes", ()) or ())
+        scopes = self._runtime.target.scopes or ()
         reason = redirect_refusal(self._runtime.profile.redirect_scope, chain_start, result.url, scopes)
         if reason is None:
             return result

@@ -117,7 +117,7 @@ class RenderMiddleware:
         self._crawler.stats.inc_value(key)
 
     async def process_response(self, request: Request, response: Response) -> Response:
-        mode = getattr(self._crawler.spider, "name", "")
+        mode = self._runtime.target.name
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1")
         if not should_render(mode, kind_of(request.meta), response.status, content_type, response.body[:64]):
             return response

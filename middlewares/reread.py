@@ -1,4 +1,4 @@
-"""Re-reads in the crawl: conditional requests from the KB's validators, removals, the removal list.
+"""Re-reads in the crawl: conditional requests from the KB's validators, and what each answer does to a copy.
 
 ``RereadMiddleware`` is a thin adapter over ``synapsecrawl.kb.reread``. For a page
 the crawl's KB already holds it sends the stored validators (the KB keeps
@@ -11,11 +11,8 @@ copy; 404 and 410 delete the copy; a 2xx goes on to the spider, whose item
 replaces it. A stored page that now redirects for good (301, 308) loses its
 copy under the old address once the new one answers. A request robots.txt
 refuses by rules it could read deletes the copy without a fetch; an
-unreadable robots.txt never does (SYN-REMOVE).
-
-``RemovalListMiddleware`` deletes the pages on the operator's ``REMOVAL_LIST``
-when the crawl opens and refuses every request to them, robots.txt included
-(YOT-REMOVAL, SNA-NEVER).
+unreadable robots.txt never does (SYN-REMOVE). Deleting is ``middlewares.removals``'s;
+the KB is ``runtime.kb`` and its name ``runtime.target.kb``.
 """
 
 from __future__ import annotations
@@ -23,27 +20,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from scrapy import signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 
 from middlewares.engine.runtime import Runtime
 from middlewares.exceptions import Unchanged
+from middlewares.removals import Reason, Removals
 from synapsecrawl.crawl.kinds import kind_of
 from synapsecrawl.extract.directives import parse_directives
-from synapsecrawl.kb.records import utcnow
-from synapsecrawl.kb.removals import RemovalList, read_removal_list
-from synapsecrawl.kb.reread import conditional_headers, effect_of
+from synapsecrawl.kb.reread import conditional_headers, effect_of, fetched_in_run
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["RemovalListMiddleware", "RereadMiddleware"]
+    from synapsecrawl.kb.records import PageRecord
+
+__all__ = ["RereadMiddleware"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,9 +77,7 @@ class RereadMiddleware:
         key = (kb, scope)
         known = self._hosts.get(key)
         if known is None:
-            known = self._hosts[key] = asyncio.ensure_future(
-                asyncio.to_thread(self._runtime.store().holds_pages_under, kb, scope)
-            )
+            known = self._hosts[key] = asyncio.ensure_future(self._runtime.kb.holds_pages_under(kb, scope))
             while len(self._hosts) > _HOSTS_KEPT:
                 self._hosts.popitem(last=False)
         else:
@@ -95,8 +89,16 @@ class RereadMiddleware:
                 del self._hosts[key]  # a failed look is not remembered: the next page asks again
             raise
 
+    async def _fetched_in_this_run(self, stored: PageRecord) -> bool:
+        begun = self._runtime.run_begun
+        if begun is None:
+            return False
+        started = await asyncio.shield(begun)
+        verified = stored.verified_at.timestamp() if stored.verified_at is not None else None
+        return bool(started) and fetched_in_run(stored.fetched_at.timestamp(), verified, started)
+
     def _kb(self) -> str | None:
-        return getattr(getattr(self._crawler.spider, "crawl", None), "kb", None)
+        return self._runtime.target.kb
 
     def _stat(self, key: str) -> None:
         assert self._crawler.stats is not None
@@ -116,9 +118,15 @@ class RereadMiddleware:
             return  # not a KB crawl, already done for this URL, or the spider sends its own validators
         if not await self._host_held(kb, _kept_as(request)):
             return
-        stored = await asyncio.to_thread(self._runtime.store().get_page, kb, _kept_as(request))
+        stored = await self._runtime.kb.page(kb, _kept_as(request))
         if stored is None:
             return
+        if await self._fetched_in_this_run(stored):
+            # A crawl that continues its source's unfinished run (killed, stopped, its KB down) does not ask
+            # again for what the run has: the page's stored links lead on, as a 304's would (#33).
+            self._stat("reread/in_this_run")
+            request.meta["reread_outlinks"] = stored.outlinks
+            raise Unchanged(f"already fetched in this run of its source: {request.url}")
         request.meta["reread_url"] = request.url
         for field, value in conditional_headers(stored.etag, stored.last_modified).items():
             request.headers[field] = value
@@ -136,43 +144,32 @@ class RereadMiddleware:
             self._runtime.summary.fetch(site)  # ending here, it never reaches response_received
             if self._noindex(response):  # RFC 9111 §4.3.4: a 304's header fields update the stored ones
                 self._runtime.summary.skip(site, "noindex", url)
-                if await asyncio.to_thread(self._runtime.store().delete_page, kb, url):
-                    self._stat("reread/removed/noindex")
-                    logger.info("removed from the knowledge base (its 304 now says noindex): %s", url)
+                await Removals.of(self._crawler).remove(kb, url, "noindex", "its 304 now says noindex")
                 request.meta["reread_noindex"] = True
                 raise IgnoreRequest(f"not indexed (noindex in its 304): {url}")
             # its links, for the spider's errback: a 304 has no body to find them in (base.page_failed)
-            request.meta["reread_outlinks"] = await asyncio.to_thread(self._verify, kb, url, response)
+            request.meta["reread_outlinks"] = await self._runtime.kb.verify(
+                kb,
+                url,
+                (response.headers.get(b"ETag") or b"").decode("latin-1"),  # RFC 9111 §4.3.4: a 304's validators
+                (response.headers.get(b"Last-Modified") or b"").decode("latin-1"),  # freshen the stored ones
+            )
             self._stat("reread/unchanged")
             raise Unchanged(f"unchanged since stored (304): {url}")
-        if effect == "remove" and await asyncio.to_thread(self._runtime.store().delete_page, kb, url):
-            self._stat(f"reread/removed/{response.status}")
-            logger.info("removed from the knowledge base (it answered %s): %s", response.status, url)
+        if effect == "remove":
+            reason: Reason = "410" if response.status == 410 else "404"
+            await Removals.of(self._crawler).remove(kb, url, reason, f"it answered {response.status}")
         return response
 
     async def _forget_moved(self, kb: str, old: str, new: str) -> None:
         """A stored page that now answers 301 or 308 has moved for good (RFC 9110 §15.4.2): its old
         copy is stale, and the new address holds the page if the KB keeps it (SYN-REREAD)."""
-        if await asyncio.to_thread(self._runtime.store().delete_page, kb, old):
-            self._stat("reread/removed/moved")
-            logger.info("removed from the knowledge base (moved permanently to %s): %s", new, old)
+        await Removals.of(self._crawler).remove(kb, old, "moved", f"moved permanently to {new}")
 
     def _noindex(self, response: Response) -> bool:
         """Whether the answer's X-Robots-Tag says noindex to us (SYN-REMOVE, YOT-DIRECTIVES)."""
         headers = [value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag")]
         return bool(headers) and parse_directives((), headers, self._runtime.profile.tokens).noindex
-
-    def _verify(self, kb: str, url: str, response: Response) -> tuple[str, ...]:
-        """Mark the stored copy verified; its stored outlinks."""
-        store = self._runtime.store()
-        stored = store.get_page(kb, url)
-        if stored is None:
-            return ()
-        # RFC 9111 §4.3.4: a 304's validators freshen the stored ones.
-        etag = (response.headers.get(b"ETag") or b"").decode("latin-1") or stored.etag
-        modified = (response.headers.get(b"Last-Modified") or b"").decode("latin-1") or stored.last_modified
-        store.put_page(replace(stored, verified_at=utcnow(), etag=etag, last_modified=modified))
-        return stored.outlinks
 
     async def process_exception(self, request: Request, exception: Exception) -> None:
         if not (isinstance(exception, IgnoreRequest) and request.meta.get("robots_disallowed")):
@@ -180,9 +177,8 @@ class RereadMiddleware:
         if request.meta.get("robots_outcome") != "parsed":
             return  # robots.txt unreadable: not a reason to remove anything
         kb, url = self._kb(), _kept_as(request)
-        if kb is not None and await asyncio.to_thread(self._runtime.store().delete_page, kb, url):
-            self._stat("reread/removed/robots")
-            logger.info("removed from the knowledge base (robots.txt now disallows it): %s", url)
+        if kb is not None:
+            await Removals.of(self._crawler).remove(kb, url, "robots", "robots.txt now disallows it")
 
 
 def _final(status: int) -> bool:
@@ -194,44 +190,3 @@ def _kept_as(request: Request) -> str:
     """The address the KB keeps this request's copy under: a feed's is the one subscribed to, whatever
     it redirects to (SER-COND: WordPress's /feed answers 301 to /feed/), a page's its own."""
     return str(request.meta.get("feed_url", request.url))
-
-
-class RemovalListMiddleware:
-    def __init__(self, crawler: Crawler, runtime: Runtime, removals: RemovalList, path: str) -> None:
-        self._crawler = crawler
-        self._runtime = runtime
-        self._removals = removals
-        self._path = path
-        crawler.signals.connect(self._remove_listed, signal=signals.spider_opened)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> RemovalListMiddleware:
-        path = Runtime.of(crawler).config.operations.removal_list
-        if not path:
-            raise NotConfigured("no REMOVAL_LIST set")
-        removals = read_removal_list(path)
-        if removals.invalid:
-            logger.warning(
-                "REMOVAL_LIST %s: %d lines are neither a domain nor an http(s) URL prefix: skipped",
-                path,
-                removals.invalid,
-            )
-        return cls(crawler, Runtime.of(crawler), removals, str(path))
-
-    def _remove_listed(self, **_: Any) -> None:
-        store = self._runtime.store()
-        listed = [(kb, url) for kb, url in store.page_urls() if self._removals.matches(url)]
-        for kb, url in listed:
-            store.delete_page(kb, url)
-        if listed:
-            assert self._crawler.stats is not None
-            self._crawler.stats.inc_value("removals/deleted", len(listed))
-            logger.info("REMOVAL_LIST %s: %d stored pages deleted", self._path, len(listed))
-
-    def process_request(self, request: Request) -> None:
-        if self._removals.matches(request.url):
-            assert self._crawler.stats is not None
-            self._crawler.stats.inc_value("removals/refused")
-            if kind_of(request.meta).rules.summarised:
-                self._runtime.summary.skip(self._runtime.site(request.url), "never", request.url)
-            raise IgnoreRequest(f"on the removal list, never fetched: {request.url}")

@@ -2,6 +2,8 @@
 
 A thin adapter over ``synapsecrawl.rules.robots`` (RFC 9309 matching) and
 ``synapsecrawl.rules.robots_policy`` (what 4xx/5xx mean, how long a copy holds).
+Copies are kept in the KB (``runtime.kb``); a copy read anew removes the stored
+pages it disallows (``middlewares.removals``).
 Concurrent requests to one origin share one fetch; the fetch itself goes
 through the downloader (same User-Agent rules, same pacer slot).
 """
@@ -20,9 +22,9 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from middlewares.engine.resolver import refusal
 from middlewares.engine.runtime import Runtime
+from middlewares.removals import Removals
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.kb.records import RobotsCopy
-from synapsecrawl.kb.removals import remove_disallowed
 from synapsecrawl.pacing.clock import site_crawl_delay
 from synapsecrawl.rules.robots_policy import RobotsOutcome, is_fresh, judge_fetch
 from synapsecrawl.urls import origin_of
@@ -157,9 +159,8 @@ class RobotsMiddleware:
             return await self._load_copy(origin, time.time(), stored=True)
 
     async def _load_copy(self, origin: str, now: float, *, stored: bool) -> tuple[float, RobotsOutcome]:
-        store = self._runtime.store()
         if stored:
-            copy = await asyncio.to_thread(store.get_robots, self._profile.name, origin)
+            copy = await self._runtime.kb.robots_copy(self._profile.name, origin)
             if copy is not None:
                 outcome = judge_fetch(self._profile.robots, self._profile.tokens, copy.status, copy.body)
                 if is_fresh(
@@ -173,14 +174,14 @@ class RobotsMiddleware:
         status, body = await self._fetch(origin)
         outcome = judge_fetch(self._profile.robots, self._profile.tokens, status, body)
         if outcome.kind == "parsed":  # YOT-ROBOTS, SYN-REMOVE: stored pages it disallows leave the KB at once
-            await asyncio.to_thread(remove_disallowed, store, origin, outcome.rules)
+            await Removals.of(self._crawler).disallowed(origin, outcome.rules)
         assert self._crawler.stats is not None
         self._crawler.stats.inc_value(f"robots/{outcome.kind}")
         if outcome.kind != "parsed":
             verdict = "nothing fetched from it" if not outcome.rules.allows("/") else "everything allowed"
             logger.warning("robots.txt of %s: %s (%s): %s", origin, outcome.kind, status or "no answer", verdict)
         fetched_at = self.clock()
-        await asyncio.to_thread(store.put_robots, self._profile.name, RobotsCopy(origin, status, body, fetched_at))
+        await self._runtime.kb.put_robots(self._profile.name, RobotsCopy(origin, status, body, fetched_at))
         return fetched_at, outcome
 
     async def _fetch(self, origin: str) -> tuple[int, bytes]:

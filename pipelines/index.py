@@ -1,74 +1,58 @@
-"""Writes each kept page into the knowledge base at KB_URI.
+"""Writes each kept page into the knowledge base at KB_URI, through the crawl's KB gateway (``runtime.kb``).
 
-Pages are written in batches, one transaction each (synapsecrawl.kb.batch, #17):
+Pages are written in batches, one transaction each (synapsecrawl.kb.batch):
 up to ``KB_BATCH_PAGES`` pages, or what came within ``KB_BATCH_SECONDS`` of the
-first. A page is counted as stored, and its item passed on, only once its batch
-is committed: a crawl killed meanwhile loses at most that batch, none of which
-was counted, and a run again fetches those pages again.
+first. A page is counted as stored (``kb/stored``), and its item passed on, only
+once its batch is committed: a crawl killed meanwhile loses at most that batch,
+none of which was counted, and a run again fetches those pages again. While the
+KB cannot take pages they wait, or go to the journal (``kb/journalled``); one
+neither stored nor journalled is counted ``kb/lost`` and the crawl exits 1.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
+from scrapy.exceptions import DropItem
 
+from middlewares.engine.kb import KbGone
 from middlewares.engine.runtime import Runtime
-from synapsecrawl.kb.batch import BatchWriter
 from synapsecrawl.kb.indexing import labels_from_item, record_from_item
+from synapsecrawl.kb.outage import LOST_STAT
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-
-    from synapsecrawl.kb.records import PageRecord
 
 __all__ = ["IndexPipeline"]
 
 
 class IndexPipeline:
-    def __init__(
-        self, crawler: Crawler, runtime: Runtime, *, batch_pages: int = 8, batch_seconds: float = 0.25
-    ) -> None:
+    def __init__(self, crawler: Crawler, runtime: Runtime) -> None:
         self._crawler = crawler
         self._runtime = runtime
-        self._batch_pages = batch_pages
-        self._batch_seconds = batch_seconds
-        self._writer: BatchWriter[PageRecord] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
-        runtime = Runtime.of(crawler)
-        kb = runtime.config.kb
-        return cls(crawler, runtime, batch_pages=kb.batch_pages, batch_seconds=kb.batch_seconds)
-
-    def _pages(self) -> BatchWriter[PageRecord]:
-        if self._writer is None:
-            self._writer = BatchWriter(
-                self._runtime.store().put_pages,
-                max_items=self._batch_pages,
-                max_wait=self._batch_seconds,
-                name="kb-writer",
-            )
-        return self._writer
+        return cls(crawler, Runtime.of(crawler))
 
     async def process_item(self, item: Any) -> Any:
         # Our spiders' items are dicts of plain values: ItemAdapter.asdict() would walk every link of the
-        # page asking whether it is an item (1 ms a page on the event loop, #17); other item types still do.
+        # page asking whether it is an item, on the event loop; other item types still do.
         fields = dict(item) if type(item) is dict else ItemAdapter(item).asdict()
         record = record_from_item(fields)
-        store = self._runtime.store()
-        await asyncio.wrap_future(self._pages().submit(record))  # done once its batch is committed
         labels = labels_from_item(fields)  # OmniscienteBot's labels and TDM policy (middlewares.labels)
-        if labels is not None:
-            await asyncio.to_thread(store.put_labels, labels)
-        assert self._crawler.stats is not None
-        self._crawler.stats.inc_value("kb/stored")
+        stats = self._crawler.stats
+        assert stats is not None
+        try:
+            # done once its batch is committed, or journalled while the KB cannot take it (KB_JOURNAL_DIR)
+            kept = await self._runtime.kb.keep(record, labels)
+        except (KbGone, OSError) as exc:  # no KB and no journal: a page the site paid for, lost
+            stats.inc_value(LOST_STAT)
+            raise DropItem(f"lost, neither stored nor journalled ({exc or 'the KB stayed unavailable'})") from None
+        if kept == "journalled":
+            stats.inc_value("kb/journalled")
+            return item
+        stats.inc_value("kb/stored")
         self._runtime.summary.store(record.site, record.url)
         return item
-
-    def close_spider(self) -> None:
-        """Commit what is still queued (before the store closes, on spider_closed)."""
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None

@@ -102,7 +102,6 @@ class FeedSpider(SynapseSpider):
         return spider
 
     async def start(self) -> AsyncIterator[Any]:
-        store = self.runtime.store()
         for url in self.crawl.urls:
             request = self._feed_request(url)
             hold = await self._holds.held(request.url)
@@ -115,9 +114,9 @@ class FeedSpider(SynapseSpider):
                     hold.failures,
                 )
                 self.runtime.summary.skip(self.runtime.site(request.url), "paused", request.url)
-                self._requested.add(canonical(request.url))  # held on purpose: not for the base's re-read
+                self.requested.add(canonical(request.url))  # held on purpose: not for the source's re-read
                 continue
-            known = await asyncio.to_thread(store.get_page, self.crawl.kb, request.url)
+            known = await self.runtime.kb.page(self.crawl.kb, request.url)
             request.meta["feed_first_add"] = known is None
             # SER-ROBOTS-FEEDS: the reader who subscribes gets the feed at once; scheduled refreshes wait
             request.meta[SKIP_CRAWL_DELAY] = known is None
@@ -152,7 +151,7 @@ class FeedSpider(SynapseSpider):
             return
         if problems:
             logger.warning("feed %s: %s", url, "; ".join(problems))
-        new = await asyncio.to_thread(self._new_entries, feed.entries)
+        new = await self._new_entries(feed.entries)
         logger.info(
             "feed %s: %d entries, %d new%s",
             url,
@@ -177,12 +176,14 @@ class FeedSpider(SynapseSpider):
         else:
             yield feed_item
 
-    def _new_entries(self, entries: tuple[FeedEntry, ...]) -> list[FeedEntry]:
+    async def _new_entries(self, entries: tuple[FeedEntry, ...]) -> list[FeedEntry]:
         """Entries whose link neither the KB nor this crawl holds yet (SER-FEEDS)."""
-        store, new = self.runtime.store(), []
+        asked = list(dict.fromkeys(entry.link for entry in entries if canonical(entry.link) not in self._entries))
+        stored = dict(zip(asked, await self.runtime.kb.pages_known(self.crawl.kb, asked), strict=True))
+        new: list[FeedEntry] = []
         for entry in entries:
             key = canonical(entry.link)
-            if key in self._entries or store.get_page(self.crawl.kb, entry.link) is not None:
+            if key in self._entries or stored[entry.link]:
                 continue
             self._entries.add(key)
             new.append(entry)
@@ -269,11 +270,7 @@ class FeedSpider(SynapseSpider):
         if origin in self._icon_origins:
             return None
         self._icon_origins.add(origin)
-        get = getattr(self.runtime.store(), "get_site_icon", None)
-        if get is None:
-            logger.info("site icon of %s not looked for: this knowledge base keeps no icons", origin)
-            return None
-        known: SiteIcon | None = await asyncio.to_thread(get, origin)
+        known = await self.runtime.kb.site_icon(origin)
         if known is not None and time.time() - known.fetched_at < ICON_MAX_AGE:
             return None
         return self._icon_try(origin, icon_candidates(site_url, feed.icon), 0, first_add=first_add)
@@ -322,7 +319,7 @@ class FeedSpider(SynapseSpider):
         logger.info("site icon of %s: none of %d candidates answered with an image", origin, len(candidates))
 
     async def _record_icon(self, icon: SiteIcon) -> None:
-        await asyncio.to_thread(self.runtime.store().put_site_icon, icon)  # type: ignore[attr-defined]
+        await self.runtime.kb.put_site_icon(icon)
 
     def feed_failed(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]

@@ -9,7 +9,6 @@ and failure here, as it sees them (before redirects, so a 304 is still a 304).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -39,8 +38,7 @@ class FeedHolds:
 
     async def held(self, url: str) -> UrlHold | None:
         """The hold that keeps feed ``url`` from being refreshed now, if any."""
-        store, profile = self._runtime.store(), self._runtime.profile.name
-        hold = await asyncio.to_thread(store.get_url_hold, profile, url)
+        hold = await self._runtime.kb.url_hold(self._runtime.profile.name, url)
         return hold if hold is not None and hold.until > self._clock() else None
 
     async def refreshed(
@@ -48,21 +46,20 @@ class FeedHolds:
     ) -> None:
         """A refresh's outcome: ``status`` of its answer, or ``None`` and ``why`` it failed."""
         url = (request.meta.get("redirect_urls") or [request.url])[0]  # the feed as subscribed
-        store, profile = self._runtime.store(), self._runtime.profile.name
+        kb, profile = self._runtime.kb, self._runtime.profile.name
         if status is not None and (200 <= status < 300 or status == 304):
-            await asyncio.to_thread(store.delete_url_hold, profile, url)
+            await kb.release(profile, url)
             return
         if status is not None and 300 <= status < 400:
             return  # a redirect: the answer at its end is judged
-        previous = await asyncio.to_thread(store.get_url_hold, profile, url)
+        previous = await kb.url_hold(profile, url)
         failures = (previous.failures if previous is not None else 0) + 1
         now = self._clock()
         policy = self._runtime.profile.backoff
         delay = feed_retry_delay(policy, failures, status=status, retry_after=retry_after, now=now)
         reason = f"feed {status if status is not None else why}"
-        kb = str(getattr(getattr(self._crawler.spider, "crawl", None), "kb", ""))
-        hold = UrlHold(url, "deferred", now + delay, reason, site, kb, failures, now)
-        await asyncio.to_thread(store.put_url_hold, profile, hold)
+        hold = UrlHold(url, "deferred", now + delay, reason, site, self._runtime.target.kb or "", failures, now)
+        await kb.hold(profile, hold)
         assert self._crawler.stats is not None
         self._crawler.stats.inc_value("backoff/feed_delayed")
         logger.info(

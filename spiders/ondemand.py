@@ -27,7 +27,6 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet.error import TimeoutError as TwistedTimeoutError
 from twisted.python.failure import Failure
 
-from middlewares.engine.runtime import Runtime
 from middlewares.exceptions import Unchanged
 from spiders.base import SynapseSpider
 from synapsecrawl.crawl.kinds import KIND, RequestKind
@@ -44,6 +43,7 @@ from synapsecrawl.crawl.ondemand import (
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.kb.indexing import record_from_item
 from synapsecrawl.kb.records import PageRecord, utcnow
+from synapsecrawl.profiles import Limits
 from synapsecrawl.search.api import SearchService
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ logger = logging.getLogger(__name__)
 
 class OndemandSpider(SynapseSpider):
     name = "ondemand"
+    records_source = False  # no source to hold or re-read: pages come as agents ask for them
 
     server: OndemandServer
     recent: RecentFetches
@@ -69,11 +70,8 @@ class OndemandSpider(SynapseSpider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> OndemandSpider:
         from middlewares.engine.ondemand_server import OndemandServer  # the MCP SDK: loaded only by this spider
 
-        # scrapy.Spider's own: there are no start URLs to turn into a CrawlRequest, nor a source to re-read
-        spider: OndemandSpider = super(SynapseSpider, cls).from_crawler(crawler, *args, **kwargs)
-        spider.crawl = CrawlRequest((), check_arguments(**kwargs))
-        spider.runtime = Runtime.of(crawler)
-        spider.limits = spider.runtime.limits
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        assert isinstance(spider, OndemandSpider)
         profile, serving = spider.runtime.profile, spider.runtime.config.serving
         host = serving.host
         port = check_serving(profile, host, serving.port)
@@ -86,6 +84,7 @@ class OndemandSpider(SynapseSpider):
         spider.url_limit = crawler.settings.getint("URLLENGTH_LIMIT")
         spider._pending, spider._inflight, spider._serving = {}, {}, False
         spider._keys = itertools.count()
+        spider._tasks = set()
         crawler.signals.connect(spider._stay_open, signal=signals.spider_idle)
         crawler.signals.connect(spider._scraped, signal=signals.item_scraped)
         crawler.signals.connect(spider._dropped, signal=signals.item_dropped)
@@ -95,6 +94,11 @@ class OndemandSpider(SynapseSpider):
         return spider
 
     _keys: Iterator[int]
+    _tasks: set[asyncio.Future[None]]
+
+    def read_arguments(self, kwargs: dict[str, Any]) -> tuple[CrawlRequest, Limits]:
+        """No start URLs, only the KB the agents' pages go to (``-a kb``); the operator's limits."""
+        return CrawlRequest((), check_arguments(**kwargs)), self.runtime.limits
 
     async def start(self) -> AsyncIterator[Any]:
         await self.server.start()
@@ -114,9 +118,8 @@ class OndemandSpider(SynapseSpider):
         remembered = self.recent.recall(target, time.monotonic())
         if isinstance(remembered, FetchError):
             raise remembered
-        store = self.runtime.store()
         for candidate in dict.fromkeys(u for u in (remembered, target, asked) if u):
-            record = await asyncio.to_thread(store.get_page, self.crawl.kb, candidate)
+            record = await self.runtime.kb.page(self.crawl.kb, candidate)
             if record is not None and is_fresh(record, utcnow(), profile.ondemand_min_refetch):
                 self._stat("ondemand/from_index")
                 return self._shape(record, asked, from_index=True)
@@ -187,7 +190,8 @@ class OndemandSpider(SynapseSpider):
 
     async def _parse_page(self, response: Response) -> AsyncIterator[Any]:
         page = await self.read(response)
-        items = list(self.keep(response, page))
+        kept = await self.keep(response, page)
+        items = [kept] if kept is not None else []
         if page is None:
             self._finish(
                 response.meta.get("ondemand_key"),
@@ -236,10 +240,17 @@ class OndemandSpider(SynapseSpider):
         pending = self._pending.get(key) if isinstance(key, int) else None
         exc = failure.value or Exception("failed")
         if pending is not None and isinstance(exc, Unchanged):  # a 304: the stored copy is current, now verified
-            record = self.runtime.store().get_page(self.crawl.kb, request.url)
-            if record is not None:
-                self._finish(key, self._shape(record, pending[0], from_index=True), stored_url=record.url)
-                return
+            task = asyncio.ensure_future(self._finish_unchanged(key, pending[0], request, exc))
+            self._tasks.add(task)  # held until done: the loop keeps only weak references to tasks
+            task.add_done_callback(self._tasks.discard)
+            return
+        self._finish(key, _fetch_error(request, exc))
+
+    async def _finish_unchanged(self, key: int, asked: str, request: scrapy.Request, exc: BaseException) -> None:
+        record = await self.runtime.kb.page(self.crawl.kb, request.url)
+        if record is not None:
+            self._finish(key, self._shape(record, asked, from_index=True), stored_url=record.url)
+            return
         self._finish(key, _fetch_error(request, exc))
 
     def _stay_open(self) -> None:

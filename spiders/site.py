@@ -35,6 +35,9 @@ class SiteSpider(SynapseSpider):
         """One scope per start URL."""
         return tuple(SiteScope.from_start(url) for url in self.crawl.urls)
 
+    def target_scopes(self) -> tuple[SiteScope, ...]:
+        return self.scopes
+
     @cached_property
     def _left_out(self) -> set[str]:
         return set()  # out-of-scope URLs already counted, so each counts once per crawl
@@ -52,6 +55,7 @@ class SiteSpider(SynapseSpider):
         scopes = list(self.scopes)
         scopes[index] = SiteScope.from_start(response.url)
         self.__dict__["scopes"] = tuple(scopes)  # the cached_property's value
+        self.publish()  # redirects keep to the new scope too
         logger.info("start %s is the directory %s: the crawl keeps under it", hops[0], response.url)
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
@@ -62,8 +66,9 @@ class SiteSpider(SynapseSpider):
             return
         page = await self.read(response)
         depth = int(response.meta.get("depth", 0))
-        for item in self.keep(response, page):
-            item["depth"] = depth  # a re-read reads it again from here (base._revisit_stored)
+        item = await self.keep(response, page)
+        if item is not None:
+            item["depth"] = depth  # a re-read reads it again from here (middlewares.engine.sources)
             yield item
         if page is None or depth >= self.limits.depth:
             return

@@ -66,6 +66,14 @@ class SitemapSpider(SynapseSpider):
         return spider
 
     backlog: deque[str]
+    _backlog_at_idle = False  # whether this idle found entries in the backlog (release_on_idle runs first)
+
+    def target_scopes(self) -> tuple[SiteScope, ...]:
+        return self.scopes
+
+    def revisit_ready(self) -> bool:
+        """The source's stored pages are re-read once an idle finds the backlog released."""
+        return not self._backlog_at_idle
 
     @cached_property
     def scopes(self) -> tuple[SiteScope, ...]:
@@ -86,7 +94,7 @@ class SitemapSpider(SynapseSpider):
         origin = origin_of(url)
         if robots is not None:
             outcome = await robots.outcome_for(url)
-            copy = await asyncio.to_thread(self.runtime.store().get_robots, self.runtime.profile.name, origin)
+            copy = await self.runtime.kb.robots_copy(self.runtime.profile.name, origin)
             status, body = outcome.status, copy.body if copy is not None else b""
         else:  # the robots middleware switched off: fetch it here
             assert self.crawler.engine is not None
@@ -166,6 +174,7 @@ class SitemapSpider(SynapseSpider):
     def release_on_idle(self) -> None:
         """Top up from the backlog when all else is done; count what the limit leaves out."""
         assert self.crawler.engine is not None
+        self._backlog_at_idle = bool(self.backlog)
         released = 0
         for request in self._release():
             self.crawler.engine.crawl(request)

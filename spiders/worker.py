@@ -40,9 +40,10 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from middlewares.engine.runtime import Runtime
+from middlewares.engine.runtime import CrawlTarget, Runtime
 from middlewares.engine.scheduler import engine_scheduler
 from middlewares.engine.shared_scheduler import LEASE, ORIGIN, SharedScheduler, plain_meta, worker_name
+from middlewares.engine.sources import record_sources
 from middlewares.exceptions import RetryScheduled, caught
 from spiders.base import SynapseSpider
 from spiders.feed import FeedSpider
@@ -145,6 +146,7 @@ class WorkerSpider(scrapy.Spider):
         runtime.shared_crawl = spider.frontier
         pacer.report_outages = False  # the scheduler says in one line that Redis does not answer, and when it does
         spider.limits = replace(runtime.limits, pages=0)  # each source's limit is counted in Redis
+        runtime.target = CrawlTarget(name=spider.name, limits=spider.limits, take_page=spider.take_page)
         spider.stay = stay
         spider._delegates = {}
         spider._ids = {}
@@ -191,8 +193,7 @@ class WorkerSpider(scrapy.Spider):
         except ConfigError as error:
             raise BadEntry(f"source {source.id}: {error}") from None
         spider.runtime = self.runtime
-        spider._requested = set()
-        spider._revisited = True  # a shared crawl does not re-read unreached pages at one worker's idle
+        spider.requested = set()  # never re-read at one worker's idle: no source of the worker's target
         if isinstance(spider, SitemapSpider):
             spider.backlog = deque()
         if isinstance(spider, SharedSitemapSpider):
@@ -374,13 +375,9 @@ class WorkerSpider(scrapy.Spider):
             self._drained_once = self._drained_once or now
             raise DontCloseSpider("drained once: checking again")
 
-    def closed(self, reason: str) -> None:
+    async def closed(self, reason: str) -> None:
         """Record each source this worker read, for ``recrawl`` (SYN-REREAD)."""
-        for delegate in self._delegates.values():
-            try:
-                delegate.closed(reason)
-            except Exception:  # one source's record must not hide the others
-                logger.exception("crawl: recording source %s failed", self._ids.get(id(delegate)))
+        await record_sources(self.runtime, list(self._delegates.values()), reason)
 
 
 async def _outputs(result: Any) -> AsyncIterator[Any]:

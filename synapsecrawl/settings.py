@@ -13,6 +13,11 @@ BOT_PROFILE = "synapsebot"
 KB_URI = ""  # empty: sqlite:///.synapsecrawl/kb.sqlite3 in the working directory
 KB_BATCH_PAGES = 8  # pages in one KB transaction at most (#17); 64 completed in bursts that held the loop
 KB_BATCH_SECONDS = 0.25  # how long a batch waits for more pages after its first
+KB_OUTAGE_SECONDS = 300  # a KB unavailable longer than this ends the crawl (exit 75), what it holds journalled
+KB_BUFFER_PAGES = 256  # pages held in memory while the KB is unavailable; past them, in the journal
+KB_JOURNAL_DIR = ""  # empty: .synapsecrawl/journal in the working directory
+METRICS_PORT = 0  # a port for Prometheus to scrape the crawl's figures from; 0: none
+METRICS_HOST = "127.0.0.1"
 HOST_RESOLVE = ""
 ALLOW_PRIVATE_ADDRESSES = False
 SIGNING_KEY = ""
@@ -71,7 +76,7 @@ TWISTED_DNS_RESOLVER = "middlewares.engine.resolver.GuardedResolver"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "middlewares.netguard.NetGuardMiddleware": 50,  # refuse schemes and addresses before anything else
-    "middlewares.reread.RemovalListMiddleware": 60,  # before backoff and robots.txt: a listed site is never touched
+    "middlewares.removals.RemovalListMiddleware": 60,  # before backoff and robots.txt: a listed site is never touched
     "middlewares.backoff.BackoffGateMiddleware": 90,  # before robots.txt: a paused site is not touched at all
     "middlewares.robots.RobotsMiddleware": 100,  # replaces Scrapy's (None): judge first
     "middlewares.budget.PageBudgetMiddleware": 120,  # a page counts once robots.txt lets it through
@@ -106,13 +111,18 @@ ITEM_PIPELINES = {
     "pipelines.index.IndexPipeline": 300,
 }
 EXTENSIONS = {
+    "middlewares.engine.kbhold.KbHoldExtension": 480,  # holds the crawl while its KB cannot take pages
+    # before the summary (500), which closes the KB on spider_closed: the source is recorded first
+    "middlewares.engine.sources.SourceExtension": 490,
     "middlewares.engine.summary.SummaryExtension": 500,
     "middlewares.engine.requestlog.RequestLogExtension": 510,  # the request log and crawl report (#18)
+    "middlewares.engine.metrics.MetricsExtension": 520,  # METRICS_PORT: the crawl's figures for Prometheus
 }
 REPORT_ENABLED = True  # write REPORT_DIR/CRAWL_ID/ (requests.jsonl, stats.json, index.html, report.json)
 REPORT_DIR = ""  # empty: reports/ beside a SQLite KB, else .synapsecrawl/reports
 
 LOG_LEVEL = "INFO"
+LOG_FORMATTER = "middlewares.engine.logformat.PageLogFormatter"  # a page in a log line is its URL, never its text
 FEED_EXPORT_ENCODING = "utf-8"
 
 # Breadth-first: the pages a limited crawl keeps are the ones nearest the start.

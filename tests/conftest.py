@@ -132,6 +132,9 @@ def crawl(tmp_path: Path):  # type: ignore[no-untyped-def]
             # The same Page either way (tests/core/test_extract_pool.py); the tests about the workers
             # (page mode, hostile pages, process lifetime, resume) ask for them.
             "EXTRACT_PROCESSES": "0",
+            # the crawl runs in the checkout (its scrapy.cfg): what it writes goes under the test's tmp_path
+            "REPORT_DIR": str(tmp_path / "reports"),
+            "KB_JOURNAL_DIR": str(tmp_path / "journal"),
             **(settings or {}),
         }
         cmd = [bin_path("scrapy"), "crawl", spider, "-O", f"{items}:jsonlines"]

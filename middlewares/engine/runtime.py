@@ -1,36 +1,66 @@
 """One crawl's shared core objects, built once from the crawler's settings.
 
 Every adapter reaches the configuration, the profile, the pacer, the summary
-and the store through ``Runtime.of(crawler)`` so all of them agree on one view
-of the crawl: ``runtime.config`` is the one reading of the settings.
+and the knowledge base through ``Runtime.of(crawler)`` so all of them agree on
+one view of the crawl: ``runtime.config`` is the one reading of the settings,
+``runtime.kb`` (middlewares.engine.kb) the one door to the store at ``KB_URI``,
+off the event loop; ``runtime.target`` what the running spider crawls.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy.settings import default_settings
 
+from middlewares.engine.kb import CrawlKb
 from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.crawl.summary import CrawlSummary
 from synapsecrawl.extract.pool import Reader
 from synapsecrawl.kb import open_store
+from synapsecrawl.kb.journal import Journal, journal_path
 from synapsecrawl.kb.store import Store
 from synapsecrawl.pacing.clock import SiteClock
 from synapsecrawl.profiles import Limits, Profile
 from synapsecrawl.urls import site_of
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from scrapy import Request
     from scrapy.crawler import Crawler
 
+    from middlewares.engine.sources import SourceSpider
     from synapsecrawl.crawl.frontier import SharedFrontier
+    from synapsecrawl.crawl.scope import SiteScope
     from synapsecrawl.pacing.shared import RedisPacing
 
-__all__ = ["Runtime"]
+__all__ = ["CrawlTarget", "Runtime"]
 
 _ATTR = "_synapsecrawl_runtime"
+
+
+@dataclass(frozen=True)
+class CrawlTarget:
+    """What the running spider crawls, as the middlewares read it (set by the spider in ``from_crawler``).
+
+    ``kb`` is None when the crawl writes to no one KB (a shared crawl's worker: each source its own);
+    ``scopes`` None when the mode keeps to no scope (a redirect anywhere the profile allows);
+    ``take_page`` counts a page against a limit kept elsewhere (a shared crawl's, in Redis);
+    ``source`` the spider whose source is recorded (None: an on-demand crawl, a shared crawl's worker).
+    """
+
+    name: str = ""
+    kb: str | None = None
+    limits: Limits | None = None  # None: the operator's (runtime.limits)
+    scopes: tuple[SiteScope, ...] | None = None
+    take_page: Callable[[Request], Awaitable[bool | None]] | None = None
+    source: SourceSpider | None = None  # whose source middlewares.engine.sources holds, re-reads, records
 
 
 @dataclass
@@ -46,7 +76,24 @@ class Runtime:
     summary: CrawlSummary = field(default_factory=CrawlSummary)
     started_at: float = field(default_factory=time.time)
     shared_crawl: SharedFrontier | None = None  # set by the worker spider of a shared crawl (spiders.worker)
-    _store: Store | None = None
+    timer: Callable[[str, float], None] = field(default=lambda kind, seconds: None)  # METRICS_PORT's histograms
+    target: CrawlTarget = field(default_factory=CrawlTarget)  # the spider's (spiders.base.SynapseSpider)
+    # when the run of the source this crawl continues began (middlewares.engine.sources): what the KB holds
+    # from that run is not asked for again (kb.reread.run_start); None without a source
+    run_begun: asyncio.Future[float] | None = None
+    kb: CrawlKb = field(init=False)
+    _opened: Store | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        kb = self.config.kb
+        self.kb = CrawlKb(
+            self._store,
+            batch_pages=kb.batch_pages,
+            batch_seconds=kb.batch_seconds,
+            journal=Journal(journal_path(Path(kb.journal_dir), kb.uri)),
+            outage_seconds=kb.outage_seconds,
+            buffer_pages=kb.buffer_pages,
+        )
 
     @classmethod
     def of(cls, crawler: Crawler) -> Runtime:
@@ -72,22 +119,26 @@ class Runtime:
         """The pacer shared through Redis, or ``None`` when pacing is this process's own."""
         return None if isinstance(self.pacer, SiteClock) else self.pacer
 
+    @property
+    def target_limits(self) -> Limits:
+        """The limits of what the spider crawls: its -a arguments' where it gave some, else the operator's."""
+        return self.target.limits or self.limits
+
     def site(self, url: str) -> str:
         """The site ``url`` counts toward."""
         return site_of(url, self.profile.site)
 
-    def store(self) -> Store:
-        """The knowledge base, opened on first use."""
-        if self._store is None:
-            self._store = open_store(self.kb_uri)
-        return self._store
+    def _store(self) -> Store:
+        """The knowledge base, opened by ``kb`` on its thread at its first call."""
+        if self._opened is None:
+            self._opened = open_store(self.kb_uri)
+        return self._opened
 
     def close(self) -> None:
-        """Stop the extraction workers; close the store if it was opened."""
+        """Stop the extraction workers; commit what the KB was asked and close the store if it was opened."""
         self.reader.close()
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        self.kb.close()
+        self._opened = None
 
 
 def _pacer(config: CrawlConfig) -> SiteClock | RedisPacing:

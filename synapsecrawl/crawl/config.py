@@ -99,6 +99,8 @@ class SharedConfig:
 class OperationsConfig:
     reread_interval: float  # seconds between re-reads of a source
     removal_list: str  # a file path, or empty
+    metrics_port: int  # METRICS_PORT: 0 for none
+    metrics_host: str
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,9 @@ class KbConfig:
     batch_seconds: float
     report: bool  # REPORT_ENABLED
     report_dir: str  # empty: beside a SQLite KB (synapsecrawl.crawl.requestlog)
+    outage_seconds: float  # KB_OUTAGE_SECONDS: how long an unavailable KB is waited for
+    buffer_pages: int  # KB_BUFFER_PAGES: pages held in memory meanwhile, the rest journalled
+    journal_dir: str  # KB_JOURNAL_DIR: where held pages are journalled
 
 
 @dataclass(frozen=True)
@@ -205,6 +210,8 @@ def _read(settings: Mapping[str, Any], operator: Mapping[str, Any], arguments: d
         operations=OperationsConfig(
             reread_interval=reread_interval(settings.get("REREAD_DAYS"), profile.reread_days),
             removal_list=removal_list,
+            metrics_port=_port("METRICS_PORT", settings.get("METRICS_PORT") or 0),
+            metrics_host=str(settings.get("METRICS_HOST") or "127.0.0.1"),
         ),
         serving=ServingConfig(
             host=str(settings.get("ONDEMAND_HOST") or ""),
@@ -217,8 +224,19 @@ def _read(settings: Mapping[str, Any], operator: Mapping[str, Any], arguments: d
             batch_seconds=read_number("KB_BATCH_SECONDS", settings["KB_BATCH_SECONDS"]),
             report=_flag(settings, "REPORT_ENABLED"),
             report_dir=str(settings.get("REPORT_DIR") or ""),
+            outage_seconds=read_number("KB_OUTAGE_SECONDS", settings["KB_OUTAGE_SECONDS"]),
+            buffer_pages=max(1, int(read_number("KB_BUFFER_PAGES", settings["KB_BUFFER_PAGES"], whole=True))),
+            journal_dir=str(settings.get("KB_JOURNAL_DIR") or ".synapsecrawl/journal"),
         ),
     )
+
+
+def _port(name: str, value: object) -> int:
+    """A TCP port number (0 for none), or ConfigError."""
+    port = int(read_number(name, value, whole=True))
+    if port > 65535:
+        raise ConfigError(f"{name} {port} is not a port number (0 to 65535)")
+    return port
 
 
 def _backoff_max_wait(settings: Mapping[str, Any], profile: Profile) -> float:

@@ -1,14 +1,13 @@
-"""Group commit: many writers' records written by one thread, a batch per transaction (#17).
+"""Group commit on one thread: many writers' records in batches, and other store calls in order between them.
 
 A page written in a transaction of its own pays a commit each; ``BatchWriter``
 gathers what arrives within ``max_wait`` seconds of the first record, up to
 ``max_items``, and hands the batch to ``write`` (one transaction, e.g.
 ``Store.put_pages``). Each ``submit`` returns a future that is done only once
-its record's batch is committed, so a caller that counts a record as stored
-on that future never counts one a crash could still lose.
-
-A batch that fails is written again record by record, so one bad record
-fails alone and the others of its batch are kept.
+its record's batch is committed. ``call(fn)`` runs any other store call on the
+same thread, in the order submitted: it first commits the batch being gathered,
+so it never overtakes a record submitted before it. A batch that fails is
+written again record by record, so one bad record fails alone.
 """
 
 from __future__ import annotations
@@ -19,17 +18,38 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from synapsecrawl.errors import StoreUnavailable
 
 __all__ = ["BatchWriter"]
 
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+@dataclass
+class _Call:
+    fn: Callable[[], Any]
+    done: Future[Any]
+
+
+@dataclass
+class _Close:
+    pass
+
+
+@dataclass
+class _Record(Generic[_T]):
+    record: _T
+    done: Future[None] = field(default_factory=Future)
 
 
 class BatchWriter(Generic[_T]):
-    """Write submitted records in batches from one thread of its own."""
+    """Write submitted records in batches, and run other calls in order, from one thread of its own."""
 
     def __init__(
         self,
@@ -44,70 +64,107 @@ class BatchWriter(Generic[_T]):
         self._write = write
         self._max_items = max_items
         self._max_wait = max_wait
-        self._queue: queue.SimpleQueue[tuple[_T, Future[None]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Record[_T] | _Call | _Close] = queue.SimpleQueue()
         self._closed = False
         self._lock = threading.Lock()
         self.batches = 0  # transactions committed (for the benchmark and tests)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
+    @property
+    def thread(self) -> threading.Thread:
+        """The one thread every record and call runs on."""
+        return self._thread
+
     def submit(self, record: _T) -> Future[None]:
         """Queue ``record``; the future is done once its batch is committed (or carries why it was not)."""
-        done: Future[None] = Future()
+        item: _Record[_T] = _Record(record)
+        self._put(item)
+        return item.done
+
+    def call(self, fn: Callable[[], _R]) -> Future[_R]:
+        """Run ``fn`` on the writer's thread after everything submitted before it (the batch being gathered
+        is committed first); its result, or why it failed, in the future."""
+        done: Future[_R] = Future()
+        self._put(_Call(fn, done))
+        return done
+
+    def _put(self, item: _Record[_T] | _Call) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("BatchWriter is closed")
-            self._queue.put((record, done))
-        return done
+            self._queue.put(item)
 
     def close(self) -> None:
-        """Commit what was submitted, then stop the thread."""
+        """Commit what was submitted and run what was called, then stop the thread."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._queue.put(None)
-        self._thread.join()
+            self._queue.put(_Close())
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
 
     def _run(self) -> None:
-        closing = False
-        while not closing:
-            first = self._queue.get()
-            if first is None:
+        item: _Record[_T] | _Call | _Close | None = None
+        while True:
+            if item is None:
+                item = self._queue.get()
+            if isinstance(item, _Close):
                 return
-            batch = [first]
-            deadline = time.monotonic() + self._max_wait
-            while len(batch) < self._max_items:
-                try:
-                    nxt = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    closing = True
-                    break
-                batch.append(nxt)
+            if isinstance(item, _Call):
+                _run_call(item)
+                item = None
+                continue
+            batch, item = self._gather(item)
             self._commit(batch)
 
-    def _commit(self, batch: list[tuple[_T, Future[None]]]) -> None:
+    def _gather(self, first: _Record[_T]) -> tuple[list[_Record[_T]], _Call | _Close | None]:
+        """The batch that starts with ``first``, and the item that ended it early (a call, the close)."""
+        batch = [first]
+        deadline = time.monotonic() + self._max_wait
+        while len(batch) < self._max_items:
+            try:
+                nxt = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if not isinstance(nxt, _Record):
+                return batch, nxt
+            batch.append(nxt)
+        return batch, None
+
+    def _commit(self, batch: list[_Record[_T]]) -> None:
         try:
-            self._write([record for record, _ in batch])
+            self._write([item.record for item in batch])
         except Exception as exc:  # noqa: BLE001 - told to the submitters, record by record below
-            if len(batch) == 1:
-                batch[0][1].set_exception(exc)
+            if len(batch) == 1 or isinstance(exc, StoreUnavailable):  # a KB that cannot take any: none is at fault
+                for item in batch:
+                    item.done.set_exception(exc)
                 return
             logger.warning("a batch of %d records failed (%s); writing them one by one", len(batch), exc)
-            for record, done in batch:
-                self._commit_one(record, done)
+            for item in batch:
+                self._commit_one(item)
             return
         self.batches += 1
-        for _, done in batch:
-            done.set_result(None)
+        for item in batch:
+            item.done.set_result(None)
 
-    def _commit_one(self, record: _T, done: Future[None]) -> None:
+    def _commit_one(self, item: _Record[_T]) -> None:
         try:
-            self._write([record])
+            self._write([item.record])
         except Exception as exc:  # noqa: BLE001 - the submitter is told
-            done.set_exception(exc)
+            item.done.set_exception(exc)
             return
         self.batches += 1
-        done.set_result(None)
+        item.done.set_result(None)
+
+
+def _run_call(call: _Call) -> None:
+    if not call.done.set_running_or_notify_cancel():
+        return
+    try:
+        result = call.fn()
+    except BaseException as exc:  # noqa: BLE001 - the caller is told, through its future
+        call.done.set_exception(exc)
+        return
+    call.done.set_result(result)

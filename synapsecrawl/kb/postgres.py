@@ -22,14 +22,14 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
-from synapsecrawl.errors import StoreError
+from synapsecrawl.errors import StoreError, StoreUnavailable
 from synapsecrawl.kb.marker import META_TABLE, Found, judge, meta_rows
 from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.rows import (
@@ -160,7 +160,8 @@ CREATE TABLE IF NOT EXISTS sources (
     added_at DOUBLE PRECISION NOT NULL DEFAULT 0,
     last_crawl DOUBLE PRECISION NOT NULL DEFAULT 0,
     next_due DOUBLE PRECISION NOT NULL DEFAULT 0,
-    outcome TEXT NOT NULL DEFAULT ''
+    outcome TEXT NOT NULL DEFAULT '',
+    run_started DOUBLE PRECISION NOT NULL DEFAULT 0
 );
 """
 
@@ -178,6 +179,7 @@ _ADDED_PAGE_COLUMNS = (
     ("depth", "INTEGER"),
     ("outlinks", "TEXT NOT NULL DEFAULT ''"),
 )
+_ADDED_SOURCE_COLUMNS = (("run_started", "DOUBLE PRECISION NOT NULL DEFAULT 0"),)
 
 # ts_rank_cd weights {D, C, B, A}: the title (A) and the text (B) are ranked apart (kb.search.rank_results).
 _TITLE_WEIGHTS = "{0, 0, 0, 1.0}"
@@ -203,6 +205,49 @@ def _one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+_Conn = psycopg.Connection[tuple[Any, ...]]
+
+
+def _begin(conn: _Conn | None, connect: Callable[[], _Conn], stack: ExitStack) -> _Conn:
+    """``conn`` (or a new connection, if it is gone) with a transaction begun on it, ended by ``stack``.
+
+    An idle connection the server dropped (a restart, a failover) is found broken only when it is next used:
+    its BEGIN fails, and the transaction begins again on a new connection, so nobody sees the restart.
+    """
+    if conn is not None and not conn.closed and not conn.broken:
+        try:
+            stack.enter_context(conn.transaction())
+        except psycopg.OperationalError:
+            if not conn.broken:
+                raise
+            conn.close()
+        else:
+            return conn
+    conn = connect()
+    stack.enter_context(conn.transaction())
+    return conn
+
+
+# SQLSTATE classes and codes of a server that cannot take a write now (PostgreSQL's Appendix A)
+_FULL_CLASS = "53"  # insufficient resources: disk_full 53100, out_of_memory 53200, too_many_connections 53300
+_READ_ONLY = "25006"  # read_only_sql_transaction: a standby, or default_transaction_read_only
+_UNREACHABLE_CLASSES = ("08", "57P")  # connection exceptions; admin_shutdown, crash_shutdown, cannot_connect_now
+
+
+def _store_error(uri: str, exc: psycopg.Error, conn: _Conn | None) -> StoreError:
+    """``exc`` as one line naming the KB: ``StoreUnavailable`` when the same write may succeed later."""
+    line = f"knowledge base {uri}: {_one_line(exc)}"
+    state = exc.sqlstate or ""
+    if state.startswith(_FULL_CLASS):
+        return StoreUnavailable(line, "full" if state == "53100" else "unreachable")
+    if state == _READ_ONLY:
+        return StoreUnavailable(line, "read-only")
+    dropped = conn is None or conn.closed or conn.broken
+    if state.startswith(_UNREACHABLE_CLASSES) or (isinstance(exc, psycopg.OperationalError) and dropped):
+        return StoreUnavailable(line, "unreachable")
+    return StoreError(line)
+
+
 def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> None:
     """Create what is missing, one process at a time; ALTER and CREATE INDEX (which lock a table) only if needed.
     A schema that is not our KB (kb.marker) is refused before anything is written to it."""
@@ -220,15 +265,17 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> Non
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     meta_rows(),
                 )
-        present = {
-            row[0]
-            for row in conn.execute(
-                "SELECT attname FROM pg_attribute WHERE attrelid = 'pages'::regclass AND NOT attisdropped"
-            )
-        }
-        for column, declaration in _ADDED_PAGE_COLUMNS:
-            if column not in present:
-                conn.execute(f"ALTER TABLE pages ADD COLUMN {column} {declaration}")
+        for table, added in (("pages", _ADDED_PAGE_COLUMNS), ("sources", _ADDED_SOURCE_COLUMNS)):
+            # ALTER TABLE locks the table even when the column exists: altered only when one is missing.
+            present = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND NOT attisdropped", (table,)
+                )
+            }
+            for column, declaration in added:
+                if column not in present:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         for name, create in _INDEXES.items():
             if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() == (None,):
                 conn.execute(create)
@@ -275,6 +322,8 @@ class PostgresStore(SharedTables):
         self._reader: psycopg.Connection[tuple[Any, ...]] | None = None
         try:
             self._conn = self._connect()
+        except psycopg.OperationalError as exc:  # the server cannot be reached: as any write that fails so
+            raise StoreUnavailable(f"cannot open knowledge base {self.uri}: {_one_line(exc)}", "unreachable") from None
         except psycopg.Error as exc:
             raise StoreError(f"cannot open knowledge base {self.uri}: {_one_line(exc)}") from None
         try:
@@ -298,32 +347,32 @@ class PostgresStore(SharedTables):
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-        """The connection, locked (reopened if the server dropped it); errors become StoreError."""
-        try:
-            with self._lock:
-                if self._conn.closed or self._conn.broken:
-                    self._conn = self._connect()
-                yield self._conn
-        except psycopg.Error as exc:
-            raise StoreError(f"knowledge base {self.uri}: {_one_line(exc)}") from None
+        """The connection, locked, for one statement: in a transaction of its own, so that its BEGIN finds a
+        connection the server dropped (a restart) and opens it again before the statement runs."""
+        with self._transaction() as conn:
+            yield conn
 
     @contextmanager
     def _transaction(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
         """The connection, locked, inside one transaction; a failure rolls it back."""
-        with self._connection() as conn, conn.transaction():
-            yield conn
+        with self._lock:
+            try:
+                with ExitStack() as transaction:
+                    self._conn = _begin(self._conn, self._connect, transaction)
+                    yield self._conn
+            except psycopg.Error as exc:
+                raise _store_error(self.uri, exc, self._conn) from None
 
     @contextmanager
     def _reading(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
         """The read connection, locked, in one transaction (one snapshot); reopened if the server dropped it."""
-        try:
-            with self._read_lock:
-                if self._reader is None or self._reader.closed or self._reader.broken:
-                    self._reader = self._connect()
-                with self._reader.transaction():
+        with self._read_lock:
+            try:
+                with ExitStack() as transaction:
+                    self._reader = _begin(self._reader, self._connect, transaction)
                     yield self._reader
-        except psycopg.Error as exc:
-            raise StoreError(f"knowledge base {self.uri}: {_one_line(exc)}") from None
+            except psycopg.Error as exc:
+                raise _store_error(self.uri, exc, self._reader) from None
 
     def _held(self, value: Any) -> Any:
         """A string PostgreSQL can hold: text values cannot contain NUL (SQLite's can)."""

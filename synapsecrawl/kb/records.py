@@ -149,3 +149,4 @@ class Source:
     last_crawl: float = 0.0  # when its last crawl ended (0 = never)
     next_due: float = 0.0
     outcome: str = ""  # how the last crawl ended, or that one was scheduled
+    run_started: float = 0.0  # when its current run began; a run is open (resumable) while after last_crawl

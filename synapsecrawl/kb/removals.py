@@ -9,13 +9,13 @@ text file, one entry a line, ``#`` starting a comment:
   for https too) and with the host lowercased and default ports dropped.
 
 A line that is neither is counted in ``invalid`` and skipped: the list is
-data, and reading it never raises. ``disallowed_urls`` picks the stored URLs
-that a robots.txt's rules now disallow (YOT-ROBOTS, SYN-REMOVE).
+data, and reading it never raises. ``disallowed_pages`` picks the stored pages
+that a robots.txt's rules now disallow (YOT-ROBOTS, SYN-REMOVE); the adapter
+``middlewares.removals`` deletes them.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,13 +23,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.kb.store import Store
 from synapsecrawl.rules.robots import RobotsRules
 from synapsecrawl.urls import origin_of
 
-__all__ = ["RemovalList", "disallowed_urls", "read_removal_list", "remove_disallowed"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["RemovalList", "disallowed_pages", "disallowed_urls", "listed_prefixes", "read_removal_list"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
@@ -120,11 +117,16 @@ def disallowed_urls(rules: RobotsRules, urls: Iterable[str]) -> list[str]:
     return [url for url in urls if not rules.allows(url)]
 
 
-def remove_disallowed(store: Store, origin: str, rules: RobotsRules) -> list[tuple[str, str]]:
-    """Delete the stored pages of ``origin``, in every KB, that ``rules`` disallow; return their (kb, url)."""
-    stored = [(kb, url) for kb, url in store.page_urls(prefix=origin) if origin_of(url) == origin]
-    doomed = set(disallowed_urls(rules, [url for _, url in stored]))
-    removed = [(kb, url) for kb, url in stored if url in doomed and store.delete_page(kb, url)]
-    if removed:
-        logger.info("robots.txt of %s disallows %d stored pages: removed from the knowledge base", origin, len(removed))
-    return removed
+def disallowed_pages(stored: Iterable[tuple[str, str]], origin: str, rules: RobotsRules) -> list[tuple[str, str]]:
+    """The (kb, url) of ``stored`` that belong to ``origin`` and that its robots.txt ``rules`` disallow."""
+    mine = [(kb, url) for kb, url in stored if origin_of(url) == origin]
+    doomed = set(disallowed_urls(rules, [url for _, url in mine]))
+    return [(kb, url) for kb, url in mine if url in doomed]
+
+
+def listed_prefixes(removals: RemovalList) -> tuple[str, ...] | None:
+    """URL prefixes that hold every stored page ``removals`` names (http and https of each listed prefix);
+    None when it lists a domain, whose subdomains no prefix holds."""
+    if removals.domains:
+        return None
+    return tuple(f"{scheme}://{key}" for key in removals.prefixes for scheme in ("http", "https"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -37,10 +38,12 @@ __all__ = [
     "claim",
     "conditional_headers",
     "effect_of",
+    "fetched_in_run",
     "is_due",
     "plan",
     "record_crawl",
     "reread_interval",
+    "run_start",
     "source_id",
 ]
 
@@ -102,6 +105,7 @@ def record_crawl(
     interval: float,
     reason: str,
     now: float,
+    run_started: float = 0.0,
 ) -> Source:
     """The source after a crawl of it closed for ``reason`` (Scrapy's finish reason) at ``now``.
 
@@ -117,9 +121,29 @@ def record_crawl(
         id=ident, mode=mode, urls=tuple(urls), kb=kb, profile=profile, deployment=deployment, added_at=now
     )
     source = replace(base, depth=depth or "", max_pages=max_pages or "", interval=interval, outcome=reason)
+    if run_started:
+        source = replace(source, run_started=run_started)
     if reason not in FINISHED_REASONS:
         return replace(source, next_due=now + min(RETRY_AFTER_FAILURE, interval))
     return replace(source, last_crawl=now, next_due=now + interval)
+
+
+def run_start(previous: Source | None, now: float) -> float:
+    """When the run of its source that a crawl starting at ``now`` belongs to began.
+
+    A run that never finished (killed, stopped, its KB down: its start is after the last finished crawl)
+    goes on, so what it already fetched is not asked for again; otherwise the crawl starts a new run,
+    a re-read, which asks for every page again (conditionally).
+    """
+    if previous is not None and previous.run_started > previous.last_crawl:
+        return previous.run_started
+    return now
+
+
+def fetched_in_run(fetched_at: float, verified_at: float | None, run_started: float) -> bool:
+    """Whether a stored copy fetched (or confirmed by a 304) at these unix times came in the run that began
+    at ``run_started``: stored times are whole seconds, so the run's own second counts."""
+    return max(fetched_at, verified_at or 0.0) >= math.floor(run_started)
 
 
 def is_due(source: Source, now: float) -> bool:

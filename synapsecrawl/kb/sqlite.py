@@ -8,6 +8,7 @@ same file from another process.
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
 import threading
 import time
@@ -17,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from synapsecrawl.errors import StoreError
+from synapsecrawl.errors import StoreError, StoreUnavailable
 from synapsecrawl.kb import sqlite_content as content
 from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, Found, judge, meta_rows
 from synapsecrawl.kb.records import PageRecord, SearchHit
@@ -113,6 +114,7 @@ _ADDED_PAGE_COLUMNS = (
     ("depth", "INTEGER"),
     ("outlinks", "TEXT NOT NULL DEFAULT ''"),
 )
+_ADDED_SOURCE_COLUMNS = (("run_started", "REAL NOT NULL DEFAULT 0"),)
 # Site icons found by the feed spider (synapsecrawl.extract.feeds, SER-ICON). Unix seconds.
 _ICONS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS site_icons (
@@ -138,7 +140,8 @@ CREATE TABLE IF NOT EXISTS sources (
     added_at REAL NOT NULL DEFAULT 0,
     last_crawl REAL NOT NULL DEFAULT 0,
     next_due REAL NOT NULL DEFAULT 0,
-    outcome TEXT NOT NULL DEFAULT ''
+    outcome TEXT NOT NULL DEFAULT '',
+    run_started REAL NOT NULL DEFAULT 0
 );
 """
 
@@ -235,6 +238,10 @@ class SQLiteStore(SharedTables):
             self._db.executescript(_ICONS_SCHEMA)
             self._db.executescript(_BACKOFF_SCHEMA)
             self._db.executescript(_SOURCES_SCHEMA)
+            present = {row[1] for row in self._db.execute("PRAGMA table_info(sources)")}
+            for column, declaration in _ADDED_SOURCE_COLUMNS:
+                if column not in present:
+                    self._db.execute(f"ALTER TABLE sources ADD COLUMN {column} {declaration}")
             cut = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='passages'").fetchone()
             self._db.executescript(content.SCHEMA)  # passages and labels (kb.content)
             if not cut:
@@ -259,7 +266,7 @@ class SQLiteStore(SharedTables):
             with self._lock:
                 yield self._db
         except sqlite3.Error as exc:
-            raise StoreError(f"knowledge base {self.path}: {exc}") from None
+            raise _store_error(self.path, exc) from None
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
@@ -272,7 +279,7 @@ class SQLiteStore(SharedTables):
                 finally:
                     self._reader.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise StoreError(f"knowledge base {self.path}: {exc}") from None
+            raise _store_error(self.path, exc) from None
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -281,10 +288,11 @@ class SQLiteStore(SharedTables):
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
+                db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:  # SQLite rolls back by itself on some errors (a full disk, SQLITE_FULL)
+                    db.execute("ROLLBACK")
                 raise
-            db.execute("COMMIT")
 
     def _held(self, value: Any) -> Any:
         """Times as ISO 8601 text, flags as 0/1."""
@@ -334,3 +342,24 @@ class SQLiteStore(SharedTables):
             self._db.close()
         with self._read_lock:
             self._reader.close()
+
+
+# SQLite's primary result codes for a KB that cannot take a write now (https://sqlite.org/rescode.html)
+_UNAVAILABLE = {5: "busy", 6: "busy", 8: "read-only", 10: "unreachable", 13: "full", 14: "unreachable"}
+
+
+def _store_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    """``exc`` as one line naming the KB: ``StoreUnavailable`` when the same write may succeed later."""
+    reason = _UNAVAILABLE.get(getattr(exc, "sqlite_errorcode", 0) & 0xFF)
+    if reason is None:
+        return StoreError(f"knowledge base {path}: {exc}")
+    if reason == "full":
+        free = shutil.disk_usage(path.parent).free
+        return StoreUnavailable(
+            f"knowledge base {path}: the disk is full ({free // 1024} KiB free on its filesystem); "
+            "free some space or give KB_URI a larger disk",
+            "full",
+        )
+    if reason == "busy":  # another process holds the write lock past the timeout: as unreachable, for now
+        reason = "unreachable"
+    return StoreUnavailable(f"knowledge base {path}: {exc}", reason)

@@ -1,8 +1,8 @@
 """Crawlers for adapter tests: built from settings, no reactor, no network.
 
 ``crawler_for`` gives a crawler whose KB is a SQLite file under the test's
-``tmp_path``, with stats and a spider stand-in carrying what adapters read
-(``crawl.kb``, ``scopes``, ``limits``). ``SideFetches`` stands in for the one
+``tmp_path``, with stats and the ``runtime.target`` a spider would set
+(``kb``, ``scopes``, ``limits``). ``SideFetches`` stands in for the one
 engine call side fetches make (``engine.download_async``): the middlewares
 have no other seam for robots.txt and tdmrep.json, so it answers from a table
 and notes what was asked.
@@ -21,9 +21,12 @@ from scrapy.http import Response
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
+from middlewares.engine.runtime import CrawlTarget, Runtime
 from synapsecrawl import settings as project_settings
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.store import Store
 
-__all__ = ["SideFetches", "crawler_for", "project"]
+__all__ = ["SideFetches", "crawler_for", "opened_store", "project"]
 
 
 def project(**overrides: object) -> dict[str, Any]:
@@ -37,19 +40,28 @@ def crawler_for(
     tmp_path: Path,
     *,
     kb: str | None = "kb1",
-    scopes: tuple[str, ...] = (),
-    limits: object = None,
+    scopes: tuple[Any, ...] = (),
+    limits: Any = None,
     name: str = "site",
     **settings: object,
 ) -> Crawler:
-    """A crawler under the project's settings and ``settings``, its KB in ``tmp_path``."""
+    """A crawler under the project's settings and ``settings``, its KB in ``tmp_path``, its runtime's target
+    what a spider of mode ``name`` would publish (``kb``, ``scopes``, ``limits``)."""
     crawler = get_crawler(settings_dict=project(KB_URI=f"sqlite:///{tmp_path}/kb.sqlite3", **settings))
     crawler.stats = MemoryStatsCollector(crawler)
-    spider = SimpleNamespace(name=name, scopes=scopes, crawl=SimpleNamespace(kb=kb) if kb else None)
-    if limits is not None:
-        spider.limits = limits
-    crawler.spider = spider  # type: ignore[assignment]
+    crawler.spider = SimpleNamespace(name=name)  # type: ignore[assignment]
+    Runtime.of(crawler).target = CrawlTarget(name=name, kb=kb, limits=limits, scopes=scopes)
     return crawler
+
+
+def opened_store(of: Crawler | Runtime) -> Store:
+    """The crawl's KB opened beside its gateway (``runtime.kb``), for a test to fill and read; one per crawl."""
+    runtime = of if isinstance(of, Runtime) else Runtime.of(of)
+    store: Store | None = getattr(runtime, "_test_store", None)
+    if store is None:
+        store = open_store(runtime.kb_uri)
+        runtime._test_store = store  # type: ignore[attr-defined]
+    return store
 
 
 @dataclass

@@ -28,7 +28,7 @@ from middlewares.retry import BackoffRetryMiddleware
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.records import SiteState, UrlHold
-from tests.adapters.crawlers import SideFetches, crawler_for
+from tests.adapters.crawlers import SideFetches, crawler_for, opened_store
 
 FEED = {KIND: RequestKind.FEED}
 
@@ -87,10 +87,10 @@ class Crawl:
         return until - after, until - before
 
     def hold(self, url: str) -> UrlHold | None:
-        return self.runtime.store().get_url_hold(self.profile, url)
+        return opened_store(self.runtime).get_url_hold(self.profile, url)
 
     def site_state(self, site: str) -> SiteState | None:
-        return self.runtime.store().get_site_state(self.profile, site)
+        return opened_store(self.runtime).get_site_state(self.profile, site)
 
     def stat(self, key: str) -> object:
         return self.crawler.stats.get_value(key)  # type: ignore[union-attr]
@@ -269,7 +269,7 @@ async def test_a_due_hold_is_fetched_and_released_once_answered(tmp_path: Path, 
     """SER-ERRORS: a deferred URL whose hold has passed is fetched again; a good answer releases it."""
     c = crawl(tmp_path, "serenereader", **signing)
     url = "http://blog.test/back"
-    c.runtime.store().put_url_hold(c.profile, UrlHold(url, "deferred", time.time() - 1, "500", "blog.test"))
+    opened_store(c.runtime).put_url_hold(c.profile, UrlHold(url, "deferred", time.time() - 1, "500", "blog.test"))
     request = Request(url)
     await c.gate.process_request(request)
     assert request.meta["backoff_held"] is True
@@ -381,7 +381,7 @@ async def test_an_earlier_crawls_pause_is_waited_out_or_leaves_the_site(tmp_path
     """Backoff across crawls: a site paused by an earlier crawl is held in the pacer for what is left
     of its pause when that fits the crawl's wait; a longer pause leaves it untouched (SiteLeft)."""
     c = crawl(tmp_path)
-    store = c.runtime.store()
+    store = opened_store(c.runtime)
     store.put_site_state(c.profile, SiteState("near.test", time.time() + 100, "503"))
     store.put_site_state(c.profile, SiteState("far.test", time.time() + 100_000, "503"))
     await c.gate.process_request(Request("http://near.test/"))
@@ -478,7 +478,7 @@ async def test_on_a_fake_clock_an_earlier_crawls_pause_is_held_for_exactly_what_
     exactly those 100 s; once the pause is over, the next crawl does not hold it at all."""
     clocks = _Clocks()
     c = crawl_at(tmp_path, clocks)
-    c.runtime.store().put_site_state(c.profile, SiteState("near.test", clocks.wall + 100, "503"))
+    opened_store(c.runtime).put_site_state(c.profile, SiteState("near.test", clocks.wall + 100, "503"))
     await c.gate.process_request(Request("http://near.test/"))
     assert c.runtime.pacer.paused_until("near.test") == clocks.mono + 100
     clocks.advance(100)
@@ -495,7 +495,7 @@ async def test_on_a_fake_clock_a_held_url_passes_the_gate_the_moment_its_hold_en
     clocks = _Clocks()
     c = crawl_at(tmp_path, clocks, "serenereader", **signing)
     url = "http://blog.test/flaky"
-    c.runtime.store().put_url_hold(c.profile, UrlHold(url, "deferred", clocks.wall + 1, "500", "blog.test"))
+    opened_store(c.runtime).put_url_hold(c.profile, UrlHold(url, "deferred", clocks.wall + 1, "500", "blog.test"))
     with pytest.raises(UrlHeld):
         await c.gate.process_request(Request(url))
     clocks.advance(1)

@@ -42,11 +42,11 @@ def test_the_summary_lands_in_stats_and_the_log_when_the_spider_closes(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Crawl summary: at close the counters become summary/* stats, one line for the crawl and one
-    per site is logged, and the runtime is closed (its store and workers)."""
+    per site is logged, and the runtime is closed (its KB thread, store and workers)."""
     crawler = crawler_for(tmp_path)
     build_from_crawler(SummaryExtension, crawler)
     runtime = Runtime.of(crawler)
-    runtime.store()  # opened, so closing it shows
+    thread = runtime.kb.thread  # the KB's thread started, so closing it shows
     runtime.summary.fetch("a.test")
     runtime.summary.skip("a.test", "robots", "http://a.test/private")
     with caplog.at_level(logging.INFO, logger="middlewares.engine.summary"):
@@ -56,4 +56,4 @@ def test_the_summary_lands_in_stats_and_the_log_when_the_spider_closes(
     lines = [r.getMessage() for r in caplog.records if r.name == "middlewares.engine.summary"]
     assert lines[0].startswith("crawl summary: fetched 1, stored 0, skipped 1 (robots 1)")
     assert lines[1].strip().startswith("a.test: fetched 1")
-    assert runtime._store is None
+    assert not thread.is_alive()  # the KB committed what it was asked, closed its store and stopped

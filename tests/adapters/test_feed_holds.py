@@ -19,7 +19,7 @@ from middlewares.engine.runtime import Runtime
 from spiders.feed import FeedSpider
 from spiders.feedholds import FeedHolds
 from synapsecrawl.kb.records import UrlHold
-from tests.adapters.crawlers import crawler_for
+from tests.adapters.crawlers import crawler_for, opened_store
 
 FEED = "http://a.test/feed.xml"
 NOW = 1_800_000_000.0
@@ -42,7 +42,7 @@ def _crawler(tmp_path: Path, signing_key: Path) -> Crawler:
 
 def _stored(crawler: Crawler, url: str = FEED) -> UrlHold | None:
     runtime = Runtime.of(crawler)
-    return runtime.store().get_url_hold(runtime.profile.name, url)
+    return opened_store(runtime).get_url_hold(runtime.profile.name, url)
 
 
 async def test_a_failed_refresh_holds_the_feed_for_15_minutes(tmp_path: Path, signing_key: Path) -> None:

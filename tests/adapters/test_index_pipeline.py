@@ -13,7 +13,7 @@ from pipelines.index import IndexPipeline
 from synapsecrawl.extract.page import Link, Page
 from synapsecrawl.kb.indexing import make_item
 from synapsecrawl.profiles import Profile
-from tests.adapters.crawlers import crawler_for
+from tests.adapters.crawlers import crawler_for, opened_store
 
 
 def _item(url: str, profile: Profile) -> dict[str, Any]:
@@ -39,14 +39,10 @@ async def test_a_dict_item_and_any_other_item_type_are_stored_alike(tmp_path: Pa
     other_type = dataclass(type("PageItem", (), {"__annotations__": dict.fromkeys(values, Any)}))
     as_dataclass = other_type(**values)
     assert {f.name for f in fields(as_dataclass)} == set(values)
-    try:
-        assert await pipeline.process_item(as_dict) is as_dict
-        assert await pipeline.process_item(as_dataclass) is as_dataclass
-    finally:
-        pipeline.close_spider()
-    store = runtime.store()
+    assert await pipeline.process_item(as_dict) is as_dict
+    assert await pipeline.process_item(as_dataclass) is as_dataclass
     for url in ("http://a.test/dict", "http://a.test/dataclass"):
-        stored = store.get_page("kb1", url)
+        stored = opened_store(crawler).get_page("kb1", url)
         assert stored is not None and stored.title == "A page" and stored.text.startswith("What the page says")
     assert crawler.stats.get_value("kb/stored") == 2  # type: ignore[union-attr]
     runtime.close()

@@ -18,7 +18,7 @@ from middlewares.reread import RereadMiddleware
 from middlewares.sizelimit import ResponseGateMiddleware
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.kb.records import PageRecord, utcnow
-from tests.adapters.crawlers import crawler_for
+from tests.adapters.crawlers import crawler_for, opened_store
 
 K = RequestKind
 SIDE_FETCHES = {K.ROBOTS, K.TDMREP, K.SUBRESOURCE}  # no page: not budgeted, not in the summary
@@ -98,7 +98,7 @@ async def test_only_pages_sitemaps_and_feeds_are_asked_again_conditionally(tmp_p
     mw = build_from_crawler(RereadMiddleware, crawler)
     url = "http://a.test/x"
     record = PageRecord("kb1", url, "X", "text", "text/html", 200, utcnow(), etag='"v1"')
-    Runtime.of(crawler).store().put_page(record)
+    opened_store(crawler).put_page(record)
     request = kinded(kind, url)
     await mw.process_request(request)
     assert (request.headers.get(b"If-None-Match") == b'"v1"') is (kind in {K.PAGE, K.SITEMAP, K.FEED})

@@ -1,4 +1,4 @@
-"""RereadMiddleware and RemovalListMiddleware: conditional re-reads and what each answer does to a copy.
+"""RereadMiddleware: conditional re-reads and what each answer does to a copy.
 
 The KB is a real SQLite store under tmp_path; each test stores a page, sends its re-read through the
 middleware with real Request and Response objects, and reads the store afterwards.
@@ -9,19 +9,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 
 from middlewares.engine.runtime import Runtime
 from middlewares.exceptions import Unchanged
-from middlewares.reread import RemovalListMiddleware, RereadMiddleware
+from middlewares.reread import RereadMiddleware
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.kb.records import PageRecord, utcnow
 from synapsecrawl.kb.store import Store
-from tests.adapters.crawlers import crawler_for
+from tests.adapters.crawlers import crawler_for, opened_store
 
 URL = "http://docs.test/guide"
 
@@ -29,7 +29,7 @@ URL = "http://docs.test/guide"
 def stored(
     crawler: Crawler, url: str = URL, *, etag: str = '"v1"', last_modified: str = "", outlinks: tuple[str, ...] = ()
 ) -> Store:
-    store = Runtime.of(crawler).store()
+    store = opened_store(crawler)
     store.put_page(
         PageRecord(
             "kb1",
@@ -210,31 +210,6 @@ async def test_robots_txt_opt_outs_and_non_kb_crawls_are_left_alone(tmp_path: Pa
     assert own.headers[b"If-None-Match"] == b'"mine"'
     no_kb = crawler_for(tmp_path, kb=None)
     assert b"If-None-Match" not in (await sent(build_from_crawler(RereadMiddleware, no_kb))).headers
-
-
-def test_no_removal_list_switches_it_off(tmp_path: Path) -> None:
-    """YOT-REMOVAL: without REMOVAL_LIST the middleware is off (NotConfigured)."""
-    with pytest.raises(NotConfigured):
-        build_from_crawler(RemovalListMiddleware, crawler_for(tmp_path))
-
-
-def test_the_removal_list_deletes_listed_pages_and_refuses_them(tmp_path: Path) -> None:
-    """YOT-REMOVAL, SNA-NEVER: listed pages leave the KB when the crawl opens, and no request to them
-    goes out, robots.txt included; unlisted pages stay; a line that is neither a domain nor a URL prefix is skipped, not fatal."""
-    listing = tmp_path / "removals.txt"
-    listing.write_text("never.test\nhttp://docs.test/private/\nnot a domain or url\n")
-    crawler = crawler_for(tmp_path, REMOVAL_LIST=str(listing))
-    mw = build_from_crawler(RemovalListMiddleware, crawler)
-    store = stored(crawler, "http://docs.test/private/a")
-    stored(crawler, "http://www.never.test/x")
-    stored(crawler)
-    crawler.signals.send_catch_log(signals.spider_opened, spider=None)
-    assert [url for _, url in store.page_urls()] == [URL]
-    for url in ("http://never.test/robots.txt", "http://sub.never.test/", "http://docs.test/private/b"):
-        with pytest.raises(IgnoreRequest, match="removal list"):
-            mw.process_request(Request(url))
-    mw.process_request(Request(URL))
-    assert crawler.stats.get_value("removals/deleted") == 2  # type: ignore[union-attr]
 
 
 async def test_the_kb_is_asked_once_a_host_whether_it_holds_pages_there(crawler: Crawler, mw: RereadMiddleware) -> None:

@@ -23,7 +23,7 @@ from middlewares.robots import RobotsMiddleware
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.crawl.netguard import parse_host_resolve
 from synapsecrawl.kb.records import PageRecord, utcnow
-from tests.adapters.crawlers import SideFetches, crawler_for
+from tests.adapters.crawlers import SideFetches, crawler_for, opened_store
 
 DAY = 86400.0
 ALLOW_ALL = (200, b"User-agent: *\nAllow: /\n")
@@ -288,7 +288,7 @@ async def test_a_read_robots_txt_removes_the_pages_it_now_disallows(tmp_path: Pa
     """YOT-ROBOTS, SYN-REMOVE: reading a file that disallows stored pages removes them at once; the
     pages it allows stay."""
     robots = Robots(tmp_path, {"https://docs.test/robots.txt": (200, b"User-agent: *\nDisallow: /old/\n")}, "yottabot")
-    store = robots.runtime.store()
+    store = opened_store(robots.runtime)
     for url in ("https://docs.test/old/a", "https://docs.test/new/b"):
         store.put_page(PageRecord("kb1", url, "t", "text", "text/html", 200, utcnow()))
     assert await robots.allows("https://docs.test/new/c")

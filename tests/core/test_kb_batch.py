@@ -158,3 +158,25 @@ def test_a_page_written_again_unchanged_is_not_indexed_again_also_in_a_kb_made_b
     assert [hit.url for hit in reopened.search("samovar")] == ["http://a.test/1"]
     assert sorted(hit.url for hit in reopened.search("teapot")) == ["http://a.test/0", "http://a.test/3"]
     reopened.close()
+
+
+def test_calls_run_on_the_writer_thread_in_order_with_the_records(tmp_path: Path) -> None:
+    """One KB gateway per crawl: a call commits the batch gathered before it, then runs, on the writer's
+    one thread, so a write never overtakes a record submitted before it."""
+    store = SQLiteStore(tmp_path / "kb.sqlite3")
+    order: list[str] = []
+
+    def write(pages: list) -> None:
+        order.append(f"batch of {len(pages)}")
+        store.put_pages(pages)
+
+    writer = BatchWriter(write, max_items=10, max_wait=30)
+    first = writer.submit(record("http://a.test/1", "one"))
+    second = writer.submit(record("http://a.test/2", "two"))
+    deleted = writer.call(lambda: (order.append("delete"), store.delete_page("docs", "http://a.test/1"))[1])
+    assert deleted.result(timeout=10) is True and first.done() and second.done()
+    thread = writer.call(threading.current_thread).result(timeout=10)
+    assert thread is writer.thread and thread is not threading.current_thread()
+    writer.close()
+    assert order == ["batch of 2", "delete"]
+    store.close()

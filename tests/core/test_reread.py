@@ -11,9 +11,18 @@ from hypothesis import strategies as st
 
 from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.kb.records import PageRecord
-from synapsecrawl.kb.removals import RemovalList, disallowed_urls, read_removal_list, remove_disallowed
-from synapsecrawl.kb.reread import DAY, conditional_headers, effect_of, reread_interval
+from synapsecrawl.kb.records import PageRecord, Source
+from synapsecrawl.kb.removals import RemovalList, disallowed_pages, disallowed_urls, listed_prefixes, read_removal_list
+from synapsecrawl.kb.reread import (
+    DAY,
+    RUNNING,
+    conditional_headers,
+    effect_of,
+    fetched_in_run,
+    record_crawl,
+    reread_interval,
+    run_start,
+)
 from synapsecrawl.kb.sqlite import SQLiteStore
 from synapsecrawl.rules.robots import parse_robots
 
@@ -174,9 +183,9 @@ def _page(kb: str, url: str) -> PageRecord:
     )
 
 
-def test_remove_disallowed_deletes_that_origins_pages_in_every_kb(tmp_path: Path) -> None:
-    """YOT-ROBOTS: reading a robots.txt that disallows stored pages removes them at once from every KB,
-    and leaves pages of other origins (another port, another scheme) alone."""
+def test_disallowed_pages_are_that_origins_pages_in_every_kb(tmp_path: Path) -> None:
+    """YOT-ROBOTS: the stored pages a robots.txt now disallows are that origin's, in every KB; pages of
+    other origins (another port, another scheme) are not among them (middlewares.removals deletes them)."""
     store = SQLiteStore(tmp_path / "kb.sqlite3")
     urls = [
         "https://h.test/blog/a",
@@ -189,7 +198,59 @@ def test_remove_disallowed_deletes_that_origins_pages_in_every_kb(tmp_path: Path
         for url in urls:
             store.put_page(_page(kb, url))
     rules = parse_robots(b"User-agent: *\nDisallow: /blog/\n").rules_for(("YottaBot-SearchBot",))
-    removed = remove_disallowed(store, "https://h.test", rules)
-    assert removed == [("one", "https://h.test/blog/a"), ("two", "https://h.test/blog/a")]
-    assert len(store.page_urls()) == 8
+    doomed = disallowed_pages(store.page_urls(prefix="https://h.test"), "https://h.test", rules)
+    assert doomed == [("one", "https://h.test/blog/a"), ("two", "https://h.test/blog/a")]
     store.close()
+
+
+def _crawled(previous: Source | None, reason: str, now: float, run_started: float) -> Source:
+    return record_crawl(
+        previous,
+        mode="site",
+        urls=("https://a.test/",),
+        kb="docs",
+        profile="synapsebot",
+        deployment="hosted",
+        depth=None,
+        max_pages=None,
+        interval=7 * DAY,
+        reason=reason,
+        now=now,
+        run_started=run_started,
+    )
+
+
+def test_a_run_killed_or_stopped_goes_on_and_a_finished_one_starts_a_new_run() -> None:
+    """A crawl of a source whose last run never finished (killed: still RUNNING; stopped: shutdown; its KB
+    down) belongs to that run, so what the run already fetched is not asked for again; after a run that
+    ran its course, the next crawl is a new run, a re-read that asks for every page again (SYN-REREAD)."""
+    assert run_start(None, 100.0) == 100.0
+    running = _crawled(None, RUNNING, now=110.0, run_started=100.0)
+    assert run_start(running, 500.0) == 100.0  # killed -9 while running
+    stopped = _crawled(running, "shutdown", now=120.0, run_started=100.0)
+    assert run_start(stopped, 500.0) == 100.0
+    finished = _crawled(stopped, "finished", now=600.0, run_started=100.0)
+    assert finished.last_crawl == 600.0 and run_start(finished, 9000.0) == 9000.0
+    assert _crawled(finished, RUNNING, now=9010.0, run_started=9000.0).run_started == 9000.0
+
+
+def test_a_copy_counts_as_fetched_in_a_run_from_the_run_s_own_second() -> None:
+    """Stored times are whole seconds: a copy fetched, or confirmed by a 304, in the second the run began
+    or later came in this run; one from before did not."""
+    assert fetched_in_run(100.0, None, 100.7)
+    assert fetched_in_run(50.0, 101.0, 100.7)
+    assert not fetched_in_run(99.0, None, 100.7)
+    assert not fetched_in_run(99.0, 98.0, 100.7)
+
+
+def test_listed_prefixes_hold_every_listed_page_unless_a_domain_is_listed() -> None:
+    """YOT-REMOVAL: a list of URL prefixes is looked up in the KB by prefix, under http and https (a
+    listing holds for both schemes); a listed domain has subdomains no prefix holds, so none is given."""
+    prefixes = listed_prefixes(RemovalList.parse("https://docs.test/private/\nhttp://a.test:8080/x\n"))
+    assert prefixes == (
+        "http://docs.test/private/",
+        "https://docs.test/private/",
+        "http://a.test:8080/x",
+        "https://a.test:8080/x",
+    )
+    assert listed_prefixes(RemovalList.parse("never.test\nhttp://docs.test/private/\n")) is None

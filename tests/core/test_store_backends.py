@@ -26,7 +26,7 @@ from synapsecrawl.kb.postgres import PostgresStore, redact_uri
 from synapsecrawl.kb.records import LabelRecord, PageRecord, RobotsCopy, SiteIcon, SiteState, Source, UrlHold
 from synapsecrawl.kb.search import MARK_CLOSE, MARK_OPEN, split_passages
 from synapsecrawl.kb.sqlite import SQLiteStore
-from synapsecrawl.kb.store import SiteIcons, Store
+from synapsecrawl.kb.store import Store
 from tests.helpers import WHEN, record
 
 DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"
@@ -64,9 +64,10 @@ def store(kb_uri: str) -> Iterator[Store]:
 
 
 def test_postgres_covers_the_whole_store_interface() -> None:
-    """Both back-ends answer every method of the Store Protocol (and SiteIcons), and PostgreSQL
+    """Both back-ends answer every method of the Store Protocol (site icons included), and PostgreSQL
     keeps every field of a page."""
-    wanted = {name for proto in (Store, SiteIcons) for name in vars(proto) if not name.startswith("_")}
+    wanted = {name for name in vars(Store) if not name.startswith("_")}
+    assert {"put_site_icon", "get_site_icon"} <= wanted
     assert wanted <= {name for name in dir(PostgresStore) if callable(getattr(PostgresStore, name))}
     assert wanted <= {name for name in dir(SQLiteStore) if callable(getattr(SQLiteStore, name))}
     assert set(rows.PAGE_COLUMNS) == {field.name for field in fields(PageRecord)}
@@ -472,8 +473,9 @@ def test_url_holds(store: Store) -> None:
 
 
 def test_site_icons(store: Store) -> None:
-    """SER-ICON: the icon found for a site is kept per origin and replaced; "" records that none answered."""
-    icons = cast(SiteIcons, store)
+    """SER-ICON: the icon found for a site is kept per origin and replaced, by either back-end; ""
+    records that none answered."""
+    icons = store
     icon = SiteIcon("http://a.test", "http://a.test/favicon.ico", "image/x-icon", 1000.5)
     icons.put_site_icon(icon)
     assert icons.get_site_icon("http://a.test") == icon and icons.get_site_icon("http://b.test") is None
@@ -501,6 +503,7 @@ def test_sources(store: Store) -> None:
         last_crawl=20.0,
         next_due=3620.0,
         outcome="ok",
+        run_started=15.0,
     )
     page = Source("s2", "page", ("http://b.test/1",), "docs", "synapsebot", "hosted", next_due=100.0)
     other = Source("s3", "feed", ("http://c.test/feed",), "other", "serenereader", "self-hosted")
@@ -660,6 +663,38 @@ def test_an_older_postgres_kb_gets_the_outlinks_column(postgres_schema_uri: str)
         assert old is not None and old.outlinks == ()
         store.put_page(replace(old, outlinks=("http://a.test/a", "http://a.test/b")))
         assert store.get_page("docs", "http://a.test/old").outlinks == ("http://a.test/a", "http://a.test/b")  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_an_older_kb_gets_the_run_started_column_of_its_sources(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """SYN-REREAD: a KB written before sources kept when their run began opens with the column added (0 for
+    the old sources: no open run, so the next crawl is a re-read as before) and keeps it after."""
+    uri = (
+        f"sqlite:///{tmp_path / 'old.sqlite3'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres_schema_uri")
+    )
+    opened = open_store(uri)
+    old = Source("s1", "site", ("http://a.test/",), "docs", "synapsebot", "hosted", last_crawl=5.0)
+    opened.put_source(old)
+    opened.close()
+    if backend == "sqlite":
+        with sqlite3.connect(tmp_path / "old.sqlite3") as db:
+            db.execute("ALTER TABLE sources DROP COLUMN run_started")
+    else:
+        import psycopg
+
+        with psycopg.connect(uri, autocommit=True) as raw:
+            raw.execute("ALTER TABLE sources DROP COLUMN run_started")
+    store = open_store(uri)
+    try:
+        assert store.get_source("s1") == old and old.run_started == 0.0
+        store.put_source(replace(old, run_started=7.0))
+        assert store.get_source("s1") == replace(old, run_started=7.0)
     finally:
         store.close()
 

@@ -65,6 +65,8 @@ class SharedCrawl:
                 "PACING_REDIS_PREFIX": self.prefix,
                 "FRONTIER_REDIS_PREFIX": self.frontier_prefix,
                 "EXTRACT_PROCESSES": "0",
+                "REPORT_DIR": str(self.tmp / "reports"),
+                "KB_JOURNAL_DIR": str(self.tmp / f"journal-{index}"),
                 **self.settings,
                 **extra,
             }

@@ -21,8 +21,9 @@ from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.crawl.jobdir import clear_stale, mark_running
 from synapsecrawl.crawl.ondemand import check_arguments, check_serving
 from synapsecrawl.crawl.request import CrawlRequest
-from synapsecrawl.errors import ArgumentError, ConfigError, StoreError
+from synapsecrawl.errors import ArgumentError, ConfigError, StoreError, StoreUnavailable
 from synapsecrawl.kb import open_store
+from synapsecrawl.kb.outage import EXIT_TEMPFAIL, exit_status
 
 
 class Command(ScrapyCrawl):
@@ -58,8 +59,25 @@ class Command(ScrapyCrawl):
         except ArgumentError as exc:  # a start URL that cannot be requested: a usage error, as argparse exits
             print(f"synapsecrawl: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
+        except StoreUnavailable as exc:  # down, read-only or full: nothing fetched, run again later
+            print(f"synapsecrawl: {exc}", file=sys.stderr)
+            raise SystemExit(EXIT_TEMPFAIL) from None
         except (ConfigError, StoreError) as exc:
             raise SystemExit(f"synapsecrawl: {exc}") from None
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Scrapy's ``run``, with the exit status the crawl's outcome gives (``kb.outage.exit_status``)."""
+        if len(args) != 1:
+            super().run(args, opts)  # its usage errors
+            return
+        assert self.crawler_process is not None
+        crawler = self.crawler_process.create_crawler(args[0])
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = 1
+        elif crawler.stats is not None:
+            self.exitcode = exit_status(crawler.stats.get_stats())
 
 
 def _claim_jobdir(jobdir: str | None) -> None:
