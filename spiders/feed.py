@@ -11,7 +11,11 @@ read is conditional and an unchanged feed costs a 304 (SER-COND,
 copy of it.
 
 New entries (no page with the entry's link in the KB yet) are stored as
-pages: the entry's title and text, ``content_type`` the feed's media type
+pages, each taken by one feed read only: two feeds that carry the same entry
+and are read together both find it new, so taking it is a claim
+(``synapsecrawl.crawl.claims``: in this process, and through Redis across the
+machines of a crawl sharing ``PACING_REDIS_URL``), and its article is fetched
+once (SER-OGIMAGE). Stored as the entry's title and text, ``content_type`` the feed's media type
 with ``;type=entry`` (RFC 5023 §12.1), ``published``, ``feed`` and ``image``.
 Under a profile that reads images (SereneReader's previews), an entry without
 an image has its article page fetched once, at most 1 MB read, for its
@@ -53,6 +57,7 @@ from middlewares.exceptions import RetryScheduled, Unchanged, caught
 from middlewares.failures import describe
 from spiders.base import SynapseSpider
 from spiders.feedholds import FeedHolds
+from synapsecrawl.crawl.claims import LocalClaims, RedisClaims, shared_claims
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.extract.feeds import (
     ENTRY_TYPE_SUFFIX,
@@ -88,7 +93,8 @@ class FeedSpider(SynapseSpider):
 
     previews: bool  # the profile reads images: og:image of imageless entries, site icons
     _waiting: dict[str, list[Any]]  # feed URL -> [articles still to settle, the feed's item]
-    _entries: set[str]
+    _entries: LocalClaims  # entry links this crawl has taken
+    _claims: RedisClaims | None  # the same across machines sharing a Redis (PACING_REDIS_URL)
     _icon_origins: set[str]
     _holds: FeedHolds  # SER-FEED-BACKOFF: failed refreshes hold the feed (written by middlewares.retry)
 
@@ -96,10 +102,16 @@ class FeedSpider(SynapseSpider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FeedSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, FeedSpider)
-        spider.previews = spider.runtime.profile.previews
-        spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()
-        spider._holds = FeedHolds(crawler)
+        spider.prepare(crawler)
         return spider
+
+    def prepare(self, crawler: Crawler) -> None:
+        """The feed spider's own state, once its runtime is set (a shared crawl's worker calls it too)."""
+        self.previews = self.runtime.profile.previews
+        self._waiting, self._entries, self._icon_origins = {}, LocalClaims(), set()
+        shared = self.runtime.config.shared
+        self._claims = shared_claims(shared.redis_url, f"{shared.pacing_prefix}:{self.runtime.profile.name}")
+        self._holds = FeedHolds(crawler)
 
     async def start(self) -> AsyncIterator[Any]:
         store = self.runtime.store()
@@ -178,13 +190,15 @@ class FeedSpider(SynapseSpider):
             yield feed_item
 
     def _new_entries(self, entries: tuple[FeedEntry, ...]) -> list[FeedEntry]:
-        """Entries whose link neither the KB nor this crawl holds yet (SER-FEEDS)."""
+        """Entries whose link neither the KB nor this crawl holds yet, each claimed by this read alone
+        (SER-FEEDS, SER-OGIMAGE): two feeds read at once never both take one."""
         store, new = self.runtime.store(), []
         for entry in entries:
             key = canonical(entry.link)
-            if key in self._entries or store.get_page(self.crawl.kb, entry.link) is not None:
+            if not self._entries.claim(key) or store.get_page(self.crawl.kb, entry.link) is not None:
                 continue
-            self._entries.add(key)
+            if self._claims is not None and not self._claims.claim(f"{self.crawl.kb}\n{key}"):
+                continue  # another machine took it
             new.append(entry)
         return new
 
@@ -323,6 +337,13 @@ class FeedSpider(SynapseSpider):
 
     async def _record_icon(self, icon: SiteIcon) -> None:
         await asyncio.to_thread(self.runtime.store().put_site_icon, icon)  # type: ignore[attr-defined]
+
+    def closed(self, reason: str) -> None:
+        try:
+            super().closed(reason)
+        finally:
+            if self._claims is not None:
+                self._claims.close()
 
     def feed_failed(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]

@@ -46,7 +46,6 @@ from middlewares.engine.shared_scheduler import LEASE, ORIGIN, SharedScheduler, 
 from middlewares.exceptions import RetryScheduled, caught
 from spiders.base import SynapseSpider
 from spiders.feed import FeedSpider
-from spiders.feedholds import FeedHolds
 from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
@@ -198,9 +197,7 @@ class WorkerSpider(scrapy.Spider):
         if isinstance(spider, SharedSitemapSpider):
             spider.source_id, spider.worker = source.id, self
         if isinstance(spider, FeedSpider):
-            spider.previews = self.runtime.profile.previews
-            spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()
-            spider._holds = FeedHolds(self.crawler)
+            spider.prepare(self.crawler)
         return spider
 
     # Requests to and from the frontier.
