@@ -22,7 +22,7 @@ from middlewares.engine.resolver import refusal
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.kb.records import RobotsCopy
-from synapsecrawl.kb.removals import remove_disallowed
+from synapsecrawl.kb.removals import forget_unreadable, remove_disallowed
 from synapsecrawl.pacing.clock import site_crawl_delay
 from synapsecrawl.rules.robots_policy import RobotsOutcome, is_fresh, judge_fetch
 from synapsecrawl.urls import origin_of
@@ -180,7 +180,18 @@ class RobotsMiddleware:
             verdict = "nothing fetched from it" if not outcome.rules.allows("/") else "everything allowed"
             logger.warning("robots.txt of %s: %s (%s): %s", origin, outcome.kind, status or "no answer", verdict)
         fetched_at = self.clock()
-        await asyncio.to_thread(store.put_robots, self._profile.name, RobotsCopy(origin, status, body, fetched_at))
+        since = await asyncio.to_thread(  # YOT-STALE: an unreadable site keeps its pages for a bounded time
+            forget_unreadable,
+            store,
+            self._profile.name,
+            origin,
+            unreadable=outcome.kind != "parsed" and not outcome.rules.allows("/"),
+            now=fetched_at,
+            bound=self._profile.robots.stale_after,
+            next_look=self._runtime.config.operations.reread_interval,
+        )
+        copy = RobotsCopy(origin, status, body, fetched_at, since)
+        await asyncio.to_thread(store.put_robots, self._profile.name, copy)
         return fetched_at, outcome
 
     async def _fetch(self, origin: str) -> tuple[int, bytes]:

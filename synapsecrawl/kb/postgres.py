@@ -118,6 +118,7 @@ CREATE TABLE IF NOT EXISTS robots_cache (
     status INTEGER NOT NULL,
     body BYTEA NOT NULL,
     fetched_at DOUBLE PRECISION NOT NULL,
+    unreadable_since DOUBLE PRECISION NOT NULL DEFAULT 0,
     PRIMARY KEY (profile, origin)
 );
 CREATE TABLE IF NOT EXISTS backoff_sites (
@@ -229,6 +230,11 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> Non
         for column, declaration in _ADDED_PAGE_COLUMNS:
             if column not in present:
                 conn.execute(f"ALTER TABLE pages ADD COLUMN {column} {declaration}")
+        robots = conn.execute(
+            "SELECT 1 FROM pg_attribute WHERE attrelid = 'robots_cache'::regclass AND attname = 'unreadable_since'"
+        ).fetchone()
+        if robots is None:  # a KB made before YOT-STALE
+            conn.execute("ALTER TABLE robots_cache ADD COLUMN unreadable_since DOUBLE PRECISION NOT NULL DEFAULT 0")
         for name, create in _INDEXES.items():
             if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() == (None,):
                 conn.execute(create)

@@ -11,6 +11,15 @@ text file, one entry a line, ``#`` starting a comment:
 A line that is neither is counted in ``invalid`` and skipped: the list is
 data, and reading it never raises. ``disallowed_urls`` picks the stored URLs
 that a robots.txt's rules now disallow (YOT-ROBOTS, SYN-REMOVE).
+
+A site whose robots.txt cannot be read (blocked addresses, no answer, an error
+that closes the site) keeps its stored pages for at most the profile's
+``[robots] stale_after`` (YOT-STALE: 30 days; 0, the default, keeps them, as
+SYN-REMOVE says). The bound counts from the last time robots.txt was read, the
+earliest the site may have been closed to us (``unreadable_since``), and the
+pages go at the last read of robots.txt before it runs out: a read whose next
+chance, a re-read interval later, would come past it (``stale``). Each failed
+read says so in one line (``forget_unreadable``). Times are unix seconds, passed in.
 """
 
 from __future__ import annotations
@@ -23,11 +32,20 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.kb.records import RobotsCopy
 from synapsecrawl.kb.store import Store
 from synapsecrawl.rules.robots import RobotsRules
 from synapsecrawl.urls import origin_of
 
-__all__ = ["RemovalList", "disallowed_urls", "read_removal_list", "remove_disallowed"]
+__all__ = [
+    "RemovalList",
+    "disallowed_urls",
+    "forget_unreadable",
+    "read_removal_list",
+    "remove_disallowed",
+    "stale",
+    "unreadable_since",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -128,3 +146,61 @@ def remove_disallowed(store: Store, origin: str, rules: RobotsRules) -> list[tup
     if removed:
         logger.info("robots.txt of %s disallows %d stored pages: removed from the knowledge base", origin, len(removed))
     return removed
+
+
+def unreadable_since(previous: RobotsCopy | None, *, unreadable: bool, now: float) -> float:
+    """The ``unreadable_since`` to store with a robots.txt read at ``now`` (YOT-STALE).
+
+    0.0 when it was read. Unreadable: the last time it was read (the previous copy's date, when that
+    copy was a read), else the date the previous copy already carried; a previous failure stored
+    without one counts from its own date, and no previous copy at all from ``now``.
+    """
+    if not unreadable:
+        return 0.0
+    if previous is None:
+        return now
+    if previous.unreadable_since > 0.0:
+        return min(previous.unreadable_since, now)
+    return min(previous.fetched_at, now)
+
+
+def stale(since: float, *, now: float, bound: float, next_look: float) -> bool:
+    """Whether a site unreadable since ``since`` must lose its pages at ``now``: at most ``bound``
+    seconds after ``since``, and the next read of its robots.txt comes ``next_look`` seconds later.
+    Never when ``bound`` is 0 (the profile keeps them) or the site is readable (``since`` 0)."""
+    if bound <= 0.0 or since <= 0.0:
+        return False
+    return now + max(next_look, 0.0) >= since + bound
+
+
+def forget_unreadable(
+    store: Store, profile: str, origin: str, *, unreadable: bool, now: float, bound: float, next_look: float
+) -> float:
+    """After a read of ``origin``'s robots.txt at ``now``: its ``unreadable_since`` (to store with the copy).
+
+    Under a profile with a ``bound``, a failed read is one line saying since when the site has been
+    unreadable and how many stored pages it still has; once ``stale``, they are deleted from every KB.
+    """
+    previous = store.get_robots(profile, origin) if unreadable else None
+    since = unreadable_since(previous, unreadable=unreadable, now=now)
+    if not unreadable or bound <= 0.0:
+        return since
+    stored = [(kb, url) for kb, url in store.page_urls(prefix=origin) if origin_of(url) == origin]
+    days = (now - since) / 86400.0
+    if not stale(since, now=now, bound=bound, next_look=next_look):
+        logger.warning(
+            "robots.txt of %s unreadable, last read %.0f days ago: its %d stored pages stay until %.0f days",
+            origin,
+            days,
+            len(stored),
+            bound / 86400.0,
+        )
+        return since
+    removed = [(kb, url) for kb, url in stored if store.delete_page(kb, url)]
+    logger.warning(
+        "robots.txt of %s unreadable, last read %.0f days ago: its %d stored pages removed from the knowledge base",
+        origin,
+        days,
+        len(removed),
+    )
+    return since

@@ -11,8 +11,16 @@ from hypothesis import strategies as st
 
 from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.kb.records import PageRecord
-from synapsecrawl.kb.removals import RemovalList, disallowed_urls, read_removal_list, remove_disallowed
+from synapsecrawl.kb.records import PageRecord, RobotsCopy
+from synapsecrawl.kb.removals import (
+    RemovalList,
+    disallowed_urls,
+    forget_unreadable,
+    read_removal_list,
+    remove_disallowed,
+    stale,
+    unreadable_since,
+)
 from synapsecrawl.kb.reread import DAY, conditional_headers, effect_of, reread_interval
 from synapsecrawl.kb.sqlite import SQLiteStore
 from synapsecrawl.rules.robots import parse_robots
@@ -192,4 +200,91 @@ def test_remove_disallowed_deletes_that_origins_pages_in_every_kb(tmp_path: Path
     removed = remove_disallowed(store, "https://h.test", rules)
     assert removed == [("one", "https://h.test/blog/a"), ("two", "https://h.test/blog/a")]
     assert len(store.page_urls()) == 8
+    store.close()
+
+
+# -- YOT-STALE: a site whose robots.txt cannot be read keeps its pages for a bounded time ------------
+
+MONTH = 30 * DAY
+NOW = 1_800_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("previous", "unreadable", "expected"),
+    [
+        (None, False, 0.0),
+        (RobotsCopy("https://h.test", 200, b"", NOW - 2 * DAY), False, 0.0),
+        (None, True, NOW),  # never read before: the bound counts from this first failure
+        (RobotsCopy("https://h.test", 200, b"", NOW - 2 * DAY), True, NOW - 2 * DAY),  # last read two days ago
+        (RobotsCopy("https://h.test", 503, b"", NOW - DAY, NOW - 9 * DAY), True, NOW - 9 * DAY),  # still unreadable
+        (RobotsCopy("https://h.test", 0, b"", NOW - DAY), True, NOW - DAY),  # a failure stored before the field
+        (RobotsCopy("https://h.test", 503, b"", NOW - DAY, NOW - 9 * DAY), False, 0.0),  # read again: reset
+    ],
+)
+def test_unreadable_since_is_the_last_read(previous: RobotsCopy | None, unreadable: bool, expected: float) -> None:
+    """YOT-STALE: while robots.txt cannot be read, the time kept is its last good read (the earliest the
+    site may have been closed to us), carried from one failed read to the next; a good read clears it."""
+    assert unreadable_since(previous, unreadable=unreadable, now=NOW) == expected
+
+
+@pytest.mark.parametrize(
+    ("days_unreadable", "bound", "next_look", "expected"),
+    [
+        (0.0, MONTH, 7 * DAY, False),  # readable (since 0)
+        (22.0, MONTH, 7 * DAY, False),  # the next re-read, a week on, still comes within 30 days
+        (23.0, MONTH, 7 * DAY, True),  # it would come on day 30: now is the last chance
+        (29.0, MONTH, 0.0, False),
+        (30.0, MONTH, 0.0, True),
+        (400.0, 0.0, 7 * DAY, False),  # a profile without the bound keeps the pages (SYN-REMOVE)
+    ],
+)
+def test_an_unreadable_site_is_stale_at_its_last_read_within_the_bound(
+    days_unreadable: float, bound: float, next_look: float, expected: bool
+) -> None:
+    """YOT-STALE: pages of a site unreadable for 30 days are gone by then, so they go at the last read
+    of robots.txt before the bound: the one whose next chance (the re-read interval on) would come past it."""
+    since = NOW - days_unreadable * DAY if days_unreadable else 0.0
+    assert stale(since, now=NOW, bound=bound, next_look=next_look) is expected
+
+
+def test_forget_unreadable_removes_the_origins_pages_once_stale_and_says_so_at_each_failed_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """YOT-STALE: each failed read of robots.txt is one line (since when, how many pages stay); once the
+    bound is reached every stored page of that origin leaves every KB, pages of other origins stay; a
+    profile without the bound (0) keeps them whatever the time."""
+    store = SQLiteStore(tmp_path / "kb.sqlite3")
+    urls = ["https://h.test/a", "https://h.test/b", "https://other.test/c", "http://h.test/d"]
+    for kb in ("one", "two"):
+        for url in urls:
+            store.put_page(_page(kb, url))
+    origin = "https://h.test"
+    store.put_robots("yottabot", RobotsCopy(origin, 200, b"", NOW - 2 * DAY))
+    week = 7 * DAY
+    with caplog.at_level("WARNING", logger="synapsecrawl.kb.removals"):
+        since = forget_unreadable(store, "yottabot", origin, unreadable=True, now=NOW, bound=MONTH, next_look=week)
+    assert since == NOW - 2 * DAY and len(store.page_urls()) == 8
+    assert [r.getMessage() for r in caplog.records] == [
+        "robots.txt of https://h.test unreadable, last read 2 days ago: its 4 stored pages stay until 30 days"
+    ]
+    store.put_robots("yottabot", RobotsCopy(origin, 503, b"", NOW - DAY, since))
+    later = since + 25 * DAY
+    assert forget_unreadable(store, "synapsebot", origin, unreadable=True, now=later, bound=0.0, next_look=week) > 0
+    assert len(store.page_urls()) == 8
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="synapsecrawl.kb.removals"):
+        assert (
+            forget_unreadable(store, "yottabot", origin, unreadable=True, now=later, bound=MONTH, next_look=week)
+            == since
+        )
+    assert sorted(store.page_urls()) == sorted(
+        (kb, url) for kb in ("one", "two") for url in ("https://other.test/c", "http://h.test/d")
+    )
+    assert [r.getMessage() for r in caplog.records] == [
+        (
+            "robots.txt of https://h.test unreadable, last read 25 days ago: its 4 stored pages removed from the"
+            " knowledge base"
+        )
+    ]
+    assert forget_unreadable(store, "yottabot", origin, unreadable=False, now=later, bound=MONTH, next_look=week) == 0
     store.close()
