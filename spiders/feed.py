@@ -11,12 +11,12 @@ read is conditional and an unchanged feed costs a 304 (SER-COND,
 copy of it.
 
 New entries (no page with the entry's link in the KB yet) are stored as
-pages, each taken by one feed read only: two feeds that carry the same entry
-and are read together both find it new, so taking it is a claim
-(``synapsecrawl.crawl.claims``: in this process, and through Redis across the
-machines of a crawl sharing ``PACING_REDIS_URL``), and its article is fetched
-once (SER-OGIMAGE). Stored as the entry's title and text, ``content_type`` the feed's media type
+pages: the entry's title and text, ``content_type`` the feed's media type
 with ``;type=entry`` (RFC 5023 §12.1), ``published``, ``feed`` and ``image``.
+Two feeds that carry one entry and are read together would both find it new,
+so taking it is a claim only one read wins (``synapsecrawl.crawl.claims``: in
+this process, and through Redis across machines sharing ``PACING_REDIS_URL``),
+and its article is fetched once (SER-OGIMAGE).
 Under a profile that reads images (SereneReader's previews), an entry without
 an image has its article page fetched once, at most 1 MB read, for its
 ``og:image`` (SER-OGIMAGE), and no link of it is followed (SER-NOCRAWL); and

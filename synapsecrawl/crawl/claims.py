@@ -19,23 +19,16 @@ import hashlib
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["CLAIM_SECONDS", "Claims", "LocalClaims", "RedisClaims", "shared_claims"]
+__all__ = ["CLAIM_SECONDS", "LocalClaims", "RedisClaims", "shared_claims"]
 
 logger = logging.getLogger(__name__)
 
 CLAIM_SECONDS = 86_400  # a day: longer than any entry takes to settle (retries, Crawl-delay waits)
-
-
-class Claims(Protocol):
-    """Says yes to the first ``claim`` of each key, no to every later one."""
-
-    def claim(self, key: str) -> bool: ...
-    def close(self) -> None: ...
 
 
 @dataclass
@@ -52,9 +45,6 @@ class LocalClaims:
                 return False
             self._taken.add(key)
             return True
-
-    def close(self) -> None:
-        """Nothing to close."""
 
 
 @dataclass
