@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import scrapy
 from scrapy.http import TextResponse
 from scrapy.utils.test import get_crawler
@@ -79,11 +80,20 @@ def _article_fetches(results: list[Any]) -> list[str]:
     return [r.url for r in results if isinstance(r, scrapy.Request) and r.meta.get(KIND) == RequestKind.ARTICLE.value]
 
 
-async def test_an_article_in_two_feeds_read_together_is_fetched_once(tmp_path: Path, signing_key: Path) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["local-pacer", "redis-pacer"])
+async def test_an_article_in_two_feeds_read_together_is_fetched_once(
+    shared: bool, tmp_path: Path, signing_key: Path, request: pytest.FixtureRequest
+) -> None:
     """SER-OGIMAGE (#36 item 2): "we fetch the article page once". Two feeds of one crawl, answered at
     the same moment, both carry a new imageless entry: only one of them takes it, so one request for the
-    article page goes out, and the other feed's read stores nothing of it."""
-    spider = _spider(tmp_path, signing_key)
+    article page goes out, and the other feed's read stores nothing of it. Same for a crawl whose pacer
+    is shared through Redis."""
+    settings = (
+        {"PACING_REDIS_URL": REDIS_URL, "PACING_REDIS_PREFIX": request.getfixturevalue("redis_prefix")}
+        if shared
+        else {}
+    )
+    spider = _spider(tmp_path, signing_key, **settings)
     try:
         reads = await asyncio.gather(*(_read(spider, url) for url in FEEDS))
     finally:
