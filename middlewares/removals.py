@@ -22,7 +22,8 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import kind_of
-from synapsecrawl.kb.removals import RemovalList, disallowed_pages, listed_prefixes, read_removal_list
+from synapsecrawl.kb.removals import RemovalList, disallowed_pages, listed_prefixes, read_removal_list, stale
+from synapsecrawl.urls import origin_of
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -34,8 +35,8 @@ __all__ = ["REASONS", "Reason", "RemovalListMiddleware", "Removals"]
 
 logger = logging.getLogger(__name__)
 
-Reason = Literal["noindex", "404", "410", "moved", "robots", "listed"]
-REASONS: tuple[Reason, ...] = ("noindex", "404", "410", "moved", "robots", "listed")
+Reason = Literal["noindex", "404", "410", "moved", "robots", "listed", "unreadable"]
+REASONS: tuple[Reason, ...] = ("noindex", "404", "410", "moved", "robots", "listed", "unreadable")
 _ATTR = "_synapsecrawl_removals"
 
 
@@ -79,6 +80,31 @@ class Removals:
         removed = await self.remove_all(doomed, "robots", "robots.txt now disallows it")
         if removed:
             logger.info("robots.txt of %s disallows %d stored pages: removed from the knowledge base", origin, removed)
+        return removed
+
+    async def unreadable(self, origin: str, since: float, *, now: float, bound: float, next_look: float) -> int:
+        """After a failed read of ``origin``'s robots.txt (unreadable since ``since``): one line saying so, and
+        once ``stale`` its stored pages leave every KB (YOT-STALE); none under a profile without a bound."""
+        if bound <= 0.0:
+            return 0
+        stored = [(kb, url) for kb, url in await self._runtime.kb.page_urls(prefix=origin) if origin_of(url) == origin]
+        days = (now - since) / 86400.0
+        if not stale(since, now=now, bound=bound, next_look=next_look):
+            logger.warning(
+                "robots.txt of %s unreadable, last read %.0f days ago: its %d stored pages stay until %.0f days",
+                origin,
+                days,
+                len(stored),
+                bound / 86400.0,
+            )
+            return 0
+        removed = await self.remove_all(stored, "unreadable", f"robots.txt unreadable for {days:.0f} days")
+        logger.warning(
+            "robots.txt of %s unreadable, last read %.0f days ago: its %d stored pages removed from the knowledge base",
+            origin,
+            days,
+            removed,
+        )
         return removed
 
     async def listed(self, removals: RemovalList) -> int:

@@ -25,6 +25,7 @@ from middlewares.engine.runtime import Runtime
 from middlewares.removals import Removals
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.kb.records import RobotsCopy
+from synapsecrawl.kb.removals import unreadable_since
 from synapsecrawl.pacing.clock import site_crawl_delay
 from synapsecrawl.rules.robots_policy import RobotsOutcome, is_fresh, judge_fetch
 from synapsecrawl.urls import origin_of
@@ -181,7 +182,20 @@ class RobotsMiddleware:
             verdict = "nothing fetched from it" if not outcome.rules.allows("/") else "everything allowed"
             logger.warning("robots.txt of %s: %s (%s): %s", origin, outcome.kind, status or "no answer", verdict)
         fetched_at = self.clock()
-        await self._runtime.kb.put_robots(self._profile.name, RobotsCopy(origin, status, body, fetched_at))
+        unreadable = outcome.kind != "parsed" and not outcome.rules.allows("/")
+        since = 0.0
+        if unreadable:  # YOT-STALE: an unreadable site keeps its pages for a bounded time
+            since = unreadable_since(
+                await self._runtime.kb.robots_copy(self._profile.name, origin), unreadable=True, now=fetched_at
+            )
+            await Removals.of(self._crawler).unreadable(
+                origin,
+                since,
+                now=fetched_at,
+                bound=self._profile.robots.stale_after,
+                next_look=self._runtime.config.operations.reread_interval,
+            )
+        await self._runtime.kb.put_robots(self._profile.name, RobotsCopy(origin, status, body, fetched_at, since))
         return fetched_at, outcome
 
     async def _fetch(self, origin: str) -> tuple[int, bytes]:

@@ -13,6 +13,10 @@ copy of it.
 New entries (no page with the entry's link in the KB yet) are stored as
 pages: the entry's title and text, ``content_type`` the feed's media type
 with ``;type=entry`` (RFC 5023 §12.1), ``published``, ``feed`` and ``image``.
+Two feeds that carry one entry and are read together would both find it new,
+so taking it is a claim only one read wins (``synapsecrawl.crawl.claims``: in
+this process, and through Redis across machines sharing ``PACING_REDIS_URL``),
+and its article is fetched once (SER-OGIMAGE).
 Under a profile that reads images (SereneReader's previews), an entry without
 an image has its article page fetched once, at most 1 MB read, for its
 ``og:image`` (SER-OGIMAGE), and no link of it is followed (SER-NOCRAWL); and
@@ -53,6 +57,7 @@ from middlewares.exceptions import RetryScheduled, Unchanged, caught
 from middlewares.failures import describe
 from spiders.base import SynapseSpider
 from spiders.feedholds import FeedHolds
+from synapsecrawl.crawl.claims import LocalClaims, RedisClaims, shared_claims
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.extract.feeds import (
     ENTRY_TYPE_SUFFIX,
@@ -88,7 +93,8 @@ class FeedSpider(SynapseSpider):
 
     previews: bool  # the profile reads images: og:image of imageless entries, site icons
     _waiting: dict[str, list[Any]]  # feed URL -> [articles still to settle, the feed's item]
-    _entries: set[str]
+    _entries: LocalClaims  # entry links this crawl has taken
+    _claims: RedisClaims | None  # the same across machines sharing a Redis (PACING_REDIS_URL)
     _icon_origins: set[str]
     _holds: FeedHolds  # SER-FEED-BACKOFF: failed refreshes hold the feed (written by middlewares.retry)
 
@@ -96,10 +102,16 @@ class FeedSpider(SynapseSpider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FeedSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, FeedSpider)
-        spider.previews = spider.runtime.profile.previews
-        spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()
-        spider._holds = FeedHolds(crawler)
+        spider.prepare(crawler)
         return spider
+
+    def prepare(self, crawler: Crawler) -> None:
+        """The feed spider's own state, once its runtime is set (a shared crawl's worker calls it too)."""
+        self.previews = self.runtime.profile.previews
+        self._waiting, self._entries, self._icon_origins = {}, LocalClaims(), set()
+        shared = self.runtime.config.shared
+        self._claims = shared_claims(shared.redis_url, f"{shared.pacing_prefix}:{self.runtime.profile.name}")
+        self._holds = FeedHolds(crawler)
 
     async def start(self) -> AsyncIterator[Any]:
         for url in self.crawl.urls:
@@ -177,15 +189,17 @@ class FeedSpider(SynapseSpider):
             yield feed_item
 
     async def _new_entries(self, entries: tuple[FeedEntry, ...]) -> list[FeedEntry]:
-        """Entries whose link neither the KB nor this crawl holds yet (SER-FEEDS)."""
-        asked = list(dict.fromkeys(entry.link for entry in entries if canonical(entry.link) not in self._entries))
+        """Entries whose link neither the KB nor this crawl holds yet, each claimed by this read alone
+        (SER-FEEDS, SER-OGIMAGE): two feeds read at once never both take one, here or on another machine."""
+        asked = list(dict.fromkeys(entry.link for entry in entries))
         stored = dict(zip(asked, await self.runtime.kb.pages_known(self.crawl.kb, asked), strict=True))
         new: list[FeedEntry] = []
         for entry in entries:
             key = canonical(entry.link)
-            if key in self._entries or stored[entry.link]:
+            if stored[entry.link] or not self._entries.claim(key):
                 continue
-            self._entries.add(key)
+            if self._claims is not None and not await asyncio.to_thread(self._claims.claim, f"{self.crawl.kb}\n{key}"):
+                continue  # another machine took it
             new.append(entry)
         return new
 
@@ -320,6 +334,10 @@ class FeedSpider(SynapseSpider):
 
     async def _record_icon(self, icon: SiteIcon) -> None:
         await self.runtime.kb.put_site_icon(icon)
+
+    def closed(self, reason: str) -> None:
+        if self._claims is not None:
+            self._claims.close()
 
     def feed_failed(self, failure: Failure) -> None:
         request = failure.request  # type: ignore[attr-defined]

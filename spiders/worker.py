@@ -47,7 +47,6 @@ from middlewares.engine.sources import record_sources
 from middlewares.exceptions import RetryScheduled, caught
 from spiders.base import SynapseSpider
 from spiders.feed import FeedSpider
-from spiders.feedholds import FeedHolds
 from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
@@ -199,9 +198,7 @@ class WorkerSpider(scrapy.Spider):
         if isinstance(spider, SharedSitemapSpider):
             spider.source_id, spider.worker = source.id, self
         if isinstance(spider, FeedSpider):
-            spider.previews = self.runtime.profile.previews
-            spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()
-            spider._holds = FeedHolds(self.crawler)
+            spider.prepare(self.crawler)
         return spider
 
     # Requests to and from the frontier.

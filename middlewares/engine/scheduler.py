@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from scrapy.pqueues import DownloaderAwarePriorityQueue, _path_safe
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
-from middlewares.engine.downloader import PacedDownloader
+from middlewares.engine.downloader import SKIP_CRAWL_DELAY, PacedDownloader
 from synapsecrawl.pacing.clock import SiteTurns
 
 if TYPE_CHECKING:
@@ -88,6 +88,9 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
         self._downloader = downloader
         self._turns = SiteTurns()
         self._count = sum(len(queue) for queue in self.pqueues.values())
+        # site -> its pending requests its Crawl-delay does not hold (SER-ROBOTS-FEEDS: feeds first added);
+        # a resumed frontier counts none, so its first adds wait the Crawl-delay (the polite reading)
+        self._skipping: dict[str, int] = {}
         self._wake: CallLaterResult | None = None
         self._wake_at = float("inf")
         for site in self.pqueues:
@@ -101,14 +104,16 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
             queue = self.pqueues[site] = self.pqfactory(site)
         queue.push(request)
         self._count += 1
+        if request.meta.get(SKIP_CRAWL_DELAY):
+            self._skipping[site] = self._skipping.get(site, 0) + 1
         if site not in self._turns:
-            due = self._downloader.due(site)
+            due = self._due(site)
             if due is not None:
                 self._turns.add(site, due)
 
     def pop(self) -> Request | None:
         now = monotonic()
-        site = self._turns.take(now + LEAD_SECONDS, self._downloader.due)
+        site = self._turns.take(now + LEAD_SECONDS, self._due)
         if site is None:
             self._wake_at_next_due()
             return None
@@ -117,6 +122,8 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
         if request is not None:
             self._count -= 1
             request.meta[TURN] = True
+            if request.meta.get(SKIP_CRAWL_DELAY) and self._skipping.get(site):
+                self._skipping[site] -= 1
         if len(queue) == 0:
             self._drop(site)
         else:
@@ -128,7 +135,7 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
         if due is None or due > monotonic() + LEAD_SECONDS:
             return None
         for site, queue in self.pqueues.items():
-            if site in self._turns and self._downloader.due(site) is not None:
+            if site in self._turns and self._due(site) is not None:
                 return queue.peek()
         return None
 
@@ -143,7 +150,7 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
 
     def _site_left(self, site: str) -> None:
         if site in self.pqueues and site not in self._turns:
-            due = self._downloader.due(site)
+            due = self._due(site)
             if due is not None:
                 self._turns.add(site, due)
                 # Scrapy's engine looks at its scheduler again only once a response's items are done (the KB
@@ -151,7 +158,18 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
                 # must wake it: without this its next request waited for some other page's items (#17).
                 self._wake_at_next_due()
 
+    def _due(self, site: str) -> float | None:
+        """When ``site`` may hand out its next request: each feed's first add is due without the site's
+        Crawl-delay, not only the first of them (SER-ROBOTS-FEEDS), so a site holding such requests is
+        judged by the one it would hand out next."""
+        head = None
+        if self._skipping.get(site):
+            with suppress(NotImplementedError):  # a queue that cannot peek: the Crawl-delay holds (polite)
+                head = self.pqueues[site].peek()
+        return self._downloader.due(site, request=head)
+
     def _drop(self, site: str) -> None:
+        self._skipping.pop(site, None)
         self.pqueues.pop(site).close()
         self._turns.discard(site)
         if self.key:

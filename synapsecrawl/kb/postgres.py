@@ -118,6 +118,7 @@ CREATE TABLE IF NOT EXISTS robots_cache (
     status INTEGER NOT NULL,
     body BYTEA NOT NULL,
     fetched_at DOUBLE PRECISION NOT NULL,
+    unreadable_since DOUBLE PRECISION NOT NULL DEFAULT 0,
     PRIMARY KEY (profile, origin)
 );
 CREATE TABLE IF NOT EXISTS backoff_sites (
@@ -180,6 +181,7 @@ _ADDED_PAGE_COLUMNS = (
     ("outlinks", "TEXT NOT NULL DEFAULT ''"),
 )
 _ADDED_SOURCE_COLUMNS = (("run_started", "DOUBLE PRECISION NOT NULL DEFAULT 0"),)
+_ADDED_ROBOTS_COLUMNS = (("unreadable_since", "DOUBLE PRECISION NOT NULL DEFAULT 0"),)  # a KB made before YOT-STALE
 
 # ts_rank_cd weights {D, C, B, A}: the title (A) and the text (B) are ranked apart (kb.search.rank_results).
 _TITLE_WEIGHTS = "{0, 0, 0, 1.0}"
@@ -265,7 +267,11 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> Non
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     meta_rows(),
                 )
-        for table, added in (("pages", _ADDED_PAGE_COLUMNS), ("sources", _ADDED_SOURCE_COLUMNS)):
+        for table, added in (
+            ("pages", _ADDED_PAGE_COLUMNS),
+            ("sources", _ADDED_SOURCE_COLUMNS),
+            ("robots_cache", _ADDED_ROBOTS_COLUMNS),
+        ):
             # ALTER TABLE locks the table even when the column exists: altered only when one is missing.
             present = {
                 row[0]

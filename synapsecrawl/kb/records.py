@@ -95,6 +95,9 @@ class RobotsCopy:
     status: int
     body: bytes
     fetched_at: float  # unix seconds
+    # While robots.txt cannot be read: the last time it was (the earliest its site may have been closed
+    # to us), unix seconds; 0.0 while it can be read (YOT-STALE, synapsecrawl.kb.removals).
+    unreadable_since: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,15 @@ A line that is neither is counted in ``invalid`` and skipped: the list is
 data, and reading it never raises. ``disallowed_pages`` picks the stored pages
 that a robots.txt's rules now disallow (YOT-ROBOTS, SYN-REMOVE); the adapter
 ``middlewares.removals`` deletes them.
+
+A site whose robots.txt cannot be read (blocked addresses, no answer, an error
+that closes the site) keeps its stored pages for at most the profile's
+``[robots] stale_after`` (YOT-STALE: 30 days; 0, the default, keeps them, as
+SYN-REMOVE says). The bound counts from the last time robots.txt was read, the
+earliest the site may have been closed to us (``unreadable_since``), and the
+pages go at the last read of robots.txt before it runs out: a read whose next
+chance, a re-read interval later, would come past it (``stale``); the adapter
+says so at each failed read and deletes them. Times are unix seconds, passed in.
 """
 
 from __future__ import annotations
@@ -23,10 +32,19 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.kb.records import RobotsCopy
 from synapsecrawl.rules.robots import RobotsRules
 from synapsecrawl.urls import origin_of
 
-__all__ = ["RemovalList", "disallowed_pages", "disallowed_urls", "listed_prefixes", "read_removal_list"]
+__all__ = [
+    "RemovalList",
+    "disallowed_pages",
+    "disallowed_urls",
+    "listed_prefixes",
+    "read_removal_list",
+    "stale",
+    "unreadable_since",
+]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
@@ -130,3 +148,28 @@ def listed_prefixes(removals: RemovalList) -> tuple[str, ...] | None:
     if removals.domains:
         return None
     return tuple(f"{scheme}://{key}" for key in removals.prefixes for scheme in ("http", "https"))
+
+
+def unreadable_since(previous: RobotsCopy | None, *, unreadable: bool, now: float) -> float:
+    """The ``unreadable_since`` to store with a robots.txt read at ``now`` (YOT-STALE).
+
+    0.0 when it was read. Unreadable: the last time it was read (the previous copy's date, when that
+    copy was a read), else the date the previous copy already carried; a previous failure stored
+    without one counts from its own date, and no previous copy at all from ``now``.
+    """
+    if not unreadable:
+        return 0.0
+    if previous is None:
+        return now
+    if previous.unreadable_since > 0.0:
+        return min(previous.unreadable_since, now)
+    return min(previous.fetched_at, now)
+
+
+def stale(since: float, *, now: float, bound: float, next_look: float) -> bool:
+    """Whether a site unreadable since ``since`` must lose its pages at ``now``: at most ``bound``
+    seconds after ``since``, and the next read of its robots.txt comes ``next_look`` seconds later.
+    Never when ``bound`` is 0 (the profile keeps them) or the site is readable (``since`` 0)."""
+    if bound <= 0.0 or since <= 0.0:
+        return False
+    return now + max(next_look, 0.0) >= since + bound

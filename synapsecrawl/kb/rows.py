@@ -231,7 +231,7 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
     def get_robots(self, profile: str, origin: str) -> RobotsCopy | None:
         """The stored robots.txt outcome for ``origin`` under ``profile``."""
         rows = self._select("robots_cache", _columns(RobotsCopy), {"profile": profile, "origin": origin})
-        return RobotsCopy(rows[0][0], rows[0][1], bytes(rows[0][2]), rows[0][3]) if rows else None
+        return RobotsCopy(rows[0][0], rows[0][1], bytes(rows[0][2]), *rows[0][3:]) if rows else None
 
     def put_robots(self, profile: str, copy: RobotsCopy) -> None:
         """Keep a robots.txt outcome for reuse within the profile's cache age."""

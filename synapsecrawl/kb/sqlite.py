@@ -77,6 +77,7 @@ CREATE TABLE IF NOT EXISTS robots_cache (
     status INTEGER NOT NULL,
     body BLOB NOT NULL,
     fetched_at REAL NOT NULL,
+    unreadable_since REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (profile, origin)
 );
 """
@@ -235,6 +236,9 @@ class SQLiteStore(SharedTables):
             for column, declaration in _ADDED_PAGE_COLUMNS:
                 if column not in present:
                     self._db.execute(f"ALTER TABLE pages ADD COLUMN {column} {declaration}")
+            robots = {row[1] for row in self._db.execute("PRAGMA table_info(robots_cache)")}
+            if "unreadable_since" not in robots:  # a KB made before YOT-STALE
+                self._db.execute("ALTER TABLE robots_cache ADD COLUMN unreadable_since REAL NOT NULL DEFAULT 0")
             self._db.executescript(_ICONS_SCHEMA)
             self._db.executescript(_BACKOFF_SCHEMA)
             self._db.executescript(_SOURCES_SCHEMA)

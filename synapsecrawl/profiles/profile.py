@@ -57,6 +57,7 @@ class RobotsPolicy:
     max_redirects: int
     max_bytes: int
     feeds_own_group_only: bool = False  # feeds heed only the bot's own group, never "*" (SER-ROBOTS-FEEDS)
+    stale_after: float = 0.0  # seconds a site whose robots.txt cannot be read keeps its pages; 0 = for ever (YOT-STALE)
 
 
 @dataclass(frozen=True)
@@ -315,6 +316,7 @@ def parse_profile(name: str, data: dict[str, Any], deployment: str | None = None
                 max_redirects=int(robots.get("max_redirects", 5)),
                 max_bytes=int(robots.get("max_bytes", 524288)),
                 feeds_own_group_only=bool(robots.get("feeds_own_group_only", False)),
+                stale_after=float(robots.get("stale_after", 0)),
             ),
             redirect_max=int(redirects.get("max", 5)),
             redirect_scope=redirects.get("scope", "any"),

@@ -109,6 +109,36 @@ def _robots_limits(bot: Bot) -> Template:
     ), lambda b: {"redirects": b.profile.robots.max_redirects, "bytes": b.profile.robots.max_bytes}
 
 
+def _crawl_delay_groups(bot: Bot) -> Template:
+    """ALL-RFC9309 grouping, as it bears on Crawl-delay (RFC 9309 §2.2.4): the page must not promise that a
+    Crawl-delay written for another crawler never applies, since a group naming both gives it to us."""
+    return (
+        "Groups are read as RFC 9309 says: a blank line does not end a group, and `User-agent` lines with nothing "
+        "but other `User-agent` lines or a Crawl-delay between them name one group, whose Crawl-delay applies to "
+        "every user agent it names. So `User-agent: OtherBot`, its Crawl-delay, a blank line, then `User-agent: "
+        "{token}` and its rules are one group, and that Crawl-delay applies to {token} too. To see the "
+        "Crawl-delay it reads from your file, run the same matcher: {check:code}."
+    ), lambda b: {
+        "token": b.profile.token,
+        "check": f"synapsecrawl robots check --robots robots.txt --agent {b.profile.token} --crawl-delay",
+    }
+
+
+def _noindex(bot: Bot) -> Template:
+    """ALL-NOINDEX; a bot whose page says it indexes no pages (``[page] indexes_pages = false``) says what
+    the directives do to it instead of promising an index it does not keep."""
+    if bot.page.get("indexes_pages", True):
+        return (
+            "`noindex` in a robots `<meta>` tag or an `X-Robots-Tag` header keeps a page out of the index, "
+            "`nofollow` stops its links being followed, and `none` means both; directives addressed to {token} (a "
+            "`<meta>` tag of that name, or `X-Robots-Tag: {token}: ...`) apply, those for other crawlers do not."
+        ), _tokens
+    return (
+        "It indexes no pages and follows no links: an article page is read only for its preview image, so "
+        "`noindex`, `nofollow` and `none` change nothing it fetches or keeps."
+    ), _tokens
+
+
 def _fixed(template: str, values: Callable[[Bot], dict[str, Any]] = lambda b: {}) -> Callable[[Bot], Template]:
     return lambda bot: (template, values)
 
@@ -213,18 +243,16 @@ PROMISES: dict[str, Callable[[Bot], Template | list[Template]]] = {
         "and `$` work in patterns, and percent-encoding is normalised.",
         _tokens,
     ),
-    "ALL-CD": _fixed(
-        "Crawl-delay is read only from the group that applies, decimals allowed; when it is longer than the default "
-        "spacing of {delay:dur} it replaces it, up to {cap:dur}.",
-        _delay,
-    ),
+    "ALL-CD": lambda bot: [
+        _fixed(
+            "Crawl-delay is read only from the group that applies, decimals allowed; when it is longer than the "
+            "default spacing of {delay:dur} it replaces it, up to {cap:dur}.",
+            _delay,
+        )(bot),
+        _crawl_delay_groups(bot),
+    ],
     "ALL-NOJS": _fixed("It runs no JavaScript, keeps no cookies, submits no forms and never logs in."),
-    "ALL-NOINDEX": _fixed(
-        "`noindex` in a robots `<meta>` tag or an `X-Robots-Tag` header keeps a page out of the index, `nofollow` "
-        "stops its links being followed, and `none` means both; directives addressed to {token} (a `<meta>` tag of "
-        "that name, or `X-Robots-Tag: {token}: ...`) apply, those for other crawlers do not.",
-        _tokens,
-    ),
+    "ALL-NOINDEX": _noindex,
     "ALL-TIMEOUT": _fixed("Each request gives up after {timeout:dur}.", _delay),
     "ALL-SIZE": _fixed("A response is read up to {size:size} and no further: the download stops there.", _delay),
     "SYN-UA": _identity,
@@ -393,13 +421,20 @@ PROMISES: dict[str, Callable[[Bot], Template | list[Template]]] = {
     ),
     "OMN-CAPS": _fixed("Responses are capped at {size:size}, and requests time out after {timeout:dur}.", _delay),
     "OMN-SIGN": _sign,
-    "OMN-LABELS": _fixed(
-        "It keeps labels, not text: the kind of each page ({kinds}) and the context of each link ({contexts}).",
-        lambda b: {
-            "kinds": joined([k.replace("_", " ") for k in PAGE_KINDS]) if b.profile.labels else "",
-            "contexts": joined(list(LINK_CONTEXTS)),
-        },
-    ),
+    "OMN-LABELS": lambda bot: [
+        _fixed(
+            "Pages are stored and processed only to run its search: to index them, rank them and show links and "
+            "short excerpts in results."
+        )(bot),
+        _fixed(
+            "Its classifiers output labels, not text: the kind of each page ({kinds}) and the context of each link "
+            "({contexts}).",
+            lambda b: {
+                "kinds": joined([k.replace("_", " ") for k in PAGE_KINDS]) if b.profile.labels else "",
+                "contexts": joined(list(LINK_CONTEXTS)),
+            },
+        )(bot),
+    ],
     "YOT-UA": _yotta_ua,
     "YOT-TOKEN": _fixed(
         "Its product token is {token}, matched ignoring case{aliases}, in robots.txt and in "
@@ -415,6 +450,11 @@ PROMISES: dict[str, Callable[[Bot], Template | list[Template]]] = {
         _robots_4xx(bot),
         _robots_5xx(bot),
     ],
+    "YOT-STALE": _fixed(
+        "A {site} whose robots.txt it cannot read (its addresses blocked, no answer, an error) keeps its pages in "
+        "the index for at most {stale:dur} after robots.txt was last read; by then they are removed.",
+        lambda b: {"site": _site(b.profile), "stale": b.profile.robots.stale_after},
+    ),
     "YOT-RATE": _fixed(
         "Crawl-delay is honoured up to {cap:dur}; whatever robots.txt says, requests to a host start at "
         "least {delay:dur} apart.",
@@ -489,6 +529,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "SNA-ROBOTS",
             "OMN-ROBOTS",
             "YOT-ROBOTS",
+            "YOT-STALE",
             "SER-ROBOTS-PAGES",
             "SER-ROBOTS-FEEDS",
             "SER-ROBOTS-5XX",

@@ -134,3 +134,77 @@ async def test_a_site_whose_request_left_wakes_the_engine_when_it_falls_due() ->
         assert frontier._wake is not None and frontier._wake_at == due
     finally:
         frontier.close()
+
+
+class _HeldWire:
+    """Stands in for the network behind the downloader's slots: each request handed over waits until the
+    test answers it."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, asyncio.Future[None]] = {}
+
+    async def download_request_async(self, request: scrapy.Request) -> scrapy.http.Response:
+        self.waiting[request.url] = asyncio.get_running_loop().create_future()
+        await self.waiting[request.url]
+        return scrapy.http.Response(request.url, request=request)
+
+    def answer(self, url: str) -> None:
+        self.waiting[url].set_result(None)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["local-pacer", "redis-pacer"])
+async def test_every_first_add_of_a_site_skips_its_crawl_delay_and_a_refresh_waits_it(
+    shared: bool, signing_key: Path, request: pytest.FixtureRequest
+) -> None:
+    """SER-ROBOTS-FEEDS (#36 item 1): two feeds of one host, neither fetched before, each skip the
+    site's Crawl-delay (20 s): the second goes out once the first is answered, the profile's own spacing
+    (1 s) after it, not 20 s later; a scheduled refresh of the same host, after them, is still held by
+    the frontier until the Crawl-delay has passed. Same under the shared (Redis) pacer."""
+    from scrapy.core.engine import ExecutionEngine
+    from scrapy.squeues import FifoMemoryQueue
+    from scrapy.utils.defer import maybe_deferred_to_future
+
+    from middlewares.engine.scheduler import PacedPriorityQueue
+    from tests.helpers import REDIS_URL
+
+    settings: dict[str, object] = {
+        "BOT_PROFILE": "serenereader",
+        "SIGNING_KEY": str(signing_key),
+        "DOWNLOADER": "middlewares.engine.downloader.PacedDownloader",
+        "DOWNLOADER_MIDDLEWARES_BASE": {},
+    }
+    if shared:
+        settings |= {"PACING_REDIS_URL": REDIS_URL, "PACING_REDIS_PREFIX": request.getfixturevalue("redis_prefix")}
+    crawler = get_crawler(settings_dict=settings)
+    crawler.engine = ExecutionEngine(crawler, lambda spider: None)
+    downloader = crawler.engine.downloader
+    assert isinstance(downloader, PacedDownloader)
+    await downloader.handlers._close()  # nothing is downloaded here
+    held = _HeldWire()
+    downloader.handlers = held  # type: ignore[assignment]
+    Runtime.of(crawler).pacer.set_crawl_delay("feeds.test", 20.0)  # as the site's robots.txt said
+    frontier = PacedPriorityQueue(crawler, FifoMemoryQueue, "")
+    firsts = [f"http://feeds.test/{n}.xml" for n in (1, 2)]
+    try:
+        for url in firsts:
+            frontier.push(scrapy.Request(url, meta={SKIP_CRAWL_DELAY: True}))
+        frontier.push(scrapy.Request("http://feeds.test/subscribed.xml"))  # a refresh
+        sent: list[float] = []
+        for url in firsts:
+            popped = frontier.pop()  # before the fix: None for the second, its site due 20 s after the first
+            assert popped is not None and popped.url == url
+            fetched = downloader.fetch(popped)
+            async with asyncio.timeout(10.0):  # well under the 20 s Crawl-delay
+                while url not in held.waiting:
+                    await asyncio.sleep(0.01)
+            sent.append(monotonic())
+            held.answer(url)
+            await maybe_deferred_to_future(fetched)
+        assert sent[1] - sent[0] >= 1.0 - 0.05  # the profile's own spacing still holds between them
+        assert frontier.pop() is None  # the refresh waits for the Crawl-delay
+        due = downloader.due("feeds.test")
+        assert due is not None and due >= sent[1] + 20.0 - 0.1
+    finally:
+        frontier.close()
+        if shared:
+            await downloader._close_shared()

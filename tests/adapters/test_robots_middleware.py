@@ -295,6 +295,34 @@ async def test_a_read_robots_txt_removes_the_pages_it_now_disallows(tmp_path: Pa
     assert [url for _, url in store.page_urls()] == ["https://docs.test/new/b"]
 
 
+async def test_yottabot_removes_an_unreadable_hosts_pages_before_30_days_pass(tmp_path: Path) -> None:
+    """YOT-STALE: on a fake clock, a host whose robots.txt stops answering keeps its stored pages while the
+    next weekly re-read still comes within 30 days of the last good read, each failed read storing that
+    date; at the read after which it would not (23 days on), they are removed; another host's stay."""
+    answers: dict[str, tuple[int, bytes] | BaseException] = {"https://docs.test/robots.txt": ALLOW_ALL}
+    robots = Robots(tmp_path, answers, "yottabot")
+    store = opened_store(robots.runtime)
+    for url in ("https://docs.test/a", "https://docs.test/b", "https://other.test/c"):
+        store.put_page(PageRecord("kb1", url, "t", "text", "text/html", 200, utcnow()))
+    assert await robots.allows("https://docs.test/a")
+    read_at = robots.clock.now
+    copy = store.get_robots("yottabot", "https://docs.test")
+    assert copy is not None and copy.unreadable_since == 0.0
+    answers["https://docs.test/robots.txt"] = TimeoutError("no answer")  # its addresses blocked
+    robots.clock.now += 2 * DAY
+    assert not await robots.allows("https://docs.test/a")
+    copy = store.get_robots("yottabot", "https://docs.test")
+    assert copy is not None and copy.status == 0 and copy.unreadable_since == read_at
+    assert len(store.page_urls()) == 3
+    robots.clock.now = read_at + 22 * DAY  # the next re-read, a week on, still comes within 30 days
+    assert not await robots.allows("https://docs.test/a")
+    assert len(store.page_urls()) == 3
+    robots.clock.now = read_at + 23 * DAY
+    assert not await robots.allows("https://docs.test/a")
+    assert [url for _, url in store.page_urls()] == ["https://other.test/c"]
+    assert store.get_robots("yottabot", "https://docs.test").unreadable_since == read_at  # type: ignore[union-attr]
+
+
 async def test_robots_txt_itself_and_opted_out_requests_are_not_judged(tmp_path: Path) -> None:
     """ALL-RFC9309: the robots.txt request is not judged by itself; dont_obey_robotstxt skips the check."""
     robots = Robots(tmp_path, {"http://a.test/robots.txt": (503, b"")})

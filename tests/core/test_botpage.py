@@ -189,6 +189,7 @@ STATED: dict[str, set[str]] = {
         "size_bytes",
         "crawl_delay_cap",
         "robots.max_age",
+        "robots.stale_after",
         "redirects.max",
         "backoff.retry_after_min",
         "backoff.retry_after_max",
@@ -259,3 +260,68 @@ def test_a_broken_profile_copy_is_one_line() -> None:
     """#18 part 2, bad input: an unreadable --toml is one line on stderr and exit 1."""
     out = synapsecrawl("botpage", "--profile", "snagabot", "--toml", "/nonexistent/snagabot.toml")
     assert out.returncode == 1 and out.stderr.count("\n") == 1 and "--toml" in out.stderr
+
+
+BOT_PAGES = ROOT.parent / "shared" / "bot-pages"
+
+
+def test_omniscientebots_page_says_what_it_keeps_as_its_public_page_does() -> None:
+    """OMN-LABELS (#35 item 2): the public page keeps pages ("Pages are stored and processed only to run
+    Omnisciente's search: to index them, rank them and show links and short excerpts in results") and says
+    it is the classification models that "output labels, not text"; the generated page says both, and no
+    longer that the bot keeps labels, not text."""
+    md = render(bot("omniscientebot"))
+    seed = BOT_PAGES / "omniscientebot.txt"
+    if seed.is_file():
+        text = seed.read_text("utf-8")
+        assert "to index them, rank them and show links and short excerpts in results" in text
+        assert "These models output labels, not text." in text
+    assert "It keeps labels, not text" not in md
+    assert (
+        "Pages are stored and processed only to run its search: to index them, rank them and show links and short "
+        "excerpts in results." in md
+    )
+    assert "Its classifiers output labels, not text: the kind of each page (" in md
+
+
+def test_serenereaders_page_promises_no_index() -> None:
+    """ALL-NOINDEX, SER-NOCRAWL (#35 item 2): SereneReader's public page says "We do not index sites or follow
+    links from article pages", and its crawler reads an article page only for og:image; its generated page
+    says so rather than promising that noindex keeps a page out of an index it does not have."""
+    md = render(bot("serenereader"))
+    assert "the index" not in md
+    assert "It indexes no pages and follows no links" in md
+    for name in ("synapsebot", "snagabot", "omniscientebot", "yottabot"):
+        assert "keeps a page out of the index" in render(bot(name))
+
+
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+def test_the_page_reads_crawl_delay_groups_as_the_matcher_does(name: str) -> None:
+    """ALL-CD, ALL-RFC9309 (#35 item 3): under RFC 9309 §2.2.4 `User-agent: OtherBot` / `Crawl-delay: 5` /
+    (blank line) / `User-agent: <token>` / `Disallow: /x` is one group, so its Crawl-delay applies to the bot:
+    the page says so, promises nowhere that another crawler's Crawl-delay does not apply, and names the
+    robots check command; that command, on that file, prints the 5."""
+    the_bot = bot(name)
+    md = render(the_bot)
+    token = the_bot.profile.token
+    assert "a blank line does not end a group" in md
+    assert f"then `User-agent: {token}` and its rules are one group, and that Crawl-delay applies to {token} too" in md
+    assert "does not apply to us" not in md and "another crawler does not apply" not in md
+    check = f"synapsecrawl robots check --robots robots.txt --agent {token} --crawl-delay"
+    assert f"`{check}`" in md
+    robots = f"User-agent: OtherBot\nCrawl-delay: 5\n\nUser-agent: {token}\nDisallow: /x\n"
+    out = synapsecrawl("robots", "check", "--robots", "-", "--agent", token, "--crawl-delay", stdin=robots.encode())
+    assert out.returncode == 0 and out.stdout == "5\n", out.stderr
+
+
+def test_yottabots_page_states_how_long_an_unreadable_site_keeps_its_pages() -> None:
+    """YOT-STALE (#35 item 1): the public page says blocked addresses leave pages "searchable for up to 30
+    days"; the generated page states the profile's bound (stale_after) in those terms, and only YottaBot's
+    page does (the other profiles keep a page whose robots.txt cannot be read, SYN-REMOVE)."""
+    md = render(bot("yottabot"))
+    assert (
+        "A host whose robots.txt it cannot read (its addresses blocked, no answer, an error) keeps its pages in the "
+        "index for at most 30 days after robots.txt was last read; by then they are removed." in md
+    )
+    assert bot("yottabot").profile.robots.stale_after == 30 * 86400
+    assert all(bot(n).profile.robots.stale_after == 0 for n in PROFILE_NAMES if n != "yottabot")

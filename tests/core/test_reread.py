@@ -11,8 +11,16 @@ from hypothesis import strategies as st
 
 from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.kb.records import PageRecord, Source
-from synapsecrawl.kb.removals import RemovalList, disallowed_pages, disallowed_urls, listed_prefixes, read_removal_list
+from synapsecrawl.kb.records import PageRecord, RobotsCopy, Source
+from synapsecrawl.kb.removals import (
+    RemovalList,
+    disallowed_pages,
+    disallowed_urls,
+    listed_prefixes,
+    read_removal_list,
+    stale,
+    unreadable_since,
+)
 from synapsecrawl.kb.reread import (
     DAY,
     RUNNING,
@@ -254,3 +262,47 @@ def test_listed_prefixes_hold_every_listed_page_unless_a_domain_is_listed() -> N
         "https://a.test:8080/x",
     )
     assert listed_prefixes(RemovalList.parse("never.test\nhttp://docs.test/private/\n")) is None
+
+
+# -- YOT-STALE: a site whose robots.txt cannot be read keeps its pages for a bounded time ------------
+
+MONTH = 30 * DAY
+NOW = 1_800_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("previous", "unreadable", "expected"),
+    [
+        (None, False, 0.0),
+        (RobotsCopy("https://h.test", 200, b"", NOW - 2 * DAY), False, 0.0),
+        (None, True, NOW),  # never read before: the bound counts from this first failure
+        (RobotsCopy("https://h.test", 200, b"", NOW - 2 * DAY), True, NOW - 2 * DAY),  # last read two days ago
+        (RobotsCopy("https://h.test", 503, b"", NOW - DAY, NOW - 9 * DAY), True, NOW - 9 * DAY),  # still unreadable
+        (RobotsCopy("https://h.test", 0, b"", NOW - DAY), True, NOW - DAY),  # a failure stored before the field
+        (RobotsCopy("https://h.test", 503, b"", NOW - DAY, NOW - 9 * DAY), False, 0.0),  # read again: reset
+    ],
+)
+def test_unreadable_since_is_the_last_read(previous: RobotsCopy | None, unreadable: bool, expected: float) -> None:
+    """YOT-STALE: while robots.txt cannot be read, the time kept is its last good read (the earliest the
+    site may have been closed to us), carried from one failed read to the next; a good read clears it."""
+    assert unreadable_since(previous, unreadable=unreadable, now=NOW) == expected
+
+
+@pytest.mark.parametrize(
+    ("days_unreadable", "bound", "next_look", "expected"),
+    [
+        (0.0, MONTH, 7 * DAY, False),  # readable (since 0)
+        (22.0, MONTH, 7 * DAY, False),  # the next re-read, a week on, still comes within 30 days
+        (23.0, MONTH, 7 * DAY, True),  # it would come on day 30: now is the last chance
+        (29.0, MONTH, 0.0, False),
+        (30.0, MONTH, 0.0, True),
+        (400.0, 0.0, 7 * DAY, False),  # a profile without the bound keeps the pages (SYN-REMOVE)
+    ],
+)
+def test_an_unreadable_site_is_stale_at_its_last_read_within_the_bound(
+    days_unreadable: float, bound: float, next_look: float, expected: bool
+) -> None:
+    """YOT-STALE: pages of a site unreadable for 30 days are gone by then, so they go at the last read
+    of robots.txt before the bound: the one whose next chance (the re-read interval on) would come past it."""
+    since = NOW - days_unreadable * DAY if days_unreadable else 0.0
+    assert stale(since, now=NOW, bound=bound, next_look=next_look) is expected

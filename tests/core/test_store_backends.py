@@ -439,6 +439,9 @@ def test_robots_copies_are_kept_per_profile(store: Store) -> None:
     assert store.get_robots("yottabot", "http://a.test") is None
     store.put_robots("snagabot", RobotsCopy("http://a.test", 0, b"", 2000.0))
     assert store.get_robots("snagabot", "http://a.test") == RobotsCopy("http://a.test", 0, b"", 2000.0)
+    unreadable = RobotsCopy("http://a.test", 503, b"", 3000.0, unreadable_since=1000.5)  # YOT-STALE
+    store.put_robots("snagabot", unreadable)
+    assert store.get_robots("snagabot", "http://a.test") == unreadable
 
 
 def test_site_state_is_kept_per_profile(store: Store) -> None:
@@ -695,6 +698,37 @@ def test_an_older_kb_gets_the_run_started_column_of_its_sources(
         assert store.get_source("s1") == old and old.run_started == 0.0
         store.put_source(replace(old, run_started=7.0))
         assert store.get_source("s1") == replace(old, run_started=7.0)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_an_older_kb_gets_the_unreadable_since_of_robots_copies(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """YOT-STALE: a KB written before robots.txt copies kept when their site became unreadable opens, its
+    copies read as readable (0.0), and keeps the date after."""
+    uri = (
+        f"sqlite:///{tmp_path / 'old.sqlite3'}"
+        if kind == "sqlite"
+        else str(request.getfixturevalue("postgres_schema_uri"))
+    )
+    opened = open_store(uri)
+    opened.put_robots("yottabot", RobotsCopy("https://a.test", 200, b"", 1000.0))
+    opened.close()
+    if kind == "sqlite":
+        with sqlite3.connect(tmp_path / "old.sqlite3") as db:
+            db.execute("ALTER TABLE robots_cache DROP COLUMN unreadable_since")
+    else:
+        import psycopg
+
+        with psycopg.connect(uri, autocommit=True) as raw:
+            raw.execute("ALTER TABLE robots_cache DROP COLUMN unreadable_since")
+    store = open_store(uri)
+    try:
+        assert store.get_robots("yottabot", "https://a.test") == RobotsCopy("https://a.test", 200, b"", 1000.0)
+        store.put_robots("yottabot", RobotsCopy("https://a.test", 503, b"", 2000.0, 1000.0))
+        assert store.get_robots("yottabot", "https://a.test").unreadable_since == 1000.0  # type: ignore[union-attr]
     finally:
         store.close()
 

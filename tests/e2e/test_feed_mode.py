@@ -8,9 +8,11 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
+import pytest
+
 from synapsecrawl.kb.records import SiteState
 from synapsecrawl.urls import origin_of
-from tests.helpers import CrawlRun, gaps, store_of, write_urls
+from tests.helpers import REDIS_URL, CrawlRun, gaps, store_of, write_urls
 from tests.site.pages import NO_ROBOTS, page
 from tests.site.server import Hit, Reply, TestServer
 
@@ -274,6 +276,45 @@ def test_a_first_add_does_not_wait_the_crawl_delay_and_a_refresh_does(
     refresh = server.log(host)[seen:]
     assert paths(refresh) == ["/robots.txt", "/feed.xml"]
     assert refresh[1].start - refresh[0].start >= 20.0, gaps(refresh)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["local-pacer", "redis-pacer"])
+def test_every_first_add_of_one_site_skips_the_crawl_delay(
+    shared: bool,
+    server: TestServer,
+    host: str,
+    crawl,
+    signing_key: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """SER-ROBOTS-FEEDS (#36 item 1): two feeds of one host, neither fetched before, crawled together under
+    `Crawl-delay: 10` for SereneReader: the site's log shows each feed asked less than 10 s after the
+    request before it, the second at least the profile's own second after the first; the next request
+    (the site's icon) waits the full Crawl-delay. Same with the shared (Redis) pacer."""
+    feed_xml = (
+        '<rss version="2.0"><channel><title>T</title><image><url>/i.png</url></image>'
+        '<item><title>Post</title><link>/p/{n}</link><enclosure url="/p/{n}.png" type="image/png"/></item>'
+        "</channel></rss>"
+    )
+    server.add(host, {
+        "/robots.txt": text("User-agent: SereneReader\nCrawl-delay: 10\n"),
+        **{f"/feed{n}.xml": Reply(feed_xml.format(n=n), headers={"Content-Type": "application/rss+xml"})
+           for n in (1, 2)},
+        "/i.png": image(),
+    })  # fmt: skip
+    settings = serene(signing_key)
+    if shared:
+        prefix = request.getfixturevalue("redis_prefix")
+        settings |= {"PACING_REDIS_URL": REDIS_URL, "PACING_REDIS_PREFIX": prefix}
+    feeds = [server.url(host, f"/feed{n}.xml") for n in (1, 2)]
+    run = crawl("feed", args={"urls_file": write_urls(tmp_path / "feeds.txt", feeds)}, settings=settings)
+    assert run.returncode == 0, run.stderr[-3000:]
+    hits = server.log(host)
+    assert paths(hits) == ["/robots.txt", "/feed1.xml", "/feed2.xml", "/i.png"]
+    assert hits[1].start - hits[0].start < 10.0, gaps(hits)
+    assert 1.0 - 0.05 <= hits[2].start - hits[1].start < 10.0, gaps(hits)  # before the fix: 10 s and more
+    assert hits[3].start - hits[2].start >= 10.0, gaps(hits)
 
 
 def test_a_broken_feed_is_one_line_and_the_other_feeds_are_read(

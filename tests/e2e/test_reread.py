@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -289,6 +290,67 @@ def test_yottabot_removes_pages_a_new_robots_txt_disallows_at_once(
     assert second.returncode == 0, second.stderr[-3000:]
     assert [h.path for h in since(server, host, mark)] == ["/robots.txt", "/docs/a.html"]
     assert list(stored(second)) == [urls[0]]
+
+
+def test_yottabot_removes_the_pages_of_a_site_whose_robots_txt_it_cannot_read_within_30_days(
+    tls_server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """YOT-STALE: once YottaBot cannot read a site's robots.txt (its addresses blocked: no answer), the
+    site's stored pages stay searchable for at most 30 days. Two days after the last good read, a re-read
+    that fails keeps them and says so in one line; with the stored dates moved back three weeks more
+    (23 days since the last good read: the next weekly re-read would come past 30 days), the failed
+    re-read removes every stored page of the site, and nothing but robots.txt is asked for."""
+    server = tls_server
+    server.add(host, {
+        "/robots.txt": ROBOTS_ALL,
+        "/a.html": Reply(html("Alpha"), headers=HTML),
+        "/b.html": Reply(html("Beta"), headers=HTML),
+    })  # fmt: skip
+    urls = [server.url(host, p) for p in ("/a.html", "/b.html")]
+    settings = {"BOT_PROFILE": "yottabot"}
+    first = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)}, settings=settings)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert sorted(stored(first)) == sorted(urls)
+    origin = server.url(host, "").rstrip("/")
+
+    def move_back(days: float) -> RobotsCopy:
+        store = open_store(first.kb_uri)
+        try:
+            copy = store.get_robots("yottabot", origin)
+            assert copy is not None
+            kept_since = copy.unreadable_since - days * 86400 if copy.unreadable_since else 0.0
+            store.put_robots(
+                "yottabot", replace(copy, fetched_at=copy.fetched_at - days * 86400, unreadable_since=kept_since)
+            )
+            moved = store.get_robots("yottabot", origin)
+            assert moved is not None
+            return moved
+        finally:
+            store.close()
+
+    read = move_back(2)  # two days later: the copy (kept up to 24 h) has expired
+    server.add(host, {"/robots.txt": Reply(drop=True)})  # its addresses blocked: no answer
+    mark = len(server.log(host))
+    second = crawl("page", args={"url": urls[0]}, settings=settings)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert [h.path for h in since(server, host, mark)] == ["/robots.txt"]
+    assert sorted(stored(second)) == sorted(urls)
+    assert f"robots.txt of {origin} unreadable, last read 2 days ago: its 2 stored pages stay" in second.stderr
+    store = open_store(first.kb_uri)
+    failed = store.get_robots("yottabot", origin)
+    store.close()
+    assert failed is not None and failed.status == 0 and failed.unreadable_since == read.fetched_at
+
+    move_back(21)
+    mark = len(server.log(host))
+    third = crawl("page", args={"url": urls[1]}, settings=settings)
+    assert third.returncode == 0, third.stderr[-3000:]
+    assert [h.path for h in since(server, host, mark)] == ["/robots.txt"]
+    assert stored(third) == {}
+    assert (
+        f"robots.txt of {origin} unreadable, last read 23 days ago: its 2 stored pages removed from the knowledge base"
+        in third.stderr
+    )
 
 
 def test_removal_list_deletes_pages_and_keeps_them_out(server: TestServer, host: str, crawl, tmp_path: Path) -> None:
