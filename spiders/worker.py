@@ -41,8 +41,8 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from middlewares.engine.runtime import Runtime
-from middlewares.engine.scheduler import engine_scheduler
-from middlewares.engine.shared_scheduler import LEASE, ORIGIN, SharedScheduler, plain_meta, worker_name
+from middlewares.engine.seam import engine_scheduler, scraper_done
+from middlewares.engine.shared_scheduler import SharedScheduler, plain_meta, worker_name
 from middlewares.exceptions import RetryScheduled, caught
 from spiders.base import SynapseSpider
 from spiders.feed import FeedSpider
@@ -52,6 +52,7 @@ from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
 from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source, check_crawl_name
 from synapsecrawl.crawl.kinds import KIND, RequestKind
+from synapsecrawl.crawl.meta import LEASE, ORIGIN
 from synapsecrawl.crawl.request import CrawlRequest
 from synapsecrawl.errors import ConfigError
 
@@ -326,10 +327,7 @@ class WorkerSpider(scrapy.Spider):
 
     async def _finish(self, request: scrapy.Request) -> None:
         """End the lease once the scraper is done with the request: its items written, its links queued."""
-        engine = self.crawler.engine
-        slot = getattr(getattr(engine, "scraper", None), "slot", None)
-        while slot is not None and request in slot.active:
-            await asyncio.sleep(0.02)
+        await scraper_done(self.crawler, request)
         self._scheduler().done(request)
 
     # The source's page limit, across workers.
