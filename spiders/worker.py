@@ -50,10 +50,10 @@ from spiders.feedholds import FeedHolds
 from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
-from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source, check_crawl_name
+from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.meta import LEASE, ORIGIN
-from synapsecrawl.crawl.request import CrawlRequest
+from synapsecrawl.crawl.request import CrawlRequest, WorkerRequest
 from synapsecrawl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -111,14 +111,7 @@ class WorkerSpider(scrapy.Spider):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WorkerSpider:
-        crawl = kwargs.pop("crawl", None)
-        stay = str(kwargs.pop("stay", "0")).lower() in ("1", "true", "yes")
-        kwargs.pop("_job", None)  # Scrapyd's job id
-        if kwargs:
-            raise ConfigError(f"unknown spider argument(s): {', '.join(sorted(kwargs))} (worker takes crawl, stay)")
-        if not crawl:
-            raise ConfigError("the worker joins a shared crawl: give -a crawl=NAME")
-        check_crawl_name(str(crawl))
+        arguments = WorkerRequest.from_args(**kwargs)
         spider: WorkerSpider = super().from_crawler(crawler, *args)
         runtime = Runtime.of(crawler)
         pacer = runtime.shared_pacer
@@ -131,12 +124,11 @@ class WorkerSpider(scrapy.Spider):
 
         spider.frontier = SharedFrontier(
             pacer.url,
-            str(crawl),
+            arguments.crawl,
             prefix=config.shared.frontier_prefix,
             pacer_prefix=pacer.prefix,
             concurrency=runtime.profile.concurrency,
-            # a lease outlives the longest download, then frees a dead worker's requests (as the pacer's)
-            lease_seconds=config.timeout + 15.0,
+            lease_seconds=config.lease_seconds,  # outlives the longest download, then frees a dead worker's
             delay=runtime.limits.delay,
         )
         try:
@@ -146,13 +138,15 @@ class WorkerSpider(scrapy.Spider):
         runtime.shared_crawl = spider.frontier
         pacer.report_outages = False  # the scheduler says in one line that Redis does not answer, and when it does
         spider.limits = replace(runtime.limits, pages=0)  # each source's limit is counted in Redis
-        spider.stay = stay
+        spider.stay = arguments.stay
         spider._delegates = {}
         spider._ids = {}
         spider._drained_once = 0.0
         spider._tasks = set()
         crawler.signals.connect(spider._idle, signal=signals.spider_idle)
-        logger.info("worker %s joins crawl %s (lease %.0f s)", spider.worker, crawl, spider.frontier.lease_seconds)
+        logger.info(
+            "worker %s joins crawl %s (lease %.0f s)", spider.worker, arguments.crawl, spider.frontier.lease_seconds
+        )
         return spider
 
     stay: bool

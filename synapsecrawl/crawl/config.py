@@ -31,17 +31,18 @@ from synapsecrawl.errors import ConfigError, SigningError
 from synapsecrawl.extract.pool import extract_processes
 from synapsecrawl.kb import DEFAULT_KB_URI
 from synapsecrawl.kb.reread import reread_interval
-from synapsecrawl.numbers import check_numbers, read_number
+from synapsecrawl.numbers import check_numbers, read_flag, read_number
 from synapsecrawl.pacing import DEFAULT_PREFIX
 from synapsecrawl.profiles import Limits, Profile, load_profile, lower_limits, resolve_limits
 from synapsecrawl.signing import load_private_key, signature_agent_url
 
 __all__ = [
-    "OPERATOR_LIMIT_SETTINGS", "SIGNING_EXPIRES_MAX", "CrawlConfig", "KbConfig", "NetConfig", "OperationsConfig",
-    "ServingConfig", "SettingsSource", "SharedConfig", "SigningConfig", "operator_settings",
+    "LEASE_MARGIN", "OPERATOR_LIMIT_SETTINGS", "SIGNING_EXPIRES_MAX", "CrawlConfig", "KbConfig", "NetConfig",
+    "OperationsConfig", "ServingConfig", "SettingsSource", "SharedConfig", "SigningConfig", "operator_settings",
 ]  # fmt: skip
 
 OPERATOR_LIMIT_SETTINGS = ("DOWNLOAD_DELAY", "DEPTH_LIMIT", "CLOSESPIDER_PAGECOUNT")
+LEASE_MARGIN = 15.0  # seconds a shared crawl's lease outlives the longest download
 SIGNING_EXPIRES_MAX = 3600  # a signature is replayable for as long as it is valid
 _OPERATOR = 20  # Scrapy's "project" priority: settings.py, -s and Scrapyd's job settings are the operator's
 _PROJECT = {name: value for name, value in vars(project_settings).items() if name.isupper()}
@@ -153,6 +154,13 @@ class CrawlConfig:
         config = _read({**_PROJECT, **operator}, operator, dict(arguments or {}))
         _check_kinds(_given(settings), {**(defaults or {}), **_PROJECT})
         return config
+
+    @property
+    def lease_seconds(self) -> float:
+        """How long a shared crawl holds what a machine took (the pacer's in-flight place, a frontier entry, a
+        robots.txt fetch's lock) if that machine stops: the longest download this crawl allows
+        (``timeout``, DOWNLOAD_TIMEOUT) and ``LEASE_MARGIN`` more, so no live download's place is freed."""
+        return self.timeout + LEASE_MARGIN
 
     def limits_for(self, arguments: Mapping[str, object]) -> Limits:
         """This crawl's limits as a spider's ``-a depth``/``max_pages`` lower them (ConfigError if raised)."""
@@ -277,17 +285,7 @@ def _check_log_level(level: object) -> None:
 
 def _flag(settings: Mapping[str, Any], name: str) -> bool:
     """``name`` as Scrapy's ``getbool`` reads it (1/0, True/False), or ConfigError."""
-    value = settings.get(name)
-    if isinstance(value, bool) or value is None:
-        return bool(value)
-    try:
-        return bool(int(value))
-    except (TypeError, ValueError):
-        if value in ("True", "true"):
-            return True
-        if value in ("False", "false"):
-            return False
-    raise ConfigError(f"{name} {value!r} is neither True nor False")
+    return read_flag(name, settings.get(name))
 
 
 def _given(settings: SettingsSource | Mapping[str, object]) -> dict[str, Any]:

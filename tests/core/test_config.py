@@ -66,3 +66,12 @@ def test_every_default_is_read_from_one_place() -> None:
     assert (config.kb.batch_pages, config.kb.batch_seconds, config.kb.report) == (8, 0.25, True)
     assert (config.render.enabled, config.render.max_pages) == (False, 4)
     assert config.signing.key == "" and not config.net.allow_private
+
+
+@pytest.mark.parametrize(("timeout", "lease"), [(None, 75.0), ("5", 20.0)])
+def test_a_shared_crawls_lease_outlives_the_longest_download_it_allows(timeout: str | None, lease: float) -> None:
+    """OMN-SITE: the pacer's in-flight places, the frontier's entries and the robots.txt lock of a shared crawl
+    are held DOWNLOAD_TIMEOUT (the profile's 60 s, or the operator's lower one) and 15 s more: one value."""
+    given = {"DOWNLOAD_TIMEOUT": timeout} if timeout else {}
+    config = CrawlConfig.from_settings({"BOT_PROFILE": "synapsebot", **given})
+    assert config.lease_seconds == lease == config.timeout + 15.0
