@@ -35,7 +35,7 @@ from middlewares.exceptions import Unchanged
 from synapsecrawl.crawl.kinds import kind_of
 from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.kb.records import utcnow
-from synapsecrawl.kb.removals import RemovalList, read_removal_list
+from synapsecrawl.kb.removals import RemovalList
 from synapsecrawl.kb.reread import conditional_headers, effect_of
 
 if TYPE_CHECKING:
@@ -206,10 +206,10 @@ class RemovalListMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RemovalListMiddleware:
-        path = Runtime.of(crawler).config.operations.removal_list
-        if not path:
+        operations = Runtime.of(crawler).config.operations
+        path, removals = operations.removal_list, operations.removals
+        if removals is None:
             raise NotConfigured("no REMOVAL_LIST set")
-        removals = read_removal_list(path)
         if removals.invalid:
             logger.warning(
                 "REMOVAL_LIST %s: %d lines are neither a domain nor an http(s) URL prefix: skipped",

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from synapsecrawl.errors import ConfigError
 
-__all__ = ["INTEGER_SETTINGS", "check_numbers", "read_flag", "read_number"]
+__all__ = ["INTEGER_SETTINGS", "check_numbers", "read_flag", "read_number", "read_port"]
 
 # The settings Scrapy 2.19 reads with Settings.getint, i.e. int(value): "1.5" and even "2.0" are a
 # ValueError traceback inside Scrapy. tests/core/test_numbers.py scans Scrapy's source and ours for the
@@ -42,6 +42,17 @@ def read_number(name: str, raw: object, *, whole: bool = False, positive: bool =
     if not math.isfinite(value) or not in_range or (whole and value != int(value)):
         raise ConfigError(f"{name} {raw!r} must be {must}")
     return value
+
+
+def read_port(name: str, raw: object) -> int:
+    """``raw`` as a TCP port number (0: any free port); raises ConfigError naming ``name``."""
+    try:
+        number = int(str(raw))
+    except ValueError:
+        raise ConfigError(f"{name} {raw!r} is not a port number") from None
+    if not 0 <= number <= 65535:
+        raise ConfigError(f"{name} {number} is not a port number (0-65535)")
+    return number
 
 
 _TRUE_WORDS = frozenset({"1", "true", "yes", "on"})

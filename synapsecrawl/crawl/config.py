@@ -21,7 +21,7 @@ import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import synapsecrawl.settings as project_settings
 from synapsecrawl.crawl.entries import DEFAULT_FRONTIER_PREFIX
@@ -31,10 +31,13 @@ from synapsecrawl.errors import ConfigError, SigningError
 from synapsecrawl.extract.pool import extract_processes
 from synapsecrawl.kb import DEFAULT_KB_URI
 from synapsecrawl.kb.reread import reread_interval
-from synapsecrawl.numbers import check_numbers, read_flag, read_number
+from synapsecrawl.numbers import check_numbers, read_flag, read_number, read_port
 from synapsecrawl.pacing import DEFAULT_PREFIX
 from synapsecrawl.profiles import Limits, Profile, load_profile, lower_limits, resolve_limits
 from synapsecrawl.signing import load_private_key, signature_agent_url
+
+if TYPE_CHECKING:
+    from synapsecrawl.kb.removals import RemovalList
 
 __all__ = [
     "LEASE_MARGIN", "OPERATOR_LIMIT_SETTINGS", "SIGNING_EXPIRES_MAX", "CrawlConfig", "KbConfig", "NetConfig",
@@ -100,6 +103,7 @@ class SharedConfig:
 class OperationsConfig:
     reread_interval: float  # seconds between re-reads of a source
     removal_list: str  # a file path, or empty
+    removals: RemovalList | None = None  # the list in that file, read once here
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ class ServingConfig:
     """The on-demand fetch (``scrapy crawl ondemand``): checked with the profile by ``check_serving``."""
 
     host: str
-    port: object
+    port: int  # 0: any free port
     wait: float
 
 
@@ -188,10 +192,11 @@ def _read(settings: Mapping[str, Any], operator: Mapping[str, Any], arguments: d
         raise ConfigError(str(error)) from None
     render = RenderConfig.from_settings(settings)
     removal_list = str(settings.get("REMOVAL_LIST") or "")
+    removals = None
     if removal_list:
         from synapsecrawl.kb.removals import read_removal_list
 
-        read_removal_list(removal_list)
+        removals = read_removal_list(removal_list)
     return CrawlConfig(
         profile=profile,
         limits=limits,
@@ -213,10 +218,11 @@ def _read(settings: Mapping[str, Any], operator: Mapping[str, Any], arguments: d
         operations=OperationsConfig(
             reread_interval=reread_interval(settings.get("REREAD_DAYS"), profile.reread_days),
             removal_list=removal_list,
+            removals=removals,
         ),
         serving=ServingConfig(
             host=str(settings.get("ONDEMAND_HOST") or ""),
-            port=settings.get("ONDEMAND_PORT"),
+            port=read_port("ONDEMAND_PORT", settings.get("ONDEMAND_PORT")),
             wait=read_number("ONDEMAND_WAIT", settings["ONDEMAND_WAIT"]),
         ),
         kb=KbConfig(
