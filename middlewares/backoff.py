@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy import signals
 
 from middlewares.backoffstate import BackoffState, Clock, secs
-from middlewares.engine.scheduler import engine_of
+from middlewares.engine.seam import paced_downloader
 from middlewares.exceptions import SiteLeft, UrlHeld, when
 from synapsecrawl.crawl.entries import FrontierUnreachable
 from synapsecrawl.crawl.kinds import kind_of
+from synapsecrawl.crawl.meta import JUDGED
 from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide
 
 if TYPE_CHECKING:
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 __all__ = [
-    "JUDGED",
     "BackoffGateMiddleware",
     "BackoffMiddleware",
     "BackoffState",
@@ -42,8 +42,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-JUDGED = "backoff_judged"  # meta: the answer's decision, made at download time, settled by middlewares.retry
 
 
 def is_side_fetch(request: Request) -> bool:
@@ -202,9 +200,9 @@ class BackoffMiddleware:
                 secs(self._book.max_wait),
             )
         left_until, reason = self._book.left[site]
-        drop_queued = getattr(getattr(engine_of(self._crawler), "downloader", None), "drop_queued", None)
-        if drop_queued is not None:  # PacedDownloader
-            drop_queued(site, lambda queued: SiteLeft(queued.url, site, left_until, reason))
+        downloader = paced_downloader(self._crawler)
+        if downloader is not None:
+            downloader.drop_queued(site, lambda queued: SiteLeft(queued.url, site, left_until, reason))
 
     def _leave_shared(self, site: str, until: float, reason: str) -> None:
         assert self._runtime.shared_crawl is not None

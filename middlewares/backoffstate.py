@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Self
 
 from middlewares.engine.runtime import Runtime
-from middlewares.engine.scheduler import engine_of
+from middlewares.engine.seam import paced_downloader
 from middlewares.exceptions import SiteLeft, when
 from synapsecrawl.kb.records import SiteState, UrlHold
 from synapsecrawl.pacing.backoff import SiteHistory
@@ -74,9 +74,9 @@ class BackoffState:
         self.crawler.stats.inc_value(key)
 
     def refresh(self, site: str) -> None:
-        refresh = getattr(getattr(engine_of(self.crawler), "downloader", None), "refresh", None)
-        if refresh is not None:  # PacedDownloader: a pause or spacing reaches the live slot
-            refresh(site)
+        downloader = paced_downloader(self.crawler)
+        if downloader is not None:  # a pause or spacing reaches the live slot
+            downloader.refresh(site)
 
     async def hold_for(self, url: str) -> UrlHold | None:
         """The hold an earlier crawl left on ``url``, read from the store once per crawl.

@@ -5,6 +5,8 @@ before it is due; on the way through the middlewares the site may stop being
 due (the first page, once robots.txt has given a Crawl-delay; a pause). Then
 the request goes back to the frontier instead of waiting in the downloader's
 slot, where it would hold one of the ``CONCURRENT_REQUESTS`` global slots.
+Meta keys: reads ``pacing_turn``; the copy sent back leaves out every key of one download
+(synapsecrawl.crawl.meta.PER_DOWNLOAD).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from __future__ import annotations
 from time import monotonic
 from typing import TYPE_CHECKING
 
-from middlewares.engine.downloader import PacedDownloader
-from middlewares.engine.scheduler import LEAD_SECONDS, TURN, engine_of
+from middlewares.engine.seam import paced_downloader
+from synapsecrawl.crawl.meta import LEAD_SECONDS, TURN, drop_per_download
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -40,14 +42,12 @@ class PacingGateMiddleware:
     def process_request(self, request: Request) -> Request | None:
         if not request.meta.get(TURN):
             return None
-        engine = engine_of(self._crawler)
-        downloader = engine.downloader if engine is not None else None
-        if not isinstance(downloader, PacedDownloader):
+        downloader = paced_downloader(self._crawler)
+        if downloader is None:
             return None
         due = downloader.due(downloader.get_slot_key(request), ignoring=1, request=request)
         if due is None or due <= monotonic() + 2 * LEAD_SECONDS:
             return None
         assert self._crawler.stats is not None
         self._crawler.stats.inc_value("pacing/requeued")
-        meta = {key: value for key, value in request.meta.items() if key != TURN}
-        return request.replace(dont_filter=True, meta=meta)
+        return request.replace(dont_filter=True, meta=drop_per_download(request.meta))

@@ -22,7 +22,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import kind_of
-from synapsecrawl.kb.removals import RemovalList, disallowed_pages, listed_prefixes, read_removal_list, stale
+from synapsecrawl.kb.removals import RemovalList, disallowed_pages, listed_prefixes, stale
 from synapsecrawl.urls import origin_of
 
 if TYPE_CHECKING:
@@ -127,10 +127,10 @@ class RemovalListMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RemovalListMiddleware:
-        path = Runtime.of(crawler).config.operations.removal_list
-        if not path:
+        operations = Runtime.of(crawler).config.operations
+        path, removals = operations.removal_list, operations.removals
+        if removals is None:
             raise NotConfigured("no REMOVAL_LIST set")
-        removals = read_removal_list(path)
         if removals.invalid:
             logger.warning(
                 "REMOVAL_LIST %s: %d lines are neither a domain nor an http(s) URL prefix: skipped",

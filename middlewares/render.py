@@ -28,6 +28,7 @@ from scrapy.http.request import NO_CALLBACK
 
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
+from synapsecrawl.crawl.meta import RENDER_STATE as _STATE
 from synapsecrawl.crawl.render import PageRender, RenderBudget, RenderConfig, should_render
 
 if TYPE_CHECKING:
@@ -44,7 +45,6 @@ _HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 _CONTEXT = "synapsecrawl-render"
 _READ_SECONDS = 5.0  # once the budget is spent: to read the DOM, or to close a stuck page
 _OPEN_SECONDS = 60.0  # to start the browser (once) and open a tab, before the page's own time starts
-_STATE = "render_state"  # meta of the render request: what its page init callback needs
 # Not handed to the browser: the body is already decoded and sized, and cookies are never kept.
 _DROPPED_HEADERS = {
     b"set-cookie",

@@ -20,11 +20,12 @@ from scrapy import signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.utils.misc import load_object
 
-from middlewares.backoff import JUDGED, Judged, is_feed, is_side_fetch
+from middlewares.backoff import Judged, is_feed, is_side_fetch
 from middlewares.backoffstate import BackoffState, secs
-from middlewares.engine.scheduler import engine_of
+from middlewares.engine.seam import engine_of
 from middlewares.exceptions import RetryScheduled, SiteLeft, when
 from spiders.feedholds import FeedHolds
+from synapsecrawl.crawl.meta import JUDGED, drop_per_download
 from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide
 
 if TYPE_CHECKING:
@@ -35,9 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["BackoffRetryMiddleware"]
 
 logger = logging.getLogger(__name__)
-
-# Per-download notes that must not follow a request into its retry.
-_STALE_META = frozenset({"gate_refused_type", "size_truncated", "download_latency", JUDGED})
 
 
 class BackoffRetryMiddleware:
@@ -140,7 +138,7 @@ class BackoffRetryMiddleware:
 
     async def _retry(self, request: Request, decision: Decision, site: str, delay: float) -> Request:
         retries = int(request.meta.get("backoff_retries", 0)) + 1
-        meta = {k: v for k, v in request.meta.items() if k not in _STALE_META}
+        meta = drop_per_download(request.meta)  # one download's notes do not follow a request into its retry
         meta["backoff_retries"] = retries
         retry = request.replace(meta=meta, dont_filter=True)
         # written first, so a crawl that stops before the retry still has the URL

@@ -52,13 +52,13 @@ from scrapy.http import Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from middlewares.engine.downloader import SKIP_CRAWL_DELAY
 from middlewares.exceptions import RetryScheduled, Unchanged, caught
 from middlewares.failures import describe
 from spiders.base import SynapseSpider
 from spiders.feedholds import FeedHolds
 from synapsecrawl.crawl.claims import LocalClaims, RedisClaims, shared_claims
 from synapsecrawl.crawl.kinds import KIND, RequestKind
+from synapsecrawl.crawl.meta import SKIP_CRAWL_DELAY
 from synapsecrawl.extract.feeds import (
     ENTRY_TYPE_SUFFIX,
     Feed,

@@ -41,8 +41,8 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from middlewares.engine.runtime import CrawlTarget, Runtime
-from middlewares.engine.scheduler import engine_scheduler
-from middlewares.engine.shared_scheduler import LEASE, ORIGIN, SharedScheduler, plain_meta, worker_name
+from middlewares.engine.seam import engine_scheduler, scraper_done
+from middlewares.engine.shared_scheduler import SharedScheduler, plain_meta, worker_name
 from middlewares.engine.sources import record_sources
 from middlewares.exceptions import RetryScheduled, caught
 from spiders.base import SynapseSpider
@@ -50,9 +50,10 @@ from spiders.feed import FeedSpider
 from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
-from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source, check_crawl_name
+from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source
 from synapsecrawl.crawl.kinds import KIND, RequestKind
-from synapsecrawl.crawl.request import CrawlRequest
+from synapsecrawl.crawl.meta import LEASE, ORIGIN
+from synapsecrawl.crawl.request import CrawlRequest, WorkerRequest
 from synapsecrawl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -110,14 +111,7 @@ class WorkerSpider(scrapy.Spider):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WorkerSpider:
-        crawl = kwargs.pop("crawl", None)
-        stay = str(kwargs.pop("stay", "0")).lower() in ("1", "true", "yes")
-        kwargs.pop("_job", None)  # Scrapyd's job id
-        if kwargs:
-            raise ConfigError(f"unknown spider argument(s): {', '.join(sorted(kwargs))} (worker takes crawl, stay)")
-        if not crawl:
-            raise ConfigError("the worker joins a shared crawl: give -a crawl=NAME")
-        check_crawl_name(str(crawl))
+        arguments = WorkerRequest.from_args(**kwargs)
         spider: WorkerSpider = super().from_crawler(crawler, *args)
         runtime = Runtime.of(crawler)
         pacer = runtime.shared_pacer
@@ -130,12 +124,11 @@ class WorkerSpider(scrapy.Spider):
 
         spider.frontier = SharedFrontier(
             pacer.url,
-            str(crawl),
+            arguments.crawl,
             prefix=config.shared.frontier_prefix,
             pacer_prefix=pacer.prefix,
             concurrency=runtime.profile.concurrency,
-            # a lease outlives the longest download, then frees a dead worker's requests (as the pacer's)
-            lease_seconds=config.timeout + 15.0,
+            lease_seconds=config.lease_seconds,  # outlives the longest download, then frees a dead worker's
             delay=runtime.limits.delay,
         )
         try:
@@ -146,13 +139,15 @@ class WorkerSpider(scrapy.Spider):
         pacer.report_outages = False  # the scheduler says in one line that Redis does not answer, and when it does
         spider.limits = replace(runtime.limits, pages=0)  # each source's limit is counted in Redis
         runtime.target = CrawlTarget(name=spider.name, limits=spider.limits, take_page=spider.take_page)
-        spider.stay = stay
+        spider.stay = arguments.stay
         spider._delegates = {}
         spider._ids = {}
         spider._drained_once = 0.0
         spider._tasks = set()
         crawler.signals.connect(spider._idle, signal=signals.spider_idle)
-        logger.info("worker %s joins crawl %s (lease %.0f s)", spider.worker, crawl, spider.frontier.lease_seconds)
+        logger.info(
+            "worker %s joins crawl %s (lease %.0f s)", spider.worker, arguments.crawl, spider.frontier.lease_seconds
+        )
         return spider
 
     stay: bool
@@ -324,10 +319,7 @@ class WorkerSpider(scrapy.Spider):
 
     async def _finish(self, request: scrapy.Request) -> None:
         """End the lease once the scraper is done with the request: its items written, its links queued."""
-        engine = self.crawler.engine
-        slot = getattr(getattr(engine, "scraper", None), "slot", None)
-        while slot is not None and request in slot.active:
-            await asyncio.sleep(0.02)
+        await scraper_done(self.crawler, request)
         self._scheduler().done(request)
 
     # The source's page limit, across workers.

@@ -1,4 +1,4 @@
-"""Reading a number an operator or a KB user typed: one rule, one message, for every setting.
+"""Reading a number or a flag an operator or a KB user typed: one rule, one message, for every setting.
 
 A number is finite (``nan`` and ``inf`` are refused: a ``nan`` compares false with
 every cap, so it would slip past them) and, unless it may be signed, not
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from synapsecrawl.errors import ConfigError
 
-__all__ = ["INTEGER_SETTINGS", "check_numbers", "read_number"]
+__all__ = ["INTEGER_SETTINGS", "check_numbers", "read_flag", "read_number", "read_port"]
 
 # The settings Scrapy 2.19 reads with Settings.getint, i.e. int(value): "1.5" and even "2.0" are a
 # ValueError traceback inside Scrapy. tests/core/test_numbers.py scans Scrapy's source and ours for the
@@ -42,6 +42,46 @@ def read_number(name: str, raw: object, *, whole: bool = False, positive: bool =
     if not math.isfinite(value) or not in_range or (whole and value != int(value)):
         raise ConfigError(f"{name} {raw!r} must be {must}")
     return value
+
+
+def read_port(name: str, raw: object) -> int:
+    """``raw`` as a TCP port number (0: any free port); raises ConfigError naming ``name``."""
+    try:
+        number = int(str(raw))
+    except ValueError:
+        raise ConfigError(f"{name} {raw!r} is not a port number") from None
+    if not 0 <= number <= 65535:
+        raise ConfigError(f"{name} {number} is not a port number (0-65535)")
+    return number
+
+
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+_FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+
+
+def read_flag(name: str, raw: object, *, words: bool = False) -> bool:
+    """``raw`` as True or False; raises ConfigError naming ``name``.
+
+    By default exactly as Scrapy's ``Settings.getbool`` reads it (a bool, ``None``, a whole number,
+    ``True``/``true``/``False``/``false``): a setting Scrapy may read too must not mean something else
+    to it. ``words`` (a setting or argument only synapsecrawl reads) also takes yes/no/on/off and the
+    empty string, in any case.
+    """
+    if isinstance(raw, bool) or raw is None:
+        return bool(raw)
+    if words:
+        text = str(raw).strip().lower()
+        if text in _TRUE_WORDS | _FALSE_WORDS:
+            return text in _TRUE_WORDS
+    else:
+        try:
+            return bool(int(raw))  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            if raw in ("True", "true"):
+                return True
+            if raw in ("False", "false"):
+                return False
+    raise ConfigError(f"{name} {raw!r} is neither True nor False")
 
 
 def check_numbers(given: Mapping[str, object], defaults: Mapping[str, object]) -> None:

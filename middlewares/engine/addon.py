@@ -47,8 +47,9 @@ class ProfileAddon:
         if profile.from_header:
             headers["From"] = profile.from_header  # OMN-UA
         settings.set("DEFAULT_REQUEST_HEADERS", headers, priority=prio)
-        settings.set("DOWNLOAD_DELAY", limits.delay, priority=prio)
-        settings.set("DOWNLOAD_DELAY_JITTER", 0.0, priority=prio)  # jitter could halve a Crawl-delay
+        # DOWNLOAD_DELAY and its jitter are left alone: PacedDownloader._pace owns each slot's delay, jitter and
+        # concurrency. CONCURRENT_REQUESTS_PER_DOMAIN is also Scrapy's HTTP handler's pool of connections per
+        # host, so it is set to what a slot may have in flight.
         settings.set("CONCURRENT_REQUESTS_PER_DOMAIN", profile.concurrency, priority=prio)
         settings.set("DEPTH_LIMIT", limits.depth, priority=prio)
         settings.set("DOWNLOAD_TIMEOUT", config.timeout, priority=prio)

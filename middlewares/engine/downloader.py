@@ -1,10 +1,11 @@
 """The downloader, keyed by site and paced by ``synapsecrawl.pacing``: one of the two seams into Scrapy.
 
-This file and ``middlewares.engine.scheduler`` are the only ones that touch
-Scrapy's private members (``Downloader._get_slot``, ``_download``,
+With ``middlewares.engine.scheduler`` and ``middlewares.engine.seam``, the only
+files that touch Scrapy's private members (``Downloader._download``,
 ``_process_queue``, ``_latercall``, ``_wait_for_download`` and
 ``scrapy.utils.defer._schedule_coro`` here); ``tests/adapters/test_scrapy_seam.py``
 pins their signatures, so a Scrapy upgrade that changes one fails there first.
+The slot is paced on Scrapy's public ``request_reached_downloader`` signal.
 
 Scrapy's downloader already spaces request starts per slot without holding
 anything else back; what it lacks is our notion of a site (a registrable
@@ -45,6 +46,8 @@ from scrapy.utils.asyncio import CallLaterResult, call_later
 from scrapy.utils.defer import _schedule_coro
 
 from middlewares.engine.runtime import Runtime
+from synapsecrawl.crawl.meta import PACING_LEASE as _LEASE
+from synapsecrawl.crawl.meta import SKIP_CRAWL_DELAY
 from synapsecrawl.pacing.clock import LagMeter, gap, next_start, reached_server_by, slow_spacing
 
 if TYPE_CHECKING:
@@ -55,17 +58,14 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from twisted.internet.defer import Deferred
 
-__all__ = ["SKIP_CRAWL_DELAY", "PacedDownloader"]
+__all__ = ["PacedDownloader"]
 
 logger = logging.getLogger(__name__)
-
-SKIP_CRAWL_DELAY = "pacing_skip_crawl_delay"  # meta: the site's Crawl-delay does not hold this request
 
 # The loop-lag probe's period; a request may leave a few loop turns after its
 # dispatch (the download coroutine starts, the transport flushes).
 _TICK_SECONDS = 0.02
 _TURNS_TO_SEND = 3
-_LEASE = "pacing_lease"  # meta: the start the shared pacer granted (PACING_REDIS_URL), given back on the answer
 
 
 def _secs(seconds: float) -> str:
@@ -90,6 +90,7 @@ class PacedDownloader(Downloader):
         self._ticker: CallLaterResult | None = None
         # sent before the slot looks at its queue again, so the next start sees it
         crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(self._reached, signal=signals.request_reached_downloader)
         crawler.signals.connect(self._start_ticking, signal=signals.engine_started)
         crawler.signals.connect(self._stop_ticking, signal=signals.engine_stopped)
         self._shared = self._runtime.shared_pacer
@@ -218,10 +219,14 @@ class PacedDownloader(Downloader):
     def get_slot_key(self, request: Request) -> str:
         return self._runtime.site(request.url)
 
-    def _get_slot(self, request: Request, spider: Spider | None = None) -> tuple[str, Slot]:
-        key, slot = super()._get_slot(request)
-        self._pace(key, slot)
-        return key, slot
+    def _reached(self, request: Request, **_: Any) -> None:
+        """Bring the request's slot up to date with the pacer, after Scrapy found (or made) it and before the
+        slot looks at its queue: Scrapy sends ``request_reached_downloader`` between the two, as AutoThrottle
+        relies on. ``_pace`` is the one owner of the slot's delay, jitter and concurrency."""
+        key = str(request.meta.get(self.DOWNLOAD_SLOT, ""))
+        slot = self.slots.get(key)
+        if slot is not None:
+            self._pace(key, slot)
 
     def refresh(self, site: str) -> None:
         """Apply the pacer's spacing and pause to ``site``'s live slot, if it has one.

@@ -25,7 +25,7 @@ from synapsecrawl.extract.pool import Reader
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.journal import Journal, journal_path
 from synapsecrawl.kb.store import Store
-from synapsecrawl.pacing.clock import SiteClock
+from synapsecrawl.pacing.clock import PacingState, SiteClock
 from synapsecrawl.profiles import Limits, Profile
 from synapsecrawl.urls import site_of
 
@@ -69,9 +69,10 @@ class Runtime:
 
     config: CrawlConfig
     profile: Profile
-    pacer: SiteClock | RedisPacing  # RedisPacing when PACING_REDIS_URL shares the limits between machines
+    pacer: PacingState
     kb_uri: str
     limits: Limits  # the operator's; a spider's -a arguments may lower them (spider.limits)
+    shared_pacer: RedisPacing | None = None  # the pacer itself when PACING_REDIS_URL shares it between machines
     reader: Reader = field(default_factory=lambda: Reader(0))  # extraction, in worker processes (EXTRACT_PROCESSES)
     summary: CrawlSummary = field(default_factory=CrawlSummary)
     started_at: float = field(default_factory=time.time)
@@ -103,21 +104,18 @@ class Runtime:
             # Read from what the operator set, not from the add-on's derived
             # settings: a spider is built before add-ons have run.
             config = CrawlConfig.from_settings(crawler.settings, defaults=vars(default_settings))
+            shared = _shared_pacer(config)
             runtime = cls(
                 config=config,
                 profile=config.profile,
-                pacer=_pacer(config),
+                pacer=shared if shared is not None else SiteClock(config.limits.delay, config.profile.crawl_delay_cap),
+                shared_pacer=shared,
                 kb_uri=config.kb.uri,
                 limits=config.limits,
                 reader=Reader(config.extract_processes),
             )
             setattr(crawler, _ATTR, runtime)
         return runtime
-
-    @property
-    def shared_pacer(self) -> RedisPacing | None:
-        """The pacer shared through Redis, or ``None`` when pacing is this process's own."""
-        return None if isinstance(self.pacer, SiteClock) else self.pacer
 
     @property
     def target_limits(self) -> Limits:
@@ -141,18 +139,18 @@ class Runtime:
         self._opened = None
 
 
-def _pacer(config: CrawlConfig) -> SiteClock | RedisPacing:
+def _shared_pacer(config: CrawlConfig) -> RedisPacing | None:
+    """The pacer shared through Redis (PACING_REDIS_URL), or ``None`` when pacing is this process's own."""
     profile, limits, url, prefix = config.profile, config.limits, config.shared.redis_url, config.shared.pacing_prefix
     if not url:
-        return SiteClock(delay=limits.delay, crawl_delay_cap=profile.crawl_delay_cap)
+        return None
     from synapsecrawl.pacing.shared import RedisPacing  # a Redis client is imported only by a crawl that uses one
 
-    # A lease outlives the longest download (the profile's timeout, a cap), then frees a dead machine's place.
     return RedisPacing(
         url,
         delay=limits.delay,
         crawl_delay_cap=profile.crawl_delay_cap,
         concurrency=profile.concurrency,
-        lease_seconds=profile.timeout + 15.0,
+        lease_seconds=config.lease_seconds,  # outlives the longest download, then frees a dead machine's place
         prefix=f"{prefix}:{profile.name}",
     )

@@ -4,10 +4,9 @@
 to the engine only when its site is due and has nothing in flight, so requests
 wait for their site's turn here, not in the downloader, where each would hold
 one of the ``CONCURRENT_REQUESTS`` global slots (docs/benchmarks.md, #8).
-This file and ``middlewares.engine.downloader`` are the only ones that touch
-Scrapy's private members (``scrapy.pqueues._path_safe``, the engine's
-``_slot`` here, through ``wake_engine`` and ``engine_scheduler`` for the shared
-crawl's scheduler and spider too); ``tests/adapters/test_scrapy_seam.py`` pins them.
+It calls Scrapy's private ``scrapy.pqueues._path_safe``, and wakes the engine
+through ``middlewares.engine.seam``; ``tests/adapters/test_scrapy_seam.py`` pins both.
+Meta keys: writes ``pacing_turn`` (synapsecrawl.crawl.meta.TURN).
 """
 
 from __future__ import annotations
@@ -20,46 +19,19 @@ from typing import TYPE_CHECKING
 from scrapy.pqueues import DownloaderAwarePriorityQueue, _path_safe
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
-from middlewares.engine.downloader import SKIP_CRAWL_DELAY, PacedDownloader
+from middlewares.engine.downloader import PacedDownloader
+from middlewares.engine.seam import wake_engine
+from synapsecrawl.crawl.meta import LEAD_SECONDS, SKIP_CRAWL_DELAY, TURN
 from synapsecrawl.pacing.clock import SiteTurns
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from scrapy import Request
-    from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
     from scrapy.pqueues import QueueProtocol
 
-__all__ = ["LEAD_SECONDS", "TURN", "PacedPriorityQueue", "engine_of", "engine_scheduler", "wake_engine"]
-
-# A site is handed out this long before it is due: the request's way through
-# the middlewares (robots.txt check, backoff gate) then overlaps the wait, and
-# the slot's own timer still decides the start.
-LEAD_SECONDS = 0.05
-TURN = "pacing_turn"  # meta: handed out by PacedPriorityQueue (so it may go back to it)
-
-
-def engine_of(crawler: Crawler) -> ExecutionEngine | None:
-    """The crawler's engine, or ``None`` before the crawl has made one: ``Crawler.engine`` raises until then,
-    and Scrapy's own docs point code that may run earlier at ``Crawler._engine``."""
-    return crawler._engine
-
-
-def wake_engine(crawler: Crawler) -> None:
-    """Have the engine look at its scheduler again now (its own ``_slot.nextcall``), as it does after a
-    download: a scheduler whose next request falls due later has no public way to say so."""
-    engine = engine_of(crawler)
-    slot = engine._slot if engine is not None else None
-    if slot is not None:
-        slot.nextcall.schedule()
-
-
-def engine_scheduler(crawler: Crawler) -> object:
-    """The running engine's scheduler (``engine._slot.scheduler``): Scrapy keeps it on no public attribute."""
-    engine = engine_of(crawler)
-    assert engine is not None and engine._slot is not None
-    return engine._slot.scheduler
+__all__ = ["PacedPriorityQueue"]
 
 
 class PacedPriorityQueue(DownloaderAwarePriorityQueue):

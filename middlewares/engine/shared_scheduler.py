@@ -30,6 +30,7 @@ import socket
 import uuid
 from collections import deque
 from contextlib import suppress
+from functools import partial
 from time import monotonic
 from typing import TYPE_CHECKING, Any, cast
 
@@ -37,9 +38,10 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from middlewares.backoff import left_elsewhere
-from middlewares.engine.scheduler import engine_of, wake_engine
+from middlewares.engine.seam import paced_downloader, wake_engine
 from middlewares.exceptions import SiteLeft
 from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, is_plain_json
+from synapsecrawl.crawl.meta import LEAD_SECONDS, LEASE, LEFT_OUT_OF_ENTRY, META, ORIGIN, TURN
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -47,29 +49,10 @@ if TYPE_CHECKING:
 
     from synapsecrawl.crawl.frontier import SharedFrontier
 
-__all__ = ["LEASE", "SharedScheduler"]
+__all__ = ["LEASE", "ORIGIN", "SharedScheduler", "plain_meta", "worker_name"]
 
 logger = logging.getLogger(__name__)
 
-LEASE = "frontier_lease"  # meta: [site, stream id] of the lease this request holds
-ORIGIN = "frontier"  # meta: {"src", "cb", "eb"}: the source and callbacks it was queued with
-# Meta that describes one download, not the request: never sent to Redis.
-_TRANSIENT = frozenset(
-    {
-        LEASE,
-        ORIGIN,
-        "download_slot",
-        "download_latency",
-        "pacing_lease",
-        "pacing_turn",
-        "backoff_judged",
-        "gate_refused_type",
-        "size_truncated",
-        "depth_reset_done",
-        "download_timeout",
-    }
-)
-_TURN = "pacing_turn"  # meta: handed out by a frontier, so middlewares.frontier's gate may send it back
 _IDLE_ASK = 1.0  # seconds between asks when nothing is pending (another worker's links may come)
 # The longest sleep until the next site Redis says is due: work another worker adds for a new site is seen
 # this late here (the adding worker itself asks at once).
@@ -237,7 +220,7 @@ class SharedScheduler(BaseScheduler):
                 # As the local frontier's: the pacing gate sends it back here (its lease ended, a new entry
                 # queued) when its site stopped being due on its way (its robots.txt just fetched, a
                 # Crawl-delay to wait), instead of it holding one of CONCURRENT_REQUESTS in a slot.
-                request.meta[_TURN] = True
+                request.meta[TURN] = True
                 return request
             # a source's start, run by the spider: it ends the lease itself
         return None
@@ -274,21 +257,19 @@ class SharedScheduler(BaseScheduler):
             self._down(error)
             return
         self._left_seen = len(left)
-        downloader = getattr(engine_of(self.crawler), "downloader", None)
+        downloader = paced_downloader(self.crawler)
         for site, (until, reason) in left.items():
             left_elsewhere(self.crawler, site, until, reason)
-            drop_queued = getattr(downloader, "drop_queued", None)  # PacedDownloader's
-            if drop_queued is not None:
-                drop_queued(site, lambda queued, s=site, u=until, r=reason: SiteLeft(queued.url, s, u, r))
+            if downloader is not None:
+                downloader.drop_queued(site, partial(_left, site=site, until=until, reason=reason))
 
     def _next_local(self) -> Request | None:
-        downloader = getattr(engine_of(self.crawler), "downloader", None)
-        due = getattr(downloader, "due", None)
+        downloader = paced_downloader(self.crawler)
         for _ in range(len(self._local)):
             request = self._local.popleft()
             site = self.spider.runtime.site(request.url)
-            when = due(site) if due is not None else 0.0
-            if when is not None and when <= monotonic() + 0.05:
+            when = downloader.due(site) if downloader is not None else 0.0
+            if when is not None and when <= monotonic() + LEAD_SECONDS:
                 return request
             self._local.append(request)
         if self._local:
@@ -399,6 +380,10 @@ class SharedScheduler(BaseScheduler):
         return None
 
 
+def _left(queued: Request, *, site: str, until: float, reason: str) -> Exception:
+    return SiteLeft(queued.url, site, until, reason)
+
+
 def _member(value: Any) -> str | None:
     if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
         return f"{value[0]}\t{value[1]}"
@@ -406,12 +391,14 @@ def _member(value: Any) -> str | None:
 
 
 def plain_meta(meta: dict[str, Any]) -> dict[str, Any] | None:
-    """The meta to send with a request, or None when some of it cannot travel as JSON."""
+    """The meta to send with a request, or None when some of it cannot travel as JSON (the table in
+    synapsecrawl.crawl.meta says which keys are left out and which never travel)."""
     kept: dict[str, Any] = {}
     for key, value in meta.items():
-        if key in _TRANSIENT or key.startswith("_"):
+        if key in LEFT_OUT_OF_ENTRY or key.startswith("_"):
             continue
-        if not is_plain_json(value):
+        row = META.get(key)
+        if (row is not None and not row.travels) or not is_plain_json(value):
             return None
         kept[key] = value
     return kept

@@ -27,10 +27,9 @@ from synapsecrawl.crawl.entries import (
     Entry,
     FrontierUnreachable,
     Source,
-    check_crawl_name,
 )
 from synapsecrawl.crawl.frontier import SharedFrontier
-from synapsecrawl.crawl.request import CrawlRequest
+from synapsecrawl.crawl.request import CrawlRequest, WorkerRequest
 from synapsecrawl.errors import ConfigError, SynapseError
 
 __all__ = ["START_SITE", "add_source", "check_worker_arguments", "register", "source_key"]
@@ -38,18 +37,9 @@ __all__ = ["START_SITE", "add_source", "check_worker_arguments", "register", "so
 START_SITE = "~start"  # the frontier partition of start entries: no site is fetched for them
 
 
-def check_worker_arguments(
-    pacing_url: str, *, crawl: str | None = None, stay: str | None = None, **unknown: object
-) -> None:
+def check_worker_arguments(pacing_url: str, **arguments: object) -> None:
     """``scrapy crawl worker``'s arguments and setting; ConfigError (one line) when they cannot join a crawl."""
-    unknown.pop("_job", None)  # Scrapyd passes its job id as a spider argument
-    if unknown:
-        raise ConfigError(f"unknown spider argument(s): {', '.join(sorted(unknown))} (worker takes crawl, stay)")
-    if not crawl:
-        raise ConfigError("the worker joins a shared crawl: give -a crawl=NAME")
-    check_crawl_name(crawl)
-    if stay is not None and stay.lower() not in ("0", "1", "true", "false", "yes", "no"):
-        raise ConfigError(f"stay {stay!r} is neither 1 nor 0")
+    WorkerRequest.from_args(**arguments)
     if not pacing_url:
         raise ConfigError("a shared crawl needs PACING_REDIS_URL (its frontier and pacer live in one Redis)")
 

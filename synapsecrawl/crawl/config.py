@@ -21,7 +21,7 @@ import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import synapsecrawl.settings as project_settings
 from synapsecrawl.crawl.entries import DEFAULT_FRONTIER_PREFIX
@@ -31,17 +31,21 @@ from synapsecrawl.errors import ConfigError, SigningError
 from synapsecrawl.extract.pool import extract_processes
 from synapsecrawl.kb import DEFAULT_KB_URI
 from synapsecrawl.kb.reread import reread_interval
-from synapsecrawl.numbers import check_numbers, read_number
+from synapsecrawl.numbers import check_numbers, read_flag, read_number, read_port
 from synapsecrawl.pacing import DEFAULT_PREFIX
 from synapsecrawl.profiles import Limits, Profile, load_profile, lower_limits, resolve_limits
 from synapsecrawl.signing import load_private_key, signature_agent_url
 
+if TYPE_CHECKING:
+    from synapsecrawl.kb.removals import RemovalList
+
 __all__ = [
-    "OPERATOR_LIMIT_SETTINGS", "SIGNING_EXPIRES_MAX", "CrawlConfig", "KbConfig", "NetConfig", "OperationsConfig",
-    "ServingConfig", "SettingsSource", "SharedConfig", "SigningConfig", "operator_settings",
+    "LEASE_MARGIN", "OPERATOR_LIMIT_SETTINGS", "SIGNING_EXPIRES_MAX", "CrawlConfig", "KbConfig", "NetConfig",
+    "OperationsConfig", "ServingConfig", "SettingsSource", "SharedConfig", "SigningConfig", "operator_settings",
 ]  # fmt: skip
 
 OPERATOR_LIMIT_SETTINGS = ("DOWNLOAD_DELAY", "DEPTH_LIMIT", "CLOSESPIDER_PAGECOUNT")
+LEASE_MARGIN = 15.0  # seconds a shared crawl's lease outlives the longest download
 SIGNING_EXPIRES_MAX = 3600  # a signature is replayable for as long as it is valid
 _OPERATOR = 20  # Scrapy's "project" priority: settings.py, -s and Scrapyd's job settings are the operator's
 _PROJECT = {name: value for name, value in vars(project_settings).items() if name.isupper()}
@@ -99,8 +103,9 @@ class SharedConfig:
 class OperationsConfig:
     reread_interval: float  # seconds between re-reads of a source
     removal_list: str  # a file path, or empty
-    metrics_port: int  # METRICS_PORT: 0 for none
-    metrics_host: str
+    metrics_port: int = 0  # METRICS_PORT: 0 for none
+    metrics_host: str = "127.0.0.1"
+    removals: RemovalList | None = None  # the list in that file, read once here
 
 
 @dataclass(frozen=True)
@@ -108,7 +113,7 @@ class ServingConfig:
     """The on-demand fetch (``scrapy crawl ondemand``): checked with the profile by ``check_serving``."""
 
     host: str
-    port: object
+    port: int  # 0: any free port
     wait: float
 
 
@@ -159,6 +164,13 @@ class CrawlConfig:
         _check_kinds(_given(settings), {**(defaults or {}), **_PROJECT})
         return config
 
+    @property
+    def lease_seconds(self) -> float:
+        """How long a shared crawl holds what a machine took (the pacer's in-flight place, a frontier entry, a
+        robots.txt fetch's lock) if that machine stops: the longest download this crawl allows
+        (``timeout``, DOWNLOAD_TIMEOUT) and ``LEASE_MARGIN`` more, so no live download's place is freed."""
+        return self.timeout + LEASE_MARGIN
+
     def limits_for(self, arguments: Mapping[str, object]) -> Limits:
         """This crawl's limits as a spider's ``-a depth``/``max_pages`` lower them (ConfigError if raised)."""
         return lower_limits(self.limits, dict(arguments))
@@ -185,10 +197,11 @@ def _read(settings: Mapping[str, Any], operator: Mapping[str, Any], arguments: d
         raise ConfigError(str(error)) from None
     render = RenderConfig.from_settings(settings)
     removal_list = str(settings.get("REMOVAL_LIST") or "")
+    removals = None
     if removal_list:
         from synapsecrawl.kb.removals import read_removal_list
 
-        read_removal_list(removal_list)
+        removals = read_removal_list(removal_list)
     return CrawlConfig(
         profile=profile,
         limits=limits,
@@ -210,12 +223,13 @@ def _read(settings: Mapping[str, Any], operator: Mapping[str, Any], arguments: d
         operations=OperationsConfig(
             reread_interval=reread_interval(settings.get("REREAD_DAYS"), profile.reread_days),
             removal_list=removal_list,
-            metrics_port=_port("METRICS_PORT", settings.get("METRICS_PORT") or 0),
+            metrics_port=read_port("METRICS_PORT", settings.get("METRICS_PORT") or 0),
             metrics_host=str(settings.get("METRICS_HOST") or "127.0.0.1"),
+            removals=removals,
         ),
         serving=ServingConfig(
             host=str(settings.get("ONDEMAND_HOST") or ""),
-            port=settings.get("ONDEMAND_PORT"),
+            port=read_port("ONDEMAND_PORT", settings.get("ONDEMAND_PORT")),
             wait=read_number("ONDEMAND_WAIT", settings["ONDEMAND_WAIT"]),
         ),
         kb=KbConfig(
@@ -229,14 +243,6 @@ def _read(settings: Mapping[str, Any], operator: Mapping[str, Any], arguments: d
             journal_dir=str(settings.get("KB_JOURNAL_DIR") or ".synapsecrawl/journal"),
         ),
     )
-
-
-def _port(name: str, value: object) -> int:
-    """A TCP port number (0 for none), or ConfigError."""
-    port = int(read_number(name, value, whole=True))
-    if port > 65535:
-        raise ConfigError(f"{name} {port} is not a port number (0 to 65535)")
-    return port
 
 
 def _backoff_max_wait(settings: Mapping[str, Any], profile: Profile) -> float:
@@ -295,17 +301,7 @@ def _check_log_level(level: object) -> None:
 
 def _flag(settings: Mapping[str, Any], name: str) -> bool:
     """``name`` as Scrapy's ``getbool`` reads it (1/0, True/False), or ConfigError."""
-    value = settings.get(name)
-    if isinstance(value, bool) or value is None:
-        return bool(value)
-    try:
-        return bool(int(value))
-    except (TypeError, ValueError):
-        if value in ("True", "true"):
-            return True
-        if value in ("False", "false"):
-            return False
-    raise ConfigError(f"{name} {value!r} is neither True nor False")
+    return read_flag(name, settings.get(name))
 
 
 def _given(settings: SettingsSource | Mapping[str, object]) -> dict[str, Any]:

@@ -60,6 +60,7 @@ from synapsecrawl.crawl.entries import (
     check_crawl_name,
     fingerprint,
 )
+from synapsecrawl.pacing.keys import SPACING_LUA, lua_key_parts
 from synapsecrawl.pacing.shared import async_redis
 
 __all__ = ["SharedFrontier"]
@@ -132,24 +133,27 @@ return added
 """
 )
 
-# ARGV: P, pacer prefix, worker, lease seconds, concurrency, sites to look at, poll seconds, sweep (0|1),
+# ARGV: P, the pacer's site keys as head, state tail and leases tail (synapsecrawl.pacing.keys.lua_key_parts:
+# head .. site .. tail), worker, lease seconds, concurrency, sites to look at, poll seconds, sweep (0|1),
 # spacing when the pacer has none yet, then the worker's finished leases to acknowledge first (members).
 # Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due} or
 # {0, seconds until the next site is due (-1: none), reclaimed, sites left}: the worker sleeps until then
 # instead of asking again (one round trip a page for the lease and the last one's acknowledgement, #16).
 _LEASE = (
     _PRELUDE
+    + SPACING_LUA
     + """
-local pacer, worker, lease_for = ARGV[2], ARGV[3], tonumber(ARGV[4])
-local concurrency, scan, poll = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-for i = 10, #ARGV do settle(ARGV[i], worker, false) end
+local head, state_tail, leases_tail = ARGV[2], ARGV[3], ARGV[4]
+local worker, lease_for = ARGV[5], tonumber(ARGV[6])
+local concurrency, scan, poll = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+for i = 12, #ARGV do settle(ARGV[i], worker, false) end
 local function next_due()
   local first = redis.call('ZRANGE', P .. ':ready', 0, 0, 'WITHSCORES')
   if #first == 0 then return '-1' end
   return string.format('%.3f', math.max(tonumber(first[2]) - now, 0))
 end
 local reclaimed = 0
-if ARGV[8] == '1' then
+if ARGV[10] == '1' then
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', P .. ':inflight', '-inf', now, 'LIMIT', 0, 100)) do
     reclaimed = reclaimed + settle(member, '', true)
   end
@@ -158,7 +162,7 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
   if tonumber(redis.call('HGET', P .. ':queued', site) or '0') <= 0 then
     redis.call('ZREM', P .. ':ready', site)
   else
-    local state = pacer .. ':{' .. site .. '}:state'
+    local state = head .. site .. state_tail
     local next_start = tonumber(redis.call('HGET', state, 'next') or '0')
     local paused = tonumber(redis.call('HGET', state, 'paused') or '0')
     local wait = math.max(next_start - now, paused - now)
@@ -172,7 +176,7 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
       -- would hold its next pages, each waiting a Crawl-delay after the other in that worker's downloader
       -- while the others idle (#16). Due again when that lease ends (settle) or expires (the sweep).
       redis.call('ZADD', P .. ':ready', now + lease_for, site)
-    elseif (not left) and redis.call('ZCOUNT', pacer .. ':{' .. site .. '}:leases', now, '+inf') >= concurrency then
+    elseif (not left) and redis.call('ZCOUNT', head .. site .. leases_tail, now, '+inf') >= concurrency then
       redis.call('ZADD', P .. ':ready', now + poll, site)
     else
       local q = P .. ':q:' .. site
@@ -187,11 +191,7 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
         local member = site .. '\\t' .. id
         redis.call('ZADD', P .. ':inflight', now + lease_for, member)
         redis.call('HSET', P .. ':owner', member, worker)
-        local spacing = tonumber(ARGV[9])
-        for _, name in ipairs({'spacing', 'slow'}) do
-          local value = tonumber(redis.call('HGET', state, name) or '0')
-          if value > spacing then spacing = value end
-        end
+        local spacing = site_spacing(state, ARGV[11])
         if left then spacing = 0 end
         if tonumber(redis.call('HGET', P .. ':queued', site)) <= 0 then
           redis.call('ZREM', P .. ':ready', site)  -- none left: no worker wakes for it (an add puts it back)
@@ -362,7 +362,7 @@ class SharedFrontier:
             "lease",
             _LEASE,
             [
-                self.pacer_prefix,
+                *lua_key_parts(self.pacer_prefix),
                 worker,
                 self.lease_seconds,
                 self.concurrency,

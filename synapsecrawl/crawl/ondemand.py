@@ -25,6 +25,7 @@ from w3lib.url import safe_url_string
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.search import compose_snippet, split_passages
+from synapsecrawl.numbers import read_port
 from synapsecrawl.profiles import Profile
 
 __all__ = [
@@ -134,13 +135,7 @@ def check_serving(profile: Profile, host: object, port: object) -> int:
         )
     if not host:
         raise ConfigError("ONDEMAND_HOST is empty")
-    try:
-        number = int(str(port))
-    except ValueError:
-        raise ConfigError(f"ONDEMAND_PORT {port!r} is not a port number") from None
-    if not 0 <= number <= 65535:
-        raise ConfigError(f"ONDEMAND_PORT {number} is not a port number (0-65535)")
-    return number
+    return read_port("ONDEMAND_PORT", port)
 
 
 def is_fresh(record: PageRecord, now: datetime, min_refetch: float) -> bool:

@@ -23,7 +23,7 @@ from typing import Any, Literal, NamedTuple
 
 from synapsecrawl.crawl.kinds import RequestKind
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.numbers import read_number
+from synapsecrawl.numbers import read_flag, read_number
 
 __all__ = [
     "FETCHED_TYPES", "RENDERED_MODES", "PageRender", "RenderBudget", "RenderConfig", "Verdict", "should_render",
@@ -32,18 +32,10 @@ __all__ = [
 RENDERED_MODES = frozenset({"page", "site", "sitemap"})
 FETCHED_TYPES = frozenset({"script", "xhr", "fetch"})  # Playwright's resource types
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
 
 
 def _flag(settings: Mapping[str, Any], name: str) -> bool:
-    value = settings.get(name)
-    if isinstance(value, bool) or value is None:
-        return bool(value)
-    text = str(value).strip().lower()
-    if text in _TRUE | _FALSE:
-        return text in _TRUE
-    raise ConfigError(f"{name} {value!r} is neither True nor False")
+    return read_flag(name, settings.get(name), words=True)  # JS_* are read by synapsecrawl only
 
 
 def _number(settings: Mapping[str, Any], name: str, default: float, low: float, high: float) -> float:

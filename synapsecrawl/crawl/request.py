@@ -4,6 +4,7 @@ A start URL that cannot be requested (``synapsecrawl.urls.url_problem``) is an
 ``ArgumentError``: ``-a url=`` stops the crawl. A urls_file line that cannot be
 requested is skipped and named in ``skipped`` (one line each for the operator),
 so one typo does not cost the other lines; a file with no usable line stops it.
+``WorkerRequest`` is a shared crawl's worker's arguments (``-a crawl``, ``-a stay``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from synapsecrawl.crawl.entries import check_crawl_name
 from synapsecrawl.errors import ArgumentError, ConfigError
+from synapsecrawl.numbers import read_flag
 from synapsecrawl.urls import url_problem
 
-__all__ = ["CrawlRequest", "taking_turns"]
+__all__ = ["CrawlRequest", "WorkerRequest", "taking_turns"]
 
 _KB_NAME = re.compile(r"^[\w.-]{1,100}$")
 
@@ -106,3 +109,23 @@ class CrawlRequest:
         if not _KB_NAME.match(name):
             raise ConfigError(f"kb {name!r} may hold only letters, digits, '.', '_' and '-'")
         return cls(tuple(dict.fromkeys(urls)), name, depth, max_pages, tuple(skipped))
+
+
+@dataclass(frozen=True)
+class WorkerRequest:
+    """``scrapy crawl worker``'s arguments: the shared crawl it joins, and whether it stays for new work once
+    the crawl is drained (a worker under Scrapyd). Checked once, the same way by the ``crawl`` command
+    before Scrapy starts and by the worker spider (a run without the command, a test's ``get_crawler``)."""
+
+    crawl: str
+    stay: bool = False
+
+    @classmethod
+    def from_args(cls, *, crawl: object = None, stay: object = None, **unknown: object) -> WorkerRequest:
+        """Validate ``-a`` arguments; raises ConfigError with a one-line message."""
+        unknown.pop("_job", None)  # Scrapyd passes its job id as a spider argument
+        if unknown:
+            raise ConfigError(f"unknown spider argument(s): {', '.join(sorted(unknown))} (worker takes crawl, stay)")
+        if not crawl:
+            raise ConfigError("the worker joins a shared crawl: give -a crawl=NAME")
+        return cls(crawl=check_crawl_name(str(crawl)), stay=read_flag("stay", stay, words=True))

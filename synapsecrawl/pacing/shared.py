@@ -43,6 +43,7 @@ import redis.asyncio
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.pacing import DEFAULT_PREFIX
 from synapsecrawl.pacing.clock import MARGIN, Margin, SiteClock
+from synapsecrawl.pacing.keys import SPACING_LUA, site_keys
 
 __all__ = ["ASYNC_CONNECTIONS", "DEFAULT_PREFIX", "RedisPacing", "Turn", "async_redis", "check_redis"]
 
@@ -51,19 +52,17 @@ logger = logging.getLogger(__name__)
 
 # A day: Crawl-delay and slow spacing are kept as long as robots.txt is (RFC 9309 §2.4), pauses longer.
 _KEEP_SECONDS = 86_400
-# KEYS: state hash, lease sorted set, unsent sorted set (granted leases whose request has not been said to be
-# sent; lease id -> expiry). Shared by every script: the Redis time and the site's spacing.
+# KEYS: synapsecrawl.pacing.keys.site_keys: state hash, lease sorted set, unsent sorted set (granted leases
+# whose request has not been said to be sent; lease id -> expiry). Shared by every script: the Redis time and
+# the site's spacing (keys.SPACING_LUA).
 # Every script's last three ARGV are the gap's margin (synapsecrawl.pacing.clock.MARGIN: ratio, cap, seconds).
 _PRELUDE = Template("""
 if redis.replicate_commands then redis.replicate_commands() end
+$spacing_of
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local state = KEYS[1]
-local spacing = tonumber(ARGV[1])
-for _, name in ipairs({'spacing', 'slow'}) do
-  local value = tonumber(redis.call('HGET', state, name) or '0')
-  if value > spacing then spacing = value end
-end
+local spacing = site_spacing(state, ARGV[1])
 local margin_ratio, margin_cap = tonumber(ARGV[#ARGV - 2]), tonumber(ARGV[#ARGV - 1])
 local margin_seconds = tonumber(ARGV[#ARGV])
 local function gap_of(s) return s + math.min(s * margin_ratio, margin_cap) + margin_seconds end
@@ -74,7 +73,7 @@ local function keep(until_)
   redis.call('PEXPIRE', KEYS[2], ms)
   redis.call('PEXPIRE', KEYS[3], ms)
 end
-""").substitute(keep=_KEEP_SECONDS)
+""").substitute(keep=_KEEP_SECONDS, spacing_of=SPACING_LUA)
 
 # ARGV: delay, concurrency limit, lease seconds, lease id, poll seconds, skip Crawl-delay (0|1).
 # Returns {granted 0|1, wait, spacing, paused_for} as strings (Lua numbers would be truncated to integers).
@@ -234,9 +233,7 @@ class RedisPacing:
 
     ``clock`` is this machine's monotonic clock, used only to turn local pause
     times into durations and back; ``prefix`` separates deployments (and tests)
-    sharing one Redis. Keys are ``PREFIX:{SITE}:state`` (a hash: next start,
-    pause, spacings), ``PREFIX:{SITE}:leases`` and ``PREFIX:{SITE}:unsent``
-    (lease id -> expiry); the braces keep a site's keys on one Redis Cluster node.
+    sharing one Redis. Its keys are ``synapsecrawl.pacing.keys``'.
     """
 
     url: str
@@ -267,7 +264,7 @@ class RedisPacing:
         return [self.delay, *args, *self.margin]
 
     def _keys(self, site: str) -> list[str]:
-        return [f"{self.prefix}:{{{site}}}:{name}" for name in ("state", "leases", "unsent")]
+        return site_keys(self.prefix, site)
 
     def _script(self, name: str, source: str, *, asynchronous: bool = False) -> Any:
         key = f"{name}/{'async' if asynchronous else 'sync'}"

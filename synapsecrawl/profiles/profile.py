@@ -92,10 +92,10 @@ class BackoffPolicy:
 
 @dataclass(frozen=True)
 class Bound:
-    """A limit's default and its hard cap (a ceiling, or a floor for delays)."""
+    """A limit's default and its hard limit: a ceiling (TOML ``cap``: depth, pages) or a floor (``floor``: delay)."""
 
     default: float
-    cap: float
+    limit: float
 
 
 @dataclass(frozen=True)
@@ -178,10 +178,10 @@ def _bound(name: str, table: dict[str, Any], key: str) -> Bound:
     entry = table.get(key)
     if not isinstance(entry, dict) or "default" not in entry:
         raise ProfileError(f"profile {name}: deployment needs {key} = {{ default = ..., cap|floor = ... }}")
-    cap = entry.get("cap", entry.get("floor"))
-    if cap is None:
+    limit = entry.get("cap", entry.get("floor"))
+    if limit is None:
         raise ProfileError(f"profile {name}: {key} needs a cap or floor")
-    return Bound(float(entry["default"]), float(cap))
+    return Bound(float(entry["default"]), float(limit))
 
 
 # How a BackoffPolicy field's TOML value is read, by the field's annotation.
@@ -327,7 +327,7 @@ def parse_profile(name: str, data: dict[str, Any], deployment: str | None = None
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileError(f"profile {name}: missing or invalid {exc}") from None
-    if profile.concurrency < 1 or profile.delay.cap <= 0 or profile.robots.max_bytes < 500 * 1024:
+    if profile.concurrency < 1 or profile.delay.limit <= 0 or profile.robots.max_bytes < 500 * 1024:
         raise ProfileError(f"profile {name}: concurrency >= 1, delay floor > 0, robots max_bytes >= 500 KiB")
     if profile.previews != (profile.og_image_bytes > 0) or profile.ondemand != (profile.ondemand_min_refetch > 0):
         raise ProfileError(f"profile {name}: previews need og_image_bytes > 0, ondemand an ondemand_min_refetch > 0")
@@ -354,18 +354,18 @@ def resolve_limits(
     delay = profile.delay.default
     if settings.get("DOWNLOAD_DELAY") is not None:
         delay = _number("DOWNLOAD_DELAY", settings["DOWNLOAD_DELAY"], integer=False)
-        if delay < profile.delay.cap:
-            raise ConfigError(f"DOWNLOAD_DELAY {delay:g} is below {who}'s floor {profile.delay.cap:g} s")
+        if delay < profile.delay.limit:
+            raise ConfigError(f"DOWNLOAD_DELAY {delay:g} is below {who}'s floor {profile.delay.limit:g} s")
     depth = profile.depth.default
     if settings.get("DEPTH_LIMIT") is not None:
         depth = _number("DEPTH_LIMIT", settings["DEPTH_LIMIT"], integer=True)
-        if depth > profile.depth.cap or depth == 0 < profile.depth.cap:
-            raise ConfigError(f"DEPTH_LIMIT {depth:g} is beyond {who}'s cap {profile.depth.cap:g}")
+        if depth > profile.depth.limit or depth == 0 < profile.depth.limit:
+            raise ConfigError(f"DEPTH_LIMIT {depth:g} is beyond {who}'s cap {profile.depth.limit:g}")
     pages = profile.pages.default
     if settings.get("CLOSESPIDER_PAGECOUNT") is not None:
         pages = _number("CLOSESPIDER_PAGECOUNT", settings["CLOSESPIDER_PAGECOUNT"], integer=True)
-        if pages > profile.pages.cap or pages == 0:
-            raise ConfigError(f"CLOSESPIDER_PAGECOUNT {pages:g} is beyond {who}'s cap {profile.pages.cap:g}")
+        if pages > profile.pages.limit or pages == 0:
+            raise ConfigError(f"CLOSESPIDER_PAGECOUNT {pages:g} is beyond {who}'s cap {profile.pages.limit:g}")
     return lower_limits(Limits(delay=delay, depth=int(depth), pages=int(pages)), arguments)
 
 

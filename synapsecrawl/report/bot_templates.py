@@ -217,9 +217,9 @@ def _limits_syn(bot: Bot) -> Template:
     ), lambda b: {
         "depth": b.profile.depth.default,
         "pages": b.profile.pages.default,
-        "rate": b.deployments["self-hosted"].delay.cap,
-        "depth_cap": b.deployments["self-hosted"].depth.cap,
-        "pages_cap": b.deployments["self-hosted"].pages.cap,
+        "rate": b.deployments["self-hosted"].delay.limit,
+        "depth_cap": b.deployments["self-hosted"].depth.limit,
+        "pages_cap": b.deployments["self-hosted"].pages.limit,
     }
 
 

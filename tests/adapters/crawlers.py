@@ -15,18 +15,21 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from scrapy import Request
+from scrapy import Request, signals
+from scrapy.core.downloader import Downloader, Slot
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 from scrapy.statscollectors import MemoryStatsCollector
+from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.test import get_crawler
 
+from middlewares.engine.downloader import PacedDownloader
 from middlewares.engine.runtime import CrawlTarget, Runtime
 from synapsecrawl import settings as project_settings
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.store import Store
 
-__all__ = ["SideFetches", "crawler_for", "opened_store", "project"]
+__all__ = ["SideFetches", "crawler_for", "live_slot", "opened_store", "project"]
 
 
 def project(**overrides: object) -> dict[str, Any]:
@@ -64,10 +67,30 @@ def opened_store(of: Crawler | Runtime) -> Store:
     return store
 
 
+def live_slot(downloader: Downloader, request: Request) -> tuple[str, Slot]:
+    """``request``'s slot as Scrapy's downloader has it once the request reached it: found or made
+    (``_get_slot``, pinned in test_scrapy_seam.py), then ``request_reached_downloader`` sent, on which
+    PacedDownloader paces the slot. ``request`` itself is left as it was."""
+    key, slot = downloader._get_slot(request)
+    reached = request.replace(meta={**request.meta, downloader.DOWNLOAD_SLOT: key})
+    downloader.crawler.signals.send_catch_log(signals.request_reached_downloader, request=reached, spider=None)
+    return key, slot
+
+
 @dataclass
-class _Downloader:
+class _Downloader(PacedDownloader):
+    """A PacedDownloader (so ``middlewares.engine.seam.paced_downloader`` finds it) that notes what it is
+    asked to drop and refresh, and holds no slot: every site is due at once. Built without Scrapy's
+    ``Downloader.__init__``, which would build the middlewares and handlers."""
+
     dropped: list[tuple[str, Any]] = field(default_factory=list)
     refreshed: list[str] = field(default_factory=list)
+
+    def due(self, site: str, ignoring: int = 0, request: Request | None = None) -> float | None:
+        return 0.0
+
+    def get_slot_key(self, request: Request) -> str:
+        return urlparse_cached(request).hostname or ""
 
     def drop_queued(self, site: str, why: Any) -> None:
         self.dropped.append((site, why))

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from scrapy.exceptions import NotConfigured
@@ -27,13 +30,16 @@ def crawler_for(**overrides: object):  # type: ignore[no-untyped-def]
 def test_addon_derives_scrapy_settings_from_the_profile(
     profile: str, delay: float, concurrency: int, timeout: float
 ) -> None:
-    """ALL-UA, SYN-RATE, ALL-TIMEOUT, ALL-NOJS: the add-on sets the exact User-Agent, the pacing,
-    no jitter, the timeout; cookies, AutoThrottle, telnet and remote control stay off."""
+    """ALL-UA, SYN-RATE, ALL-TIMEOUT, ALL-NOJS: the add-on sets the exact User-Agent, the per-site
+    concurrency, the timeout, and leaves the delay and jitter to the paced downloader (one owner of each
+    slot value); cookies, AutoThrottle, telnet and remote control stay off."""
     crawler = crawler_for(BOT_PROFILE=profile)
     settings = crawler.settings
     runtime = Runtime.of(crawler)
     assert settings["USER_AGENT"] == runtime.profile.user_agent
-    assert settings.getfloat("DOWNLOAD_DELAY") == delay and settings.getfloat("DOWNLOAD_DELAY_JITTER") == 0
+    # the slot's delay and jitter are PacedDownloader's (test_paced_downloader.py); Scrapy's settings keep theirs
+    assert settings.getpriority("DOWNLOAD_DELAY") == settings.getpriority("DOWNLOAD_DELAY_JITTER") == 0
+    assert runtime.limits.delay == delay
     assert settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") == concurrency
     assert settings.getfloat("DOWNLOAD_TIMEOUT") == timeout
     for off in (
@@ -92,3 +98,24 @@ def test_the_configuration_is_built_once_per_crawler(tmp_path, monkeypatch: pyte
     assert len(built) == 1
     assert Runtime.of(crawler).config is built[0]
     Runtime.of(crawler).close()
+
+
+_POOL = """
+from scrapy.utils.reactor import install_reactor
+install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")  # as a real crawl does
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+from tests.adapters.test_addon import crawler_for
+crawler = crawler_for(BOT_PROFILE="snagabot", TWISTED_REACTOR_ENABLED=True)
+print(HTTP11DownloadHandler(crawler)._pool.maxPersistentPerHost)
+"""
+
+
+def test_the_http_handler_keeps_as_many_connections_per_host_as_a_site_may_have_in_flight() -> None:
+    """OMN-SITE: CONCURRENT_REQUESTS_PER_DOMAIN, which the add-on sets to the profile's concurrency, is
+    read by Scrapy's HTTP handler as its pool of persistent connections per host, not by the slots only
+    (PacedDownloader sets those itself): so the add-on keeps writing it. In a process of its own: the
+    handler installs Twisted's reactor, which this test process must not."""
+    done = subprocess.run(
+        [sys.executable, "-c", _POOL], capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2]
+    )
+    assert done.stdout.split() == [str(Runtime.of(crawler_for(BOT_PROFILE="snagabot")).profile.concurrency)]

@@ -10,9 +10,11 @@ import pytest
 import scrapy
 from scrapy.utils.test import get_crawler
 
-from middlewares.engine.downloader import SKIP_CRAWL_DELAY, PacedDownloader
+from middlewares.engine.downloader import PacedDownloader
 from middlewares.engine.queues import CompactFifoQueue
 from middlewares.engine.runtime import Runtime
+from synapsecrawl.crawl.meta import SKIP_CRAWL_DELAY
+from tests.adapters.crawlers import live_slot
 
 
 class _Spider(scrapy.Spider):
@@ -80,7 +82,7 @@ async def test_a_first_add_is_due_without_the_crawl_delay_but_not_without_a_paus
     pacer = Runtime.of(crawler).pacer
     first_add = scrapy.Request("http://feeds.test/feed.xml", meta={SKIP_CRAWL_DELAY: True})
     refresh = scrapy.Request("http://feeds.test/other.xml")
-    site, slot = downloader._get_slot(refresh)
+    site, slot = live_slot(downloader, refresh)
     pacer.set_crawl_delay(site, 20.0)
     downloader.refresh(site)
     slot.lastseen = sent = monotonic()  # robots.txt has just left

@@ -22,6 +22,7 @@ from scrapy.utils.test import get_crawler
 from middlewares.engine.downloader import PacedDownloader
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.pacing.clock import gap, next_start
+from tests.adapters.crawlers import live_slot
 from tests.helpers import REDIS_URL
 
 _SIGNING = ("omniscientebot", "serenereader")  # profiles that sign every request need a key
@@ -67,7 +68,7 @@ async def test_a_sites_next_start_is_its_spacing_and_margin_after_the_last(signi
     clock = FakeClock()
     downloader = await downloader_for("omniscientebot", signing_key, clock)
     assert downloader.due("example.com") == 0.0
-    site, slot = downloader._get_slot(Request("https://www.example.com/a"))
+    site, slot = live_slot(downloader, Request("https://www.example.com/a"))
     assert site == downloader.get_slot_key(Request("https://blog.example.com/b")) == "example.com"
     assert (slot.delay, slot.jitter, slot.concurrency) == (gap(5.0), 0.0, 2)
     slot.lastseen = clock.now  # a request started
@@ -80,7 +81,7 @@ async def test_a_pause_holds_the_live_slot_until_it_ends(signing_key: Path) -> N
     clock = FakeClock()
     downloader = await downloader_for("synapsebot", signing_key, clock)
     pacer = Runtime.of(downloader.crawler).pacer
-    site, slot = downloader._get_slot(Request("http://a.test/"))
+    site, slot = live_slot(downloader, Request("http://a.test/"))
     slot.lastseen = clock.now
     pacer.pause(site, until=clock.now + 30.0)
     downloader.refresh(site)
@@ -104,7 +105,7 @@ async def test_the_crawl_delay_reaches_the_live_slot_within_the_profiles_cap(
     clock = FakeClock()
     downloader = await downloader_for(profile, signing_key, clock)
     pacer = Runtime.of(downloader.crawler).pacer
-    site, slot = downloader._get_slot(Request("http://a.test/"))
+    site, slot = live_slot(downloader, Request("http://a.test/"))
     slot.lastseen = clock.now
     pacer.set_crawl_delay(site, stated)
     downloader.refresh(site)
@@ -119,7 +120,7 @@ async def test_a_slow_answer_spaces_the_site_ten_times_its_response_time(signing
     clock = FakeClock()
     downloader = await downloader_for("snagabot", signing_key, clock)
     pacer = Runtime.of(downloader.crawler).pacer
-    site, slot = downloader._get_slot(Request("http://slow.test/"))
+    site, slot = live_slot(downloader, Request("http://slow.test/"))
 
     def answered(latency: float, **meta: Any) -> None:
         request = Request("http://slow.test/", meta={"download_latency": latency, **meta})
@@ -144,7 +145,7 @@ async def test_the_next_gap_counts_from_when_the_request_reached_the_server(
     every gap by its whole response time."""
     clock = FakeClock()
     downloader = await downloader_for("omniscientebot", signing_key, clock)
-    site, slot = downloader._get_slot(Request("https://www.example.com/"))
+    site, slot = live_slot(downloader, Request("https://www.example.com/"))
     request = Request("https://www.example.com/", meta={"download_latency": latency, "download_slot": site})
     response = Response(request.url, request=request)
     downloader.crawler.signals.send_catch_log(signals.response_downloaded, response=response, request=request)

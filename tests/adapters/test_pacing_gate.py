@@ -17,11 +17,11 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.utils.misc import build_from_crawler
 
-from middlewares.engine.downloader import SKIP_CRAWL_DELAY, PacedDownloader
+from middlewares.engine.downloader import PacedDownloader
 from middlewares.engine.runtime import Runtime
-from middlewares.engine.scheduler import TURN
 from middlewares.pacing import PacingGateMiddleware
-from tests.adapters.crawlers import crawler_for
+from synapsecrawl.crawl.meta import SKIP_CRAWL_DELAY, TURN
+from tests.adapters.crawlers import crawler_for, live_slot
 
 URL = "http://a.test/page"
 
@@ -88,7 +88,7 @@ async def test_a_crawl_delay_holds_a_turn_but_not_one_that_skips_it(tmp_path: Pa
     flagged ``pacing_skip_crawl_delay`` (a feed's first add) is held only by a pause, so it passes."""
     gate, downloader, crawler = await _gate(tmp_path)
     request = _turn()
-    site, slot = downloader._get_slot(request)
+    site, slot = live_slot(downloader, request)
     Runtime.of(crawler).pacer.set_crawl_delay(site, 100.0)
     slot.lastseen = monotonic()
     downloader.refresh(site)

@@ -22,6 +22,7 @@ from synapsecrawl.signing import (
     load_private_key,
     verify_request,
 )
+from tests.adapters.crawlers import live_slot
 
 NOW = 1_700_000_000
 URL = "http://docs.test:8080/guide/a.html?x=1"
@@ -173,7 +174,7 @@ async def test_a_request_is_signed_as_the_downloader_hands_it_over(key_file: Pat
     await downloader.handlers._close()  # the real handlers are not used: nothing goes to the network
     wire = _Wire()
     downloader.handlers = wire  # type: ignore[assignment]
-    _, slot = downloader._get_slot(request)
+    _, slot = live_slot(downloader, request)
     await downloader._download(slot, request)
     [headers] = wire.seen
     assert {"Signature", "Signature-Input", "Signature-Agent"} <= set(headers)

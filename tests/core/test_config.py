@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from scrapy.settings import Settings, default_settings
 
@@ -66,3 +68,34 @@ def test_every_default_is_read_from_one_place() -> None:
     assert (config.kb.batch_pages, config.kb.batch_seconds, config.kb.report) == (8, 0.25, True)
     assert (config.render.enabled, config.render.max_pages) == (False, 4)
     assert config.signing.key == "" and not config.net.allow_private
+
+
+@pytest.mark.parametrize(("timeout", "lease"), [(None, 75.0), ("5", 20.0)])
+def test_a_shared_crawls_lease_outlives_the_longest_download_it_allows(timeout: str | None, lease: float) -> None:
+    """OMN-SITE: the pacer's in-flight places, the frontier's entries and the robots.txt lock of a shared crawl
+    are held DOWNLOAD_TIMEOUT (the profile's 60 s, or the operator's lower one) and 15 s more: one value."""
+    given = {"DOWNLOAD_TIMEOUT": timeout} if timeout else {}
+    config = CrawlConfig.from_settings({"BOT_PROFILE": "synapsebot", **given})
+    assert config.lease_seconds == lease == config.timeout + 15.0
+
+
+def test_the_ondemand_port_is_a_number_once_read() -> None:
+    """SNA-ONDEMAND: ONDEMAND_PORT is read into an int with the configuration, and a port that is not one is
+    refused there in one line, not parsed again by each reader."""
+    assert CrawlConfig.from_settings({"BOT_PROFILE": "snagabot", "ONDEMAND_PORT": "9000"}).serving.port == 9000
+    with pytest.raises(ConfigError, match=r"^ONDEMAND_PORT 70000 is not a port number \(0-65535\)$"):
+        CrawlConfig.from_settings({"ONDEMAND_PORT": "70000"})
+
+
+def test_the_removal_list_is_read_once_into_the_configuration(tmp_path: Path) -> None:
+    """YOT-REMOVAL: REMOVAL_LIST is read with the configuration (a file that cannot be read stops the crawl
+    there) and the list itself is kept, so the removal middleware does not read the file again."""
+    listed = tmp_path / "removals.txt"
+    listed.write_text("gone.test\nhttps://a.test/private/\n", encoding="utf-8")
+    operations = CrawlConfig.from_settings({"REMOVAL_LIST": str(listed)}).operations
+    assert operations.removal_list == str(listed)
+    assert operations.removals is not None and operations.removals.matches("https://gone.test/x")
+    assert operations.removals.matches("https://a.test/private/p") and not operations.removals.matches(
+        "https://a.test/"
+    )
+    assert CrawlConfig.from_settings({}).operations.removals is None

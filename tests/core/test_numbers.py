@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.numbers import INTEGER_SETTINGS, check_numbers, read_number
+from synapsecrawl.numbers import INTEGER_SETTINGS, check_numbers, read_flag, read_number
 from tests.helpers import ROOT
 
 
@@ -115,3 +115,26 @@ def test_every_setting_read_with_getint_is_known_as_an_integer_setting() -> None
     }
     assert "CONCURRENT_REQUESTS" in read  # the scan does find them
     assert sorted(read - INTEGER_SETTINGS) == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [(True, True), (None, False), (0, False), ("1", True), ("0", False), ("True", True), ("false", False)],
+)
+def test_a_flag_reads_as_scrapys_getbool_reads_it(raw: object, expected: bool) -> None:
+    """A boolean setting is read as Scrapy's getbool reads it (a setting Scrapy may read too must not mean
+    something else to it); a word Scrapy would refuse is one line naming the setting."""
+    assert read_flag("X", raw) is expected
+    with pytest.raises(ConfigError, match=r"^X 'yes' is neither True nor False$"):
+        read_flag("X", "yes")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"), [("yes", True), ("ON", True), (" no ", False), ("off", False), ("", False)]
+)
+def test_a_flag_only_we_read_may_be_a_word(raw: str, expected: bool) -> None:
+    """A flag only synapsecrawl reads (JS_RENDERING, a worker's -a stay) also takes yes/no/on/off, in any
+    case; anything else is one line."""
+    assert read_flag("stay", raw, words=True) is expected
+    with pytest.raises(ConfigError, match=r"^stay 'maybe' is neither True nor False$"):
+        read_flag("stay", "maybe", words=True)
