@@ -120,6 +120,7 @@ class RereadMiddleware:
         if stored is None:
             return
         request.meta["reread_url"] = request.url
+        request.meta["reread_fetched_at"] = stored.fetched_at.isoformat()  # a 304's WARC revisit refers to it
         for field, value in conditional_headers(stored.etag, stored.last_modified).items():
             request.headers[field] = value
 

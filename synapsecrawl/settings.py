@@ -108,9 +108,12 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     "middlewares.engine.summary.SummaryExtension": 500,
     "middlewares.engine.requestlog.RequestLogExtension": 510,  # the request log and crawl report (#18)
+    "middlewares.engine.warc.WarcExtension": 520,  # WARC_DIR only: what went on the wire, as WARC (#34)
 }
 REPORT_ENABLED = True  # write REPORT_DIR/CRAWL_ID/ (requests.jsonl, stats.json, index.html, report.json)
 REPORT_DIR = ""  # empty: reports/ beside a SQLite KB, else .synapsecrawl/reports
+WARC_DIR = ""  # empty: no WARC; else every request and answer as gzipped WARC files there (middlewares.engine.warc)
+WARC_MAX_SIZE = 1_000_000_000  # bytes a WARC file reaches before the next one starts
 
 LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"
