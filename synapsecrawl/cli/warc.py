@@ -13,6 +13,7 @@ readable (of it and of the other files) is in the knowledge base.
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 import sys
 from functools import cache
@@ -69,6 +70,7 @@ def _run(args: argparse.Namespace, paths: list[Path], mode: Any, *, own_profile:
     from synapsecrawl.warc.captures import Capture, warc_files
     from synapsecrawl.warc.load import load
 
+    logging.getLogger("warcio").setLevel(logging.ERROR)  # what it warns of, a broken file says in its one line
     if not _KB_NAME.match(args.kb):
         raise ConfigError(f"kb {args.kb!r} may hold only letters, digits, '.', '_' and '-'")
     removals = read_removal_list(args.removal_list) if args.removal_list else RemovalList()

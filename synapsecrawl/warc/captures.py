@@ -5,8 +5,9 @@ de-chunked and decoded of its Content-Encoding by warcio (Common Crawl stores bo
 original codings renamed ``X-Crawler-*``, which leaves nothing to decode); a WET ``conversion`` record
 is a capture of plain text without headers; a ``revisit`` record is yielded for what it confirms.
 ``warcinfo`` records give the profile that wrote the file (``synapsecrawl-profile``). Requests,
-metadata and other records are passed over. A file that stops being WARC raises ``MalformedWarc``
-with one line naming the file and the offset; the captures before it have been yielded.
+metadata and other records are passed over. A file that stops being WARC, or whose digests fail (a file
+cut short), raises ``MalformedWarc`` with one line naming the file and the offset; the captures before
+it have been yielded.
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ def read_captures(path: Path) -> Iterator[Capture]:
         handle = open(path, "rb")  # noqa: SIM115 - closed below, after the generator is done
     except OSError as error:
         raise MalformedWarc(f"{path}: {error.strerror or error}") from None
-    records: Any = ArchiveIterator(handle, arc2warc=True)
+    # Digests checked as records are read: a file cut short or damaged breaks off where it fails.
+    records: Any = ArchiveIterator(handle, check_digests="raise")
     profile = ""
     offset = 0
     try:
@@ -96,10 +98,12 @@ def read_captures(path: Path) -> Iterator[Capture]:
             try:
                 record = next(records)
             except StopIteration:
-                return
+                break
             except (ArchiveLoadFailed, zlib.error, EOFError, OSError, ValueError) as error:
                 reason = " ".join(str(error).split())[:160] or type(error).__name__
                 raise MalformedWarc(f"{path}: not WARC after offset {offset}: {reason}") from None
+            if record.format != "warc":
+                raise MalformedWarc(f"{path}: not WARC after offset {offset}: an {record.format} record")
             offset = records.offset
             kind = record.rec_type
             if kind == "warcinfo":
@@ -110,13 +114,34 @@ def read_captures(path: Path) -> Iterator[Capture]:
                 continue
             try:
                 capture = _capture(record, kind, url, profile)
-            except (zlib.error, EOFError, OSError, ValueError, MalformedWarc) as error:
+            except (ArchiveLoadFailed, zlib.error, EOFError, OSError, ValueError, MalformedWarc) as error:
                 reason = " ".join(str(error).split())[:160] or type(error).__name__
                 raise MalformedWarc(f"{path}: record at offset {offset} ({url}) does not read: {reason}") from None
             if capture is not None:
                 yield capture
     finally:
         handle.close()
+    if path.name.endswith(".gz") and not _gzip_complete(path):
+        raise MalformedWarc(f"{path}: cut short after offset {offset}: its last gzip member does not end")
+
+
+def _gzip_complete(path: Path) -> bool:
+    """Whether the gzip members of ``path`` all end: warcio stops quietly at a file cut short."""
+    member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    fed = False
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                while chunk:
+                    member.decompress(chunk)
+                    fed = True
+                    if not member.eof:
+                        break
+                    chunk = member.unused_data
+                    member, fed = zlib.decompressobj(16 + zlib.MAX_WBITS), False
+    except zlib.error:
+        return False
+    return not fed
 
 
 def _capture(record: Any, kind: str, url: str, profile: str) -> Capture | None:

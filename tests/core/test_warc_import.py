@@ -1,0 +1,234 @@
+"""`synapsecrawl import warc` and the rules it applies, on WARC and WET files written here in Common Crawl's layout."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.records import PageRecord
+from synapsecrawl.kb.removals import RemovalList
+from synapsecrawl.profiles import load_profile
+from synapsecrawl.warc.load import load
+from tests.helpers import record, synapsecrawl
+
+CC_INFO = {
+    "software": "Apache Nutch 1.19 (modified, https://github.com/commoncrawl/nutch/)",
+    "format": "WARC File Format 1.1",
+    "isPartOf": "CC-MAIN-2026-08",
+    "operator": "Common Crawl Admin (info@commoncrawl.org)",
+    "publisher": "Common Crawl",
+}
+MARCH = datetime(2026, 3, 1, 8, 30, 0, tzinfo=UTC)
+OLDER = datetime(2025, 11, 2, tzinfo=UTC)  # a copy fetched before the captures
+
+
+def stored(url: str, text: str, fetched_at: datetime, **kw: object) -> PageRecord:
+    """A copy the KB "cc" holds, fetched at ``fetched_at``."""
+    return replace(record(url, text, kb="cc", **kw), fetched_at=fetched_at)
+
+
+def cc_page(title: str, words: str, head: str = "") -> bytes:
+    return f"<html><head><title>{title}</title>{head}</head><body><main><p>{words}</p></main></body></html>".encode()
+
+
+def cc_warc(path: Path, pages: list[tuple[str, bytes]] | list[tuple[str, bytes, dict[str, str]]],
+            when: datetime = MARCH) -> Path:  # fmt: skip
+    """A WARC as Common Crawl writes it: warcinfo, then request, response and metadata records per page, the
+    response's body stored decoded with its original coding and length renamed X-Crawler-*."""
+    with path.open("wb") as handle:
+        writer = WARCWriter(handle, gzip=True, warc_version="1.1")
+        info = writer.create_warcinfo_record(path.name, CC_INFO)
+        writer.write_record(info)
+        info_id = info.rec_headers.get_header("WARC-Record-ID")
+        for entry in pages:
+            url, body = entry[0], entry[1]
+            extra = entry[2] if len(entry) > 2 else {}  # type: ignore[misc]
+            date = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+            common = {"WARC-Date": date, "WARC-Warcinfo-ID": info_id, "WARC-IP-Address": "192.0.2.7"}
+            head = StatusAndHeaders(
+                "200 OK",
+                [
+                    ("Date", "Sun, 01 Mar 2026 08:30:00 GMT"),
+                    ("Content-Type", "text/html; charset=UTF-8"),
+                    ("X-Crawler-Content-Encoding", "gzip"),
+                    ("X-Crawler-Content-Length", str(len(gzip.compress(body)))),
+                    ("Content-Length", str(len(body))),
+                    *extra.items(),
+                ],
+                protocol="HTTP/1.1",
+            )
+            response = writer.create_warc_record(
+                url, "response", payload=io.BytesIO(body), length=len(body), http_headers=head,
+                warc_headers_dict=common | {"WARC-Identified-Payload-Type": "text/html"},
+            )  # fmt: skip
+            ask = StatusAndHeaders(f"GET {url.split('/', 3)[3:] and '/' + url.split('/', 3)[3]} HTTP/1.1",
+                                   [("User-Agent", "CCBot/2.0 (https://commoncrawl.org/faq/)")], is_http_request=True)  # fmt: skip
+            concurrent = common | {"WARC-Concurrent-To": response.rec_headers.get_header("WARC-Record-ID")}
+            writer.write_record(
+                writer.create_warc_record(url, "request", http_headers=ask, warc_headers_dict=concurrent)
+            )
+            writer.write_record(response)
+            meta = b"fetchTimeMs: 113\r\ncharset-detected: UTF-8\r\n"
+            writer.write_record(writer.create_warc_record(
+                url, "metadata", payload=io.BytesIO(meta), length=len(meta), warc_content_type="application/warc-fields",
+                warc_headers_dict=concurrent,
+            ))  # fmt: skip
+    return path
+
+
+def cc_wet(path: Path, texts: list[tuple[str, str]]) -> Path:
+    """A WET file as Common Crawl writes it: warcinfo, then one text/plain conversion record per page."""
+    with path.open("wb") as handle:
+        writer = WARCWriter(handle, gzip=True, warc_version="1.0")
+        writer.write_record(writer.create_warcinfo_record(path.name, CC_INFO))
+        for url, text in texts:
+            body = text.encode()
+            fields = {"WARC-Date": "2026-03-01T08:30:00Z", "WARC-Identified-Content-Language": "eng",
+                      "WARC-Refers-To": "<urn:uuid:1b4c9b0e-0000-4000-8000-000000000001>"}  # fmt: skip
+            writer.write_record(writer.create_warc_record(
+                url, "conversion", payload=io.BytesIO(body), length=len(body), warc_content_type="text/plain",
+                warc_headers_dict=fields,
+            ))  # fmt: skip
+    return path
+
+
+def run_import(tmp_path: Path, files: list[Path], profile: str = "synapsebot", **kw: object):  # type: ignore[no-untyped-def]
+    store = open_store(f"sqlite:///{tmp_path / 'kb.sqlite3'}")
+    report = load(files, store, kb="cc", profile_for=lambda _: load_profile(profile), mode="import", **kw)  # type: ignore[arg-type]
+    return report, store
+
+
+def test_a_common_crawl_capture_is_stored_dated_by_its_capture(tmp_path: Path) -> None:
+    """import warc: a Common Crawl response is read with our extraction and stored with the capture's
+    WARC-Date as its fetched_at and no validators, so our own next fetch of it is a full one; its
+    request and metadata records are passed over."""
+    warc = cc_warc(tmp_path / "CC-MAIN-1.warc.gz", [("https://tea.example/green", cc_page("Green tea", "Green tea is steeped at eighty degrees for two minutes, never boiling."))])  # fmt: skip
+    report, store = run_import(tmp_path, [warc])
+    [page] = list(store.pages("cc"))
+    assert (page.url, page.title, page.fetched_at) == ("https://tea.example/green", "Green tea", MARCH)
+    assert "eighty degrees" in page.text and page.etag == "" and page.last_modified == ""
+    assert (report.captures, report.stored, report.malformed) == (1, 1, [])
+
+
+def test_noindex_in_the_stored_headers_or_html_is_kept_out(tmp_path: Path) -> None:
+    """ALL-NOINDEX: a capture whose stored X-Robots-Tag, or whose HTML robots meta, says noindex is not
+    imported, and it removes the older copy the KB held of it (as a fetch of ours would, SYN-REMOVE)."""
+    warc = cc_warc(tmp_path / "CC-MAIN-2.warc.gz", [
+        ("https://tea.example/header", cc_page("Header", "Words enough to be a page of text here."), {"X-Robots-Tag": "noindex"}),
+        ("https://tea.example/meta", cc_page("Meta", "Words enough to be a page of text here.", '<meta name="robots" content="noindex">')),
+        ("https://tea.example/open", cc_page("Open", "Words enough to be a page of text here.")),
+    ])  # fmt: skip
+    store = open_store(f"sqlite:///{tmp_path / 'kb.sqlite3'}")
+    store.put_page(stored("https://tea.example/meta", "an older copy", OLDER))
+    report, store = run_import(tmp_path, [warc])
+    assert [p.url for p in store.pages("cc")] == ["https://tea.example/open"]
+    assert report.skipped["noindex"] == 2 and report.deleted == 1
+
+
+def test_the_removal_list_holds(tmp_path: Path) -> None:
+    """SNA-NEVER, YOT-REMOVAL: a capture of a domain or URL prefix on the removal list is never stored,
+    and a stored copy of it is deleted."""
+    warc = cc_warc(tmp_path / "CC-MAIN-3.warc.gz", [
+        ("https://never.example/a", cc_page("Never", "Words enough to be a page of text here.")),
+        ("https://tea.example/private/b", cc_page("Private", "Words enough to be a page of text here.")),
+        ("https://tea.example/public/c", cc_page("Public", "Words enough to be a page of text here.")),
+    ])  # fmt: skip
+    store = open_store(f"sqlite:///{tmp_path / 'kb.sqlite3'}")
+    store.put_page(stored("https://never.example/a", "stored before the list", OLDER))
+    removals = RemovalList.parse("never.example\nhttps://tea.example/private/\n")
+    report, store = run_import(tmp_path, [warc], removals=removals)
+    assert [p.url for p in store.pages("cc")] == ["https://tea.example/public/c"]
+    assert report.skipped["never"] == 2 and report.deleted == 1
+
+
+def test_snagabot_scrubs_personal_data_from_what_it_imports(tmp_path: Path) -> None:
+    """SNA-PRIVACY: imported under SnagaBot, e-mail addresses and phone numbers leave the stored text."""
+    words = "Write to jan@example.com or call (212) 555-0187 about the tea tasting on Sunday afternoon."
+    warc = cc_warc(tmp_path / "CC-MAIN-4.warc.gz", [("https://tea.example/contact", cc_page("Contact", words))])
+    _, store = run_import(tmp_path, [warc], profile="snagabot")
+    [page] = list(store.pages("cc"))
+    assert "jan@example.com" not in page.text and "555-0187" not in page.text
+    assert "[email]" in page.text and "[phone]" in page.text
+
+
+def test_a_later_fetch_of_our_own_replaces_an_import_and_is_never_replaced_by_one(tmp_path: Path) -> None:
+    """A capture never replaces a newer copy: our own fetch after the capture date stays when the same
+    file is imported again, while a copy older than the capture is replaced by it."""
+    url = "https://tea.example/green"
+    warc = cc_warc(tmp_path / "CC-MAIN-5.warc.gz", [(url, cc_page("Green tea", "Imported words about green tea and its steeping."))])  # fmt: skip
+    _, store = run_import(tmp_path, [warc])
+    ours = stored(url, "Our own fresh words", datetime(2026, 4, 1, tzinfo=UTC), title="Ours")
+    store.put_page(ours)  # a crawl of ours, a month after the capture, replaces the import
+    report, store = run_import(tmp_path, [warc])
+    assert store.get_page("cc", url) == ours and report.skipped["older"] == 1
+    store.put_page(stored(url, "An old copy", OLDER))
+    run_import(tmp_path, [warc])
+    page = store.get_page("cc", url)
+    assert page is not None and page.title == "Green tea" and page.fetched_at == MARCH
+
+
+def test_wet_text_is_imported_as_plain_text_by_a_profile_that_reads_text(tmp_path: Path) -> None:
+    """A WET conversion record (Common Crawl's extracted text, no headers) is a text/plain page dated by
+    its capture: SynapseBot, which reads plain text, stores it; SnagaBot reads HTML only (SNA-HTML) and
+    skips it, as its crawl would skip a text/plain answer."""
+    wet = cc_wet(tmp_path / "CC-MAIN-6.warc.wet.gz", [
+        ("https://tea.example/wet", "Oolong notes\nOolong is half oxidised and rolled into small pearls by hand."),
+    ])  # fmt: skip
+    report, store = run_import(tmp_path, [wet], profile="snagabot")
+    assert list(store.pages("cc")) == [] and report.skipped["type"] == 1
+    _, store = run_import(tmp_path, [wet], profile="synapsebot")
+    [page] = list(store.pages("cc"))
+    assert page.content_type == "text/plain" and "half oxidised" in page.text and page.fetched_at == MARCH
+
+
+def test_the_command_imports_and_a_malformed_file_is_one_line_and_loses_nothing(tmp_path: Path) -> None:
+    """import warc FILE...: the files' pages reach the KB named by --kb; a file that breaks off after a
+    good record is one line on stderr naming it, its good record and the other files are all imported,
+    and the exit status is 1."""
+    good = cc_warc(tmp_path / "CC-MAIN-a.warc.gz", [("https://tea.example/a", cc_page("A", "The first page of words to read."))])  # fmt: skip
+    broken = cc_warc(tmp_path / "CC-MAIN-b.warc.gz", [("https://tea.example/b", cc_page("B", "The second page of words to read."))])  # fmt: skip
+    with broken.open("ab") as handle:
+        handle.write(gzip.compress(b"this is no WARC record at all\r\n\r\n"))
+    other = cc_warc(tmp_path / "CC-MAIN-c.warc.gz", [("https://tea.example/c", cc_page("C", "The third page of words to read."))])  # fmt: skip
+    uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
+    out = synapsecrawl("import", "warc", str(good), str(broken), str(other), "--uri", uri, "--kb", "cc",
+                       "--profile", "snagabot")  # fmt: skip
+    assert out.returncode == 1
+    [line] = out.stderr.splitlines()
+    assert line.startswith(f"synapsecrawl: {broken}: not WARC after offset "), line
+    assert out.stdout.startswith("import: 3 captures in 3 files: 3 stored, 0 removed, 0 skipped")
+    listed = synapsecrawl("kb", "list", "--uri", uri, "--kb", "cc", "--format", "jsonl")
+    urls = sorted(json.loads(row)["url"] for row in listed.stdout.splitlines())
+    assert urls == ["https://tea.example/a", "https://tea.example/b", "https://tea.example/c"]
+
+
+@pytest.mark.parametrize(
+    "args", [["import", "warc", "/nonexistent.warc.gz"], ["kb", "reextract", "--warc", "/nonexistent"]]
+)
+def test_a_missing_file_or_directory_is_one_line(args: list[str], tmp_path: Path) -> None:
+    """A file or WARC_DIR that is not there is one line on stderr and exit status 1."""
+    out = synapsecrawl(*args, "--uri", f"sqlite:///{tmp_path / 'kb.sqlite3'}")
+    assert out.returncode == 1 and len(out.stderr.splitlines()) == 1 and "/nonexistent" in out.stderr
+
+
+def test_a_file_cut_short_is_reported_after_its_whole_records(tmp_path: Path) -> None:
+    """A WARC file cut short (a copy interrupted) keeps its whole records and is reported in one line:
+    warcio stops quietly at a gzip member that does not end, so the reader checks that each one does."""
+    warc = cc_warc(tmp_path / "CC-MAIN-7.warc.gz", [
+        ("https://tea.example/1", cc_page("One", "The first page of words to read.")),
+        ("https://tea.example/2", cc_page("Two", "The second page of words to read.")),
+    ])  # fmt: skip
+    warc.write_bytes(warc.read_bytes()[:-100])  # into the last record (the second page's metadata)
+    report, store = run_import(tmp_path, [warc])
+    assert sorted(p.url for p in store.pages("cc")) == ["https://tea.example/1", "https://tea.example/2"]
+    [line] = report.malformed
+    assert line.startswith(f"{warc}: cut short after offset ")
