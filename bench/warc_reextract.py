@@ -87,8 +87,8 @@ def main() -> None:
             store.close()
         count = len(pages)
         print(
-            f"{name}: {count} pages of {size / 1024:.1f} KB on average; WARC {packed_bytes / count / 1024:.1f} KB a page"
-            f" sent gzipped, {plain_bytes / count / 1024:.1f} KB sent uncompressed; written at"
+            f"{name}: {count} pages of {size / 1024:.1f} KB on average;"
+            f" WARC {packed_bytes / count / 1024:.1f} KB a page sent gzipped, {plain_bytes / count / 1024:.1f} KB sent uncompressed; written at"
             f" {count / packed_time:.0f} pages/s (gzipped) and {count / plain_time:.0f} pages/s (uncompressed)"
         )
         print(
