@@ -88,7 +88,8 @@ def main() -> None:
         count = len(pages)
         print(
             f"{name}: {count} pages of {size / 1024:.1f} KB on average;"
-            f" WARC {packed_bytes / count / 1024:.1f} KB a page sent gzipped, {plain_bytes / count / 1024:.1f} KB sent uncompressed; written at"
+            f" WARC {packed_bytes / count / 1024:.1f} KB a page sent gzipped,"
+            f" {plain_bytes / count / 1024:.1f} KB sent uncompressed; written at"
             f" {count / packed_time:.0f} pages/s (gzipped) and {count / plain_time:.0f} pages/s (uncompressed)"
         )
         print(
