@@ -1,6 +1,6 @@
 """WARC: what a capture costs on disk, how fast the writer thread writes, and `kb reextract` pages per second (#34).
 
-    python -m bench.warc_reextract [--sim 200] [--docs 300] [--profile synapsebot]
+    python -m bench.warc_reextract [--sim 200] [--docs 300] [--profile synapsebot] [--caps]
 
 The pages are bench.sim's generated pages (10-100 KB) and, when python3.11-doc is installed, the
 pages of /usr/share/doc/python3.11/html/library. Each set is written twice through the crawl's writer
@@ -9,7 +9,8 @@ receives them): once with the bodies as a server sends them gzipped (Content-Enc
 case) and once uncompressed. Printed per set: the pages' average size, WARC bytes a page both ways,
 pages a second written, pages a second re-extracted by ``synapsecrawl.warc.load`` (what
 ``kb reextract --warc`` runs) into a fresh SQLite knowledge base, wall time, one process, and pages a
-second read by warcio alone (the share of the reading, against the extraction).
+second read by warcio alone (the share of the reading, against the extraction). ``--caps``: the WARC
+bytes of one HTML page as large as each profile's size cap.
 """
 
 from __future__ import annotations
@@ -61,11 +62,24 @@ def _write(directory: Path, exchanges: list[Exchange]) -> tuple[float, int]:
     return time.perf_counter() - start, sum(p.stat().st_size for p in files.finished)
 
 
+def _at_caps(pages: list[tuple[str, bytes]]) -> None:
+    """WARC bytes of one page of HTML text as large as each profile's size cap (the docs pages end to end)."""
+    text = b"".join(body for _, body in pages)
+    for name in ("serenereader", "snagabot", "synapsebot", "yottabot", "omniscientebot"):
+        cap = load_profile(name).size_bytes
+        body = (text * (cap // len(text) + 1))[:cap]  # repeats only past the corpus's own length
+        with tempfile.TemporaryDirectory() as tmp:
+            _, size = _write(Path(tmp), _exchanges([("http://caps.test/page.html", body)], packed=False))
+        repeated = " (the corpus repeated)" if cap > len(text) else ""
+        print(f"  {name}: a {cap / 1e6:g} MB page of HTML text{repeated}: {size / 1e6:.2f} MB of WARC")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sim", type=int, default=200, help="bench.sim pages (default 200)")
     parser.add_argument("--docs", type=int, default=300, help="Python docs library pages, at most (default 300)")
     parser.add_argument("--profile", default="synapsebot", help="the profile re-extraction reads under")
+    parser.add_argument("--caps", action="store_true", help="and one page at each profile's size cap")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     profile = load_profile(args.profile)
@@ -96,6 +110,8 @@ def main() -> None:
             f"  kb reextract ({args.profile}): {report.stored} stored of {count}, {count / spent:.1f} pages/s;"
             f" reading the {read} captures alone (warcio): {read / reading:.0f} pages/s"
         )
+    if args.caps:
+        _at_caps(_docs(1000) or _sim(1000))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 __all__ = ["Exchange", "Revisit", "host_header", "request_line", "response_headers", "status_line"]
 
-Headers = tuple[tuple[str, str], ...]
+_Headers = tuple[tuple[str, str], ...]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -37,16 +37,16 @@ class Exchange:
 
     url: str
     method: str
-    request_headers: Headers
+    request_headers: _Headers
     status: int
-    response_headers: Headers
+    response_headers: _Headers
     body: bytes
     date: datetime  # when the answer arrived, UTC
     protocol: str = "HTTP/1.1"
     ip_address: str = ""
     truncated: str = ""  # WARC-Truncated's reason ("length": a size cap stopped the download), "" if whole
     revisit: Revisit | None = None  # set for a 304 that confirms a stored copy
-    extra: Headers = field(default=())  # further WARC header fields of the response record
+    extra: _Headers = field(default=())  # further WARC header fields of the response record
 
 
 def host_header(url: str) -> str:
@@ -76,7 +76,7 @@ def status_line(status: int) -> str:
         return f"{status} Unknown"
 
 
-def response_headers(headers: Headers) -> list[tuple[str, str]]:
+def response_headers(headers: _Headers) -> list[tuple[str, str]]:
     """The answer's headers as stored: a Transfer-Encoding renamed, since the stored body is de-chunked."""
     return [
         ("X-Crawler-Transfer-Encoding" if name.lower() == "transfer-encoding" else name, value)

@@ -37,7 +37,7 @@ _BATCH = 64
 _RULE_FILES = ("/robots.txt",)
 _NOT_PAGES = ("xml", "rss", "atom")  # feeds and sitemaps: their entries are the feed and sitemap crawls'
 
-Mode = Literal["reextract", "import"]
+_Mode = Literal["reextract", "import"]
 
 
 @dataclass
@@ -66,7 +66,7 @@ def load(
     *,
     kb: str,
     profile_for: Callable[[Capture], Profile],
-    mode: Mode,
+    mode: _Mode,
     removals: RemovalList | None = None,
 ) -> LoadReport:
     """Judge every capture in ``files`` under ``profile_for(capture)`` and update ``kb`` in ``store``."""
@@ -85,7 +85,7 @@ def load(
 
 
 class _Run:
-    def __init__(self, store: Store, kb: str, mode: Mode, removals: RemovalList, report: LoadReport) -> None:
+    def __init__(self, store: Store, kb: str, mode: _Mode, removals: RemovalList, report: LoadReport) -> None:
         self._store = store
         self._kb = kb
         self._mode = mode

@@ -30,14 +30,14 @@ __all__ = ["TdmFiles", "Verdict", "judge"]
 
 _TDMREP_PATH = "/.well-known/tdmrep.json"
 
-Action = Literal["store", "noindex", "skip"]
+_Action = Literal["store", "noindex", "skip"]
 
 
 @dataclass(frozen=True)
 class Verdict:
     """What to do with one capture: store ``record`` (and ``labels``), keep a noindex out, or skip it."""
 
-    action: Action
+    action: _Action
     reason: str = ""  # why skipped: "status", "type", "binary", "unreadable", "revisit"
     record: PageRecord | None = None
     labels: LabelRecord | None = None
