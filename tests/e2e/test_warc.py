@@ -166,3 +166,34 @@ def test_reextract_reads_the_captures_again_without_a_request(
     assert (again["url"], again["title"], again["text"]) == (crawled["url"], crawled["title"], crawled["text"])
     assert again["etag"] == '"g1"'
     assert again["fetched_at"] <= crawled["fetched_at"]  # the capture's date: the crawl dates a page once read
+
+
+def test_workers_of_a_shared_crawl_write_their_own_files_and_nothing_twice(
+    server: TestServer, host: str, shared, tmp_path: Path
+) -> None:
+    """OMN-SITE (one crawl, many workers): with one WARC_DIR for all, each worker writes files of its own
+    (its pid in the name), every request the server answered is in exactly one response record, and
+    every file passes `warcio check`."""
+    from tests.e2e.sharedcrawl import page
+
+    sites = [f"s{i}.{host}" for i in range(3)]
+    for name in sites:
+        server.add(name, {"/robots.txt": Reply("", status=404), "*": page(f"page of {name}")})
+    urls = [server.url(name, f"/p{n}.html") for name in sites for n in range(4)]
+    warc_dir = tmp_path / "warc"
+    shared.settings = {"WARC_DIR": str(warc_dir)}
+    out = shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page")
+    assert out.returncode == 0, out.stderr
+    shared.start(2)
+    shared.wait()
+
+    files = sorted(warc_dir.glob("*.warc.gz"))
+    assert not list(warc_dir.glob("*.open"))
+    pids = {path.name.rsplit("-", 1)[1].split("~", 1)[0] for path in files}
+    assert len(pids) == len(files) and 1 <= len(files) <= 2  # a file per worker that fetched, none shared
+    checked = subprocess.run([bin_path("warcio"), "check", *map(str, files)], capture_output=True, text=True,
+                             check=False)  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    answered = sorted(server.url(h.host, h.path) for name in sites for h in server.log(name))
+    written = sorted(r.rec_headers.get_header("WARC-Target-URI") for r in of_type(records(warc_dir), "response"))
+    assert written == answered and len(answered) == len(urls) + len(sites)
