@@ -58,7 +58,7 @@ def test_the_same_fetch_is_read_again_and_a_later_one_is_kept(tmp_path: Path) ->
     fetched later than that came from a fetch the files do not hold, and stays as it is."""
     same, later = "https://docs.example/same", "https://docs.example/later"
     warc = crawl_files(tmp_path / "warc", "synapsebot", [
-        (same, HTML + (("ETag", '"s1"'),), html("Same, read today", "New extraction of the same bytes.")),
+        (same, (*HTML, ("ETag", '"s1"')), html("Same, read today", "New extraction of the same bytes.")),
         (later, HTML, html("Later", "An old capture of a page fetched again since.")),
     ])  # fmt: skip
     store = open_store(f"sqlite:///{tmp_path / 'kb.sqlite3'}")
