@@ -8,7 +8,8 @@ pages of /usr/share/doc/python3.11/html/library. Each set is written twice throu
 receives them): once with the bodies as a server sends them gzipped (Content-Encoding: gzip, the usual
 case) and once uncompressed. Printed per set: the pages' average size, WARC bytes a page both ways,
 pages a second written, pages a second re-extracted by ``synapsecrawl.warc.load`` (what
-``kb reextract --warc`` runs) into a fresh SQLite knowledge base, wall time, one process, and pages a
+``kb reextract --warc`` runs) into a fresh SQLite knowledge base, wall time, read in this process and in
+one worker process a core (``--processes auto``, the default; their start-up included), and pages a
 second read by warcio alone (the share of the reading, against the extraction). ``--caps``: the WARC
 bytes of one HTML page as large as each profile's size cap.
 """
@@ -24,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.extraction import _docs, _sim
+from synapsecrawl.extract.pool import extract_processes
 from synapsecrawl.kb import open_store
 from synapsecrawl.profiles import load_profile
 from synapsecrawl.warc.captures import read_captures
@@ -87,6 +89,7 @@ def main() -> None:
         if not pages:
             continue
         size = sum(len(b) for _, b in pages) / len(pages)
+        count = len(pages)
         with tempfile.TemporaryDirectory() as tmp:
             plain_time, plain_bytes = _write(Path(tmp) / "plain", _exchanges(pages, packed=False))
             packed_time, packed_bytes = _write(Path(tmp) / "gzip", _exchanges(pages, packed=True))
@@ -94,22 +97,23 @@ def main() -> None:
             read = sum(1 for path in sorted((Path(tmp) / "gzip").iterdir()) for _ in read_captures(path))
             reading = time.perf_counter() - start
             store = open_store(f"sqlite:///{Path(tmp) / 'kb.sqlite3'}")
-            start = time.perf_counter()
-            report = load(sorted((Path(tmp) / "gzip").iterdir()), store, kb="bench",
-                          profile_for=lambda _: profile, mode="reextract")  # fmt: skip
-            spent = time.perf_counter() - start
+            rates = []
+            for processes in (0, extract_processes("auto")):
+                start = time.perf_counter()
+                report = load(sorted((Path(tmp) / "gzip").iterdir()), store, kb=f"bench{processes}",
+                              profile_for=lambda _: profile, mode="reextract", processes=processes)  # fmt: skip
+                rates.append((processes, report.stored, count / (time.perf_counter() - start)))
             store.close()
-        count = len(pages)
         print(
             f"{name}: {count} pages of {size / 1024:.1f} KB on average;"
             f" WARC {packed_bytes / count / 1024:.1f} KB a page sent gzipped,"
             f" {plain_bytes / count / 1024:.1f} KB sent uncompressed; written at"
             f" {count / packed_time:.0f} pages/s (gzipped) and {count / plain_time:.0f} pages/s (uncompressed)"
         )
-        print(
-            f"  kb reextract ({args.profile}): {report.stored} stored of {count}, {count / spent:.1f} pages/s;"
-            f" reading the {read} captures alone (warcio): {read / reading:.0f} pages/s"
-        )
+        said = ", ".join(f"{rate:.1f} pages/s with {n or 'no'} worker processes ({n_kept} stored)"
+                         for n, n_kept, rate in rates)  # fmt: skip
+        print(f"  kb reextract ({args.profile}) of {count}: {said}")
+        print(f"  reading the {read} captures alone (warcio): {read / reading:.0f} pages/s")
     if args.caps:
         _at_caps(_docs(1000) or _sim(1000))
 

@@ -1,7 +1,7 @@
 """``synapsecrawl kb reextract --warc`` and ``synapsecrawl import warc``: stored captures into a knowledge base.
 
-    synapsecrawl kb reextract --warc DIR --uri KB_URI [--kb NAME] [--profile NAME] [--removal-list FILE]
-    synapsecrawl import warc FILE... --uri KB_URI [--kb NAME] [--profile NAME] [--removal-list FILE]
+    synapsecrawl kb reextract --warc DIR --uri KB_URI [--kb NAME] [--profile NAME] [--removal-list FILE] [--processes N]
+    synapsecrawl import warc FILE... --uri KB_URI [--kb NAME] [--profile NAME] [--removal-list FILE] [--processes N]
 
 Both read WARC files (``synapsecrawl.warc``) and ask nothing of any site. ``kb reextract`` reads a
 crawl's WARC_DIR again with today's extraction, each capture under the profile its file names (else
@@ -34,6 +34,9 @@ def _common(parser: argparse.ArgumentParser, profile_help: str) -> None:
     parser.add_argument("--kb", default="default", help="the knowledge base to update (default: %(default)s)")
     parser.add_argument("--profile", choices=PROFILE_NAMES, default=None, help=profile_help)
     parser.add_argument("--removal-list", default="", help="REMOVAL_LIST: domains and URL prefixes never stored")
+    parser.add_argument(
+        "--processes", default="auto", help="pages read at once in worker processes, as EXTRACT_PROCESSES (0: here)"
+    )
 
 
 def register(commands: Any, kb_commands: Any) -> None:
@@ -73,6 +76,12 @@ def _run(args: argparse.Namespace, paths: list[Path], mode: Any, *, own_profile:
     logging.getLogger("warcio").setLevel(logging.ERROR)  # what it warns of, a broken file says in its one line
     if not _KB_NAME.match(args.kb):
         raise ConfigError(f"kb {args.kb!r} may hold only letters, digits, '.', '_' and '-'")
+    from synapsecrawl.extract.pool import extract_processes
+
+    try:
+        processes = extract_processes(args.processes)
+    except ValueError as error:
+        raise ConfigError(str(error).replace("EXTRACT_PROCESSES", "--processes")) from None
     removals = read_removal_list(args.removal_list) if args.removal_list else RemovalList()
     default = args.profile or "synapsebot"
     profile = cache(load_profile)
@@ -86,7 +95,9 @@ def _run(args: argparse.Namespace, paths: list[Path], mode: Any, *, own_profile:
         raise SynapseError(f"{paths[0]}: no WARC files (.warc, .warc.gz, .wet.gz) there")
     store = open_store(args.uri)
     try:
-        report = load(files, store, kb=args.kb, profile_for=profile_for, mode=mode, removals=removals)
+        report = load(
+            files, store, kb=args.kb, profile_for=profile_for, mode=mode, removals=removals, processes=processes
+        )
     finally:
         store.close()
     sys.stdout.write(report.line(mode) + "\n")

@@ -1,7 +1,8 @@
 """Putting stored captures into a knowledge base: ``kb reextract --warc`` and ``import warc``.
 
-``load`` walks WARC/WET files in name order, judges each capture (``synapsecrawl.warc.pages``) and
-writes what it keeps in batches, one transaction each. It asks nothing of any site. Rules on top
+``load`` walks WARC/WET files in name order, judges each capture (``synapsecrawl.warc.pages``), its
+page read as a crawl reads it (``extract.pool.Reader``: worker processes, a time guard), and writes
+what it keeps in batches, one transaction each. It asks nothing of any site. Rules on top
 of the judge's:
 
 - robots.txt and tdmrep.json captures are rules, not pages: tdmrep.json feeds the TDM labels of its
@@ -16,19 +17,22 @@ of the judge's:
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from synapsecrawl.extract.pool import Reader
 from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.removals import RemovalList
 from synapsecrawl.kb.store import Store
 from synapsecrawl.profiles import Profile
+from synapsecrawl.rules.tdmrep import TdmRep
 from synapsecrawl.warc.captures import Capture, MalformedWarc, read_captures
-from synapsecrawl.warc.pages import TdmFiles, judge
+from synapsecrawl.warc.pages import TdmFiles, Verdict, not_read, reading, verdict_of
 
 __all__ = ["SAME_FETCH", "LoadReport", "load"]
 
@@ -68,47 +72,94 @@ def load(
     profile_for: Callable[[Capture], Profile],
     mode: _Mode,
     removals: RemovalList | None = None,
+    processes: int = 0,
 ) -> LoadReport:
-    """Judge every capture in ``files`` under ``profile_for(capture)`` and update ``kb`` in ``store``."""
+    """Judge every capture in ``files`` under ``profile_for(capture)`` and update ``kb`` in ``store``.
+
+    Pages are read as a crawl reads them (``extract.pool.Reader``): in ``processes`` worker processes, each
+    page under the workers' time guard (a page that hangs or kills its worker is skipped as "error"), or in
+    this process with 0.
+    """
+    return asyncio.run(
+        _load(files, profile_for, processes, store=store, kb=kb, mode=mode, removals=removals or RemovalList())
+    )
+
+
+async def _load(
+    files: Iterable[Path], profile_for: Callable[[Capture], Profile], processes: int, **options: Any
+) -> LoadReport:
     report = LoadReport()
-    run = _Run(store, kb, mode, removals or RemovalList(), report)
-    for path in files:
-        report.files += 1
-        try:
-            for capture in read_captures(path):
-                report.captures += 1
-                run.take(capture, profile_for(capture))
-        except MalformedWarc as error:
-            report.malformed.append(str(error))  # what came before the break is kept
-    run.flush()
+    reader = Reader(processes)
+    run = _Run(report, reader, **options)
+    reading: set[asyncio.Task[None]] = set()
+    try:
+        for path in files:
+            report.files += 1
+            try:
+                for capture in read_captures(path):
+                    report.captures += 1
+                    job = run.take(capture, profile_for(capture))
+                    if job is None:
+                        continue
+                    reading.add(asyncio.ensure_future(job))
+                    if len(reading) >= 2 * max(1, processes):  # the workers kept busy, the pages in memory few
+                        _, reading = await asyncio.wait(reading, return_when=asyncio.FIRST_COMPLETED)
+            except MalformedWarc as error:
+                report.malformed.append(str(error))  # what came before the break is kept
+        if reading:
+            await asyncio.wait(reading)
+        run.flush()
+    finally:
+        for task in reading:
+            task.cancel()
+        reader.close()
     return report
 
 
 class _Run:
-    def __init__(self, store: Store, kb: str, mode: _Mode, removals: RemovalList, report: LoadReport) -> None:
+    def __init__(
+        self, report: LoadReport, reader: Reader, *, store: Store, kb: str, mode: _Mode, removals: RemovalList
+    ) -> None:
         self._store = store
         self._kb = kb
         self._mode = mode
         self._removals = removals
         self._report = report
+        self._reader = reader
         self._tdm = TdmFiles()
         self._pending: dict[str, PageRecord] = {}  # url -> record of the batch being gathered
 
-    def take(self, capture: Capture, profile: Profile) -> None:
+    def take(self, capture: Capture, profile: Profile) -> Coroutine[Any, Any, None] | None:
+        """Settle ``capture`` by the rules, or give the reading (and storing) it needs, to be awaited."""
         skip = self._report.skipped
-        rule = self._not_a_page(capture)
+        rule = self._not_a_page(capture) or not_read(capture, profile)
         if rule:
             skip[rule] += 1
-            return
+            return None
         if self._removals.matches(capture.url):
             skip["never"] += 1
             self._delete(capture.url)
-            return
+            return None
         stored = self._stored(capture.url)
+        if stored is not None and self._older(capture, stored):  # no reading for what would not be stored
+            skip["older"] += 1
+            return None
+        return self._read(capture, profile, self._tdm.for_url(capture.url))
+
+    async def _read(self, capture: Capture, profile: Profile, tdm: TdmRep) -> None:
+        page = await self._reader.read(capture.body, capture.url, **reading(capture, profile))
+        if page is None:  # its worker hung or died on it (logged by the reader)
+            self._report.skipped["error"] += 1
+            return
+        verdict = verdict_of(page, capture, profile=profile, kb=self._kb, tdm=tdm, validators=self._mode == "reextract")
+        self._settle(capture, verdict)
+
+    def _settle(self, capture: Capture, verdict: Verdict) -> None:
+        skip = self._report.skipped
+        stored = self._stored(capture.url)  # again: a capture of the same URL may have been stored meanwhile
         if stored is not None and self._older(capture, stored):
             skip["older"] += 1
             return
-        verdict = judge(capture, profile=profile, kb=self._kb, tdm=self._tdm, validators=self._mode == "reextract")
         if verdict.action == "noindex":
             skip["noindex"] += 1
             if stored is not None:

@@ -1,6 +1,7 @@
 """A stored capture to what the knowledge base keeps, under a profile's rules, as a crawl would keep it.
 
-``judge`` reads one capture with today's extraction (``read_document``: the directives, the profile's
+``judge`` (``not_read``, ``read_document``, ``verdict_of``; split so the reading can run in worker
+processes) reads one capture with today's extraction (``read_document``: the directives, the profile's
 privacy scrub, OmniscienteBot's labels) and decides as a crawl's spider and pipeline do: a type the
 profile does not read, binary bytes, an unreadable body or an answer other than 2xx is skipped; a
 noindex (X-Robots-Tag in the stored headers, robots meta in the HTML) is said so, for the caller to
@@ -13,7 +14,7 @@ origin's pages in a crawl's files). Nothing here opens a KB or a file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from w3lib.encoding import http_content_type_encoding
 
@@ -26,7 +27,7 @@ from synapsecrawl.rules.tdmrep import HEADER, META, TdmRep, declare, parse_tdmre
 from synapsecrawl.urls import canonical, origin_of, site_of
 from synapsecrawl.warc.captures import Capture
 
-__all__ = ["TdmFiles", "Verdict", "judge"]
+__all__ = ["TdmFiles", "Verdict", "judge", "not_read", "reading", "verdict_of"]
 
 _TDMREP_PATH = "/.well-known/tdmrep.json"
 
@@ -61,28 +62,40 @@ class TdmFiles:
         return self.files.get(origin_of(url)) or TdmRep()
 
 
-def judge(
-    capture: Capture, *, profile: Profile, kb: str, tdm: TdmFiles | None = None, validators: bool = True
-) -> Verdict:
-    """What a crawl under ``profile`` would keep of ``capture`` in knowledge base ``kb``.
+def reading(capture: Capture, profile: Profile) -> dict[str, Any]:
+    """The arguments ``read_document`` (or ``Reader.read``) takes for ``capture`` under ``profile``."""
+    content_type = _content_type(capture)
+    return {
+        "content_type": content_type,
+        "tokens": profile.tokens,
+        "x_robots_tag": capture.header_values("X-Robots-Tag"),
+        "encoding": http_content_type_encoding(content_type),
+        "scrub_personal_data": profile.scrub_personal_data,
+        "label": profile.labels,
+    }
 
-    ``validators``: keep the answer's ETag and Last-Modified, so a re-read may answer 304 (a capture of
-    our own); an imported capture keeps none, so our own next fetch of it is a full one that replaces it.
+
+def not_read(capture: Capture, profile: Profile) -> str:
+    """Why ``capture`` is not read at all ("" if it is): a crawl would not have read it either."""
+    if capture.kind == "revisit":
+        return "revisit"
+    if not 200 <= capture.status < 300:
+        return "status"
+    content_type = _content_type(capture)
+    if content_type and not profile.accepts_type(content_type):
+        return "type"  # the crawl's type gate stops it at its headers
+    return ""
+
+
+def verdict_of(
+    page: Page, capture: Capture, *, profile: Profile, kb: str, tdm: TdmRep | None = None, validators: bool = True
+) -> Verdict:
+    """What a crawl under ``profile`` keeps of ``capture`` read as ``page``, in knowledge base ``kb``.
+
+    ``tdm``: the tdmrep.json of the capture's origin. ``validators``: keep the answer's ETag and
+    Last-Modified, so a re-read may answer 304 (a capture of our own); an imported capture keeps none,
+    so our own next fetch of it is a full one that replaces it.
     """
-    content_type = capture.header("Content-Type") if capture.kind == "response" else "text/plain"
-    unread = _not_read(capture, content_type, profile)
-    if unread:
-        return Verdict("skip", unread)
-    page = read_document(
-        capture.body,
-        capture.url,
-        content_type=content_type,
-        tokens=profile.tokens,
-        x_robots_tag=capture.header_values("X-Robots-Tag"),
-        encoding=http_content_type_encoding(content_type),
-        scrub_personal_data=profile.scrub_personal_data,
-        label=profile.labels,
-    )
     if page.directives.noindex:
         return Verdict("noindex")
     unkept = _not_kept(page, profile)
@@ -99,19 +112,23 @@ def judge(
         fetched_at=capture.date.replace(microsecond=0),
     ) | {"outlinks": _followable(page, profile)}
     if profile.labels:
-        item |= _labels(page, capture, tdm or TdmFiles())
+        item |= _labels(page, capture, tdm or TdmRep())
     return Verdict("store", record=record_from_item(item), labels=labels_from_item(item))
 
 
-def _not_read(capture: Capture, content_type: str, profile: Profile) -> str:
-    """Why ``capture`` is not read at all ("" if it is): a crawl would not have read it either."""
-    if capture.kind == "revisit":
-        return "revisit"
-    if not 200 <= capture.status < 300:
-        return "status"
-    if content_type and not profile.accepts_type(content_type):
-        return "type"  # the crawl's type gate stops it at its headers
-    return ""
+def judge(
+    capture: Capture, *, profile: Profile, kb: str, tdm: TdmRep | None = None, validators: bool = True
+) -> Verdict:
+    """``not_read``, ``read_document`` in this process and ``verdict_of``, in one call."""
+    unread = not_read(capture, profile)
+    if unread:
+        return Verdict("skip", unread)
+    page = read_document(capture.body, capture.url, **reading(capture, profile))
+    return verdict_of(page, capture, profile=profile, kb=kb, tdm=tdm, validators=validators)
+
+
+def _content_type(capture: Capture) -> str:
+    return capture.header("Content-Type") if capture.kind == "response" else "text/plain"
 
 
 def _not_kept(page: Page, profile: Profile) -> str:
@@ -133,9 +150,9 @@ def _followable(page: Page, profile: Profile) -> list[str]:
     return list(dict.fromkeys(canonical(link.url) for link in page.links if not (skip_rel and link.nofollow)))
 
 
-def _labels(page: Page, capture: Capture, tdm: TdmFiles) -> dict[str, object]:
+def _labels(page: Page, capture: Capture, tdm: TdmRep) -> dict[str, object]:
     """OMN-LABELS and OMN-FETCH as ``middlewares.labels`` gives them: tdmrep.json, then headers, then meta."""
-    declared = declare(tdm.for_url(capture.url).declaration_for(capture.url), read_pairs(capture.headers, HEADER))
+    declared = declare(tdm.declaration_for(capture.url), read_pairs(capture.headers, HEADER))
     if page.labels is None:
         return label_fields("other", (), declared)
     return label_fields(page.labels.kind, page.labels.links, declare(declared, read_pairs(page.labels.tdm_meta, META)))
