@@ -103,11 +103,14 @@ async def _load(
                         continue
                     reading.add(asyncio.ensure_future(job))
                     if len(reading) >= 2 * max(1, processes):  # the workers kept busy, the pages in memory few
-                        _, reading = await asyncio.wait(reading, return_when=asyncio.FIRST_COMPLETED)
+                        done, reading = await asyncio.wait(reading, return_when=asyncio.FIRST_COMPLETED)
+                        for task in done:
+                            task.result()  # a store that fails stops the run, as it would in order
             except MalformedWarc as error:
                 report.malformed.append(str(error))  # what came before the break is kept
-        if reading:
-            await asyncio.wait(reading)
+        for finished in asyncio.as_completed(reading):
+            await finished
+        reading = set()
         run.flush()
     finally:
         for task in reading:
