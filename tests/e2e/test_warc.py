@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from synapsecrawl.kb import open_store
 from tests.helpers import bin_path, gaps, synapsecrawl, write_urls
 from tests.site.pages import FAST, ROBOTS_ALL, html
 from tests.site.server import Reply, TestServer
@@ -198,3 +199,43 @@ def test_workers_of_a_shared_crawl_write_their_own_files_and_nothing_twice(
     answered = sorted(server.url(h.host, h.path) for name in sites for h in server.log(name))
     written = sorted(r.rec_headers.get_header("WARC-Target-URI") for r in of_type(records(warc_dir), "response"))
     assert written == answered and len(answered) == len(urls) + len(sites)
+
+
+def test_tdmrep_json_is_kept_and_read_again_for_the_labels(
+    server: TestServer, host: str, crawl, tmp_path: Path, signing_key: Path
+) -> None:
+    """OMN-FETCH, OMN-LABELS, OMN-SIGN: an OmniscienteBot crawl's WARC holds the tdmrep.json it read before
+    the site's pages, with its signed request; `kb reextract` over those files gives the page the same
+    labels and TDM reservation the crawl stored, the reservation read from the captured tdmrep.json."""
+    tdmrep = '[{"location": "/*", "tdm-reservation": 1, "tdm-policy": "https://example.org/policy.json"}]'
+    server.add(host, {
+        "/robots.txt": ROBOTS_ALL,
+        "/.well-known/tdmrep.json": Reply(tdmrep, headers={"Content-Type": "application/json"}),
+        "/a.html": Reply(html("Alpha", say="Alpha is a page about rivers and the fish that swim in them.")),
+    })  # fmt: skip
+    warc_dir = tmp_path / "warc"
+    settings = {"BOT_PROFILE": "omniscientebot", "SIGNING_KEY": str(signing_key), "WARC_DIR": str(warc_dir)}
+    run = crawl("page", args={"url": server.url(host, "/a.html")}, settings=settings)
+    assert run.returncode == 0, run.stderr[-3000:]
+    tdm_url = server.url(host, "/.well-known/tdmrep.json")
+    found = records(warc_dir)
+    [response] = of_type(found, "response", tdm_url)
+    assert response.payload == tdmrep.encode()
+    [hit] = [h for h in server.log(host) if h.path == "/.well-known/tdmrep.json"]
+    [request] = of_type(found, "request", tdm_url)
+    assert request.http_headers.get_header("Signature") == hit.header("Signature") is not None
+
+    uri = f"sqlite:///{tmp_path / 'again.sqlite3'}"
+    out = synapsecrawl("kb", "reextract", "--warc", str(warc_dir), "--uri", uri)
+    assert out.returncode == 0, out.stderr
+    crawled, again = open_store(run.kb_uri), open_store(uri)
+    try:
+        url = server.url(host, "/a.html")
+        first, second = crawled.get_labels("default", url), again.get_labels("default", url)
+        assert first is not None and second is not None
+        assert (second.kind, second.tdm_reservation, second.tdm_policy, second.tdm_source) == (
+            first.kind, 1, "https://example.org/policy.json", "file",
+        )  # fmt: skip
+    finally:
+        crawled.close()
+        again.close()
