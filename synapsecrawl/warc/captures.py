@@ -45,6 +45,7 @@ class Capture:
     body: bytes  # without transfer or content coding
     truncated: str = ""  # WARC-Truncated
     profile: str = ""  # the profile named by the file's warcinfo, "" if none
+    undecodable: bool = False  # its Content-Encoding did not decode: no body
 
     def header(self, name: str) -> str:
         """The first value of header ``name`` (any case), or ""."""
@@ -155,13 +156,19 @@ def _capture(record: Any, kind: str, url: str, profile: str) -> Capture | None:
     status = int(http.get_statuscode() or 0)
     headers = tuple((str(name), str(value)) for name, value in http.headers)
     body = b"" if kind == "revisit" else _body(record)
+    if body is None:
+        return Capture(url, date, kind, status, headers, b"", truncated, profile, undecodable=True)
     return Capture(url, date, kind, status, headers, body, truncated, profile)
 
 
-def _body(record: Any) -> bytes:
-    """The payload without transfer or content coding; a coding cut short by a size cap gives what inflates."""
+def _body(record: Any) -> bytes | None:
+    """The payload without transfer or content coding; None when its Content-Encoding does not decode.
+
+    warcio gives what inflates of a coding cut short by a size cap, and a body that is not the gzip it
+    claims as it is; other codecs raise their own errors (brotli even an AttributeError), so any error is
+    a body that does not decode: that capture is skipped, the file is read on.
+    """
     try:
         return bytes(record.content_stream().read())
-    except (zlib.error, EOFError, OSError):
-        raw = bytes(record.raw_stream.read())
-        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    except Exception:  # noqa: BLE001 - a codec's error on the site's bytes, whichever codec
+        return None

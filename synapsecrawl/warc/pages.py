@@ -81,6 +81,8 @@ def not_read(capture: Capture, profile: Profile) -> str:
         return "revisit"
     if not 200 <= capture.status < 300:
         return "status"
+    if capture.undecodable:
+        return "encoding"  # as the crawl's decoding middleware drops it
     content_type = _content_type(capture)
     if content_type and not profile.accepts_type(content_type):
         return "type"  # the crawl's type gate stops it at its headers

@@ -105,3 +105,15 @@ def test_each_file_is_read_under_the_profile_that_wrote_it(tmp_path: Path) -> No
     listed = synapsecrawl("kb", "list", "--uri", uri, "--format", "jsonl")
     [page] = [json.loads(line) for line in listed.stdout.splitlines()]
     assert "jan@example.com" not in page["text"] and "[email]" in page["text"] and page["kb"] == "docs"
+
+
+def test_a_body_that_does_not_decode_is_skipped_and_the_file_read_on(tmp_path: Path) -> None:
+    """A captured body that is not the coding its Content-Encoding names (a site's bytes, kept as sent) is
+    skipped as the crawl's decoding middleware drops it, and the captures after it are read."""
+    warc = crawl_files(tmp_path / "warc", "synapsebot", [
+        ("https://docs.example/lies", (*HTML, ("Content-Encoding", "br")), b"not brotli at all " * 20),
+        ("https://docs.example/after", HTML, html("After", "A page after the one that does not decode.")),
+    ])  # fmt: skip
+    report, store = reextract(tmp_path, warc)
+    assert [p.url for p in store.pages("docs")] == ["https://docs.example/after"]
+    assert report.skipped["encoding"] == 1 and report.malformed == []
