@@ -16,6 +16,7 @@ from synapsecrawl.kb import open_store
 from tests.helpers import bin_path, gaps, synapsecrawl, write_urls
 from tests.site.pages import FAST, ROBOTS_ALL, html
 from tests.site.server import Reply, TestServer
+from tests.warc_layouts import MARCH, cc_page, cc_warc
 
 pytestmark = pytest.mark.e2e
 
@@ -239,3 +240,21 @@ def test_tdmrep_json_is_kept_and_read_again_for_the_labels(
     finally:
         crawled.close()
         again.close()
+
+
+def test_our_own_later_fetch_replaces_an_imported_page(server: TestServer, host: str, crawl, tmp_path: Path) -> None:
+    """import warc, then a crawl of ours: the imported page (no validators kept) is fetched in full, with
+    no If-None-Match or If-Modified-Since, and our fetch replaces it (title, text, fetched_at)."""
+    url = server.url(host, "/guide.html")
+    warc = cc_warc(tmp_path / "CC-MAIN-e2e.warc.gz", [(url, cc_page("Old guide", "Water the fern daily, says the old copy."))])  # fmt: skip
+    uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
+    out = synapsecrawl("import", "warc", str(warc), "--uri", uri)
+    assert out.returncode == 0, out.stderr
+    server.add(host, {"/robots.txt": ROBOTS_ALL, "/guide.html": etagged(GUIDE, '"g1"')})
+    run = crawl("page", args={"url": url}, settings=FAST, kb_uri=uri)
+    assert run.returncode == 0, run.stderr[-3000:]
+    [hit] = [h for h in server.log(host) if h.path == "/guide.html"]
+    assert hit.header("If-None-Match") is None and hit.header("If-Modified-Since") is None
+    [page] = run.kb()
+    assert page["title"] == "Watering guide" and "cactus" in str(page["text"])
+    assert str(page["fetched_at"]) > MARCH.isoformat()
