@@ -24,13 +24,14 @@ from scrapy.exceptions import NotConfigured
 
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.warc.exchange import Exchange, Revisit
-from synapsecrawl.warc.writer import RotatingWarcFiles, ThreadedWarcWriter, WarcInfo
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from scrapy.http.headers import Headers
+
+    from synapsecrawl.warc.writer import ThreadedWarcWriter
 
 __all__ = ["WarcExtension"]
 
@@ -55,6 +56,8 @@ class WarcExtension:
         config = Runtime.of(crawler).config
         if not config.warc.directory:
             raise NotConfigured("no WARC_DIR: no WARC written")
+        from synapsecrawl.warc.writer import RotatingWarcFiles, ThreadedWarcWriter, WarcInfo  # warcio: WARC_DIR only
+
         profile = config.profile
         info = WarcInfo(
             profile=profile.name,
