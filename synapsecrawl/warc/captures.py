@@ -58,14 +58,16 @@ class Capture:
 
 
 def warc_files(paths: list[Path]) -> list[Path]:
-    """The finished WARC and WET files among ``paths`` (a directory: those under it), sorted by name."""
+    """The finished WARC and WET files among ``paths``: a file as given, a directory's sorted by name
+    (ours sort by the time they were opened), each once, in that order."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found += [p for p in path.rglob("*") if p.is_file() and p.name.endswith((".warc", ".warc.gz", ".wet.gz"))]
+            under = [p for p in path.rglob("*") if p.is_file() and p.name.endswith((".warc", ".warc.gz", ".wet.gz"))]
+            found += sorted(under, key=lambda p: (p.name, str(p)))
         else:
             found.append(path)
-    return sorted(dict.fromkeys(found), key=lambda p: (p.name, str(p)))
+    return list(dict.fromkeys(found))
 
 
 def _date(text: str) -> datetime:

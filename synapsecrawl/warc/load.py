@@ -5,8 +5,10 @@ page read as a crawl reads it (``extract.pool.Reader``: worker processes, a time
 what it keeps in batches, one transaction each. It asks nothing of any site. Rules on top
 of the judge's:
 
-- robots.txt and tdmrep.json captures are rules, not pages: tdmrep.json feeds the TDM labels of its
-  origin; feeds and sitemaps (XML) are left to the crawls that read their entries.
+- robots.txt and tdmrep.json captures are rules, not pages: a page of an origin whose latest 2xx
+  robots.txt capture met before it disallows it to the profile's tokens is not stored, and its stored
+  copy is deleted (SYN-REMOVE); tdmrep.json feeds the TDM labels of its origin. Feeds and sitemaps
+  (XML) are left to the crawls that read their entries.
 - A URL on the removal list (REMOVAL_LIST: SNA-NEVER, YOT-REMOVAL) is deleted and never stored.
 - A capture never replaces a newer copy. An import stores only over a copy fetched before the
   capture; a re-extraction counts a stored copy fetched within ``SAME_FETCH`` after the capture as
@@ -24,13 +26,16 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from synapsecrawl.extract.pool import Reader
 from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.removals import RemovalList
 from synapsecrawl.kb.store import Store
 from synapsecrawl.profiles import Profile
+from synapsecrawl.rules.robots import RobotsFile, parse_robots
 from synapsecrawl.rules.tdmrep import TdmRep
+from synapsecrawl.urls import origin_of
 from synapsecrawl.warc.captures import Capture, MalformedWarc, read_captures
 from synapsecrawl.warc.pages import TdmFiles, Verdict, not_read, reading, verdict_of
 
@@ -38,7 +43,6 @@ __all__ = ["SAME_FETCH", "LoadReport", "load"]
 
 SAME_FETCH = timedelta(hours=1)
 _BATCH = 64
-_RULE_FILES = ("/robots.txt",)
 _NOT_PAGES = ("xml", "rss", "atom")  # feeds and sitemaps: their entries are the feed and sitemap crawls'
 
 _Mode = Literal["reextract", "import"]
@@ -130,6 +134,7 @@ class _Run:
         self._report = report
         self._reader = reader
         self._tdm = TdmFiles()
+        self._robots: dict[str, RobotsFile] = {}  # origin -> the latest 2xx robots.txt capture met
         self._pending: dict[str, PageRecord] = {}  # url -> record of the batch being gathered
 
     def take(self, capture: Capture, profile: Profile) -> Coroutine[Any, Any, None] | None:
@@ -142,6 +147,11 @@ class _Run:
         if self._removals.matches(capture.url):
             skip["never"] += 1
             self._delete(capture.url)
+            return None
+        robots = self._robots.get(origin_of(capture.url))
+        if robots is not None and not robots.rules_for(profile.tokens).allows(capture.url):
+            skip["robots disallowed"] += 1
+            self._delete(capture.url)  # SYN-REMOVE: a Disallow read from a robots.txt removes a page
             return None
         stored = self._stored(capture.url)
         if stored is not None and self._older(capture, stored):  # no reading for what would not be stored
@@ -191,7 +201,9 @@ class _Run:
         """Why ``capture`` is a rule or a list, not a page ("" if it is a page)."""
         if self._tdm.note(capture):
             return "tdmrep"
-        if capture.url.endswith(_RULE_FILES):
+        if urlsplit(capture.url).path == "/robots.txt":
+            if capture.kind == "response" and 200 <= capture.status < 300 and not capture.undecodable:
+                self._robots[origin_of(capture.url)] = parse_robots(capture.body)
             return "robots"
         media = capture.header("Content-Type").split(";", 1)[0].strip().lower()
         if any(word in media for word in _NOT_PAGES) and "html" not in media:

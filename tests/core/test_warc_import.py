@@ -157,3 +157,21 @@ def test_a_file_cut_short_is_reported_after_its_whole_records(tmp_path: Path) ->
     assert sorted(p.url for p in store.pages("cc")) == ["https://tea.example/1", "https://tea.example/2"]
     [line] = report.malformed
     assert line.startswith(f"{warc}: cut short after offset ")
+
+
+def test_a_robots_txt_capture_given_first_holds_for_the_pages_after_it(tmp_path: Path) -> None:
+    """SNA-ROBOTS, SYN-REMOVE: Common Crawl keeps robots.txt in files of their own; given before the pages,
+    a robots.txt that disallows a path to the profile's token keeps its pages out and deletes a stored copy,
+    while a profile it does not name is not held by it. Files are read in the order given."""
+    robots = cc_warc(tmp_path / "z-robotstxt.warc.gz", [("https://tea.example/robots.txt", b"User-agent: SnagaBot\nDisallow: /private/\n")])  # fmt: skip
+    pages = cc_warc(tmp_path / "a-pages.warc.gz", [
+        ("https://tea.example/private/x", cc_page("Private", "Words enough to be a page of text here.")),
+        ("https://tea.example/public/y", cc_page("Public", "Words enough to be a page of text here.")),
+    ])  # fmt: skip
+    store = open_store(f"sqlite:///{tmp_path / 'kb.sqlite3'}")
+    store.put_page(stored("https://tea.example/private/x", "stored before", OLDER))
+    report, store = run_import(tmp_path, [robots, pages], profile="snagabot")
+    assert [p.url for p in store.pages("cc")] == ["https://tea.example/public/y"]
+    assert report.skipped["robots disallowed"] == 1 and report.deleted == 1
+    _, store = run_import(tmp_path, [robots, pages], profile="synapsebot")
+    assert sorted(p.url for p in store.pages("cc")) == ["https://tea.example/private/x", "https://tea.example/public/y"]
