@@ -1,6 +1,6 @@
 """Putting stored captures into a knowledge base: ``kb reextract --warc`` and ``import warc``.
 
-``load`` walks WARC/WET files in name order, judges each capture (``synapsecrawl.warc.pages``), its
+``load`` walks WARC/WET files in the order given, judges each capture (``synapsecrawl.warc.pages``), its
 page read as a crawl reads it (``extract.pool.Reader``: worker processes, a time guard), and writes
 what it keeps in batches, one transaction each. It asks nothing of any site. Rules on top
 of the judge's:
