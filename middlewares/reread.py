@@ -128,6 +128,7 @@ class RereadMiddleware:
             request.meta["reread_outlinks"] = stored.outlinks
             raise Unchanged(f"already fetched in this run of its source: {request.url}")
         request.meta["reread_url"] = request.url
+        request.meta["reread_fetched_at"] = stored.fetched_at.isoformat()  # a 304's WARC revisit refers to it
         for field, value in conditional_headers(stored.etag, stored.last_modified).items():
             request.headers[field] = value
 

@@ -116,10 +116,13 @@ EXTENSIONS = {
     "middlewares.engine.sources.SourceExtension": 490,
     "middlewares.engine.summary.SummaryExtension": 500,
     "middlewares.engine.requestlog.RequestLogExtension": 510,  # the request log and crawl report (#18)
-    "middlewares.engine.metrics.MetricsExtension": 520,  # METRICS_PORT: the crawl's figures for Prometheus
+    "middlewares.engine.warc.WarcExtension": 520,  # WARC_DIR only: what went on the wire, as WARC
+    "middlewares.engine.metrics.MetricsExtension": 530,  # METRICS_PORT: the crawl's figures for Prometheus
 }
 REPORT_ENABLED = True  # write REPORT_DIR/CRAWL_ID/ (requests.jsonl, stats.json, index.html, report.json)
 REPORT_DIR = ""  # empty: reports/ beside a SQLite KB, else .synapsecrawl/reports
+WARC_DIR = ""  # empty: no WARC; else every request and answer as gzipped WARC files there (middlewares.engine.warc)
+WARC_MAX_SIZE = 1_000_000_000  # bytes a WARC file reaches before the next one starts
 
 LOG_LEVEL = "INFO"
 LOG_FORMATTER = "middlewares.engine.logformat.PageLogFormatter"  # a page in a log line is its URL, never its text

@@ -10,6 +10,7 @@
     synapsecrawl publish --out DIR [--profile NAME] [--key PATH]    (synapsecrawl.cli.publish)
     synapsecrawl serve [--uri KB_URI] [--host 127.0.0.1] [--port 8766]     (synapsecrawl.cli.serve)
     synapsecrawl crawl add|status --crawl NAME ...                         (synapsecrawl.cli.crawl)
+    synapsecrawl kb reextract --warc DIR | import warc FILE... --uri KB_URI (synapsecrawl.cli.warc)
 
 Errors are one line on stderr and exit status 2 (usage) or 1 (everything else).
 """
@@ -27,6 +28,7 @@ from synapsecrawl.cli.keys import register as register_keys
 from synapsecrawl.cli.publish import register as register_publish
 from synapsecrawl.cli.recrawl import register as register_recrawl
 from synapsecrawl.cli.serve import register as register_serve
+from synapsecrawl.cli.warc import register as register_warc
 from synapsecrawl.errors import SynapseError
 from synapsecrawl.kb import DEFAULT_KB_URI, open_store
 from synapsecrawl.kb.records import PageRecord
@@ -196,6 +198,7 @@ def _parser() -> argparse.ArgumentParser:
     register_publish(commands)
     register_serve(commands)
     register_crawl(commands)
+    register_warc(commands, kb)  # kb reextract --warc, import warc
     return parser
 
 

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LEASE_MARGIN", "OPERATOR_LIMIT_SETTINGS", "SIGNING_EXPIRES_MAX", "CrawlConfig", "KbConfig", "NetConfig",
-    "OperationsConfig", "ServingConfig", "SettingsSource", "SharedConfig", "SigningConfig", "operator_settings",
+    "OperationsConfig", "ServingConfig", "SettingsSource", "SharedConfig", "SigningConfig", "WarcConfig",
+    "operator_settings",
 ]  # fmt: skip
 
 OPERATOR_LIMIT_SETTINGS = ("DOWNLOAD_DELAY", "DEPTH_LIMIT", "CLOSESPIDER_PAGECOUNT")
@@ -130,6 +131,14 @@ class KbConfig:
 
 
 @dataclass(frozen=True)
+class WarcConfig:
+    """WARC output (``middlewares.engine.warc``): off while ``directory`` is empty."""
+
+    directory: str = ""  # WARC_DIR
+    max_size: int = 1_000_000_000  # WARC_MAX_SIZE: bytes a file reaches before the next one starts
+
+
+@dataclass(frozen=True)
 class CrawlConfig:
     """A validated crawl configuration: the profile and every setting synapsecrawl reads."""
 
@@ -146,6 +155,7 @@ class CrawlConfig:
     operations: OperationsConfig
     serving: ServingConfig
     kb: KbConfig
+    warc: WarcConfig = WarcConfig()
 
     @classmethod
     def from_settings(
@@ -242,7 +252,16 @@ def _read(settings: Mapping[str, Any], operator: Mapping[str, Any], arguments: d
             buffer_pages=max(1, int(read_number("KB_BUFFER_PAGES", settings["KB_BUFFER_PAGES"], whole=True))),
             journal_dir=str(settings.get("KB_JOURNAL_DIR") or ".synapsecrawl/journal"),
         ),
+        warc=_warc(settings),
     )
+
+
+def _warc(settings: Mapping[str, Any]) -> WarcConfig:
+    """WARC_DIR and WARC_MAX_SIZE (at least 1 MB: a file holds some records before the next one starts)."""
+    size = read_number("WARC_MAX_SIZE", settings.get("WARC_MAX_SIZE", 1_000_000_000), positive=True, whole=True)
+    if size < 1_000_000:
+        raise ConfigError(f"WARC_MAX_SIZE {size:g} is below 1000000 bytes (1 MB)")
+    return WarcConfig(directory=str(settings.get("WARC_DIR") or ""), max_size=int(size))
 
 
 def _backoff_max_wait(settings: Mapping[str, Any], profile: Profile) -> float:

@@ -30,8 +30,8 @@ print(" ".join(sorted(sys.modules)))
 """
 
 # Each is imported by the crawls that use it: rendering, a shared crawl, feeds, PostgreSQL, the on-demand
-# doors, PDFs.
-_LAZY = ("aiohttp", "playwright", "redis", "feedparser", "mcp", "uvicorn", "psycopg", "pypdf")
+# doors, PDFs, WARC output.
+_LAZY = ("aiohttp", "playwright", "redis", "feedparser", "mcp", "uvicorn", "psycopg", "pypdf", "warcio")
 
 
 def test_a_crawl_builds_its_components_without_the_libraries_it_may_never_use(
