@@ -89,6 +89,7 @@ META: Mapping[str, MetaKey] = {
     "reread_url": _OURS,
     "reread_moved": _OURS,
     "reread_noindex": _OURS,
+    "reread_fetched_at": _OURS,  # the stored copy's fetch time (ISO 8601): a 304's WARC revisit refers to it
     "reread_outlinks": _OURS_LOCAL,
     "budget_counted": _OURS,
     "summary_counts_failure": _OURS,
