@@ -1,6 +1,6 @@
 """Near-duplicate pages: a 64-bit SimHash of a page's main text (Charikar; Manku, Jain and Das Sarma, 2007).
 
-``fingerprint`` hashes the text's word 3-shingles (lower case, words of letters and digits) with the
+``fingerprint`` hashes the text's distinct word 3-shingles (lower case, words of letters and digits) with the
 ``simhash`` library; two texts within ``near_duplicate_bits`` differing bits (``WebPolicy``, 3 as in Manku
 et al. for 64 bits) are one page. ``NearDuplicates`` keeps the first URL stored with each fingerprint in the
 library's block index (k + 1 blocks: two fingerprints within k bits agree on one block, so a lookup reads
@@ -30,7 +30,9 @@ def fingerprint(text: str) -> int | None:
     words = _WORD.findall(text.lower())
     if len(words) < MIN_WORDS:
         return None
-    shingles = [" ".join(words[i : i + 3]) for i in range(len(words) - 2)]
+    # Each distinct shingle once: counted, the shingles of a menu or footer repeated on every page of a site
+    # (its link list) would outweigh the text that differs.
+    shingles = list(dict.fromkeys(" ".join(words[i : i + 3]) for i in range(len(words) - 2)))
     return int(Simhash(shingles).value)
 
 

@@ -1,0 +1,193 @@
+"""``scrapy crawl web -a url=START | -a seeds=PATH [-a sites=PATH] [-a kb=NAME] [-a max_pages=N]``: the web crawl.
+
+Links are followed across sites, within the profile's depth cap and the web crawl's budgets; every judgement
+is the core's (``synapsecrawl.web``): the frontier canonicalises each link, cuts traps, holds each registrable
+domain to its budget and ranks what waits. This spider keeps at most ``WINDOW`` requests of a site in Scrapy's
+scheduler at a time (so the frontier's order, not Scrapy's, decides what a site gets next, and a site that is
+due never waits behind another's backlog: ``PacedPriorityQueue`` hands out any due site) and releases the
+next when one is answered. Released requests are ordinary page requests: the address guard, the removal
+list (SNA-NEVER, YOT-REMOVAL), robots.txt, pacing, backoff, size caps and signing hold for each discovered
+site as for a site crawl. A page whose main text is a near-duplicate of one stored in this crawl is not
+stored and its links are not followed; it is counted as a duplicate of the first. Who may run it is the
+profile's ``[web] crawl`` (``synapsecrawl.web.request``). Meta keys: ``web_site`` (the pacing site a request
+was released for), with ``depth`` as every spider.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import scrapy
+from scrapy import signals
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from twisted.python.failure import Failure
+
+from middlewares.engine.runtime import Runtime
+from spiders.base import SynapseSpider
+from synapsecrawl.kb.removals import RemovalList
+from synapsecrawl.web.frontier import CUT_REASONS, WebFrontier
+from synapsecrawl.web.neardup import NearDuplicates, fingerprint
+from synapsecrawl.web.request import WebRequest
+
+__all__ = ["WebSpider"]
+
+logger = logging.getLogger(__name__)
+
+WEB_SITE = "web_site"
+WINDOW = 2  # requests of one site in Scrapy's scheduler at once: one in flight, the next ready when it is due
+_EXPECTED_LINKS = 20  # URLs a crawl comes to know per page it may fetch, to size the seen-set
+
+
+class WebSpider(SynapseSpider):
+    name = "web"
+
+    sites: RemovalList | None
+    frontier: WebFrontier
+    copies: NearDuplicates
+    _queued: Counter[str]
+    _settled: bool
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
+        runtime = Runtime.of(crawler)
+        request = WebRequest.from_args(runtime.profile, **kwargs)  # refused before any request (the CLI checks first)
+        forwarded = {k: v for k, v in kwargs.items() if k not in {"seeds", "sites"}}
+        if kwargs.get("seeds"):
+            forwarded["urls_file"] = kwargs["seeds"]
+        spider = super().from_crawler(crawler, *args, **forwarded)
+        assert isinstance(spider, WebSpider)
+        spider.sites = request.sites
+        policy = runtime.profile.web
+        spider.frontier = WebFrontier(
+            policy,
+            site=runtime.site,
+            depth_cap=spider.limits.depth,
+            schemes=runtime.profile.schemes,
+            expected=spider.limits.pages * _EXPECTED_LINKS,
+            allowed=request.sites.matches if request.sites is not None else None,
+        )
+        spider.copies = NearDuplicates(policy.near_duplicate_bits)
+        spider._queued = Counter()
+        spider._settled = False
+        crawler.signals.connect(spider._on_idle, signal=signals.spider_idle)
+        return spider
+
+    @property
+    def backlog(self) -> int:
+        """URLs waiting in the frontier (the base's re-read of stored pages waits until there are none)."""
+        return len(self.frontier)
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.crawl.urls:
+            self._offer(url, None, 0)
+        for request in self._release_all():
+            yield request
+
+    def _offer(self, url: str, source: str | None, depth: int) -> None:
+        offer = self.frontier.offer(url, source=source, depth=depth)
+        if offer.verdict in CUT_REASONS:
+            self.runtime.summary.skip(self.runtime.site(offer.url), offer.verdict, offer.url)
+            logger.debug("not followed (%s: %s): %s", offer.verdict, offer.reason, offer.url)
+
+    def _release(self, site: str) -> Iterator[scrapy.Request]:
+        while self._queued[site] < WINDOW and (entry := self.frontier.release(site)) is not None:
+            self._queued[site] += 1
+            yield self.page_request(
+                entry.url,
+                meta={"depth": entry.depth, WEB_SITE: site},
+                priority=self.frontier.rank(entry),
+                dont_filter=True,  # the frontier's seen-set judged it: Scrapy's own filter would hold every URL again
+            )
+
+    def _release_all(self) -> Iterator[scrapy.Request]:
+        for site in self.frontier.sites_waiting():
+            yield from self._release(site)
+
+    def _answered(self, request: scrapy.Request | None) -> None:
+        """One of a site's released requests got its answer (or none): release the site's next."""
+        site = request.meta.get(WEB_SITE) if request is not None else None
+        if site is None:
+            return
+        self._queued[site] = max(0, self._queued[site] - 1)
+        assert self.crawler.engine is not None
+        for released in self._release(site):
+            self.crawler.engine.crawl(released)
+
+    async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
+        try:
+            page = await self.read(response)
+            depth = int(response.meta.get("depth", 0))
+            items = list(self.keep(response, page))
+            if items and page is not None and self._duplicate(response.url, page.text):
+                return
+            for item in items:
+                item["depth"] = depth
+                yield item
+            if page is not None and depth < self.limits.depth:
+                for url in self.followable(page):
+                    self._offer(url, response.url, depth + 1)
+        finally:
+            self._answered(response.request)
+
+    def _duplicate(self, url: str, text: str) -> bool:
+        """Whether ``text`` is a near-duplicate of a page this crawl stored: then it is counted, not stored."""
+        value = fingerprint(text)
+        if value is None:
+            return False
+        original = self.copies.original(value)
+        if original is None or original == url:
+            self.copies.add(value, url)
+            return False
+        self.runtime.summary.skip(self.runtime.site(url), "duplicate", url)
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value("web/duplicates")
+        logger.info("not stored, a near-duplicate of %s: %s", original, url)
+        return True
+
+    def page_failed(self, failure: Failure) -> Failure | list[scrapy.Request] | None:
+        """As every spider's, and the failed request's site gets its next URL."""
+        try:
+            return super().page_failed(failure)
+        finally:
+            self._answered(getattr(failure, "request", None))
+
+    def follow_stored(self, request: scrapy.Request, outlinks: tuple[str, ...]) -> list[scrapy.Request]:
+        """An unchanged page's stored links go to the frontier, as a read page's would."""
+        depth = int(request.meta.get("depth", 0))
+        if depth < self.limits.depth:
+            for url in outlinks:
+                self._offer(url, request.url, depth + 1)
+        return []
+
+    def _on_idle(self, **_: Any) -> None:
+        """Nothing in flight: release every site's next URLs; when none is left, count what the budgets held."""
+        self._queued.clear()
+        released = list(self._release_all())
+        assert self.crawler.engine is not None and self.crawler.stats is not None
+        for request in released:
+            self.crawler.engine.crawl(request)
+        if released or self._settled:
+            return
+        self._settled = True
+        for site, url in self.frontier.parked():
+            self.runtime.summary.skip(site, "budget", url)
+        stats = self.crawler.stats
+        stats.set_value("web/sites_known", len(self.frontier.sites_known))
+        stats.set_value("web/sites_waiting", len(self.frontier.sites_waiting()))
+        for reason, count in sorted(self.frontier.cuts.items()):
+            stats.set_value(f"web/cut/{reason}", count)
+        parked = sum(1 for _ in self.frontier.parked())
+        cuts = self.frontier.cuts + Counter({"budget": parked})
+        logger.info(
+            "web crawl: %d sites known; cut: %s; seen-set %s (%d URLs)",
+            len(self.frontier.sites_known),
+            ", ".join(f"{reason} {n}" for reason, n in sorted(cuts.items()) if n) or "nothing",
+            "exact" if self.frontier.seen.exact else f"a Bloom filter of {self.frontier.seen.bloom_bytes()} bytes",
+            self.frontier.seen.count,
+        )
+        for domain, admitted, budget in self.frontier.spent():
+            logger.info("web crawl budget: %s: %d of %d pages", domain, admitted, budget)
