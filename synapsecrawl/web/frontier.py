@@ -23,7 +23,7 @@ import heapq
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from synapsecrawl.profiles import WebPolicy
@@ -48,7 +48,7 @@ class Offer:
     reason: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Pending:
     """A URL waiting for its site's turn."""
 
@@ -56,11 +56,11 @@ class Pending:
     site: str
     depth: int
     order: int
-    linkers: set[int] = field(default_factory=set)
+    linkers: set[int] | None = None  # hashes of its distinct linking domains; None until one links
 
     def score(self) -> float:
         """The URL's value within its site: its distinct linking domains, less half a point a level of depth."""
-        return 2 * math.log2(1 + len(self.linkers)) - 0.5 * self.depth
+        return 2 * math.log2(1 + len(self.linkers or ())) - 0.5 * self.depth
 
 
 def _digest(text: str) -> int:
@@ -153,10 +153,12 @@ class WebFrontier:
 
     def _vote(self, entry: Pending, source: str | None) -> None:
         linker = SEED if source is None else domain_of(source)
-        if linker == domain_of(entry.url) or len(entry.linkers) >= _MAX_LINKERS:
+        if linker == domain_of(entry.url) or len(entry.linkers or ()) >= _MAX_LINKERS:
             return
         key = _digest(linker)
-        if key in entry.linkers:
+        if entry.linkers is None:
+            entry.linkers = set()
+        elif key in entry.linkers:
             return
         entry.linkers.add(key)
         if entry.url in self._pending:
