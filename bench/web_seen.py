@@ -64,7 +64,8 @@ def frontier_bytes(n: int) -> float:
     before = tracemalloc.get_traced_memory()[0]
     frontier = WebFrontier(policy, site=host_of, depth_cap=5, schemes=frozenset({"https"}), expected=n)
     for i in range(n):
-        frontier.offer(f"https://s{i % 1000}.site{i % 1000 // 2}.example/a/{i}", source="https://seed.example/", depth=1)
+        url = f"https://s{i % 1000}.site{i % 1000 // 2}.example/a/{i}"  # 1,000 hosts on 500 domains
+        frontier.offer(url, source="https://seed.example/", depth=1)
     used = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     assert len(frontier) == n, len(frontier)
