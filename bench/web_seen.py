@@ -3,11 +3,14 @@
     python -m bench.web_seen                          # 1M URLs inserted; the filter sized for 10M read off
     python -m bench.web_seen --sizes 100000           # a quick check
     python -m bench.web_seen --sizes 1000000,10000000 # 10M inserted too (minutes of CPU)
+    python -m bench.web_seen --redis redis://127.0.0.1:6379/0 --sizes 1000000   # the shared filter in Redis
 
 For each size N: the exact set (8-byte URL hashes in a Python set, ``synapsecrawl.web.seen``) measured with
 tracemalloc; the Bloom filter (rbloom) sized for N at 0.1 % and 1 %, its bytes from its bit count, N URLs
 inserted and 100,000 never-inserted URLs probed for the measured false-positive rate; and, at the smallest
 size, the whole ``WebFrontier`` (seen-set, pending entries, heaps, budgets) per pending URL, by tracemalloc.
+With ``--redis``, the shared Bloom filter (``synapsecrawl.web.redis_seen``) instead, filled in batches
+of 500 URLs (one round trip each), its bytes from Redis's MEMORY USAGE, under a key deleted after.
 Prints one line per figure; docs/benchmarks.md keeps them.
 """
 
@@ -20,6 +23,7 @@ import tracemalloc
 from synapsecrawl.profiles import WebPolicy
 from synapsecrawl.urls import host_of
 from synapsecrawl.web.frontier import WebFrontier
+from synapsecrawl.web.redis_seen import RedisBloom, bloom_shape
 from synapsecrawl.web.seen import SeenSet, url_key
 
 __all__ = ["main"]
@@ -72,11 +76,41 @@ def frontier_bytes(n: int) -> float:
     return used / n
 
 
+def redis_bloom(url: str, n: int, rate: float) -> None:
+    """Fill a Redis Bloom filter for ``n`` URLs and print its bytes per URL, round trips and false positives."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    key = f"bench:web_seen:{time.time_ns()}"
+    try:
+        bloom = RedisBloom(client, key, expected=n, false_positive=rate)
+        batch, trips, start = 500, 0, time.perf_counter()
+        for first in range(0, n, batch):
+            bloom.add([_url(i) for i in range(first, min(n, first + batch))])
+            trips += 1
+        seconds = time.perf_counter() - start
+        false = sum(bloom.contains([f"https://other.example/{i}" for i in range(_PROBES)]))
+        used = int(client.memory_usage(key) or 0)
+        print(
+            f"Redis Bloom {rate:.1%}, {n:,} URLs: {used / n:.2f} bytes/URL (MEMORY USAGE {used:,}), "
+            f"{trips / n:.4f} round trips/URL, false positives {false / _PROBES:.4%}, {seconds / n * 1e6:.1f} us/URL; "
+            f"sized for 10,000,000: {bloom_shape(10_000_000, rate)[0] / 8 / 1e7:.2f} bytes/URL"
+        )
+    finally:
+        client.delete(key)
+        client.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000000", help="URL counts to insert, comma-separated")
+    parser.add_argument("--redis", default="", help="a Redis URL: measure the shared filter there instead")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.redis:
+        for n in sizes:
+            redis_bloom(args.redis, n, 0.001)
+        return
     for n in sizes:
         print(f"exact set, {n:,} URLs: {exact_bytes(n):.1f} bytes/URL")
         for rate in (0.001, 0.01):
