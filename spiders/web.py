@@ -93,6 +93,16 @@ class WebSpider(SynapseSpider):
             self.runtime.summary.skip(self.runtime.site(offer.url), offer.verdict, offer.url)
             logger.debug("not followed (%s: %s): %s", offer.verdict, offer.reason, offer.url)
 
+    def _offer_all(self, urls: list[str] | tuple[str, ...], source: str, depth: int) -> None:
+        """Offer a page's links, then release the sites they gave work to (a site found now starts now,
+        not when the crawl next falls idle)."""
+        for url in urls:
+            self._offer(url, source, depth)
+        assert self.crawler.engine is not None
+        for site in self.frontier.woken():
+            for released in self._release(site):
+                self.crawler.engine.crawl(released)
+
     def _release(self, site: str) -> Iterator[scrapy.Request]:
         while self._queued[site] < WINDOW and (entry := self.frontier.release(site)) is not None:
             self._queued[site] += 1
@@ -104,6 +114,7 @@ class WebSpider(SynapseSpider):
             )
 
     def _release_all(self) -> Iterator[scrapy.Request]:
+        self.frontier.woken()  # every site is looked at
         for site in self.frontier.sites_waiting():
             yield from self._release(site)
 
@@ -128,8 +139,7 @@ class WebSpider(SynapseSpider):
                 item["depth"] = depth
                 yield item
             if page is not None and depth < self.limits.depth:
-                for url in self.followable(page):
-                    self._offer(url, response.url, depth + 1)
+                self._offer_all(self.followable(page), response.url, depth + 1)
         finally:
             self._answered(response.request)
 
@@ -159,8 +169,7 @@ class WebSpider(SynapseSpider):
         """An unchanged page's stored links go to the frontier, as a read page's would."""
         depth = int(request.meta.get("depth", 0))
         if depth < self.limits.depth:
-            for url in outlinks:
-                self._offer(url, request.url, depth + 1)
+            self._offer_all(outlinks, request.url, depth + 1)
         return []
 
     def _on_idle(self, **_: Any) -> None:

@@ -92,6 +92,7 @@ class WebFrontier:
         self._heaps: dict[str, list[tuple[float, int, str]]] = {}
         self._parked: dict[str, list[Pending]] = {}
         self._order = 0
+        self._woken: set[str] = set()
         self.sites_known: set[str] = set()
         self.cuts: Counter[str] = Counter()
 
@@ -165,6 +166,7 @@ class WebFrontier:
             self._push(entry)  # the better rank; the stale heap entry is skipped when it comes up
 
     def _push(self, entry: Pending) -> None:
+        self._woken.add(entry.site)
         self._pending[entry.url] = entry
         heapq.heappush(self._heaps.setdefault(entry.site, []), (-entry.score(), entry.order, entry.url))
 
@@ -188,6 +190,11 @@ class WebFrontier:
                 return entry
         self._heaps.pop(site, None)
         return None
+
+    def woken(self) -> list[str]:
+        """The sites given pending URLs since the last call (a new URL, or parked ones let in)."""
+        sites, self._woken = list(self._woken), set()
+        return sites
 
     def rank(self, entry: Pending) -> int:
         """A request priority for ``entry`` against other due sites: its own value and its domain's linkers."""

@@ -243,3 +243,19 @@ def test_a_bad_web_table_is_refused() -> None:
     data["web"]["crawl"] = "wander"
     with pytest.raises(ProfileError, match="crawl is 'open'"):
         parse_profile("snagabot", data)
+
+
+def test_the_frontier_names_the_sites_given_work() -> None:
+    """The sites given pending URLs since the last look (new URLs, or parked ones a new linking domain let
+    in), so a site found on a page starts at once rather than when the crawl next falls idle."""
+    frontier = _frontier()
+    frontier.offer("http://a.test/", source=None, depth=0)
+    frontier.offer("http://b.test/", source="http://a.test/", depth=1)
+    assert sorted(frontier.woken()) == ["a.test", "b.test"]
+    assert frontier.woken() == []
+    for i in range(8):
+        frontier.offer(f"http://www.c.test/{i}", source="http://c.test/", depth=1)  # budget 3: 5 parked
+    frontier.woken()
+    frontier.offer("http://other.c.test/", source="http://d.test/", depth=1)  # d.test grows c.test's budget
+    assert frontier.woken() == ["www.c.test"]  # the parked come in first; other.c.test waits in turn
+    assert ("other.c.test", "http://other.c.test/") in list(frontier.parked())
