@@ -55,9 +55,9 @@ class WebSpider(SynapseSpider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:
         runtime = Runtime.of(crawler)
         request = WebRequest.from_args(runtime.profile, **kwargs)  # refused before any request (the CLI checks first)
-        forwarded = {k: v for k, v in kwargs.items() if k not in {"seeds", "sites"}}
-        if kwargs.get("seeds"):
-            forwarded["urls_file"] = kwargs["seeds"]
+        forwarded = {k: v for k, v in kwargs.items() if k not in {"seeds", "sites", "urls_file"}}
+        if kwargs.get("seeds") or kwargs.get("urls_file"):
+            forwarded["urls_file"] = kwargs.get("seeds") or kwargs["urls_file"]
         spider = super().from_crawler(crawler, *args, **forwarded)
         assert isinstance(spider, WebSpider)
         spider.sites = request.sites

@@ -1,6 +1,7 @@
 """``scrapy crawl web`` arguments: seeds, the allow-list of sites, and whether the profile crawls the web at all.
 
-``-a url=URL`` or ``-a seeds=PATH`` (one URL a line, as ``urls_file``) give the seeds; ``-a sites=PATH`` an
+``-a url=URL`` or ``-a seeds=PATH`` (one URL a line; ``urls_file``, as a re-read passes it, is the same) give
+the seeds; ``-a sites=PATH`` an
 allow-list read like the removal list (a domain covers its subdomains; a URL prefix covers what starts with
 it); ``kb``, ``depth`` and ``max_pages`` as every crawl. The profile's ``[web] crawl`` decides: "refused"
 stops the crawl before any request with the profile's one-line ``refusal`` (SYN-MODES, SER-NOCRAWL);
@@ -63,10 +64,11 @@ class WebRequest:
         if web.crawl == "allow-list" and not sites:
             who = profile.name
             raise ConfigError(f"scrapy crawl web: {who} crawls only a reviewed list of sites: give -a sites=PATH")
-        if "urls_file" in rest:
-            raise ConfigError("unknown spider argument(s): urls_file (the web crawl's seeds are -a seeds=PATH)")
+        urls_file = rest.pop("urls_file", None)  # what `synapsecrawl recrawl` passes for a source of many seeds
+        if seeds and urls_file:
+            raise ConfigError("give one of -a seeds=PATH or -a urls_file=PATH")
         try:
-            crawl = CrawlRequest.from_args(url=url, urls_file=seeds, **rest)
+            crawl = CrawlRequest.from_args(url=url, urls_file=seeds or urls_file, **rest)
         except ArgumentError as exc:
             raise ArgumentError(_renamed(exc)) from None
         except ConfigError as exc:

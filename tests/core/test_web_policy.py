@@ -3,15 +3,18 @@ priority, the seen-set, near-duplicates and revisit intervals. Plain Python, no 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from synapsecrawl.errors import ProfileError
+from synapsecrawl.errors import ConfigError, ProfileError
 from synapsecrawl.profiles import WebPolicy, load_profile
 from synapsecrawl.profiles.profile import parse_profile, read_profile_data
 from synapsecrawl.urls import host_of
 from synapsecrawl.web.budgets import SEED, DomainBudgets
 from synapsecrawl.web.frontier import WebFrontier
 from synapsecrawl.web.neardup import NearDuplicates, fingerprint
+from synapsecrawl.web.request import WebRequest
 from synapsecrawl.web.revisit import DAY, next_revisit
 from synapsecrawl.web.seen import SeenSet
 from synapsecrawl.web.traps import TrapGuard, web_canonical
@@ -259,3 +262,25 @@ def test_the_frontier_names_the_sites_given_work() -> None:
     frontier.offer("http://other.c.test/", source="http://d.test/", depth=1)  # d.test grows c.test's budget
     assert frontier.woken() == ["www.c.test"]  # the parked come in first; other.c.test waits in turn
     assert ("other.c.test", "http://other.c.test/") in list(frontier.parked())
+
+
+def test_web_arguments_take_seeds_or_a_urls_file_and_an_allow_list(tmp_path: Path) -> None:
+    """`-a seeds=PATH` (or `-a urls_file=PATH`, as a re-read of a source of many seeds passes it) gives the
+    seeds; a missing file is one line naming `seeds`; `-a sites=PATH` is read as an allow-list."""
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("https://a.example/\n# a comment\nhttps://b.example/\n")
+    profile = load_profile("snagabot")
+    assert WebRequest.from_args(profile, seeds=str(seeds)).crawl.urls == ("https://a.example/", "https://b.example/")
+    assert WebRequest.from_args(profile, urls_file=str(seeds)).crawl.urls == (
+        "https://a.example/",
+        "https://b.example/",
+    )
+    with pytest.raises(ConfigError, match=r"^seeds .*missing.txt"):
+        WebRequest.from_args(profile, seeds=str(tmp_path / "missing.txt"))
+    with pytest.raises(ConfigError, match="give exactly one of -a url=URL or -a seeds=PATH"):
+        WebRequest.from_args(profile)
+    sites = tmp_path / "sites.txt"
+    sites.write_text("docs.example\n")
+    allowed = WebRequest.from_args(load_profile("yottabot"), url="https://docs.example/", sites=str(sites)).sites
+    assert allowed is not None and allowed.matches("https://api.docs.example/x")
+    assert not allowed.matches("https://other.example/")
