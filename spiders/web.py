@@ -28,12 +28,15 @@ from twisted.python.failure import Failure
 
 from middlewares.engine.runtime import Runtime
 from spiders.base import SynapseSpider
+from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.removals import RemovalList
+from synapsecrawl.web.budgets import domain_of
 from synapsecrawl.web.frontier import CUT_REASONS, WebFrontier
 from synapsecrawl.web.neardup import NearDuplicates, fingerprint
 from synapsecrawl.web.request import WebRequest
+from synapsecrawl.web.shared import ADMITTED, KNOWN, SharedNearDuplicates, SharedWebGate
 
-__all__ = ["WebSpider"]
+__all__ = ["SharedWebSpider", "WebSpider"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ class WebSpider(SynapseSpider):
 
     sites: RemovalList | None
     frontier: WebFrontier
-    copies: NearDuplicates
+    copies: NearDuplicates | SharedNearDuplicates
     _queued: Counter[str]
     _settled: bool
 
@@ -60,21 +63,25 @@ class WebSpider(SynapseSpider):
             forwarded["urls_file"] = kwargs.get("seeds") or kwargs["urls_file"]
         spider = super().from_crawler(crawler, *args, **forwarded)
         assert isinstance(spider, WebSpider)
-        spider.sites = request.sites
-        policy = runtime.profile.web
-        spider.frontier = WebFrontier(
-            policy,
-            site=runtime.site,
-            depth_cap=spider.limits.depth,
-            schemes=runtime.profile.schemes,
-            expected=spider.limits.pages * _EXPECTED_LINKS,
-            allowed=request.sites.matches if request.sites is not None else None,
-        )
-        spider.copies = NearDuplicates(policy.near_duplicate_bits)
-        spider._queued = Counter()
-        spider._settled = False
+        spider.prepare(request.sites)
         crawler.signals.connect(spider._on_idle, signal=signals.spider_idle)
         return spider
+
+    def prepare(self, sites: RemovalList | None) -> None:
+        """The frontier and near-duplicate index of this crawl (its runtime and limits set)."""
+        policy = self.runtime.profile.web
+        self.sites = sites
+        self.frontier = WebFrontier(
+            policy,
+            site=self.runtime.site,
+            depth_cap=self.limits.depth,
+            schemes=self.runtime.profile.schemes,
+            expected=(self.limits.pages or 10_000) * _EXPECTED_LINKS,
+            allowed=sites.matches if sites is not None else None,
+        )
+        self.copies = NearDuplicates(policy.near_duplicate_bits)
+        self._queued = Counter()
+        self._settled = False
 
     @property
     def backlog(self) -> int:
@@ -200,3 +207,71 @@ class WebSpider(SynapseSpider):
         )
         for domain, admitted, budget in self.frontier.spent():
             logger.info("web crawl budget: %s: %d of %d pages", domain, admitted, budget)
+
+
+class SharedWebSpider(WebSpider):
+    """The web crawl as a source of a shared crawl (``synapsecrawl crawl add --mode web``), one per worker.
+
+    Each worker screens a page's links (scheme, depth, trap shape: ``WebFrontier.screen``); the seen-set,
+    the budgets per registrable domain, the cut counts and the near-duplicates are the crawl's, in Redis
+    (``synapsecrawl.web.shared``), so they hold across workers. Admitted links go to the shared frontier
+    as requests, where every site takes its turn across workers; there is no window here and no parking
+    (a link over budget is dropped). Built by ``spiders.worker`` (``prepare_shared``); not a spider of its own.
+    """
+
+    name = ""  # not a spider of its own for Scrapy's loader
+    gate: SharedWebGate
+
+    def prepare_shared(self, client: Any, root: str) -> None:
+        """Set up this source's web crawl against the shared crawl's Redis ``client`` under ``root``."""
+        web = self.runtime.profile.web
+        if web.crawl != "open":
+            raise ConfigError(
+                f"scrapy crawl web: {web.refusal}"
+                if web.crawl == "refused"
+                else f"{self.runtime.profile.name} crawls only a reviewed list: not as a shared web crawl"
+            )
+        self.prepare(None)
+        self.gate = SharedWebGate(client, root, web, expected=(self.limits.pages or 10_000) * _EXPECTED_LINKS)
+        self.copies = SharedNearDuplicates(client, root, web.near_duplicate_bits)
+
+    async def start(self) -> AsyncIterator[Any]:
+        for request in self._admitted([(url, None, 0) for url in self.crawl.urls]):
+            yield request
+
+    def _admitted(self, links: list[tuple[str, str | None, int]]) -> list[scrapy.Request]:
+        cuts: Counter[str] = Counter()
+        candidates: list[tuple[str, int, str | None]] = []
+        for url, source, depth in links:
+            offer = self.frontier.screen(url, depth)
+            if offer.verdict in CUT_REASONS:
+                cuts[offer.verdict] += 1
+                self.runtime.summary.skip(self.runtime.site(offer.url), offer.verdict, offer.url)
+            else:
+                candidates.append((offer.url, depth, source))
+        self.gate.count(cuts)
+        unique = list({url: (url, depth, source) for url, depth, source in candidates}.values())
+        verdicts = self.gate.admit(
+            [(url, domain_of(url), None if source is None else domain_of(source)) for url, _, source in unique]
+        )
+        requests = []
+        for (url, depth, _), verdict in zip(unique, verdicts, strict=True):
+            if verdict == ADMITTED:
+                requests.append(self.page_request(url, meta={"depth": depth}, dont_filter=True))
+            elif verdict != KNOWN:
+                self.runtime.summary.skip(self.runtime.site(url), "budget", url)
+        return requests
+
+    def _offer_all(self, urls: list[str] | tuple[str, ...], source: str, depth: int) -> None:
+        assert self.crawler.engine is not None
+        for request in self._admitted([(url, source, depth) for url in urls]):
+            self.crawler.engine.crawl(request)  # to the shared frontier, as a yielded request would go
+
+    def _answered(self, request: scrapy.Request | None) -> None:
+        """Nothing to release: the shared frontier hands out every site's turn."""
+
+    def _duplicate(self, url: str, text: str) -> bool:
+        duplicate = super()._duplicate(url, text)
+        if duplicate:
+            self.gate.count(Counter({"duplicate": 1}))
+        return duplicate

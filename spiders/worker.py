@@ -50,6 +50,7 @@ from spiders.feedholds import FeedHolds
 from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
+from spiders.web import SharedWebSpider
 from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source, check_crawl_name
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.request import CrawlRequest
@@ -96,6 +97,7 @@ _MODES: dict[str, type[SynapseSpider]] = {
     "site": SiteSpider,
     "sitemap": SharedSitemapSpider,
     "feed": FeedSpider,
+    "web": SharedWebSpider,
 }
 
 
@@ -197,6 +199,14 @@ class WorkerSpider(scrapy.Spider):
             spider.backlog = deque()
         if isinstance(spider, SharedSitemapSpider):
             spider.source_id, spider.worker = source.id, self
+        if isinstance(spider, SharedWebSpider):  # the web crawl's seen-set and budgets are the crawl's, in Redis
+            try:
+                import redis  # a web source's own client: the frontier's is the frontier's
+
+                client = redis.Redis.from_url(self.frontier.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+                spider.prepare_shared(client, f"{self.frontier.root}:web")
+            except ConfigError as error:
+                raise BadEntry(f"source {source.id}: {error}") from None
         if isinstance(spider, FeedSpider):
             spider.previews = self.runtime.profile.previews
             spider._waiting, spider._entries, spider._icon_origins = {}, set(), set()

@@ -153,3 +153,59 @@ def test_profiles_that_do_not_crawl_the_web_refuse_in_one_line(
         says in run.stderr.strip() and len(run.stderr.strip().splitlines()) == 1
     ), run.stderr
     assert server.log(host) == []
+
+
+def test_a_web_crawl_shared_by_three_workers_holds_its_budgets_copies_and_never_list_across_them(
+    server: TestServer, host: str, shared, tmp_path: Path
+) -> None:
+    """`synapsecrawl crawl add --mode web` and 3 workers: sites are discovered through links and each page is
+    fetched once whichever worker found it (the seen-set in Redis); a farm of 200 subdomains of one domain is
+    held to its domain's budget across the workers (20: base 10 + 10 for the one domain linking to it); the
+    mirror's copy of an article is not stored (near-duplicates in Redis); the never-list domain is never asked
+    (SNA-NEVER); robots.txt comes first on every host and once, never two requests in flight at a host
+    (SNA-RATE); `crawl status` shows the web crawl's cuts and budgets."""
+    from tests.e2e.sharedcrawl import fetched, in_flight, stored_pages
+
+    hub, good, mirror, never, farm = (f"{name}-{host}" for name in ("hub", "good", "mirror", "never", "farm"))
+    article = _words("article")
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        server.url(good, "/"), server.url(mirror, "/"), server.url(never, "/"), server.url(f"s0.{farm}", "/"),
+    ]))})  # fmt: skip
+    for name, title in ((good, "Good"), (mirror, "Mirror")):
+        server.add(name, {
+            "/robots.txt": ROBOTS_ALL,
+            "/": Reply(html(title, _words(title.lower()), links=["/a.html"])),
+            "/a.html": Reply(html("Article", article)),
+        })  # fmt: skip
+    server.add(never, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Never", _words("never")))})
+    for i in range(200):
+        links = [server.url(f"s{(i * 7 + k) % 200}.{farm}", "/") for k in range(1, 30)]
+        server.add(
+            f"s{i}.{farm}", {"/robots.txt": ROBOTS_ALL, "/": Reply(html(f"Farm {i}", _words(f"farm{i}"), links=links))}
+        )
+    listed = tmp_path / "never.txt"
+    listed.write_text(f"{never}\n")
+    shared.settings.update({"BOT_PROFILE": "snagabot", "REMOVAL_LIST": str(listed)})
+    out = shared.add("--url", server.url(hub, "/"), "--mode", "web")
+    assert out.returncode == 0, out.stderr
+    shared.start(3)
+    shared.wait()
+
+    farm_hosts = [f"s{i}.{farm}" for i in range(200)]
+    hits = [h for name in (hub, good, mirror, *farm_hosts) for h in server.log(name)]
+    assert all(n == 1 for n in fetched(hits).values()), [k for k, n in fetched(hits).items() if n > 1]
+    for name in (hub, good, mirror, *farm_hosts):
+        own = server.log(name)
+        if own:
+            assert own[0].path == "/robots.txt", (name, [h.path for h in own])
+            assert in_flight(own) == 1
+    farm_pages = [h for name in farm_hosts for h in _pages(server.log(name))]
+    assert 10 < len(farm_pages) <= 20
+    assert server.log(never) == []
+    titles = [str(row["title"]) for row in stored_pages(shared)]
+    assert titles.count("Article") == 1
+    assert {"Hub", "Good", "Mirror"} <= set(titles)
+    [web] = [row["web"] for row in shared.status() if "web" in row]
+    assert web["cuts"].get("budget", 0) > 0 and web["cuts"].get("duplicate") == 1  # type: ignore[index,union-attr]
+    spent = {row["domain"]: row for row in web["budget_spent"]}  # type: ignore[index]
+    assert spent[farm]["budget"] == 20 and spent[farm]["admitted"] == 20
