@@ -214,16 +214,19 @@ class SharedWebSpider(WebSpider):
 
     Each worker screens a page's links (scheme, depth, trap shape: ``WebFrontier.screen``); the seen-set,
     the budgets per registrable domain, the cut counts and the near-duplicates are the crawl's, in Redis
-    (``synapsecrawl.web.shared``), so they hold across workers. Admitted links go to the shared frontier
-    as requests, where every site takes its turn across workers; there is no window here and no parking
-    (a link over budget is dropped). Built by ``spiders.worker`` (``prepare_shared``); not a spider of its own.
+    (``synapsecrawl.web.shared``), so they hold across workers. Admitted links are queued in the shared
+    frontier by the same Lua step that marks them seen, and every site takes its turn there across workers;
+    there is no window here and no parking (a link over budget is dropped). Built by ``spiders.worker``
+    (``prepare_shared``); not a spider of its own.
     """
 
     name = ""  # not a spider of its own for Scrapy's loader
     gate: SharedWebGate
+    _entry_for: Any
 
-    def prepare_shared(self, client: Any, root: str) -> None:
-        """Set up this source's web crawl against the shared crawl's Redis ``client`` under ``root``."""
+    def prepare_shared(self, client: Any, root: str, frontier: str, entry_for: Any) -> None:
+        """Set up this source's web crawl against the shared crawl's Redis ``client``: its keys under ``root``,
+        admitted links queued in the frontier at ``frontier`` as ``entry_for`` (the worker's) makes them."""
         web = self.runtime.profile.web
         if web.crawl != "open":
             raise ConfigError(
@@ -232,14 +235,20 @@ class SharedWebSpider(WebSpider):
                 else f"{self.runtime.profile.name} crawls only a reviewed list: not as a shared web crawl"
             )
         self.prepare(None)
-        self.gate = SharedWebGate(client, root, web, expected=(self.limits.pages or 10_000) * _EXPECTED_LINKS)
+        self.gate = SharedWebGate(
+            client, root, web, expected=(self.limits.pages or 10_000) * _EXPECTED_LINKS, frontier=frontier
+        )
+        self._entry_for = entry_for
         self.copies = SharedNearDuplicates(client, root, web.near_duplicate_bits)
 
     async def start(self) -> AsyncIterator[Any]:
-        for request in self._admitted([(url, None, 0) for url in self.crawl.urls]):
-            yield request
+        self._admitted([(url, None, 0) for url in self.crawl.urls])  # queued in the shared frontier
+        return
+        yield
 
-    def _admitted(self, links: list[tuple[str, str | None, int]]) -> list[scrapy.Request]:
+    def _admitted(self, links: list[tuple[str, str | None, int]]) -> None:
+        """Screen ``links`` here, then admit and queue them in Redis in one step (a worker killed after it
+        has lost nothing: what it marked seen is queued)."""
         cuts: Counter[str] = Counter()
         candidates: list[tuple[str, int, str | None]] = []
         for url, source, depth in links:
@@ -251,21 +260,20 @@ class SharedWebSpider(WebSpider):
                 candidates.append((offer.url, depth, source))
         self.gate.count(cuts)
         unique = list({url: (url, depth, source) for url, depth, source in candidates}.values())
+        queue = []
+        for url, depth, _ in unique:
+            entry = self._entry_for(self.page_request(url, meta={"depth": depth}, dont_filter=True))
+            queue.append((self.runtime.site(url), entry.to_json() if entry is not None else ""))
         verdicts = self.gate.admit(
-            [(url, domain_of(url), None if source is None else domain_of(source)) for url, _, source in unique]
+            [(url, domain_of(url), None if source is None else domain_of(source)) for url, _, source in unique],
+            queue,
         )
-        requests = []
-        for (url, depth, _), verdict in zip(unique, verdicts, strict=True):
-            if verdict == ADMITTED:
-                requests.append(self.page_request(url, meta={"depth": depth}, dont_filter=True))
-            elif verdict != KNOWN:
+        for (url, _, _), verdict in zip(unique, verdicts, strict=True):
+            if verdict not in (ADMITTED, KNOWN):
                 self.runtime.summary.skip(self.runtime.site(url), "budget", url)
-        return requests
 
     def _offer_all(self, urls: list[str] | tuple[str, ...], source: str, depth: int) -> None:
-        assert self.crawler.engine is not None
-        for request in self._admitted([(url, source, depth) for url in urls]):
-            self.crawler.engine.crawl(request)  # to the shared frontier, as a yielded request would go
+        self._admitted([(url, source, depth) for url in urls])
 
     def _answered(self, request: scrapy.Request | None) -> None:
         """Nothing to release: the shared frontier hands out every site's turn."""

@@ -204,7 +204,7 @@ class WorkerSpider(scrapy.Spider):
                 import redis  # a web source's own client: the frontier's is the frontier's
 
                 client = redis.Redis.from_url(self.frontier.url, socket_timeout=5.0, socket_connect_timeout=5.0)
-                spider.prepare_shared(client, f"{self.frontier.root}:web")
+                spider.prepare_shared(client, f"{self.frontier.root}:web", self.frontier.root, self.entry_for)
             except ConfigError as error:
                 raise BadEntry(f"source {source.id}: {error}") from None
         if isinstance(spider, FeedSpider):

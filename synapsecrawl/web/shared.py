@@ -1,6 +1,7 @@
 """A web crawl shared by many workers: the seen-set, the budgets, the cuts and the near-duplicates in Redis.
 
-``SharedWebGate.admit`` judges a batch of links in one round trip (one Lua script, atomic): each link's
+``SharedWebGate.admit`` judges a batch of links, and queues the admitted ones in the shared frontier, in one
+round trip (one Lua script, atomic: a link is never marked seen without being queued): each link's
 linking domain goes into a HyperLogLog of its target's registrable domain (IRLbot's STAR, counted across
 workers: about 12 KB at most per domain, exact for few linkers), its bit positions into the shared Bloom
 filter (``redis_seen``), and a link never seen before is admitted when its domain's budget, ``base +
@@ -28,30 +29,47 @@ __all__ = ["ADMITTED", "BUDGET", "KNOWN", "SharedNearDuplicates", "SharedWebGate
 KNOWN, ADMITTED, BUDGET = 0, 1, 2
 _SEED = "(seed)"
 
-# ARGV: P, base, per linker, max, hashes, then for each link: domain, linker ('' none), its bit positions.
+# ARGV: F (the shared frontier's root, '' for none), W (the web keys' root), base, per linker, max, hashes, then
+# for each link: domain, linker ('' none), site, entry ('' none), its bit positions. An admitted link with an
+# entry is queued in the shared frontier in the same step, as synapsecrawl.crawl.frontier's _ADD queues one
+# (its stream, sites, queued and ready keys), so a link is never marked seen without being queued.
 _ADMIT = """
-local P = ARGV[1]
-local base, per, max, k = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local F, W = ARGV[1], ARGV[2]
+local base, per, max, k = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local now = nil
 local out = {}
-local i = 6
+local i = 7
 while i <= #ARGV do
-  local domain, linker = ARGV[i], ARGV[i + 1]
-  if linker ~= '' then redis.call('PFADD', P .. ':in:' .. domain, linker) end
+  local domain, linker, site, data = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  if linker ~= '' then redis.call('PFADD', W .. ':in:' .. domain, linker) end
   local new = 0
   for j = 1, k do
-    if redis.call('SETBIT', P .. ':seen', ARGV[i + 1 + j], 1) == 0 then new = 1 end
+    if redis.call('SETBIT', W .. ':seen', ARGV[i + 3 + j], 1) == 0 then new = 1 end
   end
-  i = i + 2 + k
+  i = i + 4 + k
   if new == 0 then
     out[#out + 1] = 0
   else
-    local budget = math.min(max, base + per * redis.call('PFCOUNT', P .. ':in:' .. domain))
-    redis.call('HSET', P .. ':budget', domain, budget)
-    if tonumber(redis.call('HGET', P .. ':admitted', domain) or '0') < budget then
-      redis.call('HINCRBY', P .. ':admitted', domain, 1)
+    local budget = math.min(max, base + per * redis.call('PFCOUNT', W .. ':in:' .. domain))
+    redis.call('HSET', W .. ':budget', domain, budget)
+    if tonumber(redis.call('HGET', W .. ':admitted', domain) or '0') < budget then
+      redis.call('HINCRBY', W .. ':admitted', domain, 1)
       out[#out + 1] = 1
+      if F ~= '' and data ~= '' then
+        if now == nil then
+          local t = redis.call('TIME')
+          now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+        end
+        local q = F .. ':q:' .. site
+        if redis.call('SADD', F .. ':sites', site) == 1 then
+          redis.pcall('XGROUP', 'CREATE', q, 'workers', '0', 'MKSTREAM')
+        end
+        redis.call('XADD', q, '*', 'd', data)
+        redis.call('HINCRBY', F .. ':queued', site, 1)
+        redis.call('ZADD', F .. ':ready', 'NX', now, site)
+      end
     else
-      redis.call('HINCRBY', P .. ':cuts', 'budget', 1)
+      redis.call('HINCRBY', W .. ':cuts', 'budget', 1)
       out[#out + 1] = 2
     end
   end
@@ -63,9 +81,10 @@ return out
 class SharedWebGate:
     """The shared seen-set and budgets of one web crawl, at ``root`` in the Redis of ``client``."""
 
-    def __init__(self, client: Any, root: str, policy: WebPolicy, *, expected: int) -> None:
+    def __init__(self, client: Any, root: str, policy: WebPolicy, *, expected: int, frontier: str = "") -> None:
         self._client = client
         self.root = root
+        self._frontier = frontier  # the shared frontier's root, where admitted entries are queued
         self._policy = policy
         bits, hashes = bloom_shape(expected, policy.seen_false_positive)
         client.hsetnx(f"{root}:shape", "bits", bits)  # the first worker sizes the filter for all
@@ -75,21 +94,24 @@ class SharedWebGate:
         self.bloom.bits, self.bloom.hashes = shape["bits"], shape["hashes"]
         self._admit = client.register_script(_ADMIT)
 
-    def admit(self, links: Sequence[tuple[str, str, str | None]]) -> list[int]:
+    def admit(self, links: Sequence[tuple[str, str, str | None]], queue: Sequence[tuple[str, str]] = ()) -> list[int]:
         """For each (url, its registrable domain, the linking page's domain or None for a seed): ``ADMITTED``,
-        ``KNOWN`` or ``BUDGET``. One round trip for the batch."""
+        ``KNOWN`` or ``BUDGET``. ``queue`` gives each link's (site, frontier entry JSON): an admitted one is
+        queued in the shared frontier in the same step. One round trip for the batch."""
         if not links:
             return []
         policy = self._policy
+        entries = list(queue) or [("", "")] * len(links)
         args: list[Any] = [
+            self._frontier if queue else "",
             self.root,
             policy.budget_base,
             policy.budget_per_linking_domain,
             policy.budget_max,
             self.bloom.hashes,
         ]
-        for url, domain, linker in links:
-            args += [domain, _SEED if linker is None else ("" if linker == domain else linker)]
+        for (url, domain, linker), (site, data) in zip(links, entries, strict=True):
+            args += [domain, _SEED if linker is None else ("" if linker == domain else linker), site, data]
             args += self.bloom.positions(url)
         return [int(v) for v in self._admit(args=args)]
 

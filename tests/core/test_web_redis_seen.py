@@ -58,7 +58,8 @@ def test_the_shared_gate_admits_each_url_once_within_its_domains_budget_across_w
     one, two = redis.Redis.from_url(REDIS_URL), redis.Redis.from_url(REDIS_URL)
     try:
         root = f"{redis_prefix}:web"
-        first, second = SharedWebGate(one, root, policy, expected=1000), SharedWebGate(two, root, policy, expected=1000)
+        first = SharedWebGate(one, root, policy, expected=1000)
+        second = SharedWebGate(two, root, policy, expected=1000)
         assert first.admit([("https://t.test/", "t.test", None)]) == [ADMITTED]  # budget 2 + 1 (the seed)
         assert second.admit([("https://t.test/", "t.test", None)]) == [KNOWN]
         own = [(f"https://t.test/{i}", "t.test", "t.test") for i in range(4)]

@@ -209,3 +209,43 @@ def test_a_web_crawl_shared_by_three_workers_holds_its_budgets_copies_and_never_
     assert web["cuts"].get("budget", 0) > 0 and web["cuts"].get("duplicate") == 1  # type: ignore[index,union-attr]
     spent = {row["domain"]: row for row in web["budget_spent"]}  # type: ignore[index]
     assert spent[farm]["budget"] == 20 and spent[farm]["admitted"] == 20
+
+
+def test_a_worker_killed_mid_web_crawl_loses_no_discovered_page(
+    server: TestServer, host: str, shared, tmp_path: Path
+) -> None:
+    """A web crawl shared by 3 workers, one killed with SIGKILL mid-crawl: every page of 3 discovered sites
+    (a chain of slow pages, each found only through the one before it) is still fetched, since a link marked
+    seen is queued in the same Redis step; a page fetched twice is one the killed worker held, at most one a
+    site; each page stored once."""
+    import time
+
+    from tests.e2e.sharedcrawl import fetched, stored_pages
+
+    hub = f"hub-{host}"
+    sites = [f"k{i}-{host}" for i in range(3)]
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        server.url(site, "/p0.html") for site in sites
+    ]))})  # fmt: skip
+    for site in sites:
+        server.add(site, {"/robots.txt": ROBOTS_ALL} | {
+            f"/p{n}.html": Reply(html(f"{site} {n}", _words(f"{site}{n}"), links=[f"/p{n + 1}.html"] if n < 7 else []),
+                                 delay=0.8)
+            for n in range(8)
+        })  # fmt: skip
+    shared.settings.update({"BOT_PROFILE": "snagabot", "DOWNLOAD_TIMEOUT": "5", "DEPTH_LIMIT": "10"})  # a chain of 9
+    assert shared.add("--url", server.url(hub, "/"), "--mode", "web").returncode == 0
+    victim, *_ = shared.start(3)
+    deadline = time.monotonic() + 120
+    while sum(1 for s in sites for h in server.log(s) if h.path != "/robots.txt") < 6:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    victim.kill()
+    victim.wait(timeout=30)
+    shared.wait()
+    pages = {key: n for key, n in fetched([h for s in sites for h in server.log(s)]).items() if key[1] != "/robots.txt"}
+    assert set(pages) == {(s, f"/p{n}.html") for s in sites for n in range(8)}
+    twice = [key for key, n in pages.items() if n > 1]
+    assert len(twice) <= 3 and len({site for site, _ in twice}) == len(twice), twice
+    urls = sorted(str(row["url"]) for row in stored_pages(shared) if str(row["url"]).startswith("http://k"))
+    assert urls == sorted(server.url(s, f"/p{n}.html") for s in sites for n in range(8))
