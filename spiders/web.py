@@ -110,7 +110,13 @@ class WebSpider(SynapseSpider):
             for released in self._release(site):
                 self.crawler.engine.crawl(released)
 
+    def _limit_reached(self) -> bool:
+        """Whether the page limit refused a request (PageBudgetMiddleware): nothing more is released."""
+        return bool(self.crawler.stats and self.crawler.stats.get_value("budget/over_limit"))
+
     def _release(self, site: str) -> Iterator[scrapy.Request]:
+        if self._limit_reached():
+            return
         while self._queued[site] < WINDOW and (entry := self.frontier.release(site)) is not None:
             self._queued[site] += 1
             yield self.page_request(
@@ -191,6 +197,8 @@ class WebSpider(SynapseSpider):
         self._settled = True
         for site, url in self.frontier.parked():
             self.runtime.summary.skip(site, "budget", url)
+        for site, count in self.frontier.pending_counts().items():  # left when the page limit was reached
+            self.runtime.summary.skipped[site]["limit"] += count  # counted, not journalled URL by URL
         stats = self.crawler.stats
         stats.set_value("web/sites_known", len(self.frontier.sites_known))
         stats.set_value("web/sites_waiting", len(self.frontier.sites_waiting()))

@@ -218,6 +218,10 @@ class WebFrontier:
         """The sites with pending URLs."""
         return list(self._heaps)
 
+    def pending_counts(self) -> Counter[str]:
+        """Pending URLs per site."""
+        return Counter(entry.site for entry in self._pending.values())
+
     def parked(self) -> Iterator[tuple[str, str]]:
         """(site, url) of every URL waiting for its domain's budget to grow."""
         for entries in self._parked.values():

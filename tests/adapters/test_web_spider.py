@@ -85,3 +85,15 @@ def test_refusing_profiles_and_a_missing_allow_list_stop_the_spider(tmp_path: Pa
     spider._offer("https://elsewhere.example/", "https://docs.example/", 1)
     assert spider.frontier.sites_waiting() == ["api.docs.example"]
     assert spider.frontier.cuts["scope"] == 1
+
+
+def test_nothing_more_is_released_once_the_page_limit_refused_a_request(tmp_path: Path) -> None:
+    """SYN-LIMITS: once the page limit has refused a request, the frontier releases nothing more (its pending
+    URLs are not sent through the middlewares one by one only to be refused)."""
+    spider = _spider(tmp_path, url="http://seed.example/")
+    for i in range(5):
+        spider._offer(f"http://big.example/{i}", "http://other.example/", 1)
+    assert spider.crawler.stats is not None
+    spider.crawler.stats.inc_value("budget/over_limit")
+    assert list(spider._release("big.example")) == []
+    assert spider.frontier.pending_counts() == {"big.example": 5}

@@ -249,3 +249,19 @@ def test_a_worker_killed_mid_web_crawl_loses_no_discovered_page(
     assert len(twice) <= 3 and len({site for site, _ in twice}) == len(twice), twice
     urls = sorted(str(row["url"]) for row in stored_pages(shared) if str(row["url"]).startswith("http://k"))
     assert urls == sorted(server.url(s, f"/p{n}.html") for s in sites for n in range(8))
+
+
+def test_max_pages_bounds_a_web_crawl(server: TestServer, host: str, crawl) -> None:
+    """SYN-LIMITS: `-a max_pages=4` stops a web crawl at 4 pages across every site it discovered (robots.txt
+    not counted); what was still waiting is counted as cut by the limit."""
+    sites = [f"w{i}-{host}" for i in range(6)]
+    for i, site in enumerate(sites):
+        links = [server.url(other, "/") for other in sites if other != site] + [f"/p{n}.html" for n in range(3)]
+        routes = {"/robots.txt": ROBOTS_ALL, "/": Reply(html(site, _words(site), links=links))}
+        routes |= {f"/p{n}.html": Reply(html(f"{site} {n}", _words(f"{site}/{n}"))) for n in range(3)}
+        server.add(site, routes)
+    run = crawl("web", args={"url": server.url(sites[0], "/"), "max_pages": "4"}, settings={"BOT_PROFILE": "snagabot"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    pages = [h for site in sites for h in server.log(site) if h.path != "/robots.txt"]
+    assert len(pages) == 4
+    assert "'summary/skipped/limit'" in run.stderr
