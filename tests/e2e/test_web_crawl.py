@@ -255,7 +255,7 @@ def test_max_pages_bounds_a_web_crawl(server: TestServer, host: str, crawl) -> N
     """SYN-LIMITS: `-a max_pages=4` stops a web crawl at 4 pages across every site it discovered (robots.txt
     not counted); what was still waiting is counted as cut by the limit."""
     sites = [f"w{i}-{host}" for i in range(6)]
-    for i, site in enumerate(sites):
+    for site in sites:
         links = [server.url(other, "/") for other in sites if other != site] + [f"/p{n}.html" for n in range(3)]
         routes = {"/robots.txt": ROBOTS_ALL, "/": Reply(html(site, _words(site), links=links))}
         routes |= {f"/p{n}.html": Reply(html(f"{site} {n}", _words(f"{site}/{n}"))) for n in range(3)}
