@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import write_urls
+from tests.helpers import synapsecrawl, write_urls
 from tests.site.pages import ROBOTS_ALL, html
 from tests.site.server import Reply, TestServer
 
@@ -209,6 +209,10 @@ def test_a_web_crawl_shared_by_three_workers_holds_its_budgets_copies_and_never_
     assert web["cuts"].get("budget", 0) > 0 and web["cuts"].get("duplicate") == 1  # type: ignore[index,union-attr]
     spent = {row["domain"]: row for row in web["budget_spent"]}  # type: ignore[index]
     assert spent[farm]["budget"] == 20 and spent[farm]["admitted"] == 20
+    table = synapsecrawl("crawl", "status", *shared.target)
+    assert table.returncode == 0, table.stderr
+    assert "registrable domains; cut: budget" in table.stdout
+    assert f"  {farm}: 20 of 20 pages" in table.stdout
 
 
 def test_a_worker_killed_mid_web_crawl_loses_no_discovered_page(
