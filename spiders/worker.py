@@ -50,6 +50,7 @@ from spiders.feed import FeedSpider
 from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
+from spiders.web import SharedWebSpider
 from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.meta import LEASE, ORIGIN
@@ -97,6 +98,7 @@ _MODES: dict[str, type[SynapseSpider]] = {
     "site": SiteSpider,
     "sitemap": SharedSitemapSpider,
     "feed": FeedSpider,
+    "web": SharedWebSpider,
 }
 
 
@@ -192,6 +194,14 @@ class WorkerSpider(scrapy.Spider):
             spider.backlog = deque()
         if isinstance(spider, SharedSitemapSpider):
             spider.source_id, spider.worker = source.id, self
+        if isinstance(spider, SharedWebSpider):  # the web crawl's seen-set and budgets are the crawl's, in Redis
+            try:
+                import redis  # a web source's own client: the frontier's is the frontier's
+
+                client = redis.Redis.from_url(self.frontier.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+                spider.prepare_shared(client, f"{self.frontier.root}:web", self.frontier.root, self.entry_for)
+            except ConfigError as error:
+                raise BadEntry(f"source {source.id}: {error}") from None
         if isinstance(spider, FeedSpider):
             spider.prepare(self.crawler)
         return spider

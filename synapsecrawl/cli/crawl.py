@@ -103,6 +103,7 @@ def _status(args: argparse.Namespace) -> int:
         frontier.close()
     sites = {site: counts for site, counts in status.sites.items() if site != START_SITE}
     starts = status.sites.get(START_SITE, (0, 0, 0))
+    web = _web_status(args, sites)
     if args.format == "jsonl":
         rows: list[dict[str, Any]] = [
             {"site": site, "pending": p, "in_flight": f, "done": d} for site, (p, f, d) in sites.items()
@@ -120,6 +121,8 @@ def _status(args: argparse.Namespace) -> int:
                 "drained": status.drained,
             }
         )
+        if web is not None:
+            rows.append({"web": web})
         for row in rows:
             sys.stdout.write(json.dumps(row) + "\n")
         return 0
@@ -134,9 +137,35 @@ def _status(args: argparse.Namespace) -> int:
     for worker, (flight, done, seen) in status.workers.items():
         heard = f"{seen:.0f} s ago" if seen >= 0 else "never"
         sys.stdout.write(f"{worker.ljust(wwidth)}  {flight:9d}  {done:4d}  {heard}\n")
+    if web is not None:
+        cuts = ", ".join(f"{reason} {n}" for reason, n in sorted(web["cuts"].items())) or "nothing"
+        sys.stdout.write(
+            f"\nweb: {web['sites_known']} sites known, {web['sites_waiting']} with pages waiting, "
+            f"{web['domains_known']} registrable domains; cut: {cuts}\n"
+        )
+        for row in web["budget_spent"]:
+            sys.stdout.write(f"  {row['domain']}: {row['admitted']} of {row['budget']} pages\n")
     state = "drained" if status.drained else "running"
     sys.stdout.write(f"\ncrawl {args.crawl}: {state}\n")
     return 0
+
+
+def _web_status(args: argparse.Namespace, sites: dict[str, tuple[int, int, int]]) -> dict[str, Any] | None:
+    """A web crawl's figures (synapsecrawl.web.shared), with its sites known and waiting; None for other crawls."""
+    import redis
+
+    from synapsecrawl.web.shared import web_status
+
+    client = redis.Redis.from_url(args.redis, socket_timeout=5.0, socket_connect_timeout=5.0)
+    try:
+        web = web_status(client, f"{args.prefix}:{args.crawl}:web")  # SharedFrontier.root, then the web's keys
+    except redis.RedisError as error:
+        raise SynapseError(f"Redis at {args.redis} does not answer: {error}") from None
+    finally:
+        client.close()
+    if web is None:
+        return None
+    return {"sites_known": len(sites), "sites_waiting": sum(1 for p, _, _ in sites.values() if p), **web}
 
 
 def register(commands: Any) -> None:

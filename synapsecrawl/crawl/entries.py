@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 DEFAULT_FRONTIER_PREFIX = "synapsecrawl:frontier"
-MODES = ("page", "site", "sitemap", "feed")
+MODES = ("page", "site", "sitemap", "feed", "web")
 _NAME = re.compile(r"^[\w.-]{1,100}$")
 _MAX_ENTRY_BYTES = 64 * 1024  # a request is a URL and a few fields; anything bigger is not ours
 

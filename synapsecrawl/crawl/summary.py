@@ -16,6 +16,7 @@ __all__ = ["FAIL_KINDS", "SKIP_REASONS", "CrawlSummary"]
 SKIP_REASONS = (
     "robots", "noindex", "scope", "type", "size", "limit", "scheme",
     "address", "paused", "error", "never", "duplicate", "binary",
+    "trap", "budget",  # the web crawl's frontier (synapsecrawl.web)
 )  # fmt: skip
 FAIL_KINDS = (
     "timeout",  # no full answer within DOWNLOAD_TIMEOUT (a stall, a slow drip)

@@ -32,6 +32,7 @@ __all__ = [
     "Limits",
     "Profile",
     "RobotsPolicy",
+    "WebPolicy",
     "load_profile",
     "lower_limits",
     "parse_profile",
@@ -90,6 +91,74 @@ class BackoffPolicy:
     feed_max: float = 86400.0
 
 
+_WebCrawl = Literal["open", "allow-list", "refused"]
+
+
+@dataclass(frozen=True)
+class WebPolicy:
+    """Whether and how a bot crawls the web (``scrapy crawl web``), from the profile's ``[web]`` table.
+
+    ``crawl``: "open" follows links to any site; "allow-list" only to the sites of ``-a sites=FILE``;
+    "refused" refuses the mode before any request with ``refusal``. Budgets count pages per registrable
+    domain: ``budget_base`` with no other domain linking to it, ``budget_per_linking_domain`` more for each
+    distinct registrable domain that links to it (a seed counts as one), up to ``budget_max``.
+    """
+
+    crawl: _WebCrawl = "refused"
+    refusal: str = "this bot does not crawl the web"
+    budget_base: int = 10
+    budget_per_linking_domain: int = 10
+    budget_max: int = 10_000
+    variants_per_path: int = 10  # distinct sort/filter-like queries under one path (x10 for other queries)
+    calendar_pages: int = 20  # distinct date-bearing URLs per site
+    repeated_segments: int = 3  # a path segment this many times over is a trap
+    near_duplicate_bits: int = 3  # SimHash distance at or under which two texts are one page
+    seen_exact_max: int = 1_000_000  # URLs a crawl may know before its seen-set is a Bloom filter
+    seen_false_positive: float = 0.001
+    revisit_min_days: float = 1.0
+    revisit_max_days: float = 30.0
+
+
+def _web(name: str, table: dict[str, Any]) -> WebPolicy:
+    budget, seen, revisit = table.get("budget", {}), table.get("seen", {}), table.get("revisit", {})
+    if not all(isinstance(t, dict) for t in (budget, seen, revisit)):
+        raise ProfileError(f"profile {name}: [web] budget, seen and revisit are tables")
+    default = WebPolicy()
+    crawl = table.get("crawl", default.crawl)
+    if crawl not in ("open", "allow-list", "refused"):
+        raise ProfileError(f"profile {name}: [web] crawl is 'open', 'allow-list' or 'refused', not {crawl!r}")
+    policy = WebPolicy(
+        crawl=crawl,
+        refusal=str(table.get("refusal", default.refusal)),
+        budget_base=int(budget.get("base", default.budget_base)),
+        budget_per_linking_domain=int(budget.get("per_linking_domain", default.budget_per_linking_domain)),
+        budget_max=int(budget.get("max", default.budget_max)),
+        variants_per_path=int(table.get("variants_per_path", default.variants_per_path)),
+        calendar_pages=int(table.get("calendar_pages", default.calendar_pages)),
+        repeated_segments=int(table.get("repeated_segments", default.repeated_segments)),
+        near_duplicate_bits=int(table.get("near_duplicate_bits", default.near_duplicate_bits)),
+        seen_exact_max=int(seen.get("exact_max", default.seen_exact_max)),
+        seen_false_positive=float(seen.get("false_positive", default.seen_false_positive)),
+        revisit_min_days=float(revisit.get("min_days", default.revisit_min_days)),
+        revisit_max_days=float(revisit.get("max_days", default.revisit_max_days)),
+    )
+    counts = (policy.budget_base, policy.budget_max, policy.variants_per_path, policy.calendar_pages)
+    if (
+        min(counts) < 1
+        or policy.budget_per_linking_domain < 0
+        or policy.budget_base > policy.budget_max
+        or policy.repeated_segments < 2
+        or not 0 <= policy.near_duplicate_bits <= 16
+        or not 0 < policy.seen_false_positive < 1
+        or not 0 < policy.revisit_min_days <= policy.revisit_max_days
+    ):
+        raise ProfileError(
+            f"profile {name}: [web] needs budgets >= 1 (base <= max), repeated_segments >= 2, "
+            "near_duplicate_bits in 0-16, 0 < seen false_positive < 1, 0 < revisit min_days <= max_days"
+        )
+    return policy
+
+
 @dataclass(frozen=True)
 class Bound:
     """A limit's default and its hard limit: a ceiling (TOML ``cap``: depth, pages) or a floor (``floor``: delay)."""
@@ -140,6 +209,7 @@ class Profile:
     depth: Bound
     pages: Bound
     backoff: BackoffPolicy = BackoffPolicy()
+    web: WebPolicy = WebPolicy()
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -324,6 +394,7 @@ def parse_profile(name: str, data: dict[str, Any], deployment: str | None = None
             depth=_bound(name, dep, "depth"),
             pages=_bound(name, dep, "pages"),
             backoff=_backoff(name, backoff),
+            web=_web(name, _section(data, "web")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileError(f"profile {name}: missing or invalid {exc}") from None

@@ -202,6 +202,19 @@ def _profile_rows() -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
             lambda p: f"yes, from {_megabytes(p['og_image_bytes'])} of an article" if p.get("previews") else "no",
         ),
         ("fetches on demand", lambda p: "yes" if p.get("ondemand") else "no"),
+        (
+            "crawls the web (`scrapy crawl web`)",
+            lambda p: {"open": "yes", "allow-list": "only the sites of `-a sites`", "refused": "no"}[p["web"]["crawl"]],
+        ),
+        (
+            "web: pages per registrable domain",
+            lambda p: (
+                f"{p['web']['budget']['base']} + {p['web']['budget']['per_linking_domain']} per linking domain"
+                f" (at most {_count(p['web']['budget']['max'])})"
+                if p["web"]["crawl"] != "refused"
+                else "-"
+            ),
+        ),
     ]
 
 

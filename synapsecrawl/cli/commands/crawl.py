@@ -38,6 +38,10 @@ class Command(ScrapyCrawl):
         assert self.settings is not None
         arguments: dict[str, Any] = dict(getattr(opts, "spargs", None) or {})
         try:
+            if args[:1] == ["web"]:  # a profile that does not crawl the web says so first (#39)
+                from synapsecrawl.web.request import refuse_web
+
+                refuse_web(str(self.settings.get("BOT_PROFILE") or "synapsebot"))
             # Every setting, read and checked as Runtime.of will read it in the crawl: refused here in one line.
             config = CrawlConfig.from_settings(self.settings, arguments, defaults=vars(default_settings))
             if args[:1] == ["ondemand"]:  # serves agents' asks: no start URLs (spiders.ondemand)
@@ -47,6 +51,10 @@ class Command(ScrapyCrawl):
                 from synapsecrawl.cli.crawl import check_worker_arguments  # Redis: imported only when it is used
 
                 check_worker_arguments(config.shared.redis_url, **arguments)
+            elif args[:1] == ["web"]:  # the profile may refuse the web crawl: before any request (#39)
+                from synapsecrawl.web.request import WebRequest
+
+                WebRequest.from_args(config.profile, **arguments)
             else:
                 CrawlRequest.from_args(**arguments)
             if config.shared.redis_url:

@@ -1,0 +1,99 @@
+"""The web spider on a real crawler (no reactor): its released requests pass the same middlewares as a site
+crawl's, the window per site, and the refusals it shares with the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.test import get_crawler
+
+from middlewares.netguard import NetGuardMiddleware
+from middlewares.reread import RemovalListMiddleware
+from spiders.web import WINDOW, WebSpider
+from synapsecrawl.crawl.kinds import RequestKind, kind_of
+from synapsecrawl.errors import ConfigError
+from tests.adapters.crawlers import project
+
+
+def _spider(tmp_path: Path, settings: dict[str, object] | None = None, **args: str) -> WebSpider:
+    crawler = get_crawler(
+        WebSpider,
+        settings_dict=project(
+            **{"KB_URI": f"sqlite:///{tmp_path}/kb.sqlite3", "BOT_PROFILE": "snagabot", **(settings or {})}
+        ),
+    )
+    spider = WebSpider.from_crawler(crawler, **args)
+    crawler.spider = spider
+    return spider
+
+
+def test_a_discovered_link_to_a_private_address_is_refused_by_the_address_guard(tmp_path: Path) -> None:
+    """Address guard (ALLOW_PRIVATE_ADDRESSES off): a link a page leads to a private, loopback or link-local
+    address becomes an ordinary page request, which the guard refuses before any connection."""
+    spider = _spider(tmp_path, url="http://seed.example/")
+    for link in ("http://10.1.2.3/admin", "http://127.0.0.1:8080/", "http://169.254.169.254/latest/"):
+        spider._offer(link, "http://seed.example/", 1)
+    released = [r for site in ("10.1.2.3", "127.0.0.1", "169.254.169.254") for r in spider._release(site)]
+    assert len(released) == 3
+    guard = build_from_crawler(NetGuardMiddleware, spider.crawler)
+    for request in released:
+        assert kind_of(request.meta) is RequestKind.PAGE
+        with pytest.raises(IgnoreRequest, match="ALLOW_PRIVATE_ADDRESSES is off"):
+            guard.process_request(request)
+
+
+def test_a_discovered_link_on_the_never_list_is_refused(tmp_path: Path) -> None:
+    """SNA-NEVER, YOT-REMOVAL: a link to a domain on the operator's list is released like any page and
+    refused by the removal-list middleware, never fetched."""
+    listed = tmp_path / "never.txt"
+    listed.write_text("never.example\n")
+    spider = _spider(tmp_path, {"REMOVAL_LIST": str(listed)}, url="http://seed.example/")
+    spider._offer("http://www.never.example/page", "http://seed.example/", 1)
+    [request] = list(spider._release("www.never.example"))
+    with pytest.raises(IgnoreRequest, match="removal list"):
+        build_from_crawler(RemovalListMiddleware, spider.crawler).process_request(request)
+
+
+def test_a_site_has_at_most_a_window_of_requests_in_the_scheduler(tmp_path: Path) -> None:
+    """A site gets WINDOW requests at once; the frontier keeps the rest in its own order, so a late, better
+    linked URL still goes before earlier ones."""
+    spider = _spider(tmp_path, url="http://seed.example/")
+    for i in range(5):
+        spider._offer(f"http://big.example/{i}", "http://big.example/", 1)
+    first = list(spider._release("big.example"))
+    assert [r.url for r in first] == [f"http://big.example/{i}" for i in range(WINDOW)]
+    assert list(spider._release("big.example")) == []
+    spider._offer("http://big.example/4", "http://other.example/", 1)
+    spider._queued["big.example"] -= 1
+    assert [r.url for r in spider._release("big.example")] == ["http://big.example/4"]
+
+
+def test_refusing_profiles_and_a_missing_allow_list_stop_the_spider(tmp_path: Path) -> None:
+    """SYN-MODES, SER-NOCRAWL: the spider refuses as the command line does, when built by another runner;
+    yottabot without -a sites is refused, with it only the listed sites are followed."""
+    with pytest.raises(ConfigError, match="does not wander the web"):
+        _spider(tmp_path, {"BOT_PROFILE": "synapsebot"}, url="http://seed.example/")
+    with pytest.raises(ConfigError, match="reviewed list of sites"):
+        _spider(tmp_path, {"BOT_PROFILE": "yottabot"}, url="https://docs.example/")
+    sites = tmp_path / "sites.txt"
+    sites.write_text("docs.example\n")
+    spider = _spider(tmp_path, {"BOT_PROFILE": "yottabot"}, url="https://docs.example/", sites=str(sites))
+    spider._offer("https://api.docs.example/", "https://docs.example/", 1)
+    spider._offer("https://elsewhere.example/", "https://docs.example/", 1)
+    assert spider.frontier.sites_waiting() == ["api.docs.example"]
+    assert spider.frontier.cuts["scope"] == 1
+
+
+def test_nothing_more_is_released_once_the_page_limit_refused_a_request(tmp_path: Path) -> None:
+    """SYN-LIMITS: once the page limit has refused a request, the frontier releases nothing more (its pending
+    URLs are not sent through the middlewares one by one only to be refused)."""
+    spider = _spider(tmp_path, url="http://seed.example/")
+    for i in range(5):
+        spider._offer(f"http://big.example/{i}", "http://other.example/", 1)
+    assert spider.crawler.stats is not None
+    spider.crawler.stats.inc_value("budget/over_limit")
+    assert list(spider._release("big.example")) == []
+    assert spider.frontier.pending_counts() == {"big.example": 5}

@@ -1,0 +1,271 @@
+"""``scrapy crawl web``: sites discovered through links, traps and farms held to their budgets, mirrors stored
+once, the never-list never fetched, robots.txt first on every discovered site, and the profiles that refuse.
+Measured from the test server's log and the KB."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import synapsecrawl, write_urls
+from tests.site.pages import ROBOTS_ALL, html
+from tests.site.server import Reply, TestServer
+
+pytestmark = pytest.mark.e2e
+
+
+def _words(topic: str, n: int = 240) -> str:
+    """A text of ``n`` words of its own: pages of different topics share none, as different pages would not."""
+    return " ".join(hashlib.blake2b(f"{topic}/{i}".encode(), digest_size=4).hexdigest() for i in range(n))
+
+
+def _pages(hits: list, robots: bool = False) -> list:  # type: ignore[type-arg]
+    return [h for h in hits if (h.path == "/robots.txt") == robots]
+
+
+def test_sites_are_discovered_through_links_with_robots_first_mirrors_once_and_the_never_list_untouched(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """The web crawl follows links to other sites: each discovered site has robots.txt read before its first
+    page (SNA-ROBOTS); a mirror's copy of a stored page is not stored again (a near-duplicate); a domain on
+    the never-fetch list is never asked for anything, robots.txt included (SNA-NEVER); the summary counts
+    the duplicate and the never-list."""
+    hub, good, mirror, never = (f"{name}-{host}" for name in ("hub", "good", "mirror", "never"))
+    article = _words("article")
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        server.url(good, "/"), server.url(mirror, "/"), server.url(never, "/"),
+    ]))})  # fmt: skip
+    for name, title in ((good, "Good"), (mirror, "Mirror")):
+        server.add(name, {
+            "/robots.txt": ROBOTS_ALL,
+            "/": Reply(html(title, _words(title.lower()), links=["/a.html"])),
+            "/a.html": Reply(html("Article", article)),
+        })  # fmt: skip
+    server.add(never, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Never", _words("never")))})
+    listed = tmp_path / "never.txt"
+    listed.write_text(f"{never}\n")
+    run = crawl(
+        "web",
+        args={"url": server.url(hub, "/")},
+        settings={"BOT_PROFILE": "snagabot", "REMOVAL_LIST": str(listed)},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    stored = {(p["url"], p["title"]) for p in run.kb()}
+    assert (server.url(good, "/"), "Good") in stored
+    assert (server.url(mirror, "/"), "Mirror") in stored
+    articles = [url for url, title in stored if title == "Article"]
+    assert len(articles) == 1, stored  # the same article under two sites: stored once
+    assert "not stored, a near-duplicate of" in run.stderr
+    for name in (hub, good, mirror):
+        hits = server.log(name)
+        assert hits and hits[0].path == "/robots.txt", (name, [h.path for h in hits])
+        assert len(_pages(hits, robots=True)) == 1
+    assert [h.path for h in _pages(server.log(mirror))] == ["/", "/a.html"]  # fetched, then found a copy
+    assert server.log(never) == []
+    assert "'summary/skipped/duplicate': 1" in run.stderr
+    assert "'summary/skipped/never': 1" in run.stderr
+
+
+def _calendar(server: TestServer, name: str) -> Callable[[BaseHTTPRequestHandler], Reply]:
+    def reply(handler: BaseHTTPRequestHandler) -> Reply:
+        # Every day links to the next 40 days: a calendar without end.
+        parts = [int(p) for p in handler.path.strip("/").split("/")[1:4]] if handler.path != "/" else [2026, 1, 1]
+        day = parts[0] * 400 + parts[1] * 32 + parts[2]
+        links = [f"/cal/{(day + k) // 400}/{(day + k) % 400 // 32 or 1}/{(day + k) % 32 or 1}/" for k in range(1, 41)]
+        return Reply(html(f"Day {handler.path}", _words(f"d{day}"), links=links))
+
+    return reply
+
+
+def _shop(handler: BaseHTTPRequestHandler) -> Reply:
+    links = [f"/list?sort={s}&color={c}&size={z}" for s in ("a", "b", "c") for c in "xyz" for z in range(4)]
+    return Reply(html("Shop", _words("shop" + handler.path[-6:]), links=links))
+
+
+def _sessions(handler: BaseHTTPRequestHandler) -> Reply:
+    import uuid
+
+    links = [f"/p{i}.html?PHPSESSID={uuid.uuid4().hex}" for i in range(3)]
+    links += [f"/p{i}.html;jsessionid={uuid.uuid4().hex}" for i in range(3)]
+    return Reply(html("Session " + handler.path.split("?")[0], _words("sess" + handler.path[:4]), links=links))
+
+
+def test_traps_and_a_subdomain_farm_are_held_to_their_budgets(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """An endless calendar, a sort/filter parameter explosion, session ids in URLs and a farm of 1,000
+    subdomains of one domain linking to each other cannot absorb the crawl: each registrable domain gets
+    base + per-linker pages (20 for a seed's domain under snagabot), the farm's own links earn it nothing,
+    the shop's /list is held to its query variants, session URLs are one page each and never sent with
+    their session id. The crawl ends by itself, and the summary says what was cut and why."""
+    cal, shop, sess, farm = (f"{name}-{host}" for name in ("cal", "shop", "sess", "farm"))
+    server.add(cal, {"/robots.txt": ROBOTS_ALL, "*": _calendar(server, cal)})
+    server.add(shop, {"/robots.txt": ROBOTS_ALL, "*": _shop})
+    server.add(sess, {"/robots.txt": ROBOTS_ALL, "*": _sessions})
+
+    def farm_page(index: int) -> Reply:
+        links = [server.url(f"s{(index * 7 + k) % 1000}.{farm}", "/") for k in range(1, 40)]
+        return Reply(html(f"Farm {index}", _words(f"farm{index}"), links=links))
+
+    for i in range(1000):
+        server.add(f"s{i}.{farm}", {"/robots.txt": ROBOTS_ALL, "/": farm_page(i)})
+    seeds = write_urls(
+        tmp_path / "seeds.txt",
+        [server.url(cal, "/"), server.url(shop, "/"), server.url(sess, "/"), server.url(f"s0.{farm}", "/")],
+    )
+    run = crawl("web", args={"seeds": seeds}, settings={"BOT_PROFILE": "snagabot"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    budget = 20  # snagabot: base 10 + 10 for the one linker of a seed's domain (the seed list)
+    calendar_pages = _pages(server.log(cal))
+    assert 10 < len(calendar_pages) <= budget
+    assert len(_pages(server.log(shop))) <= 11  # "/" and at most 10 sort/filter variants of /list
+    session_paths = [h.path for h in _pages(server.log(sess))]
+    assert not [p for p in session_paths if "sessid" in p.lower()]
+    assert len(session_paths) == len(set(session_paths)) == 4  # "/" and p0-p2, each once
+    farm_hits = [h for i in range(1000) for h in _pages(server.log(f"s{i}.{farm}"))]
+    assert 10 < len(farm_hits) <= budget
+    assert "'summary/skipped/budget'" in run.stderr
+    assert "'summary/skipped/trap'" in run.stderr
+    assert "web crawl budget: farm-" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("profile", "says"),
+    [
+        ("synapsebot", "synapsebot does not wander the web"),
+        ("serenereader", "serenereader does not follow links"),
+        ("yottabot", "yottabot crawls only a reviewed list of sites: give -a sites=PATH"),
+    ],
+)
+def test_profiles_that_do_not_crawl_the_web_refuse_in_one_line(
+    server: TestServer, host: str, crawl, profile: str, says: str
+) -> None:
+    """SYN-MODES, SER-NOCRAWL: synapsebot and serenereader refuse the web crawl before any request, with one
+    line and a non-zero exit; yottabot refuses it without an allow-list of sites (-a sites=PATH)."""
+    server.add(host, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Home", "home"))})
+    run = crawl("web", args={"url": server.url(host, "/")}, settings={"BOT_PROFILE": profile})
+    assert run.returncode != 0
+    assert run.stderr.strip().splitlines() == [f"synapsecrawl: scrapy crawl web: {says}"] or (
+        says in run.stderr.strip() and len(run.stderr.strip().splitlines()) == 1
+    ), run.stderr
+    assert server.log(host) == []
+
+
+def test_a_web_crawl_shared_by_three_workers_holds_its_budgets_copies_and_never_list_across_them(
+    server: TestServer, host: str, shared, tmp_path: Path
+) -> None:
+    """`synapsecrawl crawl add --mode web` and 3 workers: sites are discovered through links and each page is
+    fetched once whichever worker found it (the seen-set in Redis); a farm of 200 subdomains of one domain is
+    held to its domain's budget across the workers (20: base 10 + 10 for the one domain linking to it); the
+    mirror's copy of an article is not stored (near-duplicates in Redis); the never-list domain is never asked
+    (SNA-NEVER); robots.txt comes first on every host and once, never two requests in flight at a host
+    (SNA-RATE); `crawl status` shows the web crawl's cuts and budgets."""
+    from tests.e2e.sharedcrawl import fetched, in_flight, stored_pages
+
+    hub, good, mirror, never, farm = (f"{name}-{host}" for name in ("hub", "good", "mirror", "never", "farm"))
+    article = _words("article")
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        server.url(good, "/"), server.url(mirror, "/"), server.url(never, "/"), server.url(f"s0.{farm}", "/"),
+    ]))})  # fmt: skip
+    for name, title in ((good, "Good"), (mirror, "Mirror")):
+        server.add(name, {
+            "/robots.txt": ROBOTS_ALL,
+            "/": Reply(html(title, _words(title.lower()), links=["/a.html"])),
+            "/a.html": Reply(html("Article", article)),
+        })  # fmt: skip
+    server.add(never, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Never", _words("never")))})
+    for i in range(200):
+        links = [server.url(f"s{(i * 7 + k) % 200}.{farm}", "/") for k in range(1, 30)]
+        server.add(
+            f"s{i}.{farm}", {"/robots.txt": ROBOTS_ALL, "/": Reply(html(f"Farm {i}", _words(f"farm{i}"), links=links))}
+        )
+    listed = tmp_path / "never.txt"
+    listed.write_text(f"{never}\n")
+    shared.settings.update({"BOT_PROFILE": "snagabot", "REMOVAL_LIST": str(listed)})
+    out = shared.add("--url", server.url(hub, "/"), "--mode", "web")
+    assert out.returncode == 0, out.stderr
+    shared.start(3)
+    shared.wait()
+
+    farm_hosts = [f"s{i}.{farm}" for i in range(200)]
+    hits = [h for name in (hub, good, mirror, *farm_hosts) for h in server.log(name)]
+    assert all(n == 1 for n in fetched(hits).values()), [k for k, n in fetched(hits).items() if n > 1]
+    for name in (hub, good, mirror, *farm_hosts):
+        own = server.log(name)
+        if own:
+            assert own[0].path == "/robots.txt", (name, [h.path for h in own])
+            assert in_flight(own) == 1
+    farm_pages = [h for name in farm_hosts for h in _pages(server.log(name))]
+    assert 10 < len(farm_pages) <= 20
+    assert server.log(never) == []
+    titles = [str(row["title"]) for row in stored_pages(shared)]
+    assert titles.count("Article") == 1
+    assert {"Hub", "Good", "Mirror"} <= set(titles)
+    [web] = [row["web"] for row in shared.status() if "web" in row]
+    assert web["cuts"].get("budget", 0) > 0 and web["cuts"].get("duplicate") == 1  # type: ignore[index,union-attr]
+    spent = {row["domain"]: row for row in web["budget_spent"]}  # type: ignore[index]
+    assert spent[farm]["budget"] == 20 and spent[farm]["admitted"] == 20
+    table = synapsecrawl("crawl", "status", *shared.target)
+    assert table.returncode == 0, table.stderr
+    assert "registrable domains; cut: budget" in table.stdout
+    assert f"  {farm}: 20 of 20 pages" in table.stdout
+
+
+def test_a_worker_killed_mid_web_crawl_loses_no_discovered_page(
+    server: TestServer, host: str, shared, tmp_path: Path
+) -> None:
+    """A web crawl shared by 3 workers, one killed with SIGKILL mid-crawl: every page of 3 discovered sites
+    (a chain of slow pages, each found only through the one before it) is still fetched, since a link marked
+    seen is queued in the same Redis step; a page fetched twice is one the killed worker held, at most one a
+    site; each page stored once."""
+    import time
+
+    from tests.e2e.sharedcrawl import fetched, stored_pages
+
+    hub = f"hub-{host}"
+    sites = [f"k{i}-{host}" for i in range(3)]
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        server.url(site, "/p0.html") for site in sites
+    ]))})  # fmt: skip
+    for site in sites:
+        server.add(site, {"/robots.txt": ROBOTS_ALL} | {
+            f"/p{n}.html": Reply(html(f"{site} {n}", _words(f"{site}{n}"), links=[f"/p{n + 1}.html"] if n < 7 else []),
+                                 delay=0.8)
+            for n in range(8)
+        })  # fmt: skip
+    shared.settings.update({"BOT_PROFILE": "snagabot", "DOWNLOAD_TIMEOUT": "5", "DEPTH_LIMIT": "10"})  # a chain of 9
+    assert shared.add("--url", server.url(hub, "/"), "--mode", "web").returncode == 0
+    victim, *_ = shared.start(3)
+    deadline = time.monotonic() + 120
+    while sum(1 for s in sites for h in server.log(s) if h.path != "/robots.txt") < 6:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    victim.kill()
+    victim.wait(timeout=30)
+    shared.wait()
+    pages = {key: n for key, n in fetched([h for s in sites for h in server.log(s)]).items() if key[1] != "/robots.txt"}
+    assert set(pages) == {(s, f"/p{n}.html") for s in sites for n in range(8)}
+    twice = [key for key, n in pages.items() if n > 1]
+    assert len(twice) <= 3 and len({site for site, _ in twice}) == len(twice), twice
+    urls = sorted(str(row["url"]) for row in stored_pages(shared) if str(row["url"]).startswith("http://k"))
+    assert urls == sorted(server.url(s, f"/p{n}.html") for s in sites for n in range(8))
+
+
+def test_max_pages_bounds_a_web_crawl(server: TestServer, host: str, crawl) -> None:
+    """SYN-LIMITS: `-a max_pages=4` stops a web crawl at 4 pages across every site it discovered (robots.txt
+    not counted); what was still waiting is counted as cut by the limit."""
+    sites = [f"w{i}-{host}" for i in range(6)]
+    for site in sites:
+        links = [server.url(other, "/") for other in sites if other != site] + [f"/p{n}.html" for n in range(3)]
+        routes = {"/robots.txt": ROBOTS_ALL, "/": Reply(html(site, _words(site), links=links))}
+        routes |= {f"/p{n}.html": Reply(html(f"{site} {n}", _words(f"{site}/{n}"))) for n in range(3)}
+        server.add(site, routes)
+    run = crawl("web", args={"url": server.url(sites[0], "/"), "max_pages": "4"}, settings={"BOT_PROFILE": "snagabot"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    pages = [h for site in sites for h in server.log(site) if h.path != "/robots.txt"]
+    assert len(pages) == 4
+    assert "'summary/skipped/limit'" in run.stderr
