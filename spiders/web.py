@@ -28,6 +28,7 @@ from twisted.python.failure import Failure
 
 from middlewares.engine.runtime import Runtime
 from spiders.base import SynapseSpider
+from synapsecrawl.crawl.meta import WEB_SITE
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.kb.removals import RemovalList
 from synapsecrawl.web.budgets import domain_of
@@ -40,7 +41,6 @@ __all__ = ["SharedWebSpider", "WebSpider"]
 
 logger = logging.getLogger(__name__)
 
-WEB_SITE = "web_site"
 WINDOW = 2  # requests of one site in Scrapy's scheduler at once: one in flight, the next ready when it is due
 _EXPECTED_LINKS = 20  # URLs a crawl comes to know per page it may fetch, to size the seen-set
 

@@ -30,6 +30,7 @@ __all__ = [
     "RENDER_STATE",
     "SKIP_CRAWL_DELAY",
     "TURN",
+    "WEB_SITE",
     "MetaKey",
     "drop_per_download",
 ]
@@ -46,6 +47,7 @@ JUDGED = "backoff_judged"  # the answer's backoff decision, made at download tim
 LEASE = "frontier_lease"  # [site, stream id] of the shared frontier's lease the request holds
 ORIGIN = "frontier"  # {"src", "cb", "eb"}: the source and callbacks a shared crawl's request was queued with
 RENDER_STATE = "render_state"  # what a rendered page's init callback needs
+WEB_SITE = "web_site"  # the pacing site a web crawl released the request for (spiders.web)
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ META: Mapping[str, MetaKey] = {
     "ondemand_key": _OURS,
     "sitemap_nesting": _OURS,
     RENDER_STATE: _OURS_LOCAL,
+    WEB_SITE: _OURS,
     # Scrapy's own, which we set or read
     "depth": _SCRAPY,
     "depth_reset": _SCRAPY,

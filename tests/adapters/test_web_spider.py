@@ -11,7 +11,7 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from middlewares.netguard import NetGuardMiddleware
-from middlewares.reread import RemovalListMiddleware
+from middlewares.removals import RemovalListMiddleware
 from spiders.web import WINDOW, WebSpider
 from synapsecrawl.crawl.kinds import RequestKind, kind_of
 from synapsecrawl.errors import ConfigError
