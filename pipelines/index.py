@@ -11,6 +11,7 @@ neither stored nor journalled is counted ``kb/lost`` and the crawl exits 1.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
@@ -46,7 +47,9 @@ class IndexPipeline:
         assert stats is not None
         try:
             # done once its batch is committed, or journalled while the KB cannot take it (KB_JOURNAL_DIR)
+            handed = time.monotonic()
             kept = await self._runtime.kb.keep(record, labels)
+            self._runtime.timer("kb_write", time.monotonic() - handed)
         except (KbGone, OSError) as exc:  # no KB and no journal: a page the site paid for, lost
             stats.inc_value(LOST_STAT)
             raise DropItem(f"lost, neither stored nor journalled ({exc or 'the KB stayed unavailable'})") from None

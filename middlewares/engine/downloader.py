@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -303,7 +304,9 @@ class PacedDownloader(Downloader):
         assert self._shared is not None
         try:
             await asyncio.gather(*self._releasing.get(key, ()))  # a send or an answer moves the next start first
+            asked = time.monotonic()
             turn = await self._shared.acquire(key, skip_crawl_delay=skips)
+            self._runtime.timer("redis", time.monotonic() - asked)
         finally:
             self._asking.discard(key)
         self._pace(key, slot)  # a pause or spacing another machine set

@@ -27,6 +27,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
 from collections import deque
 from contextlib import suppress
@@ -38,6 +39,7 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from middlewares.backoff import left_elsewhere
+from middlewares.engine.runtime import Runtime
 from middlewares.engine.seam import paced_downloader, wake_engine
 from middlewares.exceptions import SiteLeft
 from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, is_plain_json
@@ -230,7 +232,9 @@ class SharedScheduler(BaseScheduler):
         assert self.frontier is not None
         acks, self._acks = self._acks, []  # acknowledged in the same step
         try:
+            asked = time.monotonic()
             lease, hint, reclaimed = self.frontier.lease(self.worker, sweep=sweep, acks=acks)
+            Runtime.of(self.crawler).timer("redis", time.monotonic() - asked)
         except FrontierUnreachable as error:
             self._acks = acks + self._acks
             self._down(error)
