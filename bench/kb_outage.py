@@ -24,10 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import psycopg
-
 from bench.resume import HOST, _page, _route
-from tests.faults_env import PrivateCluster
+from tests.faults_env import PrivateCluster, urls_in_postgres
 from tests.site.server import Reply, TestServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,14 +58,6 @@ def _command(server: TestServer, uri: str, limit: float) -> list[str]:
     ]
 
 
-def _stored(uri: str) -> set[str]:
-    try:
-        with psycopg.connect(uri, connect_timeout=2) as conn:
-            return {row[0] for row in conn.execute("SELECT url FROM pages")}
-    except psycopg.Error:
-        return set()
-
-
 def _journalled(cwd: Path) -> int:
     return sum(len(path.read_text().splitlines()) for path in (cwd / ".synapsecrawl" / "journal").glob("*.jsonl"))
 
@@ -92,7 +82,7 @@ def _one(down: float, pages: dict[str, list[str]], limit: float) -> Outcome:
             env["SCRAPY_SETTINGS_MODULE"] = "synapsecrawl.settings"  # run outside the checkout: its journal is ours
             command = _command(server, cluster.uri, limit)
             with log.open("w") as out, subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=out) as proc:
-                while proc.poll() is None and len(_stored(cluster.uri)) < len(pages) // 3:
+                while proc.poll() is None and len(urls_in_postgres(cluster.uri)) < len(pages) // 3:
                     time.sleep(0.05)
                 stopped_at = time.time()
                 cluster.stop()
@@ -114,7 +104,7 @@ def _one(down: float, pages: dict[str, list[str]], limit: float) -> Outcome:
             during = [hit for hit in hits if stopped_at <= hit.arrived_at < back_at]
             after_said = [hit for hit in during if said and hit.arrived_at >= min(said) + 1.0]
             later = sorted(hit.arrived_at for hit in hits if hit.arrived_at >= back_at)
-            stored = {urlsplit(url).path for url in _stored(cluster.uri)}
+            stored = {urlsplit(url).path for url in urls_in_postgres(cluster.uri)}
             lost = served - stored
             return Outcome(
                 down=down,

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, settings
 
 from tests import zygote
 from tests.costs import cost
+from tests.faults_env import PrivateCluster, private_cluster
 from tests.helpers import POSTGRES_ADMIN_URI, REDIS_URL, ROOT, CrawlRun, bin_path
 from tests.site.server import TestServer, settle_all
 
@@ -227,3 +228,11 @@ def redis_prefix() -> Iterator[str]:
         if keys:
             client.delete(*keys)
         client.close()
+
+
+@pytest.fixture
+def private_postgres() -> Iterator[PrivateCluster]:
+    """A PostgreSQL server of the test's own (tests.faults_env), to stop, kill and start without touching the
+    one other tests share; skipped with the reason where it cannot be run."""
+    with private_cluster() as cluster:
+        yield cluster

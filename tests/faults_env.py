@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["PrivateCluster", "small_disk"]
+__all__ = ["PrivateCluster", "pages_in_sqlite", "private_cluster", "small_disk", "urls_in_postgres"]
 
 
 def _pg_bin() -> Path | None:
@@ -118,3 +118,38 @@ def small_disk(root: Path, size_kib: int) -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@contextmanager
+def private_cluster() -> Iterator[PrivateCluster]:
+    """A started ``PrivateCluster``, stopped and deleted after."""
+    own = PrivateCluster()
+    own.start()
+    try:
+        yield own
+    finally:
+        own.close()
+
+
+def urls_in_postgres(uri: str) -> set[str]:
+    """The URLs of the pages the PostgreSQL KB at ``uri`` holds (none while it cannot be reached)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(uri, connect_timeout=2) as conn:
+            return {row[0] for row in conn.execute("SELECT url FROM pages")}
+    except psycopg.Error:
+        return set()
+
+
+def pages_in_sqlite(path: Path) -> int:
+    """How many pages the SQLite KB at ``path`` holds, read-only (0 before it exists)."""
+    import sqlite3
+
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
+            return int(db.execute("SELECT count(*) FROM pages").fetchone()[0])
+    except sqlite3.Error:  # not made yet
+        return 0

@@ -7,7 +7,6 @@ tmpfs of a few hundred KiB for SQLite (tests.faults_env).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,13 +24,8 @@ from tests.helpers import WHEN, record
 
 
 @pytest.fixture
-def cluster() -> Iterator[PrivateCluster]:
-    own = PrivateCluster()
-    own.start()
-    try:
-        yield own
-    finally:
-        own.close()
+def cluster(private_postgres: PrivateCluster) -> PrivateCluster:
+    return private_postgres
 
 
 def test_postgres_store_reads_and_writes_through_a_server_restart(cluster: PrivateCluster) -> None:

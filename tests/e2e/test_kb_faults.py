@@ -11,17 +11,15 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import psycopg
 import pytest
 
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.outage import EXIT_TEMPFAIL
-from tests.faults_env import PrivateCluster, small_disk
+from tests.faults_env import PrivateCluster, pages_in_sqlite, small_disk, urls_in_postgres
 from tests.site.server import TestServer
 from tests.site.sites import Site, site_pages
 
@@ -30,22 +28,7 @@ pytestmark = pytest.mark.e2e
 SLOW = {"DOWNLOAD_DELAY": "0.2"}
 
 
-@pytest.fixture
-def cluster() -> Iterator[PrivateCluster]:
-    own = PrivateCluster()
-    own.start()
-    try:
-        yield own
-    finally:
-        own.close()
-
-
-def _stored(uri: str) -> set[str]:
-    try:
-        with psycopg.connect(uri, connect_timeout=2) as conn:
-            return {row[0] for row in conn.execute("SELECT url FROM pages")}
-    except psycopg.Error:
-        return set()
+_stored = urls_in_postgres
 
 
 class _Outage(threading.Thread):
@@ -76,7 +59,7 @@ def _oks(site: Site) -> list[str]:
 
 
 def test_postgres_stopped_mid_crawl_holds_the_crawl_and_loses_no_page(
-    server: TestServer, host: str, crawl, cluster: PrivateCluster
+    server: TestServer, host: str, crawl, private_postgres: PrivateCluster
 ) -> None:
     """SYN-MODES (what is fetched is kept), #33: PostgreSQL stopped for 6 s in the middle of a 61-page site
     crawl. The crawl stops starting requests once it knows (the site sees at most the few that were on
@@ -84,14 +67,14 @@ def test_postgres_stopped_mid_crawl_holds_the_crawl_and_loses_no_page(
     the site served is in the KB, none was asked for twice, no traceback, exit status 0."""
     site = Site()
     site.serve(server, host)
-    outage = _Outage(cluster, after=12, down=6.0)
+    outage = _Outage(private_postgres, after=12, down=6.0)
     outage.start()
-    run = crawl("site", args={"url": server.url(host, "/")}, settings=SLOW, kb_uri=cluster.uri)
+    run = crawl("site", args={"url": server.url(host, "/")}, settings=SLOW, kb_uri=private_postgres.uri)
     assert outage.done.wait(30)
     assert run.returncode == 0, run.stderr[-3000:]
     oks = _oks(site)
     assert len(oks) == len(set(oks)) == len(site.pages)
-    assert {urlsplit(url).path for url in _stored(cluster.uri)} == set(site.pages)
+    assert {urlsplit(url).path for url in _stored(private_postgres.uri)} == set(site.pages)
     arrivals = [hit.arrived_at for hit in server.log(host) if hit.path != "/robots.txt"]
     during = [t for t in arrivals if outage.stopped <= t < outage.started]
     assert len(during) <= 4, f"{len(during)} requests while the KB was down (6 s at 0.2 s: about 30 unheld)"
@@ -100,7 +83,7 @@ def test_postgres_stopped_mid_crawl_holds_the_crawl_and_loses_no_page(
 
 
 def test_postgres_down_past_the_limit_ends_the_crawl_75_and_the_next_run_finishes_it(
-    server: TestServer, host: str, crawl, cluster: PrivateCluster, tmp_path: Path
+    server: TestServer, host: str, crawl, private_postgres: PrivateCluster, tmp_path: Path
 ) -> None:
     """#33: a KB down longer than KB_OUTAGE_SECONDS ends the crawl with exit status 75 (a temporary failure),
     every page it fetched written or journalled, its source not recorded as finished; run again once the KB
@@ -108,26 +91,26 @@ def test_postgres_down_past_the_limit_ends_the_crawl_75_and_the_next_run_finishe
     asked for twice over the two runs (not even as a 304)."""
     site = Site()
     site.serve(server, host)
-    outage = _Outage(cluster, after=12, down=None)
+    outage = _Outage(private_postgres, after=12, down=None)
     outage.start()
     settings = {**SLOW, "KB_OUTAGE_SECONDS": "3", "KB_JOURNAL_DIR": str(tmp_path / "journal")}
-    first = crawl("site", args={"url": server.url(host, "/")}, settings=settings, kb_uri=cluster.uri)
+    first = crawl("site", args={"url": server.url(host, "/")}, settings=settings, kb_uri=private_postgres.uri)
     assert first.returncode == EXIT_TEMPFAIL, first.stderr[-3000:]
     assert "Traceback" not in first.stderr
     served_first = set(_oks(site))
-    cluster.start()
-    held = served_first - {urlsplit(url).path for url in _stored(cluster.uri)}
+    private_postgres.start()
+    held = served_first - {urlsplit(url).path for url in _stored(private_postgres.uri)}
     assert held, "the outage began before every page was stored"
     assert sum(len(p.read_text().splitlines()) for p in (tmp_path / "journal").glob("*.jsonl")) == len(held)
-    with closing(open_store(cluster.uri)) as store:
+    with closing(open_store(private_postgres.uri)) as store:
         [source] = store.sources()
     assert source.last_crawl == 0
 
-    second = crawl("site", args={"url": server.url(host, "/")}, settings=settings, kb_uri=cluster.uri)
+    second = crawl("site", args={"url": server.url(host, "/")}, settings=settings, kb_uri=private_postgres.uri)
     assert second.returncode == 0, second.stderr[-3000:]
     asked = [path for path, _ in site.answers]
     assert sorted(asked) == sorted(site.pages)  # each page once over both runs: no 200 twice, no 304
-    assert {urlsplit(url).path for url in _stored(cluster.uri)} == set(site.pages)
+    assert {urlsplit(url).path for url in _stored(private_postgres.uri)} == set(site.pages)
     assert not list((tmp_path / "journal").glob("*.jsonl"))
 
 
@@ -149,7 +132,7 @@ def test_a_sqlite_kb_on_a_full_disk_stops_the_crawl_whole_and_the_next_run_goes_
         def fill() -> None:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                if kb_path.exists() and _sqlite_count(kb_path) >= 10:
+                if kb_path.exists() and pages_in_sqlite(kb_path) >= 10:
                     ballast.write_bytes(b"\0" * shutil.disk_usage(disk).free)
                     return
                 time.sleep(0.05)
@@ -168,14 +151,6 @@ def test_a_sqlite_kb_on_a_full_disk_stops_the_crawl_whole_and_the_next_run_goes_
         ballast.unlink()
         second = crawl("site", args={"url": server.url(host, "/")}, settings=settings, kb_uri=uri)
         assert second.returncode == 0, second.stderr[-3000:]
-        assert _sqlite_count(kb_path) == len(site.pages)
+        assert pages_in_sqlite(kb_path) == len(site.pages)
     asked = [path for path, _ in site.answers]
     assert sorted(asked) == sorted(site.pages)
-
-
-def _sqlite_count(path: Path) -> int:
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
-            return int(db.execute("SELECT count(*) FROM pages").fetchone()[0])
-    except sqlite3.Error:
-        return 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import time
 from contextlib import closing
@@ -22,6 +21,7 @@ import pytest
 from synapsecrawl.crawl.jobdir import MARK
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.reread import RETRY_AFTER_FAILURE, RUNNING
+from tests.faults_env import pages_in_sqlite
 from tests.helpers import ROOT, bin_path
 from tests.site.pages import FAST, ROBOTS_ALL
 from tests.site.server import TestServer
@@ -45,16 +45,6 @@ def scrapy_command(spider: str, args: dict[str, str], kb_uri: str, extra: dict[s
     for key, value in settings.items():
         command += ["-s", f"{key}={value}"]
     return command
-
-
-def stored_count(path: Path) -> int:
-    if not path.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
-            return int(db.execute("SELECT count(*) FROM pages").fetchone()[0])
-    except sqlite3.OperationalError:  # not created yet
-        return 0
 
 
 @pytest.mark.parametrize("jobdir", [False, True], ids=["kb", "jobdir"])
@@ -88,9 +78,9 @@ def test_a_site_crawl_killed_half_way_finishes_when_run_again(
     )
     try:
         deadline = time.monotonic() + 180
-        while stored_count(kb_path) < 29 and proc.poll() is None and time.monotonic() < deadline:
+        while pages_in_sqlite(kb_path) < 29 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert stored_count(kb_path) == 29, (tmp_path / "killed.log").read_text()[-3000:]
+        assert pages_in_sqlite(kb_path) == 29, (tmp_path / "killed.log").read_text()[-3000:]
         assert proc.poll() is None, "the crawl ended before it was killed"
     finally:
         if proc.poll() is None:
