@@ -1,8 +1,9 @@
 """The SQLite knowledge base (the default): WAL, FTS5 with BM25 ranking.
 
-One connection per store, guarded by a lock, so the crawler's pipeline can
-call it from a worker thread (``asyncio.to_thread``) while the CLI reads the
-same file from another process.
+One write connection per store, guarded by a lock, so the crawler's pipeline
+can call it from a worker thread (``asyncio.to_thread``) while the CLI reads the
+same file from another process. Reads take a connection of a small pool
+(``READERS`` kept idle), so concurrent searches do not wait for each other.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, Found, judge, met
 from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.rows import PAGE_COLUMNS, SharedTables
 
-__all__ = ["SQLiteStore"]
+__all__ = ["READERS", "SQLiteStore"]
+
+READERS = 8  # read connections kept open between reads; more are opened while more threads read at once
 
 # A page read again unchanged (a re-read without validators, or a crawl run twice) is not indexed again: the
 # trigger re-indexes only a changed title or text. A KB made before it has the trigger without its WHEN; that
@@ -70,6 +73,7 @@ END;
 CREATE TRIGGER IF NOT EXISTS pages_ad AFTER DELETE ON pages BEGIN
     INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
 END;
+CREATE INDEX IF NOT EXISTS pages_kb_fetched ON pages (kb, fetched_at);
 CREATE TABLE IF NOT EXISTS robots_cache (
     profile TEXT NOT NULL,
     origin TEXT NOT NULL,
@@ -246,11 +250,16 @@ class SQLiteStore(SharedTables):
             # Reads go through a connection of their own: in WAL they see the last commit and never wait for
             # a write, where one connection would make the crawl's lookups (a page's stored validators before
             # its request goes out) wait out each KB batch's transaction, ~0.3 s at 100 pages/s (#17).
-            self._reader = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
+            # A pool of them, no lock around a read: searches run side by side (#38).
+            self._readers = [self._read_connection()]
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open knowledge base {self.path}: {exc}") from None
         self._lock = threading.Lock()
-        self._read_lock = threading.Lock()
+        self._pool_lock = threading.Lock()
+        self._closed = False
+
+    def _read_connection(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -263,14 +272,27 @@ class SQLiteStore(SharedTables):
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
-        """The read connection, locked, in one read transaction (one snapshot for all its statements)."""
+        """A read connection of the pool, this thread's alone while it reads, in one read transaction
+        (one snapshot for all its statements)."""
         try:
-            with self._read_lock:
-                self._reader.execute("BEGIN")
+            with self._pool_lock:
+                if self._closed:
+                    raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+                reader = self._readers.pop() if self._readers else None
+            reader = reader or self._read_connection()
+            try:
+                reader.execute("BEGIN")
                 try:
-                    yield self._reader
+                    yield reader
                 finally:
-                    self._reader.execute("COMMIT")
+                    reader.execute("COMMIT")
+            finally:
+                with self._pool_lock:
+                    kept = not self._closed and len(self._readers) < READERS
+                    if kept:
+                        self._readers.append(reader)
+                if not kept:
+                    reader.close()
         except sqlite3.Error as exc:
             raise StoreError(f"knowledge base {self.path}: {exc}") from None
 
@@ -332,5 +354,8 @@ class SQLiteStore(SharedTables):
         """Close the connection."""
         with self._lock:
             self._db.close()
-        with self._read_lock:
-            self._reader.close()
+        with self._pool_lock:
+            self._closed = True
+            readers, self._readers = self._readers, []
+        for reader in readers:
+            reader.close()
