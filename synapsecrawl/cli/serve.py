@@ -63,6 +63,7 @@ def _handler(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise SynapseError(f"serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     logging.basicConfig(level=logging.WARNING, format="synapsecrawl serve: %(message)s", stream=sys.stderr)
+    service.prepare()  # the search index built or caught up before the first request
     config = uvicorn.Config(
         search_app(service, host=args.host, token=token),
         log_config=None,

@@ -33,6 +33,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 
 from synapsecrawl.errors import StoreError
+from synapsecrawl.kb import changes
 from synapsecrawl.kb.marker import META_TABLE, Found, judge, meta_rows
 from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.rows import (
@@ -239,9 +240,14 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> Non
         for name, create in _INDEXES.items():
             if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() == (None,):
                 conn.execute(create)
+        conn.execute(changes.POSTGRES_SCHEMA)  # what the search index follows (search.index)
+        if not conn.execute(
+            "SELECT 1 FROM pg_trigger WHERE tgrelid = 'pages'::regclass AND tgname = 'search_changes_note'"
+        ).fetchone():
+            conn.execute(changes.POSTGRES_TRIGGER)
 
 
-_OURS = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA))
+_OURS = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA + changes.POSTGRES_SCHEMA))
 
 
 def _found(conn: psycopg.Connection[tuple[Any, ...]]) -> Found:

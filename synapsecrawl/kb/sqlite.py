@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from synapsecrawl.errors import StoreError
+from synapsecrawl.kb import changes
 from synapsecrawl.kb import sqlite_content as content
 from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, Found, judge, meta_rows
 from synapsecrawl.kb.records import PageRecord, SearchHit
@@ -152,7 +153,7 @@ _OURS = frozenset(
     f"{name}{shadow}"
     for name in re.findall(
         r"CREATE (?:VIRTUAL )?TABLE IF NOT EXISTS (\w+)",
-        _SCHEMA + _ICONS_SCHEMA + _BACKOFF_SCHEMA + _SOURCES_SCHEMA + content.SCHEMA,
+        _SCHEMA + _ICONS_SCHEMA + _BACKOFF_SCHEMA + _SOURCES_SCHEMA + content.SCHEMA + changes.SQLITE_SCHEMA,
     )
     for shadow in ("", *(("_data", "_idx", "_content", "_docsize", "_config") if name.endswith("_fts") else ()))
 )
@@ -239,6 +240,7 @@ class SQLiteStore(SharedTables):
             self._db.executescript(_ICONS_SCHEMA)
             self._db.executescript(_BACKOFF_SCHEMA)
             self._db.executescript(_SOURCES_SCHEMA)
+            self._db.executescript(changes.SQLITE_SCHEMA)  # what the search index follows (search.index)
             cut = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='passages'").fetchone()
             self._db.executescript(content.SCHEMA)  # passages and labels (kb.content)
             if not cut:

@@ -1,0 +1,535 @@
+"""The ranked index beside a knowledge base: search's first stage, kept in step with the store.
+
+A search takes the top pages from a pruned ranked index (tantivy: block-max WAND
+over BM25, ``count=False`` so pruning works; it releases the GIL while it
+searches), then ranks only those candidates with ``kb.search.rank_results``
+(title, text, passage and phrase ranks from the same index, restricted to the
+candidates, and the address signal). The KB stays the truth: each result's
+page is read from the store, so a page removed from the KB is never shown, and
+the passages shown are cut from stored snippet text (never a page's full text).
+
+The index follows the store's change log (``kb.changes``): one process at a time
+holds the writer role (an advisory lock on ``<index>.lock``), applies the pages
+changed since the seq its last commit recorded, and commits with the new seq
+about every second (``Follower``). An index that cannot be opened, whose record
+is missing, or that is ahead of its KB is rebuilt from the store into a fresh
+directory and swapped in, so nothing is served from a half-written one.
+
+Where: beside a SQLite KB (``kb.sqlite3.search-index/``); for PostgreSQL under
+``.synapsecrawl/search-index/`` in the working directory, named by the URI; the
+``SEARCH_INDEX_DIR`` environment variable names another directory for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+import tantivy
+from tantivy import Occur, Query
+
+from synapsecrawl.errors import StoreError
+from synapsecrawl.kb.postgres import redact_uri
+from synapsecrawl.kb.records import PageRecord, SearchHit
+from synapsecrawl.kb.rows import search_hit
+from synapsecrawl.kb.search import (
+    HIT_CLOSE,
+    HIT_OPEN,
+    RERANK_PAGES,
+    PageRank,
+    phrase_pairs,
+    rank_results,
+    search_terms,
+    split_passages,
+)
+from synapsecrawl.kb.store import Store
+
+__all__ = [
+    "COMMIT_SECONDS",
+    "GAP_SECONDS",
+    "SCHEMA",
+    "TITLE_BOOST",
+    "VERSION",
+    "Follower",
+    "IndexBusy",
+    "SearchIndex",
+    "index_path",
+    "search_kb",
+]
+
+logger = logging.getLogger(__name__)
+
+COMMIT_SECONDS = 0.5  # the follower looks for changes this often and commits what it applied
+VERSION = 1  # of the index's schema and analysis; another is rebuilt
+GAP_SECONDS = 30.0  # a missing seq (a PostgreSQL transaction still open, or rolled back) is waited for this long
+TITLE_BOOST = 5.0  # the title's weight against the text's in the first stage (FTS5's bm25 weights in kb.sqlite)
+_BATCH = 2000  # changes read at once
+_PASSAGES_PER_PAGE = 8  # passage candidates ranked per candidate page (rank_results keeps as many)
+_WRITER_HEAP = 64_000_000
+_ANALYZER = "synapse_en"
+_WORD = re.compile(r"[^\W_]+")  # the simple tokenizer's words: runs of letters and digits
+_SEP = "\x1f"
+
+
+class IndexBusy(StoreError):
+    """Another process holds the index's writer role."""
+
+
+class _Changes(Protocol):
+    """What the index reads of a store beyond the Store Protocol: the change log (kb.rows)."""
+
+    def search_changes(self, after: int, limit: int) -> list[tuple[int, str, str]]: ...
+    def last_search_change(self) -> int: ...
+
+
+def index_path(uri: str) -> Path:
+    """Where the index of KB ``uri`` lives (``SEARCH_INDEX_DIR``, else beside it or under .synapsecrawl/)."""
+    named = os.environ.get("SEARCH_INDEX_DIR", "").strip()
+    if uri.startswith("sqlite:///") and not named:
+        return Path(f"{uri.removeprefix('sqlite:///')}.search-index")
+    digest = hashlib.sha256(redact_uri(uri).encode()).hexdigest()[:16]
+    return Path(named or ".synapsecrawl/search-index") / digest
+
+
+def _analyzer() -> tantivy.TextAnalyzer:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+_ANALYSIS = _analyzer()
+
+
+@functools.lru_cache(maxsize=200_000)
+def _stems(word: str) -> tuple[str, ...]:
+    """The index's terms for one word (the analysis the index applies to every field)."""
+    return tuple(_ANALYSIS.analyze(word))
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("kind", tokenizer_name="raw", index_option="basic")  # page, passage, meta
+    builder.add_text_field("key", tokenizer_name="raw", index_option="basic")  # a page: kb, url
+    builder.add_text_field("page", tokenizer_name="raw", index_option="basic")  # a passage: its page's key
+    builder.add_text_field("kb", stored=True, tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("url", stored=True, tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("title", tokenizer_name=_ANALYZER, index_option="freq")
+    builder.add_text_field("body", tokenizer_name=_ANALYZER, index_option="freq")
+    builder.add_text_field("passage", tokenizer_name=_ANALYZER, index_option="position")  # phrases need them
+    builder.add_bytes_field("shown", stored=True, indexed=False)  # a passage's text, as stored
+    builder.add_unsigned_field("ordinal", stored=True)
+    builder.add_unsigned_field("seq", stored=True)  # the meta document: the last change applied
+    builder.add_unsigned_field("version", stored=True)
+    return builder.build()
+
+
+SCHEMA = _schema()
+
+
+def _key(kb: str, url: str) -> str:
+    return f"{kb}{_SEP}{url}"
+
+
+def _open_index(path: Path, *, create: bool) -> tantivy.Index:
+    index = tantivy.Index(SCHEMA, str(path), reuse=True) if create else tantivy.Index.open(str(path))
+    index.register_tokenizer(_ANALYZER, _analyzer())
+    return index
+
+
+def _recorded(index: tantivy.Index) -> int | None:
+    """The seq the index's last commit recorded, or None when it holds no record of this version."""
+    searcher = index.searcher()
+    hits = searcher.search(Query.term_query(SCHEMA, "kind", "meta"), 1, count=False).hits
+    if not hits:
+        return None
+    meta = searcher.doc(hits[0][1])
+    if meta.get_first("version") != VERSION:
+        return None
+    seq = meta.get_first("seq")
+    return int(seq) if seq is not None else None
+
+
+def _documents(page: PageRecord) -> list[tantivy.Document]:
+    key = _key(page.kb, page.url)
+    docs = [tantivy.Document(kind="page", key=key, kb=page.kb, url=page.url, title=page.title, body=page.text)]
+    for ordinal, text in enumerate(split_passages(page.snippet_text or page.text, page.title)):
+        docs.append(
+            tantivy.Document(
+                kind="passage", page=key, kb=page.kb, url=page.url, passage=text, shown=text.encode(), ordinal=ordinal
+            )
+        )
+    return docs
+
+
+class SearchIndex:
+    """The index of one KB: search through it, and (holding the writer role) keep it in step."""
+
+    def __init__(self, store: Store, path: Path) -> None:
+        self.store = store
+        self.path = path
+        self._changes: _Changes = store  # type: ignore[assignment]  # both back-ends answer it (kb.rows)
+        self._index: tantivy.Index | None = None
+        self._lockfile: IO[bytes] | None = None
+        self._writer: tantivy.IndexWriter | None = None
+        self._floor = 0  # every change up to it is applied
+        self._seen: set[int] = set()  # changes above the floor that are applied
+        self._gaps: dict[int, float] = {}  # a missing seq -> when it was first missed
+        self._write_lock = threading.Lock()
+
+    # -- the writer role ----------------------------------------------------------
+
+    def try_writer(self) -> bool:
+        """Take the writer role if no other process holds it; True when this one holds it."""
+        if self._lockfile is not None:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lockfile = Path(f"{self.path}.lock").open("ab")  # noqa: SIM115 - held until close()
+        try:
+            fcntl.flock(lockfile.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lockfile.close()
+            return False
+        self._lockfile = lockfile
+        return True
+
+    def catch_up(self) -> int:
+        """Apply the KB's changes since the last commit and commit (rebuilding a missing, torn or
+        stale index first); the number of pages applied. Needs the writer role."""
+        if self._lockfile is None:
+            raise IndexBusy(f"search index {self.path}: another process keeps it (serve?)")
+        with self._write_lock:
+            if self._writer is None and not self._open_for_writing():
+                self._rebuild()
+                return 0
+            return self._apply()
+
+    def catch_up_once(self) -> None:
+        """Take the writer role if free and catch up (building the index if need be); a failure is logged:
+        the store's own search answers until the index can be read."""
+        try:
+            if self.try_writer():
+                self.catch_up()
+        except (ValueError, OSError, RuntimeError, StoreError) as exc:
+            logger.warning("search index %s cannot be written (%s)", self.path, _line(exc))
+
+    def _open_for_writing(self) -> bool:
+        """Open the index and its writer; False when it must be rebuilt (missing, unreadable, stale)."""
+        try:
+            index = _open_index(self.path, create=False)
+            recorded = _recorded(index)
+        except (ValueError, OSError, RuntimeError) as exc:
+            if self.path.exists():
+                logger.warning("search index %s cannot be read (%s): rebuilding it", self.path, _line(exc))
+            return False
+        if recorded is None or recorded > self._changes.last_search_change():
+            logger.warning("search index %s does not follow this KB: rebuilding it", self.path)
+            return False
+        self._index, self._floor, self._seen, self._gaps = index, recorded, set(), {}
+        self._writer = index.writer(_WRITER_HEAP, 1)
+        return True
+
+    def _apply(self) -> int:
+        assert self._writer is not None and self._index is not None
+        applied = 0
+        while True:
+            rows = [row for row in self._changes.search_changes(self._floor, _BATCH) if row[0] not in self._seen]
+            if not rows:
+                break
+            keys = list(dict.fromkeys((kb, url) for _, kb, url in rows))
+            for kb, url in keys:
+                self._put(self._writer, kb, url, self.store.get_page(kb, url))
+            self._seen.update(seq for seq, _, _ in rows)
+            applied += len(keys)
+            if len(rows) < _BATCH:
+                break
+        moved = self._advance()
+        if applied or moved:
+            self._commit(self._writer, self._floor)
+            self._index.reload()
+        return applied
+
+    def _advance(self) -> bool:
+        """Move the floor past applied changes, and past a gap missed for ``GAP_SECONDS``."""
+        start, now = self._floor, time.monotonic()
+        while self._seen:
+            following = self._floor + 1
+            if following in self._seen:
+                self._seen.discard(following)
+            elif now - self._gaps.setdefault(following, now) < GAP_SECONDS:
+                break
+            self._gaps.pop(following, None)
+            self._floor = following
+        return self._floor != start
+
+    def _put(self, writer: tantivy.IndexWriter, kb: str, url: str, page: PageRecord | None) -> None:
+        key = _key(kb, url)
+        writer.delete_documents_by_term("key", key)
+        writer.delete_documents_by_term("page", key)
+        if page is not None:
+            for doc in _documents(page):
+                writer.add_document(doc)
+
+    def _commit(self, writer: tantivy.IndexWriter, seq: int) -> None:
+        writer.delete_documents_by_term("kind", "meta")
+        writer.add_document(tantivy.Document(kind="meta", seq=seq, version=VERSION))
+        writer.commit()
+
+    def _rebuild(self) -> None:
+        """Build the whole index from the store in a fresh directory, then swap it in."""
+        started = time.monotonic()
+        seq = self._changes.last_search_change()  # before the pages: changes meanwhile are applied again
+        building = Path(f"{self.path}.building")
+        shutil.rmtree(building, ignore_errors=True)  # a build a killed process left
+        building.mkdir(parents=True)
+        index = _open_index(building, create=True)
+        writer = index.writer(_WRITER_HEAP, 1)
+        count = 0
+        for kb, url in self.store.page_urls():
+            page = self.store.get_page(kb, url)
+            if page is not None:
+                for doc in _documents(page):
+                    writer.add_document(doc)
+                count += 1
+        self._commit(writer, seq)
+        writer.wait_merging_threads()
+        self._close_index()
+        old = Path(f"{self.path}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        if self.path.exists():
+            self.path.rename(old)
+        building.rename(self.path)
+        shutil.rmtree(old, ignore_errors=True)
+        logger.info("search index %s: %d pages indexed in %.1f s", self.path, count, time.monotonic() - started)
+        if not self._open_for_writing():
+            raise StoreError(f"search index {self.path}: cannot be opened after it was rebuilt")
+
+    def rebuild(self, kb: str | None = None) -> int:
+        """Rebuild from the store: all of it (a fresh directory, swapped in), or one KB's pages in place.
+        The number of pages indexed. Needs the writer role."""
+        if self._lockfile is None:
+            raise IndexBusy(
+                f"search index {self.path} is kept by another process (serve?): stop it, or let it follow the KB"
+            )
+        with self._write_lock:
+            if kb is None or (self._writer is None and not self._open_for_writing()):
+                self._rebuild()
+                return sum(1 for _ in self.store.page_urls(kb))
+            assert self._writer is not None and self._index is not None
+            seq = self._changes.last_search_change()
+            self._writer.delete_documents_by_term("kb", kb)
+            urls = self.store.page_urls(kb)
+            for name, url in urls:
+                page = self.store.get_page(name, url)
+                if page is not None:
+                    for doc in _documents(page):
+                        self._writer.add_document(doc)
+            self._seen.update(s for s, _, _ in self._changes.search_changes(self._floor, 10**9) if s <= seq)
+            self._advance()
+            self._commit(self._writer, self._floor)
+            self._index.reload()
+            return len(urls)
+
+    # -- reading ------------------------------------------------------------------
+
+    def _reader(self) -> tantivy.Index | None:
+        """The index to search: this process's, or the last commit of the one another process keeps."""
+        if self._index is None:
+            try:
+                index = _open_index(self.path, create=False)
+                if _recorded(index) is None:
+                    return None
+            except (ValueError, OSError, RuntimeError):
+                return None
+            self._index = index
+        return self._index
+
+    def search(self, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit] | None:
+        """Pages for ``query``, best first (as ``Store.search``); None when there is no index to search."""
+        index = self._reader()
+        if index is None:
+            return None
+        words = search_terms(query)
+        terms = list(dict.fromkeys(stem for word in words for stem in _stems(word)))
+        if not terms or limit <= 0:
+            return []
+        try:
+            if self._writer is None:
+                index.reload()  # another process commits: see its last commit
+            return _search(index.searcher(), self.store, words, terms, kb=kb, limit=limit)
+        except (ValueError, OSError, RuntimeError) as exc:
+            logger.warning("search index %s failed (%s): searching the KB", self.path, _line(exc))
+            self._index = None
+            return None
+
+    def _close_index(self) -> None:
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.wait_merging_threads()  # also releases tantivy's own writer lock
+        self._writer = None
+        self._index = None
+
+    def close(self) -> None:
+        """Release the writer role and the index (the store is the caller's)."""
+        with self._write_lock:
+            self._close_index()
+            if self._lockfile is not None:
+                self._lockfile.close()
+                self._lockfile = None
+
+
+def _line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
+def _should(field: str, terms: Iterable[str], boost: float = 1.0) -> list[tuple[Occur, Query]]:
+    clauses = []
+    for term in terms:
+        query = Query.term_query(SCHEMA, field, term)
+        clauses.append((Occur.Should, Query.boost_query(query, boost) if boost != 1.0 else query))
+    return clauses
+
+
+def _among(field: str, keys: Sequence[str], clauses: list[tuple[Occur, Query]]) -> Query:
+    """``clauses`` scored among the documents whose ``field`` is one of ``keys`` only."""
+    within = Query.const_score_query(Query.term_set_query(SCHEMA, field, list(keys)), 0.0)
+    return Query.boolean_query([(Occur.Must, within), *clauses])
+
+
+def _scores(searcher: tantivy.Searcher, query: Query, limit: int) -> list[tuple[float, Any]]:
+    return [(float(score), address) for score, address in searcher.search(query, limit, count=False).hits]
+
+
+def _first_stage(searcher: tantivy.Searcher, terms: list[str], kb: str | None, want: int) -> list[tuple[str, str]]:
+    """The best ``want`` pages (kb, url) by title and text: a pure disjunction, pruned."""
+    either = Query.boolean_query([*_should("title", terms, TITLE_BOOST), *_should("body", terms)])
+    hits = _scores(searcher, either, want)
+    pages = [(str(doc.get_first("kb")), str(doc.get_first("url"))) for doc in (searcher.doc(a) for _, a in hits)]
+    if kb is None or all(name == kb for name, _ in pages):
+        return pages  # every one of the best is in the KB asked: they are its best
+    scoped = Query.boolean_query([(Occur.Must, either), (Occur.Must, Query.term_query(SCHEMA, "kb", kb))])
+    docs = (searcher.doc(a) for _, a in _scores(searcher, scoped, want))
+    return [(str(doc.get_first("kb")), str(doc.get_first("url"))) for doc in docs]
+
+
+def _mark(text: str, terms: set[str]) -> str:
+    """``text`` with the words the index matches for ``terms`` between HIT_OPEN and HIT_CLOSE."""
+    out: list[str] = []
+    pos = 0
+    for found in _WORD.finditer(text):
+        if any(stem in terms for stem in _stems(found.group())):
+            out += [text[pos : found.start()], HIT_OPEN, found.group(), HIT_CLOSE]
+            pos = found.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _search(
+    searcher: tantivy.Searcher, store: Store, words: list[str], terms: list[str], *, kb: str | None, limit: int
+) -> list[SearchHit]:
+    pages = _first_stage(searcher, terms, kb, max(RERANK_PAGES, limit))
+    if not pages:
+        return []
+    keys = [_key(name, url) for name, url in pages]
+    number = {key: n for n, key in enumerate(keys)}
+
+    def by_page(clauses: list[tuple[Occur, Query]]) -> dict[int, float]:
+        ranked = {}
+        for score, address in _scores(searcher, _among("key", keys, clauses), len(keys)):
+            doc = searcher.doc(address)
+            ranked[number[_key(str(doc.get_first("kb")), str(doc.get_first("url")))]] = score
+        return ranked
+
+    title, text = by_page(_should("title", terms)), by_page(_should("body", terms))
+    candidates = [PageRank(n, url, title.get(n, 0.0), text.get(n, 0.0)) for n, (_, url) in enumerate(pages)]
+    shown: dict[int, bytes] = {}
+    ids: dict[tuple[int, int], int] = {}  # a passage's address -> its id in this search
+
+    def passages(clauses: list[tuple[Occur, Query]]) -> list[tuple[int, int, int, float]]:
+        if not clauses:
+            return []
+        found = []
+        for score, address in _scores(searcher, _among("page", keys, clauses), _PASSAGES_PER_PAGE * len(keys)):
+            doc = searcher.doc(address)
+            passage_id = ids.setdefault((address.segment_ord, address.doc), len(ids))
+            shown[passage_id] = doc.get_first("shown") or b""
+            page = number[_key(str(doc.get_first("kb")), str(doc.get_first("url")))]
+            found.append((page, int(doc.get_first("ordinal") or 0), passage_id, score))
+        return found
+
+    phrases = [(Occur.Should, Query.phrase_query(SCHEMA, "passage", [a, b])) for a, b in phrase_pairs(terms) if a != b]
+    ranked = rank_results(candidates, passages(_should("passage", terms)), passages(phrases), words, limit + 5)
+    wanted = set(terms)
+    hits = []
+    for n, score, best in ranked:
+        page = store.get_page(*pages[n])
+        if page is None:
+            continue  # left the KB; the follower takes it out of the index
+        row = (page.url, page.kb, page.title, page.nosnippet, page.max_snippet, page.fetched_at)
+        hits.append(
+            search_hit(row, score, best, lambda ids: {i: _mark(shown[i].decode(), wanted) for i in ids if i in shown})
+        )
+        if len(hits) == limit:
+            break
+    return hits
+
+
+class Follower:
+    """Keeps a SearchIndex in step with its KB: applies and commits changes every ``COMMIT_SECONDS``
+    while this process holds the writer role (tries to take it each round otherwise)."""
+
+    def __init__(self, index: SearchIndex, every: float = COMMIT_SECONDS) -> None:
+        self.index = index
+        self._every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="search-index-follower", daemon=True)
+        self._failing = False
+
+    def start(self) -> Follower:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.index.try_writer():
+                    self.index.catch_up()
+                self._failing = False
+            except Exception as exc:  # noqa: BLE001 - the KB may be down for a while: said once, tried again
+                if not self._failing:
+                    logger.warning("search index %s: cannot follow the KB (%s)", self.index.path, _line(exc))
+                self._failing = True
+            self._stop.wait(self._every)
+
+    def stop(self) -> None:
+        """Stop following (the last round ends first)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=60)
+
+
+def search_kb(store: Store, uri: str, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit]:
+    """One search through the index of KB ``uri``, caught up first when no other process keeps it (else its
+    last commit, at most about a second behind); the store's own search when there is no index to read."""
+    index = SearchIndex(store, index_path(uri))
+    try:
+        index.catch_up_once()
+        hits = index.search(query, kb, limit)
+    finally:
+        index.close()
+    return store.search(query, kb, limit) if hits is None else hits
