@@ -71,7 +71,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 COMMIT_SECONDS = 0.5  # the follower looks for changes this often and commits what it applied
-VERSION = 1  # of the index's schema and analysis; another is rebuilt
+VERSION = 2  # of the index's schema and analysis; another is rebuilt
 GAP_SECONDS = 30.0  # a missing seq (a PostgreSQL transaction still open, or rolled back) is waited for this long
 TITLE_BOOST = 5.0  # the title's weight against the text's in the first stage (FTS5's bm25 weights in kb.sqlite)
 _BATCH = 2000  # changes read at once
@@ -133,7 +133,11 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("body", tokenizer_name=_ANALYZER, index_option="freq")
     builder.add_text_field("passage", tokenizer_name=_ANALYZER, index_option="position")  # phrases need them
     builder.add_bytes_field("shown", stored=True, indexed=False)  # a passage's text, as stored
-    builder.add_unsigned_field("ordinal", stored=True)
+    # Read from columns (fast fields) while ranking, not from stored documents: a page's number (its key
+    # hashed), its KB's, and a passage's ordinal.
+    builder.add_unsigned_field("pid", indexed=True, fast=True)
+    builder.add_unsigned_field("kbid", indexed=True, fast=True)
+    builder.add_unsigned_field("ordinal", stored=True, fast=True)
     builder.add_unsigned_field("seq", stored=True)  # the meta document: the last change applied
     builder.add_unsigned_field("version", stored=True)
     return builder.build()
@@ -144,6 +148,11 @@ SCHEMA = _schema()
 
 def _key(kb: str, url: str) -> str:
     return f"{kb}{_SEP}{url}"
+
+
+def _number(text: str) -> int:
+    """A 63-bit number for ``text`` (a page's key, a KB's name): what the fast fields hold."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1  # 63 bits: an int64
 
 
 def _open_index(path: Path, *, create: bool) -> tantivy.Index:
@@ -167,14 +176,21 @@ def _recorded(index: tantivy.Index) -> int | None:
 
 def _documents(page: PageRecord) -> list[tantivy.Document]:
     key = _key(page.kb, page.url)
-    docs = [tantivy.Document(kind="page", key=key, kb=page.kb, url=page.url, title=page.title, body=page.text)]
+    numbers = {"pid": _number(key), "kbid": _number(page.kb)}
+    docs = [_document({"kind": "page", "key": key, "kb": page.kb, "url": page.url, "title": page.title,
+                       "body": page.text}, numbers)]  # fmt: skip
     for ordinal, text in enumerate(split_passages(page.snippet_text or page.text, page.title)):
-        docs.append(
-            tantivy.Document(
-                kind="passage", page=key, kb=page.kb, url=page.url, passage=text, shown=text.encode(), ordinal=ordinal
-            )
-        )
+        passage: dict[str, str | bytes] = {"kind": "passage", "page": key, "passage": text, "shown": text.encode()}
+        docs.append(_document(passage, {**numbers, "ordinal": ordinal}))
     return docs
+
+
+def _document(values: dict[str, str | bytes], numbers: dict[str, int]) -> tantivy.Document:
+    """A document of ``values`` and unsigned ``numbers`` (given one by one: keyword ints are taken as signed)."""
+    doc = tantivy.Document(**values)
+    for name, number in numbers.items():
+        doc.add_unsigned(name, number)
+    return doc
 
 
 class SearchIndex:
@@ -287,7 +303,7 @@ class SearchIndex:
 
     def _commit(self, writer: tantivy.IndexWriter, seq: int) -> None:
         writer.delete_documents_by_term("kind", "meta")
-        writer.add_document(tantivy.Document(kind="meta", seq=seq, version=VERSION))
+        writer.add_document(_document({"kind": "meta"}, {"seq": seq, "version": VERSION}))
         writer.commit()
 
     def _rebuild(self) -> None:
@@ -405,26 +421,26 @@ def _should(field: str, terms: Iterable[str], boost: float = 1.0) -> list[tuple[
     return clauses
 
 
-def _among(field: str, keys: Sequence[str], clauses: list[tuple[Occur, Query]]) -> Query:
-    """``clauses`` scored among the documents whose ``field`` is one of ``keys`` only."""
-    within = Query.const_score_query(Query.term_set_query(SCHEMA, field, list(keys)), 0.0)
+def _among(pids: Sequence[int], clauses: list[tuple[Occur, Query]]) -> Query:
+    """``clauses`` scored among the documents of the pages ``pids`` only."""
+    within = Query.const_score_query(Query.term_set_query(SCHEMA, "pid", list(pids)), 0.0)
     return Query.boolean_query([(Occur.Must, within), *clauses])
 
 
-def _scores(searcher: tantivy.Searcher, query: Query, limit: int) -> list[tuple[float, Any]]:
-    return [(float(score), address) for score, address in searcher.search(query, limit, count=False).hits]
+def _hits(searcher: tantivy.Searcher, query: Query, limit: int) -> tuple[list[float], list[Any]]:
+    """Scores and addresses of the best ``limit`` documents for ``query`` (pruned: no count)."""
+    found = searcher.search(query, limit, count=False).hits
+    return [float(score) for score, _ in found], [address for _, address in found]
 
 
-def _first_stage(searcher: tantivy.Searcher, terms: list[str], kb: str | None, want: int) -> list[tuple[str, str]]:
-    """The best ``want`` pages (kb, url) by title and text: a pure disjunction, pruned."""
+def _first_stage(searcher: tantivy.Searcher, terms: list[str], kb: str | None, want: int) -> list[Any]:
+    """The addresses of the best ``want`` pages by title and text: a pure disjunction, pruned."""
     either = Query.boolean_query([*_should("title", terms, TITLE_BOOST), *_should("body", terms)])
-    hits = _scores(searcher, either, want)
-    pages = [(str(doc.get_first("kb")), str(doc.get_first("url"))) for doc in (searcher.doc(a) for _, a in hits)]
-    if kb is None or all(name == kb for name, _ in pages):
-        return pages  # every one of the best is in the KB asked: they are its best
-    scoped = Query.boolean_query([(Occur.Must, either), (Occur.Must, Query.term_query(SCHEMA, "kb", kb))])
-    docs = (searcher.doc(a) for _, a in _scores(searcher, scoped, want))
-    return [(str(doc.get_first("kb")), str(doc.get_first("url"))) for doc in docs]
+    _, found = _hits(searcher, either, want)
+    if kb is None or all(n == _number(kb) for n in searcher.fast_field_values("kbid", found)):
+        return found  # every one of the best is in the KB asked: they are its best
+    scoped = Query.boolean_query([(Occur.Must, either), (Occur.Must, Query.term_query(SCHEMA, "kbid", _number(kb)))])
+    return _hits(searcher, scoped, want)[1]
 
 
 def _mark(text: str, terms: set[str]) -> str:
@@ -442,48 +458,49 @@ def _mark(text: str, terms: set[str]) -> str:
 def _search(
     searcher: tantivy.Searcher, store: Store, words: list[str], terms: list[str], *, kb: str | None, limit: int
 ) -> list[SearchHit]:
-    pages = _first_stage(searcher, terms, kb, max(RERANK_PAGES, limit))
-    if not pages:
+    found = _first_stage(searcher, terms, kb, max(RERANK_PAGES, limit))
+    if not found:
         return []
-    keys = [_key(name, url) for name, url in pages]
-    number = {key: n for n, key in enumerate(keys)}
+    pids = [int(pid or 0) for pid in searcher.fast_field_values("pid", found)]
+    number = {pid: n for n, pid in enumerate(pids)}
+    pages = [(str(doc.get_first("kb")), str(doc.get_first("url"))) for doc in map(searcher.doc, found)]
 
     def by_page(clauses: list[tuple[Occur, Query]]) -> dict[int, float]:
-        ranked = {}
-        for score, address in _scores(searcher, _among("key", keys, clauses), len(keys)):
-            doc = searcher.doc(address)
-            ranked[number[_key(str(doc.get_first("kb")), str(doc.get_first("url")))]] = score
-        return ranked
+        scores, addresses = _hits(searcher, _among(pids, clauses), len(pids))
+        owners = searcher.fast_field_values("pid", addresses)
+        return {number[int(pid or 0)]: score for pid, score in zip(owners, scores, strict=True)}
 
     title, text = by_page(_should("title", terms)), by_page(_should("body", terms))
     candidates = [PageRank(n, url, title.get(n, 0.0), text.get(n, 0.0)) for n, (_, url) in enumerate(pages)]
-    shown: dict[int, bytes] = {}
-    ids: dict[tuple[int, int], int] = {}  # a passage's address -> its id in this search
+    addresses: list[Any] = []  # a passage's id in this search -> its address
 
     def passages(clauses: list[tuple[Occur, Query]]) -> list[tuple[int, int, int, float]]:
         if not clauses:
             return []
-        found = []
-        for score, address in _scores(searcher, _among("page", keys, clauses), _PASSAGES_PER_PAGE * len(keys)):
-            doc = searcher.doc(address)
-            passage_id = ids.setdefault((address.segment_ord, address.doc), len(ids))
-            shown[passage_id] = doc.get_first("shown") or b""
-            page = number[_key(str(doc.get_first("kb")), str(doc.get_first("url")))]
-            found.append((page, int(doc.get_first("ordinal") or 0), passage_id, score))
-        return found
+        scores, found = _hits(searcher, _among(pids, clauses), _PASSAGES_PER_PAGE * len(pids))
+        first = len(addresses)
+        addresses.extend(found)
+        owners = searcher.fast_field_values("pid", found)
+        ordinals = searcher.fast_field_values("ordinal", found)
+        return [
+            (number[int(pid or 0)], int(ordinal or 0), first + n, score)
+            for n, (pid, ordinal, score) in enumerate(zip(owners, ordinals, scores, strict=True))
+        ]
 
     phrases = [(Occur.Should, Query.phrase_query(SCHEMA, "passage", [a, b])) for a, b in phrase_pairs(terms) if a != b]
     ranked = rank_results(candidates, passages(_should("passage", terms)), passages(phrases), words, limit + 5)
     wanted = set(terms)
+
+    def shown(ids: list[int]) -> dict[int, str]:
+        return {i: _mark(bytes(searcher.doc(addresses[i]).get_first("shown") or b"").decode(), wanted) for i in ids}
+
     hits = []
     for n, score, best in ranked:
         page = store.get_page(*pages[n])
         if page is None:
             continue  # left the KB; the follower takes it out of the index
         row = (page.url, page.kb, page.title, page.nosnippet, page.max_snippet, page.fetched_at)
-        hits.append(
-            search_hit(row, score, best, lambda ids: {i: _mark(shown[i].decode(), wanted) for i in ids if i in shown})
-        )
+        hits.append(search_hit(row, score, best, shown))
         if len(hits) == limit:
             break
     return hits
