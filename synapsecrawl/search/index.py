@@ -443,13 +443,18 @@ def _first_stage(searcher: tantivy.Searcher, terms: list[str], kb: str | None, w
     return _hits(searcher, scoped, want)[1]
 
 
-def _mark(text: str, terms: set[str]) -> str:
-    """``text`` with the words the index matches for ``terms`` between HIT_OPEN and HIT_CLOSE."""
+def _mark(text: str, matched: dict[str, bool], terms: set[str]) -> str:
+    """``text`` with the words the index matches for ``terms`` between HIT_OPEN and HIT_CLOSE (``matched``:
+    each word's answer, kept for the search's other passages)."""
     out: list[str] = []
     pos = 0
     for found in _WORD.finditer(text):
-        if any(stem in terms for stem in _stems(found.group())):
-            out += [text[pos : found.start()], HIT_OPEN, found.group(), HIT_CLOSE]
+        word = found.group()
+        hit = matched.get(word)
+        if hit is None:
+            hit = matched[word] = not terms.isdisjoint(_stems(word))
+        if hit:
+            out += [text[pos : found.start()], HIT_OPEN, word, HIT_CLOSE]
             pos = found.end()
     out.append(text[pos:])
     return "".join(out)
@@ -489,10 +494,11 @@ def _search(
 
     phrases = [(Occur.Should, Query.phrase_query(SCHEMA, "passage", [a, b])) for a, b in phrase_pairs(terms) if a != b]
     ranked = rank_results(candidates, passages(_should("passage", terms)), passages(phrases), words, limit + 5)
-    wanted = set(terms)
+    wanted, matched = set(terms), dict[str, bool]()
 
     def shown(ids: list[int]) -> dict[int, str]:
-        return {i: _mark(bytes(searcher.doc(addresses[i]).get_first("shown") or b"").decode(), wanted) for i in ids}
+        texts = {i: bytes(searcher.doc(addresses[i]).get_first("shown") or b"").decode() for i in ids}
+        return {i: _mark(text, matched, wanted) for i, text in texts.items()}
 
     hits = []
     for n, score, best in ranked:
