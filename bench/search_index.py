@@ -174,7 +174,7 @@ def floor(index: Any) -> Callable[[str], object]:
     from synapsecrawl.kb.search import search_terms
     from synapsecrawl.search import index as module
 
-    searcher = index._reader().searcher()
+    searcher = index._reader().pages.searcher()
 
     def run(query: str) -> object:
         terms = {stem for word in search_terms(query) for stem in module._stems(word)}

@@ -71,7 +71,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 COMMIT_SECONDS = 0.5  # the follower looks for changes this often and commits what it applied
-VERSION = 2  # of the index's schema and analysis; another is rebuilt
+VERSION = 3  # of the index's schema and analysis; another is rebuilt
 GAP_SECONDS = 30.0  # a missing seq (a PostgreSQL transaction still open, or rolled back) is waited for this long
 TITLE_BOOST = 5.0  # the title's weight against the text's in the first stage (FTS5's bm25 weights in kb.sqlite)
 _BATCH = 2000  # changes read at once
@@ -155,10 +155,74 @@ def _number(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big") >> 1  # 63 bits: an int64
 
 
+PARTS = ("pages", "passages")  # two indexes, so each kind of document has its own BM25 statistics
+
+
 def _open_index(path: Path, *, create: bool) -> tantivy.Index:
     index = tantivy.Index(SCHEMA, str(path), reuse=True) if create else tantivy.Index.open(str(path))
     index.register_tokenizer(_ANALYZER, _analyzer())
     return index
+
+
+class _Pair:
+    """The pages index and the passages index of one search index (``PARTS``, sub-directories of it).
+
+    Apart because BM25 takes its document count and average field length over every document of an
+    index: with the passages beside them, a page's text would be scored against passage-sized lengths.
+    """
+
+    def __init__(self, path: Path, *, create: bool) -> None:
+        if create:
+            for part in PARTS:
+                (path / part).mkdir(parents=True, exist_ok=True)
+        self.pages, self.passages = (_open_index(path / part, create=create) for part in PARTS)
+
+    def recorded(self) -> int | None:
+        """The seq both parts' last commits recorded (the smaller), or None when either holds no record."""
+        seqs = [_recorded(self.pages), _recorded(self.passages)]
+        return None if None in seqs else min(int(seq or 0) for seq in seqs)
+
+    def reload(self) -> None:
+        self.pages.reload()
+        self.passages.reload()
+
+
+class _Writers:
+    """One writer per part; a change is applied to both and both commit the seq applied."""
+
+    def __init__(self, pair: _Pair) -> None:
+        self.pages = pair.pages.writer(_WRITER_HEAP, 1)
+        self.passages = pair.passages.writer(_WRITER_HEAP, 1)
+
+    def put(self, kb: str, url: str, page: PageRecord | None) -> None:
+        key = _key(kb, url)
+        self.pages.delete_documents_by_term("key", key)
+        self.passages.delete_documents_by_term("page", key)
+        if page is not None:
+            self.add(page)
+
+    def add(self, page: PageRecord) -> None:
+        first, *passages = _documents(page)
+        self.pages.add_document(first)
+        for doc in passages:
+            self.passages.add_document(doc)
+
+    def delete_kb(self, kb: str) -> None:
+        self.pages.delete_documents_by_term("kb", kb)
+        self.passages.delete_documents_by_term("kb", kb)
+
+    def commit(self, seq: int) -> None:
+        """Commit both parts, each recording ``seq`` (the passages first: a crash between the two leaves
+        the pages' older seq as the record, and what lies between is applied again)."""
+        for writer in (self.passages, self.pages):
+            writer.delete_documents_by_term("kind", "meta")
+            writer.add_document(_document({"kind": "meta"}, {"seq": seq, "version": VERSION}))
+            writer.commit()
+
+    def close(self) -> None:
+        for writer in (self.pages, self.passages):
+            with contextlib.suppress(Exception):
+                writer.wait_merging_threads()  # also releases tantivy's own writer lock
 
 
 def _recorded(index: tantivy.Index) -> int | None:
@@ -175,12 +239,19 @@ def _recorded(index: tantivy.Index) -> int | None:
 
 
 def _documents(page: PageRecord) -> list[tantivy.Document]:
+    """The page's document, then its passages'."""
     key = _key(page.kb, page.url)
     numbers = {"pid": _number(key), "kbid": _number(page.kb)}
     docs = [_document({"kind": "page", "key": key, "kb": page.kb, "url": page.url, "title": page.title,
                        "body": page.text}, numbers)]  # fmt: skip
     for ordinal, text in enumerate(split_passages(page.snippet_text or page.text, page.title)):
-        passage: dict[str, str | bytes] = {"kind": "passage", "page": key, "passage": text, "shown": text.encode()}
+        passage: dict[str, str | bytes] = {
+            "kind": "passage",
+            "page": key,
+            "kb": page.kb,
+            "passage": text,
+            "shown": text.encode(),
+        }
         docs.append(_document(passage, {**numbers, "ordinal": ordinal}))
     return docs
 
@@ -200,9 +271,9 @@ class SearchIndex:
         self.store = store
         self.path = path
         self._changes: _Changes = store  # type: ignore[assignment]  # both back-ends answer it (kb.rows)
-        self._index: tantivy.Index | None = None
+        self._pair: _Pair | None = None
         self._lockfile: IO[bytes] | None = None
-        self._writer: tantivy.IndexWriter | None = None
+        self._writers: _Writers | None = None
         self._floor = 0  # every change up to it is applied
         self._seen: set[int] = set()  # changes above the floor that are applied
         self._gaps: dict[int, float] = {}  # a missing seq -> when it was first missed
@@ -230,7 +301,7 @@ class SearchIndex:
         if self._lockfile is None:
             raise IndexBusy(f"search index {self.path}: another process keeps it (serve?)")
         with self._write_lock:
-            if self._writer is None and not self._open_for_writing():
+            if self._writers is None and not self._open_for_writing():
                 self._rebuild()
                 return 0
             return self._apply()
@@ -245,10 +316,10 @@ class SearchIndex:
             logger.warning("search index %s cannot be written (%s)", self.path, _line(exc))
 
     def _open_for_writing(self) -> bool:
-        """Open the index and its writer; False when it must be rebuilt (missing, unreadable, stale)."""
+        """Open the index and its writers; False when it must be rebuilt (missing, unreadable, stale)."""
         try:
-            index = _open_index(self.path, create=False)
-            recorded = _recorded(index)
+            pair = _Pair(self.path, create=False)
+            recorded = pair.recorded()
         except (ValueError, OSError, RuntimeError) as exc:
             if self.path.exists():
                 logger.warning("search index %s cannot be read (%s): rebuilding it", self.path, _line(exc))
@@ -256,12 +327,12 @@ class SearchIndex:
         if recorded is None or recorded > self._changes.last_search_change():
             logger.warning("search index %s does not follow this KB: rebuilding it", self.path)
             return False
-        self._index, self._floor, self._seen, self._gaps = index, recorded, set(), {}
-        self._writer = index.writer(_WRITER_HEAP, 1)
+        self._pair, self._floor, self._seen, self._gaps = pair, recorded, set(), {}
+        self._writers = _Writers(pair)
         return True
 
     def _apply(self) -> int:
-        assert self._writer is not None and self._index is not None
+        assert self._writers is not None and self._pair is not None
         applied = 0
         while True:
             rows = [row for row in self._changes.search_changes(self._floor, _BATCH) if row[0] not in self._seen]
@@ -269,15 +340,15 @@ class SearchIndex:
                 break
             keys = list(dict.fromkeys((kb, url) for _, kb, url in rows))
             for kb, url in keys:
-                self._put(self._writer, kb, url, self.store.get_page(kb, url))
+                self._writers.put(kb, url, self.store.get_page(kb, url))
             self._seen.update(seq for seq, _, _ in rows)
             applied += len(keys)
             if len(rows) < _BATCH:
                 break
         moved = self._advance()
         if applied or moved:
-            self._commit(self._writer, self._floor)
-            self._index.reload()
+            self._writers.commit(self._floor)
+            self._pair.reload()
         return applied
 
     def _advance(self) -> bool:
@@ -293,37 +364,23 @@ class SearchIndex:
             self._floor = following
         return self._floor != start
 
-    def _put(self, writer: tantivy.IndexWriter, kb: str, url: str, page: PageRecord | None) -> None:
-        key = _key(kb, url)
-        writer.delete_documents_by_term("key", key)
-        writer.delete_documents_by_term("page", key)
-        if page is not None:
-            for doc in _documents(page):
-                writer.add_document(doc)
-
-    def _commit(self, writer: tantivy.IndexWriter, seq: int) -> None:
-        writer.delete_documents_by_term("kind", "meta")
-        writer.add_document(_document({"kind": "meta"}, {"seq": seq, "version": VERSION}))
-        writer.commit()
-
     def _rebuild(self) -> None:
         """Build the whole index from the store in a fresh directory, then swap it in."""
         started = time.monotonic()
         seq = self._changes.last_search_change()  # before the pages: changes meanwhile are applied again
         building = Path(f"{self.path}.building")
         shutil.rmtree(building, ignore_errors=True)  # a build a killed process left
-        building.mkdir(parents=True)
-        index = _open_index(building, create=True)
-        writer = index.writer(_WRITER_HEAP, 1)
+        writers = _Writers(_Pair(building, create=True))
         count = 0
-        for kb, url in self.store.page_urls():
-            page = self.store.get_page(kb, url)
-            if page is not None:
-                for doc in _documents(page):
-                    writer.add_document(doc)
-                count += 1
-        self._commit(writer, seq)
-        writer.wait_merging_threads()
+        try:
+            for kb, url in self.store.page_urls():
+                page = self.store.get_page(kb, url)
+                if page is not None:
+                    writers.add(page)
+                    count += 1
+            writers.commit(seq)
+        finally:
+            writers.close()
         self._close_index()
         old = Path(f"{self.path}.old")
         shutil.rmtree(old, ignore_errors=True)
@@ -343,62 +400,61 @@ class SearchIndex:
                 f"search index {self.path} is kept by another process (serve?): stop it, or let it follow the KB"
             )
         with self._write_lock:
-            if kb is None or (self._writer is None and not self._open_for_writing()):
+            if kb is None or (self._writers is None and not self._open_for_writing()):
                 self._rebuild()
                 return sum(1 for _ in self.store.page_urls(kb))
-            assert self._writer is not None and self._index is not None
+            assert self._writers is not None and self._pair is not None
             seq = self._changes.last_search_change()
-            self._writer.delete_documents_by_term("kb", kb)
+            self._writers.delete_kb(kb)
             urls = self.store.page_urls(kb)
             for name, url in urls:
                 page = self.store.get_page(name, url)
                 if page is not None:
-                    for doc in _documents(page):
-                        self._writer.add_document(doc)
+                    self._writers.add(page)
             self._seen.update(s for s, _, _ in self._changes.search_changes(self._floor, 10**9) if s <= seq)
             self._advance()
-            self._commit(self._writer, self._floor)
-            self._index.reload()
+            self._writers.commit(self._floor)
+            self._pair.reload()
             return len(urls)
 
     # -- reading ------------------------------------------------------------------
 
-    def _reader(self) -> tantivy.Index | None:
+    def _reader(self) -> _Pair | None:
         """The index to search: this process's, or the last commit of the one another process keeps."""
-        if self._index is None:
+        if self._pair is None:
             try:
-                index = _open_index(self.path, create=False)
-                if _recorded(index) is None:
+                pair = _Pair(self.path, create=False)
+                if pair.recorded() is None:
                     return None
             except (ValueError, OSError, RuntimeError):
                 return None
-            self._index = index
-        return self._index
+            self._pair = pair
+        return self._pair
 
     def search(self, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit] | None:
         """Pages for ``query``, best first (as ``Store.search``); None when there is no index to search."""
-        index = self._reader()
-        if index is None:
+        pair = self._reader()
+        if pair is None:
             return None
         words = search_terms(query)
         terms = list(dict.fromkeys(stem for word in words for stem in _stems(word)))
         if not terms or limit <= 0:
             return []
         try:
-            if self._writer is None:
-                index.reload()  # another process commits: see its last commit
-            return _search(index.searcher(), self.store, words, terms, kb=kb, limit=limit)
+            if self._writers is None:
+                pair.reload()  # another process commits: see its last commit
+            searchers = (pair.pages.searcher(), pair.passages.searcher())
+            return _search(searchers, self.store, words, terms, kb=kb, limit=limit)
         except (ValueError, OSError, RuntimeError) as exc:
             logger.warning("search index %s failed (%s): searching the KB", self.path, _line(exc))
-            self._index = None
+            self._pair = None
             return None
 
     def _close_index(self) -> None:
-        if self._writer is not None:
-            with contextlib.suppress(Exception):
-                self._writer.wait_merging_threads()  # also releases tantivy's own writer lock
-        self._writer = None
-        self._index = None
+        if self._writers is not None:
+            self._writers.close()
+        self._writers = None
+        self._pair = None
 
     def close(self) -> None:
         """Release the writer role and the index (the store is the caller's)."""
@@ -461,8 +517,15 @@ def _mark(text: str, matched: dict[str, bool], terms: set[str]) -> str:
 
 
 def _search(
-    searcher: tantivy.Searcher, store: Store, words: list[str], terms: list[str], *, kb: str | None, limit: int
+    searchers: tuple[tantivy.Searcher, tantivy.Searcher],
+    store: Store,
+    words: list[str],
+    terms: list[str],
+    *,
+    kb: str | None,
+    limit: int,
 ) -> list[SearchHit]:
+    searcher, passage_searcher = searchers
     found = _first_stage(searcher, terms, kb, max(RERANK_PAGES, limit))
     if not found:
         return []
@@ -482,11 +545,11 @@ def _search(
     def passages(clauses: list[tuple[Occur, Query]]) -> list[tuple[int, int, int, float]]:
         if not clauses:
             return []
-        scores, found = _hits(searcher, _among(pids, clauses), _PASSAGES_PER_PAGE * len(pids))
+        scores, found = _hits(passage_searcher, _among(pids, clauses), _PASSAGES_PER_PAGE * len(pids))
         first = len(addresses)
         addresses.extend(found)
-        owners = searcher.fast_field_values("pid", found)
-        ordinals = searcher.fast_field_values("ordinal", found)
+        owners = passage_searcher.fast_field_values("pid", found)
+        ordinals = passage_searcher.fast_field_values("ordinal", found)
         return [
             (number[int(pid or 0)], int(ordinal or 0), first + n, score)
             for n, (pid, ordinal, score) in enumerate(zip(owners, ordinals, scores, strict=True))
@@ -497,7 +560,7 @@ def _search(
     wanted, matched = set(terms), dict[str, bool]()
 
     def shown(ids: list[int]) -> dict[int, str]:
-        texts = {i: bytes(searcher.doc(addresses[i]).get_first("shown") or b"").decode() for i in ids}
+        texts = {i: bytes(passage_searcher.doc(addresses[i]).get_first("shown") or b"").decode() for i in ids}
         return {i: _mark(text, matched, wanted) for i, text in texts.items()}
 
     hits = []

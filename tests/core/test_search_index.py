@@ -104,7 +104,7 @@ def test_a_removed_page_leaves_the_index(store: Store, index: SearchIndex) -> No
     store.delete_page("docs", "https://a.test/1")
     store.put_page(record("https://a.test/2", "a koala now", title="K"))
     assert index.catch_up() == 2
-    searcher = index._index.searcher()  # type: ignore[union-attr]
+    searcher = index._pair.pages.searcher()  # type: ignore[union-attr]
     live = searcher.search(search_index.Query.term_query(search_index.SCHEMA, "kind", "page"), 10).hits
     assert len(live) == 2  # the deleted page's documents are gone, not only hidden
     assert urls(index.search("wombat")) == ["https://a.test/0"]
@@ -150,7 +150,7 @@ def test_a_torn_index_is_rebuilt_and_nothing_is_served_from_it(
     index.catch_up_once()
     expected = urls(index.search("restore a single file"))
     index.close()
-    (index.path / "meta.json").write_text('{"segments": [', encoding="utf-8")
+    (index.path / "passages" / "meta.json").write_text('{"segments": [', encoding="utf-8")
     reader = SearchIndex(store, index.path)
     assert reader.search("restore a single file") is None  # never served from it
     reader.close()
