@@ -32,6 +32,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -317,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(args.workdir / "indexes", ignore_errors=True)  # each run builds its indexes anew
     os.environ["SEARCH_INDEX_DIR"] = str(args.workdir / "indexes")
     pages = doc_pages(args.workdir, args.limit_pages)
     sets = questions()

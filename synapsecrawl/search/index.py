@@ -71,7 +71,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 COMMIT_SECONDS = 0.5  # the follower looks for changes this often and commits what it applied
-VERSION = 3  # of the index's schema and analysis; another is rebuilt
+VERSION = 4  # of the index's schema and analysis; another is rebuilt
 GAP_SECONDS = 30.0  # a missing seq (a PostgreSQL transaction still open, or rolled back) is waited for this long
 TITLE_BOOST = 5.0  # the title's weight against the text's in the first stage (FTS5's bm25 weights in kb.sqlite)
 _BATCH = 2000  # changes read at once
@@ -140,6 +140,7 @@ def _schema() -> tantivy.Schema:
     builder.add_unsigned_field("ordinal", stored=True, fast=True)
     builder.add_unsigned_field("seq", stored=True)  # the meta document: the last change applied
     builder.add_unsigned_field("version", stored=True)
+    builder.add_unsigned_field("anchor", stored=True)  # the meta document: which page that last change was
     return builder.build()
 
 
@@ -177,10 +178,11 @@ class _Pair:
                 (path / part).mkdir(parents=True, exist_ok=True)
         self.pages, self.passages = (_open_index(path / part, create=create) for part in PARTS)
 
-    def recorded(self) -> int | None:
-        """The seq both parts' last commits recorded (the smaller), or None when either holds no record."""
-        seqs = [_recorded(self.pages), _recorded(self.passages)]
-        return None if None in seqs else min(int(seq or 0) for seq in seqs)
+    def recorded(self) -> tuple[int, int] | None:
+        """(seq, anchor) of the part whose last commit recorded the smaller seq, or None when either holds
+        no record."""
+        records = [_recorded(self.pages), _recorded(self.passages)]
+        return None if records[0] is None or records[1] is None else min(records[0], records[1])
 
     def reload(self) -> None:
         self.pages.reload()
@@ -211,12 +213,12 @@ class _Writers:
         self.pages.delete_documents_by_term("kb", kb)
         self.passages.delete_documents_by_term("kb", kb)
 
-    def commit(self, seq: int) -> None:
-        """Commit both parts, each recording ``seq`` (the passages first: a crash between the two leaves
-        the pages' older seq as the record, and what lies between is applied again)."""
+    def commit(self, seq: int, anchor: int) -> None:
+        """Commit both parts, each recording ``seq`` and ``anchor`` (the passages first: a crash between
+        the two leaves the pages' older seq as the record, and what lies between is applied again)."""
         for writer in (self.passages, self.pages):
             writer.delete_documents_by_term("kind", "meta")
-            writer.add_document(_document({"kind": "meta"}, {"seq": seq, "version": VERSION}))
+            writer.add_document(_document({"kind": "meta"}, {"seq": seq, "version": VERSION, "anchor": anchor}))
             writer.commit()
 
     def close(self) -> None:
@@ -225,8 +227,8 @@ class _Writers:
                 writer.wait_merging_threads()  # also releases tantivy's own writer lock
 
 
-def _recorded(index: tantivy.Index) -> int | None:
-    """The seq the index's last commit recorded, or None when it holds no record of this version."""
+def _recorded(index: tantivy.Index) -> tuple[int, int] | None:
+    """The (seq, anchor) the index's last commit recorded, or None when it holds no record of this version."""
     searcher = index.searcher()
     hits = searcher.search(Query.term_query(SCHEMA, "kind", "meta"), 1, count=False).hits
     if not hits:
@@ -234,8 +236,8 @@ def _recorded(index: tantivy.Index) -> int | None:
     meta = searcher.doc(hits[0][1])
     if meta.get_first("version") != VERSION:
         return None
-    seq = meta.get_first("seq")
-    return int(seq) if seq is not None else None
+    seq, anchor = meta.get_first("seq"), meta.get_first("anchor")
+    return (int(seq), int(anchor or 0)) if seq is not None else None
 
 
 def _documents(page: PageRecord) -> list[tantivy.Document]:
@@ -324,10 +326,18 @@ class SearchIndex:
             if self.path.exists():
                 logger.warning("search index %s cannot be read (%s): rebuilding it", self.path, _line(exc))
             return False
-        if recorded is None or recorded > self._changes.last_search_change():
+        if (
+            recorded is None
+            or recorded[0] > self._changes.last_search_change()
+            or self._anchor(recorded[0])
+            not in (
+                0,
+                recorded[1],
+            )
+        ):
             logger.warning("search index %s does not follow this KB: rebuilding it", self.path)
             return False
-        self._pair, self._floor, self._seen, self._gaps = pair, recorded, set(), {}
+        self._pair, self._floor, self._seen, self._gaps = pair, recorded[0], set(), {}
         self._writers = _Writers(pair)
         return True
 
@@ -347,9 +357,15 @@ class SearchIndex:
                 break
         moved = self._advance()
         if applied or moved:
-            self._writers.commit(self._floor)
+            self._writers.commit(self._floor, self._anchor(self._floor))
             self._pair.reload()
         return applied
+
+    def _anchor(self, seq: int) -> int:
+        """Which page the change ``seq`` was (a number; 0 for none): an index records it with the seq, so one
+        that followed another KB with as many changes (a file replaced) is known."""
+        rows = self._changes.search_changes(seq - 1, 1) if seq > 0 else []
+        return _number(_key(rows[0][1], rows[0][2])) if rows and rows[0][0] == seq else 0
 
     def _advance(self) -> bool:
         """Move the floor past applied changes, and past a gap missed for ``GAP_SECONDS``."""
@@ -378,7 +394,7 @@ class SearchIndex:
                 if page is not None:
                     writers.add(page)
                     count += 1
-            writers.commit(seq)
+            writers.commit(seq, self._anchor(seq))
         finally:
             writers.close()
         self._close_index()
@@ -413,7 +429,7 @@ class SearchIndex:
                     self._writers.add(page)
             self._seen.update(s for s, _, _ in self._changes.search_changes(self._floor, 10**9) if s <= seq)
             self._advance()
-            self._writers.commit(self._floor)
+            self._writers.commit(self._floor, self._anchor(self._floor))
             self._pair.reload()
             return len(urls)
 

@@ -187,6 +187,25 @@ def test_an_index_ahead_of_its_kb_is_rebuilt(tmp_path: Path) -> None:
         store.close()
 
 
+def test_an_index_of_a_replaced_kb_with_as_many_changes_is_rebuilt(tmp_path: Path) -> None:
+    """#38: a KB file replaced by another that logged as many changes is known by the page its last change
+    names (recorded with the index's commit): the index is rebuilt, so no page of the old KB is found."""
+    path = tmp_path / "kb.sqlite3"
+    for n, word in enumerate(("platypus", "echidna")):
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        store = open_store(f"sqlite:///{path}")
+        try:
+            store.put_pages([record(f"https://kb{n}.test/{i}", f"{word} facts", title=word) for i in range(3)])
+            index = SearchIndex(store, tmp_path / "index")
+            index.catch_up_once()
+            assert len(urls(index.search(word))) == 3
+            assert index.search("platypus" if n else "echidna") == []
+            index.close()
+        finally:
+            store.close()
+
+
 def test_one_writer_at_a_time_and_readers_see_its_last_commit(store: Store, tmp_path: Path) -> None:
     """#38: a second process (here a second index object) cannot take the writer role the first holds;
     reindex is refused in one line there, and it reads the first one's last commit."""
