@@ -18,7 +18,7 @@ Measured, in one run, per back-end:
 - ``index``: ``SearchIndex.search`` (both stages, snippets, the store's rows), in this process;
 - ``today``: ``Store.search``, the code path before the index, in this process (fewer queries: slow);
 - ``http-1`` and ``http-8``: GET /api/search against ``synapsecrawl serve`` from 1 and from 8 threads,
-  each keeping its connection alive (as httpx and the MCP SDK do);
+  each keeping its connection alive (as httpx and the MCP SDK do); again against ``serve --workers 2``;
 
 and quality, MRR@10 and recall@10 on both question sets (bench/data/search_questions.jsonl, the Python
 docs, answers under python/; bench/data/search_questions_other.jsonl, the other four) for the index,
@@ -186,13 +186,15 @@ def floor(index: Any) -> Callable[[str], object]:
     return run
 
 
-def bench_http(uri: str, queries: list[str], clients: int, workdir: Path) -> dict[str, float]:
-    """GET /api/search from ``clients`` threads, each on one kept-alive connection, all queries split among them."""
-    log = workdir / f"serve-{clients}.log"
+def bench_http(uri: str, queries: list[str], clients: int, workdir: Path, workers: int = 1) -> dict[str, float]:
+    """GET /api/search from ``clients`` threads, each on one kept-alive connection, all queries split among
+    them, against ``serve --workers WORKERS``."""
+    log = workdir / f"serve-{clients}-{workers}.log"
     env = {k: v for k, v in os.environ.items() if k != "SEARCH_TOKEN"}
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "synapsecrawl"), "serve", "--uri", uri, "--port", "0"],
+            [str(Path(sys.executable).parent / "synapsecrawl"), "serve", "--uri", uri, "--port", "0"]
+            + ["--workers", str(workers)],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -231,7 +233,7 @@ def bench_http(uri: str, queries: list[str], clients: int, workdir: Path) -> dic
             thread.start()
         for thread in threads:
             thread.join()
-        return {**_figures(latencies, time.perf_counter() - started), "clients": clients}
+        return {**_figures(latencies, time.perf_counter() - started), "clients": clients, "workers": workers}
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
@@ -290,15 +292,18 @@ def bench_backend(uri: str, pages: list[PageRecord], sets: dict[str, list[Questi
         figures["quality"] = quality(store, index, pages, sets)
     index.close()
     store.close()
-    for clients in (1, 8):
-        figures[f"http-{clients}"] = bench_http(uri, asked * args.rounds, clients, args.workdir)
-        print(f"http {clients} client(s) {figures[f'http-{clients}']}", flush=True)
-    one, eight = figures["http-1"], figures["http-8"]
+    for workers in (1, 2):
+        for clients in (1, 8):
+            name = f"http-{clients}" + (f"-workers-{workers}" if workers > 1 else "")
+            figures[name] = bench_http(uri, asked * args.rounds, clients, args.workdir, workers)
+            print(f"http {clients} client(s), {workers} worker(s): {figures[name]}", flush=True)
+    one, eight, eight_two = figures["http-1"], figures["http-8"], figures["http-8-workers-2"]
     figures["ratios"] = {
         "http-1 p50 / floor p50": round(one["p50_ms"] / figures["floor"]["p50_ms"], 1),
         "today p50 / index p50": round(figures["today"]["p50_ms"] / figures["index"]["p50_ms"], 1),
         "today p50 / http-1 p50": round(figures["today"]["p50_ms"] / one["p50_ms"], 1),
         "http-8 q/s / http-1 q/s": round(eight["queries_per_s"] / one["queries_per_s"], 2),
+        "http-8 (2 workers) q/s / http-1 q/s": round(eight_two["queries_per_s"] / one["queries_per_s"], 2),
     }
     print(f"ratios {figures['ratios']}", flush=True)
     return figures

@@ -231,6 +231,36 @@ def test_kb_reindex_rebuilds_the_index_and_is_refused_while_serve_keeps_it(kb_ur
         assert _urls(service.search(query="manatee", kb="one")[1]) == ["http://a.test/"]
 
 
+def test_serve_with_workers_answers_from_each_and_stops_them_all(tmp_path: Path) -> None:
+    """#38: `serve --workers 2` answers from two processes on one port (one keeps the index, the other reads
+    its last commits), so a page stored meanwhile is found on every answer once committed; SIGINT to the
+    first process ends both."""
+    uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
+    store = open_store(uri)
+    try:
+        store.put_page(record("http://a.test/", "the okapi is a giraffid", title="Okapi"))
+        with serve(tmp_path, uri, "--workers", "2") as service:
+            pid = service.proc.pid
+            children = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+            assert len(children) == 1, children
+            store.put_page(record("http://b.test/", "the okapi eats leaves", title="Okapi food"))
+
+            def everywhere() -> bool:  # ten answers in a row, over fresh connections (either process)
+                return all(len(service.search(query="okapi")[1]["results"]) == 2 for _ in range(10))
+
+            assert wait_for(everywhere)
+        assert wait_for(lambda: not Path(f"/proc/{children[0]}").exists() or _zombie(children[0]), deadline=30)
+    finally:
+        store.close()
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except OSError:
+        return True
+
+
 def test_jsonl_of_kb_search_is_one_object_a_line(tmp_path: Path) -> None:
     """#38: `kb search` through the index still prints one JSON object a result (the service's shape)."""
     uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
