@@ -193,8 +193,7 @@ def bench_http(uri: str, queries: list[str], clients: int, workdir: Path, worker
     env = {k: v for k, v in os.environ.items() if k != "SEARCH_TOKEN"}
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "synapsecrawl"), "serve", "--uri", uri, "--port", "0"]
-            + ["--workers", str(workers)],
+            [str(Path(sys.executable).parent / "synapsecrawl"), "serve", "--uri", uri, "--port", "0", "--workers", str(workers)],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
