@@ -65,6 +65,7 @@ KB = "docs"
 OTHER_QUESTIONS = ROOT / "bench" / "data" / "search_questions_other.jsonl"
 _SKIPPED = re.compile(r"(^|/)(genindex.*|search|py-modindex|bookindex)\.html$")
 _WHEN = datetime(2026, 12, 1, tzinfo=UTC)
+_SYNAPSECRAWL = str(Path(sys.executable).parent / "synapsecrawl")
 
 
 _BLOCKS = frozenset({
@@ -193,7 +194,7 @@ def bench_http(uri: str, queries: list[str], clients: int, workdir: Path, worker
     env = {k: v for k, v in os.environ.items() if k != "SEARCH_TOKEN"}
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "synapsecrawl"), "serve", "--uri", uri, "--port", "0", "--workers", str(workers)],
+            [_SYNAPSECRAWL, "serve", "--uri", uri, "--port", "0", "--workers", str(workers)],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
