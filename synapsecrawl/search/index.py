@@ -58,6 +58,7 @@ from synapsecrawl.kb.store import Store
 __all__ = [
     "COMMIT_SECONDS",
     "GAP_SECONDS",
+    "PARTS",
     "SCHEMA",
     "TITLE_BOOST",
     "VERSION",
