@@ -252,7 +252,7 @@ class SQLiteStore(SharedTables):
             # Reads go through a connection of their own: in WAL they see the last commit and never wait for
             # a write, where one connection would make the crawl's lookups (a page's stored validators before
             # its request goes out) wait out each KB batch's transaction, ~0.3 s at 100 pages/s (#17).
-            # A pool of them, no lock around a read: searches run side by side (#38).
+            # A pool of them, no lock around a read: searches run side by side.
             self._readers = [self._read_connection()]
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open knowledge base {self.path}: {exc}") from None
