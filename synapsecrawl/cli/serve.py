@@ -6,7 +6,8 @@ Loopback only unless told; any other address needs ``SEARCH_TOKEN`` in the
 environment (never on the command line, where ``ps`` shows it). Ctrl-C or
 SIGTERM stops it. The web libraries load only when it runs.
 
-``--workers N`` serves from N processes sharing the listening socket (forked
+``--workers N`` (default: the cores this process may run on, at most 4) serves
+from N processes sharing the listening socket (forked
 after it is bound and the search index is built): a search's ranking is Python
 holding the GIL, so one process answers on one core. One of them keeps the
 index in step with the KB (the writer role); the others read its last commit.
@@ -27,9 +28,10 @@ from synapsecrawl.errors import SynapseError
 from synapsecrawl.kb import DEFAULT_KB_URI
 from synapsecrawl.search.api import SearchService, check_bind
 
-__all__ = ["DEFAULT_PORT", "register"]
+__all__ = ["DEFAULT_PORT", "DEFAULT_WORKERS", "register"]
 
 DEFAULT_PORT = 8766
+DEFAULT_WORKERS = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1))
 
 
 def register(commands: Any) -> None:
@@ -55,8 +57,8 @@ def register(commands: Any) -> None:
     sub.add_argument(
         "--workers",
         type=int,
-        default=1,
-        help="processes answering on the same port (default: %(default)s; the machine's cores for the most queries/s)",
+        default=DEFAULT_WORKERS,
+        help="processes answering on the same port (default: this machine's cores, at most 4: %(default)s)",
     )
     sub.set_defaults(handler=_handler)
 
