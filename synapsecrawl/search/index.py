@@ -421,15 +421,13 @@ class SearchIndex:
                 self._rebuild()
                 return sum(1 for _ in self.store.page_urls(kb))
             assert self._writers is not None and self._pair is not None
-            seq = self._changes.last_search_change()
+            self._apply()  # the other KBs' changes first; this KB's pages are then indexed anew
             self._writers.delete_kb(kb)
             urls = self.store.page_urls(kb)
             for name, url in urls:
                 page = self.store.get_page(name, url)
                 if page is not None:
                     self._writers.add(page)
-            self._seen.update(s for s, _, _ in self._changes.search_changes(self._floor, 10**9) if s <= seq)
-            self._advance()
             self._writers.commit(self._floor, self._anchor(self._floor))
             self._pair.reload()
             return len(urls)

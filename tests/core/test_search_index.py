@@ -226,14 +226,16 @@ def test_one_writer_at_a_time_and_readers_see_its_last_commit(store: Store, tmp_
 
 
 def test_reindex_of_one_kb_keeps_the_others(store: Store, index: SearchIndex) -> None:
-    """#38: `kb reindex --kb NAME` indexes that KB's pages again and leaves the other KBs' as they are."""
+    """#38: `kb reindex --kb NAME` indexes that KB's pages again and leaves the other KBs' as they are, the
+    changes pending for them applied, not skipped."""
     store.put_page(record("https://a.test/", "manatee", title="M", kb="one"))
     store.put_page(record("https://b.test/", "manatee", title="M", kb="two"))
     assert index.try_writer()
     assert index.rebuild() == 2
+    store.put_page(record("https://c.test/", "manatee calf", title="M", kb="two"))  # not applied yet
     assert index.rebuild("one") == 1
-    assert sorted(urls(index.search("manatee"))) == ["https://a.test/", "https://b.test/"]
-    assert urls(index.search("manatee", "two")) == ["https://b.test/"]
+    assert sorted(urls(index.search("manatee"))) == ["https://a.test/", "https://b.test/", "https://c.test/"]
+    assert sorted(urls(index.search("manatee", "two"))) == ["https://b.test/", "https://c.test/"]
 
 
 def test_postgres_changes_committed_out_of_order_are_all_applied(postgres_schema_uri: str, tmp_path: Path) -> None:
