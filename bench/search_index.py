@@ -42,6 +42,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -318,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument(
+        "--copies", type=int, default=1, help="the pages N times, under hosts copyK.docs.test (latency at scale)"
+    )
+    parser.add_argument(
         "--postgres", default=os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
     )
     parser.add_argument("--json", type=Path, default=None)
@@ -326,6 +330,12 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(args.workdir / "indexes", ignore_errors=True)  # each run builds its indexes anew
     os.environ["SEARCH_INDEX_DIR"] = str(args.workdir / "indexes")
     pages = doc_pages(args.workdir, args.limit_pages)
+    pages += [
+        replace(page, url=page.url.replace("//docs.test/", f"//copy{n}.docs.test/"))
+        for n in range(1, args.copies)
+        for page in pages
+    ]
+    args.skip_quality = args.skip_quality or args.copies > 1  # copies would answer as the page does
     sets = questions()
     report: dict[str, Any] = {"machine": machine(), "pages": len(pages), "results": {}}
     print(f"{len(pages)} pages, {sum(map(len, sets.values()))} questions", flush=True)
