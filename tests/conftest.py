@@ -74,6 +74,13 @@ def _self_signed(path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _search_index_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Search indexes (synapsecrawl.search.index; a PostgreSQL KB's is otherwise under the working
+    directory) go under the session's temporary directory, never the checkout, in every command run."""
+    os.environ.setdefault("SEARCH_INDEX_DIR", str(tmp_path_factory.mktemp("search-index")))
+
+
 @pytest.fixture(scope="session")
 def server() -> Iterator[TestServer]:
     """The HTTP test server, shared by the session; each test uses its own hosts."""

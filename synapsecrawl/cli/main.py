@@ -2,6 +2,7 @@
 
     synapsecrawl kb list   --uri KB_URI [--kb NAME] [--format jsonl|table]
     synapsecrawl kb search QUERY --uri KB_URI [--kb NAME] [--format jsonl|table]
+    synapsecrawl kb reindex --uri KB_URI [--kb NAME]                       (synapsecrawl.cli.reindex)
     synapsecrawl robots check --robots FILE --agent TOKEN URL [URL ...]
     synapsecrawl robots check --robots FILE --agent TOKEN --crawl-delay
     synapsecrawl recrawl [--uri KB_URI] [--scrapyd URL] [--project NAME]   (synapsecrawl.cli.recrawl)
@@ -27,6 +28,7 @@ from synapsecrawl.cli.crawl import register as register_crawl
 from synapsecrawl.cli.keys import register as register_keys
 from synapsecrawl.cli.publish import register as register_publish
 from synapsecrawl.cli.recrawl import register as register_recrawl
+from synapsecrawl.cli.reindex import register as register_reindex
 from synapsecrawl.cli.serve import register as register_serve
 from synapsecrawl.cli.warc import register as register_warc
 from synapsecrawl.errors import SynapseError
@@ -34,6 +36,7 @@ from synapsecrawl.kb import DEFAULT_KB_URI, open_store
 from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.profiles import PROFILE_NAMES
 from synapsecrawl.search.api import hit_json
+from synapsecrawl.search.index import search_kb
 
 __all__ = ["main"]
 
@@ -90,7 +93,7 @@ def _kb_list(args: argparse.Namespace) -> int:
 def _kb_search(args: argparse.Namespace) -> int:
     store = open_store(args.uri)
     try:
-        hits = store.search(args.query, args.kb, limit=args.limit)
+        hits = search_kb(store, args.uri, args.query, args.kb, limit=args.limit)  # through its index
     finally:
         store.close()
     _print_rows((hit_json(h) for h in hits), args.format, ("score", "url", "title", "snippet"))
@@ -161,7 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="synapsecrawl", description="Look at and operate synapsecrawl.")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    kb_parser = commands.add_parser("kb", help="list or search a knowledge base")
+    kb_parser = commands.add_parser("kb", help="list, search or reindex a knowledge base")
     kb = kb_parser.add_subparsers(dest="kb_command", required=True)
     for name, handler in (("list", _kb_list), ("search", _kb_search)):
         sub = kb.add_parser(name, help=f"{name} stored pages")
@@ -172,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--kb", default=None, help="one knowledge base (default: all)")
         sub.add_argument("--format", choices=("jsonl", "table"), default="table")
         sub.set_defaults(handler=handler)
+    register_reindex(kb)
 
     robots_parser = commands.add_parser("robots", help="ask robots.txt rules")
     robots = robots_parser.add_subparsers(dest="robots_command", required=True)

@@ -9,9 +9,11 @@ and per passage, ranked with ``ts_rank_cd`` and combined by ``kb.search.rank_res
 functions as SQLite's (``synapsecrawl.kb.search``), with the query words
 marked by ``ts_headline``, so both back-ends show the same kind of result.
 
-One connection per store, guarded by a lock, as SQLite's: the pipeline calls
-it from worker threads. Page times are ``timestamptz`` read back in UTC;
-robots.txt, backoff and source times are unix seconds (double precision).
+One write connection per store, guarded by a lock, as SQLite's: the pipeline
+calls it from worker threads; reads take a connection of a small pool
+(``READERS`` kept idle), so concurrent searches do not wait for each other.
+Page times are ``timestamptz`` read back in UTC; robots.txt, backoff and source
+times are unix seconds (double precision).
 
 One file because it is one back-end: every Store method's SQL for PostgreSQL, as sqlite.py and
 sqlite_content.py are SQLite's.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -30,6 +33,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 
 from synapsecrawl.errors import StoreError, StoreUnavailable
+from synapsecrawl.kb import changes
 from synapsecrawl.kb.marker import META_TABLE, Found, judge, meta_rows
 from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.rows import (
@@ -52,7 +56,10 @@ from synapsecrawl.kb.search import (
     split_passages,
 )
 
-__all__ = ["PostgresStore", "redact_uri"]
+__all__ = ["READERS", "PostgresStore", "redact_uri"]
+
+READERS = 8  # read connections kept open between reads; more are opened while more threads read at once
+_TOTAL_SECONDS = 60.0  # how long a KB's page count (BM25's N) is reused before it is counted again
 
 # Keys compare and sort byte-wise (COLLATE "C"), as in SQLite, whatever the database's locale.
 # A tsvector holds at most 1 MB: the page-level vector reads the first 400,000 characters of the
@@ -170,6 +177,7 @@ CREATE TABLE IF NOT EXISTS sources (
 _INDEXES = {
     "pages_fts_idx": "CREATE INDEX pages_fts_idx ON pages USING GIN (fts)",
     "passages_fts_idx": "CREATE INDEX passages_fts_idx ON passages USING GIN (fts)",
+    "pages_kb_fetched_idx": "CREATE INDEX pages_kb_fetched_idx ON pages (kb, fetched_at)",
 }
 
 # Columns added since the first schema: (name, declaration), added to an older database on open.
@@ -285,9 +293,14 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> Non
         for name, create in _INDEXES.items():
             if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() == (None,):
                 conn.execute(create)
+        conn.execute(changes.POSTGRES_SCHEMA)  # what the search index follows (search.index)
+        if not conn.execute(
+            "SELECT 1 FROM pg_trigger WHERE tgrelid = 'pages'::regclass AND tgname = 'search_changes_note'"
+        ).fetchone():
+            conn.execute(changes.POSTGRES_TRIGGER)
 
 
-_OURS = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA))
+_OURS = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA + changes.POSTGRES_SCHEMA))
 
 
 def _found(conn: psycopg.Connection[tuple[Any, ...]]) -> Found:
@@ -324,8 +337,10 @@ class PostgresStore(SharedTables):
         self._lock = threading.Lock()
         # Reads through a connection of their own, opened on first use: they see the last commit and do not
         # wait behind a KB batch's transaction on the other (as in kb.sqlite, #17).
-        self._read_lock = threading.Lock()
-        self._reader: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._pool_lock = threading.Lock()
+        self._readers: list[psycopg.Connection[tuple[Any, ...]]] = []
+        self._closed = False
+        self.totals: dict[str | None, tuple[float, int]] = {}  # scope -> (monotonic time, pages): _weighted
         try:
             self._conn = self._connect()
         except psycopg.OperationalError as exc:  # the server cannot be reached: as any write that fails so
@@ -371,14 +386,33 @@ class PostgresStore(SharedTables):
 
     @contextmanager
     def _reading(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-        """The read connection, locked, in one transaction (one snapshot); reopened if the server dropped it."""
-        with self._read_lock:
+        """A read connection of the pool, this thread's alone while it reads, in one transaction (one
+        snapshot); one the server dropped (a restart) is found at its BEGIN and replaced."""
+        reader: psycopg.Connection[tuple[Any, ...]] | None = None
+        try:
+            with self._pool_lock:
+                if self._closed:
+                    raise psycopg.InterfaceError("the knowledge base is closed")
+                reader = self._readers.pop() if self._readers else None
             try:
                 with ExitStack() as transaction:
-                    self._reader = _begin(self._reader, self._connect, transaction)
-                    yield self._reader
-            except psycopg.Error as exc:
-                raise _store_error(self.uri, exc, self._reader) from None
+                    reader = _begin(reader, self._connect, transaction)
+                    yield reader
+            finally:
+                with self._pool_lock:
+                    kept = (
+                        reader is not None
+                        and not self._closed
+                        and len(self._readers) < READERS
+                        and not (reader.broken or reader.closed)
+                    )
+                    if kept:
+                        assert reader is not None
+                        self._readers.append(reader)
+                if not kept and reader is not None:
+                    reader.close()
+        except psycopg.Error as exc:
+            raise _store_error(self.uri, exc, reader) from None
 
     def _held(self, value: Any) -> Any:
         """A string PostgreSQL can hold: text values cannot contain NUL (SQLite's can)."""
@@ -440,15 +474,17 @@ class PostgresStore(SharedTables):
         if not terms or limit <= 0:
             return []
         with self._reading() as conn:
-            return _search(conn, terms, kb, limit)
+            return _search(conn, terms, kb, limit, self.totals)
 
     def close(self) -> None:
         """Close the connections."""
         with self._lock:
             self._conn.close()
-        with self._read_lock:
-            if self._reader is not None:
-                self._reader.close()
+        with self._pool_lock:
+            self._closed = True
+            readers, self._readers = self._readers, []
+        for reader in readers:
+            reader.close()
 
 
 def _tsquery(conn: psycopg.Connection[tuple[Any, ...]], function: str, parts: list[str]) -> str:
@@ -461,19 +497,29 @@ def _tsquery(conn: psycopg.Connection[tuple[Any, ...]], function: str, parts: li
 
 
 def _weighted(
-    conn: psycopg.Connection[tuple[Any, ...]], terms: list[str], where: str, scope: tuple[Any, ...]
+    conn: psycopg.Connection[tuple[Any, ...]],
+    terms: list[str],
+    where: str,
+    scope: tuple[Any, ...],
+    totals: dict[str | None, tuple[float, int]],
 ) -> list[tuple[str, float]]:
     """Each query word's tsquery and its BM25 inverse document frequency among the pages in scope.
 
     ts_rank_cd knows no document frequency: a word on every page would count as much as a rare one.
+    The pages in scope are counted once a ``_TOTAL_SECONDS`` (``totals``), not on every search: a
+    count is a pass over the whole KB, and BM25's N need not be exact.
     """
     words = [(word, _tsquery(conn, "plainto_tsquery", [word])) for word in terms]
     words = [(word, query) for word, query in words if query]
     if not words:
         return []
-    clause = where.replace(" AND ", " WHERE ", 1)
-    total_row = conn.execute(f"SELECT count(*) FROM pages{clause}", scope).fetchone()  # noqa: S608
-    total = int(total_row[0]) if total_row else 0
+    key = str(scope[0]) if scope else None
+    counted = totals.get(key)
+    if counted is None or time.monotonic() - counted[0] > _TOTAL_SECONDS:
+        clause = where.replace(" AND ", " WHERE ", 1)
+        total_row = conn.execute(f"SELECT count(*) FROM pages{clause}", scope).fetchone()  # noqa: S608
+        counted = totals[key] = (time.monotonic(), int(total_row[0]) if total_row else 0)
+    total = counted[1]
     weighted = []
     for _, query in words:  # one count per word: each an index scan (GIN), not a pass over every page
         row = conn.execute(f"SELECT count(*) FROM pages WHERE fts @@ %s::tsquery{where}", (query, *scope)).fetchone()  # noqa: S608
@@ -516,14 +562,20 @@ def _passages(
     ]
 
 
-def _search(conn: psycopg.Connection[tuple[Any, ...]], terms: list[str], kb: str | None, limit: int) -> list[SearchHit]:
+def _search(
+    conn: psycopg.Connection[tuple[Any, ...]],
+    terms: list[str],
+    kb: str | None,
+    limit: int,
+    totals: dict[str | None, tuple[float, int]],
+) -> list[SearchHit]:
     match = _tsquery(conn, "plainto_tsquery", terms)  # each word, any of them
     if not match:
         return []  # only words the configuration ignores
     phrases = _tsquery(conn, "phraseto_tsquery", [f"{a} {b}" for a, b in phrase_pairs(terms)])
     where = " AND pages.kb = %s" if kb is not None else ""
     scope: tuple[Any, ...] = (kb,) if kb is not None else ()
-    weighted = _weighted(conn, terms, where, scope)
+    weighted = _weighted(conn, terms, where, scope, totals)
     title, title_params = _rank_sql(weighted, "fts", _TITLE_WEIGHTS)
     text, text_params = _rank_sql(weighted, "fts", _TEXT_WEIGHTS)
     pages = [

@@ -176,6 +176,17 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
         sql = f"SELECT 1 FROM pages WHERE kb={mark} AND url >= {mark} AND url < {mark} LIMIT 1"  # noqa: S608
         return bool(self._rows(sql, (kb, prefix, past)))
 
+    def search_changes(self, after: int, limit: int) -> list[tuple[int, str, str]]:
+        """(seq, kb, url) of the pages changed after ``after`` in the search change log (kb.changes), in order."""
+        mark = self._MARK
+        sql = f"SELECT seq, kb, url FROM search_changes WHERE seq > {mark} ORDER BY seq LIMIT {mark}"  # noqa: S608
+        return [(int(row[0]), str(row[1]), str(row[2])) for row in self._rows(sql, (after, limit))]
+
+    def last_search_change(self) -> int:
+        """The seq of the search change log's last row (0 when empty)."""
+        rows = self._rows("SELECT COALESCE(MAX(seq), 0) FROM search_changes")
+        return int(rows[0][0]) if rows else 0
+
     def pages(self, kb: str | None = None) -> Iterator[PageRecord]:
         """Stored pages in URL order, of one KB or all."""
         return (page_record(row) for row in self._select("pages", PAGE_COLUMNS, {"kb": kb}, "kb, url"))

@@ -1,8 +1,9 @@
 """The SQLite knowledge base (the default): WAL, FTS5 with BM25 ranking.
 
-One connection per store, guarded by a lock, so the crawler's pipeline can
-call it from a worker thread (``asyncio.to_thread``) while the CLI reads the
-same file from another process.
+One write connection per store, guarded by a lock, so the crawler's pipeline
+can call it from a worker thread (``asyncio.to_thread``) while the CLI reads the
+same file from another process. Reads take a connection of a small pool
+(``READERS`` kept idle), so concurrent searches do not wait for each other.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from synapsecrawl.errors import StoreError, StoreUnavailable
+from synapsecrawl.kb import changes
 from synapsecrawl.kb import sqlite_content as content
 from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, Found, judge, meta_rows
 from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.rows import PAGE_COLUMNS, SharedTables
 
-__all__ = ["SQLiteStore"]
+__all__ = ["READERS", "SQLiteStore"]
+
+READERS = 8  # read connections kept open between reads; more are opened while more threads read at once
 
 # A page read again unchanged (a re-read without validators, or a crawl run twice) is not indexed again: the
 # trigger re-indexes only a changed title or text. A KB made before it has the trigger without its WHEN; that
@@ -71,6 +75,7 @@ END;
 CREATE TRIGGER IF NOT EXISTS pages_ad AFTER DELETE ON pages BEGIN
     INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
 END;
+CREATE INDEX IF NOT EXISTS pages_kb_fetched ON pages (kb, fetched_at);
 CREATE TABLE IF NOT EXISTS robots_cache (
     profile TEXT NOT NULL,
     origin TEXT NOT NULL,
@@ -152,7 +157,7 @@ _OURS = frozenset(
     f"{name}{shadow}"
     for name in re.findall(
         r"CREATE (?:VIRTUAL )?TABLE IF NOT EXISTS (\w+)",
-        _SCHEMA + _ICONS_SCHEMA + _BACKOFF_SCHEMA + _SOURCES_SCHEMA + content.SCHEMA,
+        _SCHEMA + _ICONS_SCHEMA + _BACKOFF_SCHEMA + _SOURCES_SCHEMA + content.SCHEMA + changes.SQLITE_SCHEMA,
     )
     for shadow in ("", *(("_data", "_idx", "_content", "_docsize", "_config") if name.endswith("_fts") else ()))
 )
@@ -246,6 +251,7 @@ class SQLiteStore(SharedTables):
             for column, declaration in _ADDED_SOURCE_COLUMNS:
                 if column not in present:
                     self._db.execute(f"ALTER TABLE sources ADD COLUMN {column} {declaration}")
+            self._db.executescript(changes.SQLITE_SCHEMA)  # what the search index follows (search.index)
             cut = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='passages'").fetchone()
             self._db.executescript(content.SCHEMA)  # passages and labels (kb.content)
             if not cut:
@@ -257,11 +263,16 @@ class SQLiteStore(SharedTables):
             # Reads go through a connection of their own: in WAL they see the last commit and never wait for
             # a write, where one connection would make the crawl's lookups (a page's stored validators before
             # its request goes out) wait out each KB batch's transaction, ~0.3 s at 100 pages/s (#17).
-            self._reader = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
+            # A pool of them, no lock around a read: searches run side by side.
+            self._readers = [self._read_connection()]
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open knowledge base {self.path}: {exc}") from None
         self._lock = threading.Lock()
-        self._read_lock = threading.Lock()
+        self._pool_lock = threading.Lock()
+        self._closed = False
+
+    def _read_connection(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -274,14 +285,27 @@ class SQLiteStore(SharedTables):
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
-        """The read connection, locked, in one read transaction (one snapshot for all its statements)."""
+        """A read connection of the pool, this thread's alone while it reads, in one read transaction
+        (one snapshot for all its statements)."""
         try:
-            with self._read_lock:
-                self._reader.execute("BEGIN")
+            with self._pool_lock:
+                if self._closed:
+                    raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+                reader = self._readers.pop() if self._readers else None
+            reader = reader or self._read_connection()
+            try:
+                reader.execute("BEGIN")
                 try:
-                    yield self._reader
+                    yield reader
                 finally:
-                    self._reader.execute("COMMIT")
+                    reader.execute("COMMIT")
+            finally:
+                with self._pool_lock:
+                    kept = not self._closed and len(self._readers) < READERS
+                    if kept:
+                        self._readers.append(reader)
+                if not kept:
+                    reader.close()
         except sqlite3.Error as exc:
             raise _store_error(self.path, exc) from None
 
@@ -344,8 +368,11 @@ class SQLiteStore(SharedTables):
         """Close the connection."""
         with self._lock:
             self._db.close()
-        with self._read_lock:
-            self._reader.close()
+        with self._pool_lock:
+            self._closed = True
+            readers, self._readers = self._readers, []
+        for reader in readers:
+            reader.close()
 
 
 # SQLite's primary result codes for a KB that cannot take a write now (https://sqlite.org/rescode.html)

@@ -10,10 +10,14 @@ its full text) and shaped by ``hit_json``, the shape ``kb search`` prints.
 The knowledge base is opened on first use and again after a failure, so a KB
 that cannot be opened is one ``unavailable`` answer (HTTP 503), not a dead
 service. Failures are ``FetchError``s, the on-demand fetch's, with its codes.
+Searches go through the KB's ranked index (``synapsecrawl.search.index``), which a
+``Follower`` thread keeps in step while this process holds its writer role; with
+no index to read yet (being built), the store's own search answers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
 import threading
@@ -27,6 +31,7 @@ from synapsecrawl.kb import open_store
 from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.store import Store
 from synapsecrawl.profiles import Profile
+from synapsecrawl.search.index import Follower, SearchIndex, index_path
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -131,11 +136,16 @@ def check_bind(host: str, token: str) -> None:
 class SearchService:
     """Searches and stored copies of one knowledge base URI, as a result may show them."""
 
-    def __init__(self, uri: str, profile: Profile, opener: Callable[[str], Store] = open_store) -> None:
+    def __init__(
+        self, uri: str, profile: Profile, opener: Callable[[str], Store] = open_store, *, follow: bool = True
+    ) -> None:
         self.uri = uri
         self.profile = profile
         self._opener = opener
+        self._follow = follow
         self._store: Store | None = None
+        self._index: SearchIndex | None = None
+        self._follower: Follower | None = None
         self._lock = threading.Lock()
 
     def _open(self) -> Store:
@@ -145,7 +155,28 @@ class SearchService:
                     self._store = self._opener(self.uri)
                 except StoreError as exc:
                     raise FetchError("unavailable", str(exc)) from None
+                self._index = SearchIndex(self._store, index_path(self.uri))
+                if self._follow:
+                    self._index.catch_up_once()  # built or caught up before the first answer, when this one keeps it
+                    self._follower = Follower(self._index).start()
             return self._store
+
+    def prepare(self) -> None:
+        """Open the KB and bring its index up to date now, not on the first request (one that cannot be
+        opened is left for the requests to report)."""
+        with contextlib.suppress(FetchError):
+            self._open()
+
+    def _search(self, store: Store, args: SearchArgs) -> Any:
+        index = self._index
+        hits = index.search(args.query, args.kb, limit=args.offset + args.limit) if index is not None else None
+        return store.search(args.query, args.kb, limit=args.offset + args.limit) if hits is None else hits
+
+    def _drop(self) -> tuple[Store | None, SearchIndex | None, Follower | None]:
+        """Forget the store and its index (the caller holds the lock and closes what it gets)."""
+        dropped = (self._store, self._index, self._follower)
+        self._store, self._index, self._follower = None, None, None
+        return dropped
 
     def _call(self, work: Callable[[Store], Any]) -> Any:
         """``work`` on the store; a store failure is ``unavailable`` and the store is opened anew next time."""
@@ -154,14 +185,13 @@ class SearchService:
             return work(store)
         except StoreError as exc:
             with self._lock:
-                if self._store is store:
-                    self._store = None
-            store.close()
+                dropped = self._drop() if self._store is store else (store, None, None)
+            _close(*dropped)
             raise FetchError("unavailable", str(exc)) from None
 
     def search(self, args: SearchArgs) -> dict[str, Any]:
         """The results for ``args``, best first; raises FetchError (unknown_kb, unavailable)."""
-        hits = self._call(lambda store: store.search(args.query, args.kb, limit=args.offset + args.limit))
+        hits = self._call(lambda store: self._search(store, args))
         if not hits and args.kb is not None and args.kb not in self._names():
             raise FetchError("unknown_kb", f"no knowledge base named {args.kb!r} here (list_kbs names them)")
         return {
@@ -202,8 +232,16 @@ class SearchService:
         raise FetchError("not_found", f"no stored copy of {asked} (search finds what the knowledge base holds)")
 
     def close(self) -> None:
-        """Close the store, if open."""
+        """Stop following the KB, and close its index and the store, if open."""
         with self._lock:
-            store, self._store = self._store, None
-        if store is not None:
-            store.close()
+            dropped = self._drop()
+        _close(*dropped)
+
+
+def _close(store: Store | None, index: SearchIndex | None, follower: Follower | None) -> None:
+    if follower is not None:
+        follower.stop()
+    if index is not None:
+        index.close()
+    if store is not None:
+        store.close()

@@ -1,0 +1,274 @@
+"""The ranked index beside a KB (#38): it follows the store, is rebuilt when it cannot be trusted, and
+answers as the store would.
+
+Each test runs on SQLite and on PostgreSQL (a fresh schema, ``postgres_schema_uri``), in this process,
+with the index under ``tmp_path``. Waits are polls with a deadline, never a timing asserted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.records import SearchHit
+from synapsecrawl.kb.store import Store
+from synapsecrawl.search import index as search_index
+from synapsecrawl.search.index import Follower, IndexBusy, SearchIndex, index_path
+from tests.core.test_store_backends import docsite_records
+from tests.helpers import record
+
+QUERIES = (
+    "restore a single file",
+    "snapshot retention policy",
+    "limit upload bandwidth",
+    "install",
+    "encryption key",
+    "exclude files",
+)
+
+
+def wait_for(check: Callable[[], bool], deadline: float = 20.0) -> bool:
+    """Poll ``check`` until it holds or ``deadline`` seconds pass; whether it held."""
+    end = time.monotonic() + deadline
+    while not check():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def kb_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'kb.sqlite3'}"
+    return str(request.getfixturevalue("postgres_schema_uri"))
+
+
+@pytest.fixture
+def store(kb_uri: str) -> Iterator[Store]:
+    opened = open_store(kb_uri)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def index(store: Store, tmp_path: Path) -> Iterator[SearchIndex]:
+    opened = SearchIndex(store, tmp_path / "index")
+    yield opened
+    opened.close()
+
+
+def urls(hits: list[SearchHit] | None) -> list[str]:
+    assert hits is not None
+    return [hit.url for hit in hits]
+
+
+def test_exported_members() -> None:
+    """The public surface of search.index is its __all__."""
+    assert all(hasattr(search_index, name) for name in search_index.__all__)
+
+
+def test_a_page_stored_is_found_once_the_follower_runs(store: Store, index: SearchIndex) -> None:
+    """#38 YOT-RESULTS: with a follower running, a page stored after it started is found through the
+    index (polled), with its passage and anchor, and a page removed from the KB is never shown."""
+    store.put_page(record("https://a.test/kettle", "The kettle boils water for tea.", title="Kettle"))
+    assert index.try_writer()
+    follower = Follower(index, every=0.05).start()
+    try:
+        wanted = record("https://a.test/quokka", "Quokkas live on Rottnest Island and smile.", title="Quokka")
+        store.put_page(wanted)
+        assert wait_for(lambda: [h.url for h in index.search("quokka island") or []] == ["https://a.test/quokka"])
+        (hit,) = index.search("quokka island") or []
+        assert hit.title == "Quokka" and "«Quokkas»" in hit.snippet and "«Island»" in hit.snippet
+        assert hit.anchor.startswith("https://a.test/quokka#:~:text=Quokkas")
+        store.delete_page("docs", "https://a.test/quokka")
+        assert index.search("quokka island") == []  # at once: results are read from the store
+        assert wait_for(lambda: index.search("quokka") == [] and index.search("kettle") != [])
+    finally:
+        follower.stop()
+
+
+def test_a_removed_page_leaves_the_index(store: Store, index: SearchIndex) -> None:
+    """#38: a page deleted from the KB (noindex, 404/410, robots, the removal list all delete it)
+    leaves the index at the next catch-up; a changed page is found by its new words only."""
+    store.put_pages([record(f"https://a.test/{n}", f"wombat number{n} burrow", title=f"W{n}") for n in range(3)])
+    assert index.try_writer()
+    index.catch_up()
+    assert sorted(urls(index.search("wombat"))) == [f"https://a.test/{n}" for n in range(3)]
+    store.delete_page("docs", "https://a.test/1")
+    store.put_page(record("https://a.test/2", "a koala now", title="K"))
+    assert index.catch_up() == 2
+    searcher = index._pair.pages.searcher()  # type: ignore[union-attr]
+    live = searcher.search(search_index.Query.term_query(search_index.SCHEMA, "kind", "page"), 10).hits
+    assert len(live) == 2  # the deleted page's documents are gone, not only hidden
+    assert urls(index.search("wombat")) == ["https://a.test/0"]
+    assert urls(index.search("koala")) == ["https://a.test/2"]
+
+
+def test_the_index_answers_the_same_on_both_backends(tmp_path: Path, postgres_schema_uri: str) -> None:
+    """#38: the same pages in a SQLite and a PostgreSQL KB get the same results, in the same order,
+    with the same snippets, through their indexes."""
+    answers = []
+    for n, uri in enumerate((f"sqlite:///{tmp_path / 'kb.sqlite3'}", postgres_schema_uri)):
+        store = open_store(uri)
+        try:
+            store.put_pages(list(docsite_records()))
+            index = SearchIndex(store, tmp_path / f"index-{n}")
+            try:
+                index.catch_up_once()
+                answers.append({q: [(h.url, h.snippet) for h in index.search(q) or []] for q in QUERIES})
+            finally:
+                index.close()
+        finally:
+            store.close()
+    assert answers[0] == answers[1]
+    assert answers[0]["restore a single file"][0][0] == "http://docs.test/restore.html"
+    assert answers[0]["snapshot retention policy"][0][0] == "http://docs.test/retention.html"
+
+
+def test_the_index_ranks_the_defining_page_first(store: Store, index: SearchIndex) -> None:
+    """#38 YOT-RESULTS: on the test documentation site the index ranks each question's answer page first,
+    as the store's own search does."""
+    store.put_pages(list(docsite_records()))
+    index.catch_up_once()
+    for query in QUERIES:
+        assert urls(index.search(query))[:1] == urls(store.search(query))[:1], query
+
+
+def test_a_torn_index_is_rebuilt_and_nothing_is_served_from_it(
+    store: Store, index: SearchIndex, caplog: pytest.LogCaptureFixture
+) -> None:
+    """#38: an index whose files are damaged (its meta.json overwritten, as a torn write would leave it)
+    is detected, rebuilt from the store into a fresh directory and swapped in; the search answers right."""
+    store.put_pages(list(docsite_records()))
+    index.catch_up_once()
+    expected = urls(index.search("restore a single file"))
+    index.close()
+    (index.path / "passages" / "meta.json").write_text('{"segments": [', encoding="utf-8")
+    reader = SearchIndex(store, index.path)
+    assert reader.search("restore a single file") is None  # never served from it
+    reader.close()
+    with caplog.at_level(logging.WARNING):
+        again = SearchIndex(store, index.path)
+        again.catch_up_once()
+        assert "cannot be read" in caplog.text
+        assert urls(again.search("restore a single file")) == expected
+        assert not Path(f"{index.path}.building").exists()
+        again.close()
+
+
+def test_an_index_ahead_of_its_kb_is_rebuilt(tmp_path: Path) -> None:
+    """#38: an index that recorded more changes than its KB holds (the KB file was replaced) is not
+    trusted: it is rebuilt from the KB, so no page of the old KB is found."""
+    path = tmp_path / "kb.sqlite3"
+    store = open_store(f"sqlite:///{path}")
+    store.put_pages([record(f"https://old.test/{n}", "platypus eggs", title="P") for n in range(5)])
+    index = SearchIndex(store, tmp_path / "index")
+    index.catch_up_once()
+    assert len(urls(index.search("platypus"))) == 5
+    index.close()
+    store.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    store = open_store(f"sqlite:///{path}")
+    try:
+        store.put_page(record("https://new.test/", "echidna spines", title="E"))
+        index = SearchIndex(store, tmp_path / "index")
+        index.catch_up_once()
+        assert index.search("platypus") == [] and urls(index.search("echidna")) == ["https://new.test/"]
+        index.close()
+    finally:
+        store.close()
+
+
+def test_an_index_of_a_replaced_kb_with_as_many_changes_is_rebuilt(tmp_path: Path) -> None:
+    """#38: a KB file replaced by another that logged as many changes is known by the page its last change
+    names (recorded with the index's commit): the index is rebuilt, so no page of the old KB is found."""
+    path = tmp_path / "kb.sqlite3"
+    for n, word in enumerate(("platypus", "echidna")):
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        store = open_store(f"sqlite:///{path}")
+        try:
+            store.put_pages([record(f"https://kb{n}.test/{i}", f"{word} facts", title=word) for i in range(3)])
+            index = SearchIndex(store, tmp_path / "index")
+            index.catch_up_once()
+            assert len(urls(index.search(word))) == 3
+            assert index.search("platypus" if n else "echidna") == []
+            index.close()
+        finally:
+            store.close()
+
+
+def test_one_writer_at_a_time_and_readers_see_its_last_commit(store: Store, tmp_path: Path) -> None:
+    """#38: a second process (here a second index object) cannot take the writer role the first holds;
+    reindex is refused in one line there, and it reads the first one's last commit."""
+    store.put_page(record("https://a.test/", "narwhal tusk", title="N"))
+    keeper = SearchIndex(store, tmp_path / "index")
+    other = SearchIndex(store, tmp_path / "index")
+    try:
+        keeper.catch_up_once()
+        assert not other.try_writer()
+        with pytest.raises(IndexBusy, match="kept by another process"):
+            other.rebuild()
+        store.put_page(record("https://b.test/", "narwhal pod", title="N2"))
+        keeper.catch_up()
+        assert sorted(urls(other.search("narwhal"))) == ["https://a.test/", "https://b.test/"]
+    finally:
+        other.close()
+        keeper.close()
+
+
+def test_reindex_of_one_kb_keeps_the_others(store: Store, index: SearchIndex) -> None:
+    """#38: `kb reindex --kb NAME` indexes that KB's pages again and leaves the other KBs' as they are, the
+    changes pending for them applied, not skipped."""
+    store.put_page(record("https://a.test/", "manatee", title="M", kb="one"))
+    store.put_page(record("https://b.test/", "manatee", title="M", kb="two"))
+    assert index.try_writer()
+    assert index.rebuild() == 2
+    store.put_page(record("https://c.test/", "manatee calf", title="M", kb="two"))  # not applied yet
+    assert index.rebuild("one") == 1
+    assert sorted(urls(index.search("manatee"))) == ["https://a.test/", "https://b.test/", "https://c.test/"]
+    assert sorted(urls(index.search("manatee", "two"))) == ["https://b.test/", "https://c.test/"]
+
+
+def test_postgres_changes_committed_out_of_order_are_all_applied(postgres_schema_uri: str, tmp_path: Path) -> None:
+    """#38: on PostgreSQL a transaction may commit a smaller change seq after a larger one was applied;
+    the follower reads past the gap again, so the late page is indexed too."""
+    store = open_store(postgres_schema_uri)
+    index = SearchIndex(store, tmp_path / "index")
+    try:
+        index.catch_up_once()
+        with psycopg.connect(postgres_schema_uri, autocommit=False) as late:
+            late.execute(
+                "INSERT INTO pages (kb, url, title, text, fetched_at) VALUES ('docs', 'https://late.test/', "
+                "'Late', 'dugong seagrass', now())"
+            )  # its seq is taken now; it commits after the next page's
+            store.put_page(record("https://early.test/", "dugong calf", title="Early"))
+            index.catch_up()
+            assert urls(index.search("dugong")) == ["https://early.test/"]
+            late.commit()
+        index.catch_up()
+        assert sorted(urls(index.search("dugong"))) == ["https://early.test/", "https://late.test/"]
+    finally:
+        index.close()
+        store.close()
+
+
+def test_the_index_lives_beside_a_sqlite_kb_and_under_the_working_directory_for_postgres(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """#38: without SEARCH_INDEX_DIR a SQLite KB's index is beside its file and a PostgreSQL KB's under
+    .synapsecrawl/search-index/, named by the URI without its password; with it, under that directory."""
+    monkeypatch.delenv("SEARCH_INDEX_DIR", raising=False)
+    assert index_path("sqlite:////data/kb.sqlite3") == Path("/data/kb.sqlite3.search-index")
+    pg = index_path("postgresql://u:secret@db/kb")
+    assert pg.parent == Path(".synapsecrawl/search-index") and pg == index_path("postgresql://u:other@db/kb")
+    monkeypatch.setenv("SEARCH_INDEX_DIR", "/srv/indexes")
+    assert index_path("sqlite:////data/kb.sqlite3").parent == Path("/srv/indexes")
