@@ -68,6 +68,8 @@ class SynapseSpider(scrapy.Spider):
             logger.warning("%s", skipped)
         return crawl, self.runtime.config.limits_for(kwargs)
 
+    sites_by_value: ClassVar[bool] = False  # a web crawl: of the due sites, the best next page goes first
+
     def publish(self) -> None:
         """Set ``runtime.target``: what this spider crawls, as the middlewares and extensions read it."""
         self.runtime.target = CrawlTarget(
@@ -76,6 +78,7 @@ class SynapseSpider(scrapy.Spider):
             limits=self.limits,
             scopes=self.target_scopes(),
             source=self if self.records_source else None,
+            by_value=self.sites_by_value,
         )
 
     def target_scopes(self) -> tuple[SiteScope, ...] | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import scrapy
 from scrapy import signals
@@ -53,6 +53,8 @@ class WebSpider(SynapseSpider):
     copies: NearDuplicates | SharedNearDuplicates
     _queued: Counter[str]
     _settled: bool
+
+    sites_by_value: ClassVar[bool] = True  # Mercator's front queues: the most valuable due site is asked next
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WebSpider:

@@ -61,6 +61,7 @@ class CrawlTarget:
     scopes: tuple[SiteScope, ...] | None = None
     take_page: Callable[[Request], Awaitable[bool | None]] | None = None
     source: SourceSpider | None = None  # whose source middlewares.engine.sources holds, re-reads, records
+    by_value: bool = False  # of the sites due, the queue hands out the one whose next request ranks highest
 
 
 @dataclass

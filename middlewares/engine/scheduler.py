@@ -20,6 +20,7 @@ from scrapy.pqueues import DownloaderAwarePriorityQueue, _path_safe
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from middlewares.engine.downloader import PacedDownloader
+from middlewares.engine.runtime import Runtime
 from middlewares.engine.seam import wake_engine
 from synapsecrawl.crawl.meta import LEAD_SECONDS, SKIP_CRAWL_DELAY, TURN
 from synapsecrawl.pacing.clock import SiteTurns
@@ -58,6 +59,7 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
         if not isinstance(downloader, PacedDownloader):
             raise TypeError("PacedPriorityQueue needs DOWNLOADER = 'middlewares.engine.downloader.PacedDownloader'")
         self._downloader = downloader
+        self._by_value = Runtime.of(crawler).target.by_value  # a web crawl: its sites in order of value
         self._turns = SiteTurns()
         self._count = sum(len(queue) for queue in self.pqueues.values())
         # site -> its pending requests its Crawl-delay does not hold (SER-ROBOTS-FEEDS: feeds first added);
@@ -85,7 +87,7 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
 
     def pop(self) -> Request | None:
         now = monotonic()
-        site = self._turns.take(now + LEAD_SECONDS, self._due)
+        site = self._turns.take(now + LEAD_SECONDS, self._due, self._value if self._by_value else None)
         if site is None:
             self._wake_at_next_due()
             return None
@@ -129,6 +131,11 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
                 # acknowledges a page when its batch commits, up to half a second later), so the site's turn
                 # must wake it: without this its next request waited for some other page's items (#17).
                 self._wake_at_next_due()
+
+    def _value(self, site: str) -> float:
+        """The priority of ``site``'s next request (Scrapy's queue keys by the priority negated)."""
+        curprio = getattr(self.pqueues[site], "curprio", None) if site in self.pqueues else None
+        return -float(curprio) if curprio is not None else float("-inf")
 
     def _due(self, site: str) -> float | None:
         """When ``site`` may hand out its next request: each feed's first add is due without the site's

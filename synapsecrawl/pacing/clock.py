@@ -200,6 +200,7 @@ class SiteTurns:
     _heap: list[tuple[float, int, str]] = field(default_factory=list)
     _held: dict[str, int] = field(default_factory=dict)  # site -> the order number of its live heap entry
     _order: count[int] = field(default_factory=count)
+    _ready: list[tuple[float, int, str]] = field(default_factory=list)  # due sites, most valuable first
 
     def __len__(self) -> int:
         return len(self._held)
@@ -212,12 +213,33 @@ class SiteTurns:
         if site not in self._held:
             self._push(site, due)
 
-    def take(self, now: float, due_of: Callable[[str], float | None]) -> str | None:
-        """The first site due by ``now``, released from the heap; ``None`` when no site is due yet."""
+    def take(
+        self, now: float, due_of: Callable[[str], float | None], value_of: Callable[[str], float] | None = None
+    ) -> str | None:
+        """The first site due by ``now``, released from the heap; ``None`` when no site is due yet.
+
+        With ``value_of``, of all the sites due by ``now`` the most valuable one (Mercator's front queues:
+        which site is asked next is a matter of value, when it may be asked a matter of politeness).
+        """
         while self._heap and self._heap[0][0] <= now:
             _, order, site = heapq.heappop(self._heap)
             if self._held.get(site) != order:
                 continue  # discarded, or re-added since
+            due = due_of(site)
+            if due is not None and due > now:
+                self._push(site, due)
+                continue
+            if due is None:
+                del self._held[site]
+                continue
+            if value_of is None:
+                del self._held[site]
+                return site
+            heapq.heappush(self._ready, (-value_of(site), order, site))
+        while self._ready:
+            _, order, site = heapq.heappop(self._ready)
+            if self._held.get(site) != order:
+                continue
             due = due_of(site)
             if due is not None and due > now:
                 self._push(site, due)
@@ -233,6 +255,10 @@ class SiteTurns:
 
     def next_due(self) -> float | None:
         """The earliest key in the heap (a lower bound of the next due time), ``None`` when empty."""
+        while self._ready and self._held.get(self._ready[0][2]) != self._ready[0][1]:
+            heapq.heappop(self._ready)
+        if self._ready:
+            return float("-inf")  # a site found due and waiting for its value's turn
         while self._heap and self._held.get(self._heap[0][2]) != self._heap[0][1]:
             heapq.heappop(self._heap)
         return self._heap[0][0] if self._heap else None

@@ -75,3 +75,24 @@ def test_loop_lag_widens_the_arrival_bound(
 ) -> None:
     """SYN-RATE, ALL-CD: a request our own busy loop held back still counts from when it could have arrived."""
     assert reached_server_by(dispatched, answered, spacing, loop_lag=lag) == pytest.approx(expected)
+
+
+def test_of_the_sites_due_the_most_valuable_goes_first_and_a_site_not_due_waits_whatever_its_value() -> None:
+    """OMN-SITE, SNA-RATE (the web crawl, Mercator's front queues): with values, the queue hands out the
+    most valuable of the sites due by now; a more valuable site that is not due yet still waits its turn
+    (politeness decides when, value only which), and a site dropped meanwhile is not handed out."""
+    turns = SiteTurns()
+    due = {"a.test": 0.0, "b.test": 0.0, "c.test": 0.0, "d.test": 50.0}
+    value = {"a.test": 1.0, "b.test": 9.0, "c.test": 5.0, "d.test": 100.0}
+    for site, at in due.items():
+        turns.add(site, at)
+    taken = [turns.take(10.0, due.get, value.get) for _ in range(3)]
+    assert taken == ["b.test", "c.test", "a.test"]
+    assert turns.take(10.0, due.get, value.get) is None and turns.next_due() == 50.0
+    assert turns.take(50.0, due.get, value.get) == "d.test"
+    for site in ("a.test", "b.test"):
+        turns.add(site, 60.0)
+    due.update({"a.test": 60.0, "b.test": 60.0})
+    assert turns.take(60.0, due.get, value.get) == "b.test"
+    turns.discard("a.test")
+    assert turns.take(60.0, due.get, value.get) is None
