@@ -40,7 +40,6 @@ import tantivy
 from tantivy import Occur, Query
 
 from synapsecrawl.errors import StoreError
-from synapsecrawl.kb.postgres import redact_uri
 from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.rows import search_hit
 from synapsecrawl.kb.search import (
@@ -99,6 +98,8 @@ def index_path(uri: str) -> Path:
     named = os.environ.get("SEARCH_INDEX_DIR", "").strip()
     if uri.startswith("sqlite:///") and not named:
         return Path(f"{uri.removeprefix('sqlite:///')}.search-index")
+    from synapsecrawl.kb.postgres import redact_uri  # psycopg: imported only where a PostgreSQL KB is named
+
     digest = hashlib.sha256(redact_uri(uri).encode()).hexdigest()[:16]
     return Path(named or ".synapsecrawl/search-index") / digest
 
