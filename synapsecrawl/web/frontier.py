@@ -211,8 +211,10 @@ class WebFrontier:
         return sites
 
     def rank(self, entry: Pending) -> int:
-        """A request priority for ``entry`` against other due sites: its own value and its domain's linkers."""
-        return round(10 * (entry.score() + math.log2(1 + self.budgets.linkers(domain_of(entry.url)))))
+        """A request priority for ``entry`` against the next pages of other due sites: its own value (its
+        distinct linking domains, its depth). Its domain's linkers are not added: they made every page of a
+        popular domain outrank the best page of any other, and the crawl dug into a few domains."""
+        return round(10 * entry.score())
 
     def sites_waiting(self) -> list[str]:
         """The sites with pending URLs."""
