@@ -20,10 +20,10 @@ from scrapy import signals
 from middlewares.backoffstate import BackoffState, Clock, secs
 from middlewares.engine.seam import paced_downloader
 from middlewares.exceptions import SiteLeft, UrlHeld, when
-from synapsecrawl.crawl.entries import FrontierUnreachable
 from synapsecrawl.crawl.kinds import kind_of
 from synapsecrawl.crawl.meta import JUDGED
 from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide
+from synapsecrawl.shared.entries import FrontierUnreachable
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -51,14 +51,14 @@ from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
 from spiders.web import SharedWebSpider
-from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.meta import LEASE, ORIGIN
 from synapsecrawl.crawl.request import CrawlRequest, WorkerRequest
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.shared.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source
 
 if TYPE_CHECKING:
-    from synapsecrawl.crawl.frontier import SharedFrontier
+    from synapsecrawl.shared.frontier import SharedFrontier
 
 __all__ = ["WorkerSpider"]
 
@@ -122,7 +122,7 @@ class WorkerSpider(scrapy.Spider):
         config = runtime.config
         spider.runtime = runtime
         spider.worker = worker_name()
-        from synapsecrawl.crawl.frontier import SharedFrontier  # Redis: imported by a worker only, not by every crawl
+        from synapsecrawl.shared.frontier import SharedFrontier  # Redis: imported by a worker only, not by every crawl
 
         spider.frontier = SharedFrontier(
             pacer.url,

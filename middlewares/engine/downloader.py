@@ -26,7 +26,7 @@ Crawl-delay; a pause holds it like any other, and the site's next request
 waits the full Crawl-delay after it. Under shared pacing (Redis) the grant
 says so to Redis, which spaces it the same way for all machines.
 
-It also tells the frontier (``middlewares.engine.scheduler``) when each site is
+It also tells the queue (``middlewares.engine.scheduler``) when each site is
 due and when its last request has left, spaces a slow server's requests by its
 response time (SNA-SLOW), and measures how late its own event loop runs, so
 that a loop busy with extraction is not mistaken for a late arrival or a slow
@@ -152,7 +152,7 @@ class PacedDownloader(Downloader):
 
         ``ignoring`` requests of it in flight are not counted (the one asking). For a ``request`` that
         skips the Crawl-delay only a pause counts: it waits out the crawl's delay (a second or so) in
-        its slot, not in the frontier, which holds sites to their Crawl-delay.
+        its slot, not in the queue, which holds sites to their Crawl-delay.
         """
         if self._in_flight.get(site, 0) - ignoring >= self._runtime.profile.concurrency:
             return None
