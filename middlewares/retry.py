@@ -24,7 +24,7 @@ from middlewares.backoff import Judged, is_feed, is_side_fetch
 from middlewares.backoffstate import BackoffState, secs
 from middlewares.engine.seam import engine_of
 from middlewares.exceptions import RetryScheduled, SiteLeft, when
-from spiders.feedholds import FeedHolds
+from middlewares.feedholds import FeedHolds
 from synapsecrawl.crawl.meta import JUDGED, drop_per_download
 from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide
 
