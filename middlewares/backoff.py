@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import signals
 
-from middlewares.backoffstate import BackoffState, Clock, secs
+from middlewares.backoffstate import BackoffState, Clock
+from middlewares.engine.exceptions import SiteLeft, UrlHeld
+from middlewares.engine.logformat import secs, when
 from middlewares.engine.seam import paced_downloader
-from middlewares.exceptions import SiteLeft, UrlHeld, when
 from synapsecrawl.crawl.kinds import kind_of
 from synapsecrawl.crawl.meta import JUDGED
 from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide

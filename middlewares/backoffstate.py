@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Self
 
+from middlewares.engine.exceptions import SiteLeft
+from middlewares.engine.logformat import secs, when
 from middlewares.engine.runtime import Runtime
 from middlewares.engine.seam import paced_downloader
-from middlewares.exceptions import SiteLeft, when
 from synapsecrawl.kb.records import SiteState, UrlHold
 from synapsecrawl.pacing.backoff import SiteHistory
 
@@ -30,10 +31,6 @@ __all__ = ["BackoffState", "Clock", "secs"]
 logger = logging.getLogger("middlewares.backoff")  # one logger for backoff's lines, whichever file writes them
 
 _ATTR = "_synapsecrawl_backoff"
-
-
-def secs(seconds: float) -> str:
-    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ from scrapy.http import Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from middlewares.exceptions import RetryScheduled, Unchanged, caught
+from middlewares.engine.exceptions import RetryScheduled, Unchanged, caught
 from middlewares.failures import describe
 from middlewares.feedholds import FeedHolds
 from spiders.base import SynapseSpider

@@ -27,7 +27,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet.error import TimeoutError as TwistedTimeoutError
 from twisted.python.failure import Failure
 
-from middlewares.exceptions import Unchanged
+from middlewares.engine.exceptions import Unchanged
 from spiders.base import SynapseSpider
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.ondemand import (

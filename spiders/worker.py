@@ -40,11 +40,11 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
+from middlewares.engine.exceptions import RetryScheduled, caught
 from middlewares.engine.runtime import CrawlTarget, Runtime
 from middlewares.engine.seam import engine_scheduler, scraper_done
 from middlewares.engine.shared_scheduler import SharedScheduler, plain_meta, worker_name
 from middlewares.engine.sources import record_sources
-from middlewares.exceptions import RetryScheduled, caught
 from spiders.base import SynapseSpider
 from spiders.feed import FeedSpider
 from spiders.page import PageSpider

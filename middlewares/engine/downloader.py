@@ -45,6 +45,7 @@ from scrapy.core.downloader import Downloader, Slot
 from scrapy.utils.asyncio import CallLaterResult, call_later
 from scrapy.utils.defer import _schedule_coro
 
+from middlewares.engine.logformat import secs
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.meta import PACING_LEASE as _LEASE
 from synapsecrawl.crawl.meta import SKIP_CRAWL_DELAY
@@ -66,10 +67,6 @@ logger = logging.getLogger(__name__)
 # dispatch (the download coroutine starts, the transport flushes).
 _TICK_SECONDS = 0.02
 _TURNS_TO_SEND = 3
-
-
-def _secs(seconds: float) -> str:
-    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"  # as backoff's log lines say it
 
 
 class PacedDownloader(Downloader):
@@ -183,7 +180,7 @@ class PacedDownloader(Downloader):
             assert self.crawler.stats is not None
             self.crawler.stats.inc_value("backoff/slow")
             logger.info(
-                "backoff: %s answered in %s: %s between its requests now", site, _secs(latency or 0), _secs(after)
+                "backoff: %s answered in %s: %s between its requests now", site, secs(latency or 0), secs(after)
             )
 
     def _response_downloaded(self, response: Response, request: Request, **_: Any) -> None:

@@ -38,8 +38,8 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
 from middlewares.backoff import left_elsewhere
+from middlewares.engine.exceptions import SiteLeft
 from middlewares.engine.seam import paced_downloader, wake_engine
-from middlewares.exceptions import SiteLeft
 from synapsecrawl.crawl.meta import LEAD_SECONDS, LEASE, LEFT_OUT_OF_ENTRY, META, ORIGIN, TURN
 from synapsecrawl.shared.entries import BadEntry, Entry, FrontierUnreachable, Lease, is_plain_json
 
