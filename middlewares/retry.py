@@ -21,7 +21,7 @@ from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.utils.misc import load_object
 
 from middlewares.backoff import Judged, is_feed, is_side_fetch
-from middlewares.backoffstate import BackoffState
+from middlewares.engine.backoffstate import BackoffState
 from middlewares.engine.exceptions import RetryScheduled, SiteLeft
 from middlewares.engine.logformat import secs, when
 from middlewares.engine.seam import engine_of

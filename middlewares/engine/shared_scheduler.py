@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, cast
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
-from middlewares.backoff import left_elsewhere
+from middlewares.engine.backoffstate import left_elsewhere
 from middlewares.engine.exceptions import SiteLeft
 from middlewares.engine.seam import paced_downloader, wake_engine
 from synapsecrawl.crawl.meta import LEAD_SECONDS, LEASE, LEFT_OUT_OF_ENTRY, META, ORIGIN, TURN
