@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import signals
 
-from middlewares.backoffstate import BackoffState, Clock, secs
+from middlewares.engine.backoffstate import BackoffState, Clock
+from middlewares.engine.exceptions import SiteLeft, UrlHeld
+from middlewares.engine.logformat import secs, when
 from middlewares.engine.seam import paced_downloader
-from middlewares.exceptions import SiteLeft, UrlHeld, when
-from synapsecrawl.crawl.entries import FrontierUnreachable
 from synapsecrawl.crawl.kinds import kind_of
 from synapsecrawl.crawl.meta import JUDGED
 from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide
+from synapsecrawl.shared.entries import FrontierUnreachable
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -38,7 +39,6 @@ __all__ = [
     "Judged",
     "is_feed",
     "is_side_fetch",
-    "left_elsewhere",
 ]
 
 logger = logging.getLogger(__name__)
@@ -71,11 +71,6 @@ def _why(decision: Decision) -> str:
         return f"{decision.reason}, no Retry-After"
     said = f"{decision.reason}, Retry-After {secs(decision.stated)}"
     return said if abs(decision.stated - decision.site_wait) < 0.5 else f"{said} taken as {secs(decision.site_wait)}"
-
-
-def left_elsewhere(crawler: Crawler, site: str, until: float, reason: str) -> None:
-    """Another worker of a shared crawl left ``site`` (paused past what the crawl waits): defer it here too."""
-    BackoffState.of(crawler).left.setdefault(site, (until, reason))
 
 
 class BackoffGateMiddleware:

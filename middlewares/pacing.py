@@ -1,9 +1,9 @@
-"""The pacing gate: a request whose site is not due goes back to the frontier.
+"""The pacing gate: a request whose site is not due goes back to the queue.
 
-The frontier (``middlewares.engine.scheduler``) hands a site out a short lead
+The queue (``middlewares.engine.scheduler``) hands a site out a short lead
 before it is due; on the way through the middlewares the site may stop being
 due (the first page, once robots.txt has given a Crawl-delay; a pause). Then
-the request goes back to the frontier instead of waiting in the downloader's
+the request goes back to the queue instead of waiting in the downloader's
 slot, where it would hold one of the ``CONCURRENT_REQUESTS`` global slots.
 Meta keys: reads ``pacing_turn``; the copy sent back leaves out every key of one download
 (synapsecrawl.crawl.meta.PER_DOWNLOAD).
@@ -25,9 +25,9 @@ __all__ = ["PacingGateMiddleware"]
 
 
 class PacingGateMiddleware:
-    """Sends a request whose site is not due back to the frontier instead of letting it wait in a slot.
+    """Sends a request whose site is not due back to the queue instead of letting it wait in a slot.
 
-    Only requests the frontier handed out come back (side fetches such as
+    Only requests the queue handed out come back (side fetches such as
     robots.txt are awaited by their caller); each goes back once per turn,
     flagged ``dont_filter`` so the duplicate filter lets it in again.
     """

@@ -5,18 +5,17 @@ come through every other middleware, not in the download handler: a request
 in the handler holds its site's download slot, so a subresource fetched
 through the crawler would wait behind the page that waits for it (a site's
 concurrency is 1 in most profiles). Here the slot is free, the page's request
-still counts as in flight (the frontier hands out no other page of the site),
+still counts as in flight (the queue hands out no other page of the site),
 and each subresource takes its own turn: the Crawl-delay holds between
 documents and subresources alike. ``synapsecrawl.crawl.render`` judges every
-request the page makes; scrapy-playwright (``DOWNLOAD_HANDLERS``, set by
-``render_settings``) runs the browser and returns the DOM.
+request the page makes; scrapy-playwright (``DOWNLOAD_HANDLERS``, set by the
+profile add-on's ``render_settings``) runs the browser and returns the DOM.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from contextlib import suppress
 from dataclasses import dataclass
 from time import monotonic
@@ -37,11 +36,10 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-__all__ = ["RenderMiddleware", "refuse", "render_settings"]
+__all__ = ["RenderMiddleware", "refuse"]
 
 logger = logging.getLogger(__name__)
 
-_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 _CONTEXT = "synapsecrawl-render"
 _READ_SECONDS = 5.0  # once the budget is spent: to read the DOM, or to close a stuck page
 _OPEN_SECONDS = 60.0  # to start the browser (once) and open a tab, before the page's own time starts
@@ -55,21 +53,6 @@ _DROPPED_HEADERS = {
     b"connection",
     b"keep-alive",
 }
-
-
-def render_settings(config: RenderConfig, download_handlers: dict[str, Any]) -> dict[str, Any]:
-    """The Scrapy settings JS rendering needs (over Scrapy's ``download_handlers``); none when JS_RENDERING is off."""
-    if not config.enabled:
-        return {}
-    return {
-        "DOWNLOAD_HANDLERS": {**download_handlers, "http": _HANDLER, "https": _HANDLER},
-        "PLAYWRIGHT_BROWSER_TYPE": "chromium",
-        "PLAYWRIGHT_LAUNCH_OPTIONS": config.launch_options(as_root=os.geteuid() == 0),
-        "PLAYWRIGHT_MAX_CONTEXTS": 1,
-        "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": config.max_pages,
-        # Our route answers every request first; should one ever reach scrapy-playwright's own, it is refused.
-        "PLAYWRIGHT_ABORT_REQUEST": "middlewares.render.refuse",
-    }
 
 
 def refuse(request: BrowserRequest) -> bool:

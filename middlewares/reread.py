@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 from scrapy.exceptions import IgnoreRequest
 
+from middlewares.engine.exceptions import Unchanged
 from middlewares.engine.runtime import Runtime
-from middlewares.exceptions import Unchanged
 from middlewares.removals import Reason, Removals
 from synapsecrawl.crawl.kinds import kind_of
 from synapsecrawl.extract.directives import parse_directives

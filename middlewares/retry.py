@@ -21,10 +21,11 @@ from scrapy.exceptions import DontCloseSpider, IgnoreRequest
 from scrapy.utils.misc import load_object
 
 from middlewares.backoff import Judged, is_feed, is_side_fetch
-from middlewares.backoffstate import BackoffState, secs
+from middlewares.engine.backoffstate import BackoffState
+from middlewares.engine.exceptions import RetryScheduled, SiteLeft
+from middlewares.engine.logformat import secs, when
 from middlewares.engine.seam import engine_of
-from middlewares.exceptions import RetryScheduled, SiteLeft, when
-from spiders.feedholds import FeedHolds
+from middlewares.feedholds import FeedHolds
 from synapsecrawl.crawl.meta import JUDGED, drop_per_download
 from synapsecrawl.pacing.backoff import Decision, SiteHistory, decide
 

@@ -24,8 +24,8 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
+from middlewares.engine.exceptions import Unchanged, caught
 from middlewares.engine.runtime import CrawlTarget, Runtime
-from middlewares.exceptions import Unchanged, caught
 from middlewares.failures import describe, quiet_dataloss_hint
 from middlewares.removals import Removals
 from synapsecrawl.crawl.kinds import KIND, RequestKind

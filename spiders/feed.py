@@ -4,7 +4,7 @@ Each feed (RSS, Atom or JSON Feed, read by ``synapsecrawl.extract.feeds``) is fe
 as ``RequestKind.FEED``: robots.txt judges it by the bot's own group only where the
 profile says so (SER-ROBOTS-FEEDS), a failed refresh delays the next by the
 feed curve and a feed still held is skipped here (SER-FEED-BACKOFF,
-``spiders.feedholds``). The feed itself is kept as a page of the KB (title,
+``middlewares.feedholds``). The feed itself is kept as a page of the KB (title,
 description, the feed's media type, its ETag and Last-Modified), so its next
 read is conditional and an unchanged feed costs a 304 (SER-COND,
 ``middlewares.reread``). A feed counts as first added while the KB holds no
@@ -52,10 +52,10 @@ from scrapy.http import Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from middlewares.exceptions import RetryScheduled, Unchanged, caught
+from middlewares.engine.exceptions import RetryScheduled, Unchanged, caught
 from middlewares.failures import describe
+from middlewares.feedholds import FeedHolds
 from spiders.base import SynapseSpider
-from spiders.feedholds import FeedHolds
 from synapsecrawl.crawl.claims import LocalClaims, RedisClaims, shared_claims
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.meta import SKIP_CRAWL_DELAY

@@ -1,7 +1,7 @@
 """``scrapy crawl ondemand [-a kb=NAME] [-s ONDEMAND_PORT=8765]``: fetch pages agents ask for (SNA-ONDEMAND).
 
 A crawl that never ends by itself: it serves POST /api/web_fetch and the MCP
-tool web_fetch (``middlewares.engine.ondemand_server``) from inside the running
+tool web_fetch (``synapsecrawl.search.ondemand``) from inside the running
 crawler, so each page asked for is one ``scrapy.Request`` through the same
 middlewares (robots.txt, pacing, address guard, type gate, size cap at the
 profile's ``ondemand_size_bytes``, backoff, signing) and the same pipeline
@@ -27,7 +27,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet.error import TimeoutError as TwistedTimeoutError
 from twisted.python.failure import Failure
 
-from middlewares.exceptions import Unchanged
+from middlewares.engine.exceptions import Unchanged
 from spiders.base import SynapseSpider
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.ondemand import (
@@ -47,7 +47,7 @@ from synapsecrawl.profiles import Limits
 from synapsecrawl.search.api import SearchService
 
 if TYPE_CHECKING:
-    from middlewares.engine.ondemand_server import OndemandServer
+    from synapsecrawl.search.ondemand import OndemandServer
 
 __all__ = ["OndemandSpider"]
 
@@ -68,7 +68,7 @@ class OndemandSpider(SynapseSpider):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> OndemandSpider:
-        from middlewares.engine.ondemand_server import OndemandServer  # the MCP SDK: loaded only by this spider
+        from synapsecrawl.search.ondemand import OndemandServer  # the MCP SDK: loaded only by this spider
 
         spider = super().from_crawler(crawler, *args, **kwargs)
         assert isinstance(spider, OndemandSpider)

@@ -37,7 +37,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from middlewares.budget import PageBudgetMiddleware
-from middlewares.exceptions import caught
+from middlewares.engine.exceptions import caught
 from middlewares.failures import describe
 from middlewares.robots import RobotsMiddleware
 from spiders.base import SynapseSpider

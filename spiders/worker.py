@@ -40,25 +40,25 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
+from middlewares.engine.exceptions import RetryScheduled, caught
 from middlewares.engine.runtime import CrawlTarget, Runtime
 from middlewares.engine.seam import engine_scheduler, scraper_done
 from middlewares.engine.shared_scheduler import SharedScheduler, plain_meta, worker_name
 from middlewares.engine.sources import record_sources
-from middlewares.exceptions import RetryScheduled, caught
 from spiders.base import SynapseSpider
 from spiders.feed import FeedSpider
 from spiders.page import PageSpider
 from spiders.site import SiteSpider
 from spiders.sitemap import SitemapSpider
 from spiders.web import SharedWebSpider
-from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.meta import LEASE, ORIGIN
 from synapsecrawl.crawl.request import CrawlRequest, WorkerRequest
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.shared.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source
 
 if TYPE_CHECKING:
-    from synapsecrawl.crawl.frontier import SharedFrontier
+    from synapsecrawl.shared.frontier import SharedFrontier
 
 __all__ = ["WorkerSpider"]
 
@@ -122,7 +122,7 @@ class WorkerSpider(scrapy.Spider):
         config = runtime.config
         spider.runtime = runtime
         spider.worker = worker_name()
-        from synapsecrawl.crawl.frontier import SharedFrontier  # Redis: imported by a worker only, not by every crawl
+        from synapsecrawl.shared.frontier import SharedFrontier  # Redis: imported by a worker only, not by every crawl
 
         spider.frontier = SharedFrontier(
             pacer.url,

@@ -53,7 +53,7 @@ PACING_REDIS_URL = ""  # empty: each process paces itself
 # ALL-NOJS: no JavaScript unless the operator opts in with JS_RENDERING; the JS_* defaults are
 # synapsecrawl.crawl.render.RenderConfig's.
 
-# Requests wait for their site in the frontier (below), so this bounds only
+# Requests wait for their site in the queue (below), so this bounds only
 # downloads and answers in progress: 64 keeps ~20 pages/s even at 3 s latency,
 # and smaller batches of answers keep the event loop's lag, which stretches
 # the next gaps, short (200 sites at 20 s: efficiency 0.74-0.84 with 256,
@@ -68,7 +68,7 @@ EXTRACT_PROCESSES = "auto"
 # item a page, a feed some dozens, all written through one KB connection.
 CONCURRENT_ITEMS = 16
 DOWNLOADER = "middlewares.engine.downloader.PacedDownloader"
-# The frontier hands out a request only when its site is due: waiting is done
+# The queue hands out a request only when its site is due: waiting is done
 # there, not in the downloader, where it would hold a global slot (#8).
 SCHEDULER_PRIORITY_QUEUE = "middlewares.engine.scheduler.PacedPriorityQueue"
 TWISTED_DNS_RESOLVER = "middlewares.engine.resolver.GuardedResolver"
@@ -80,7 +80,7 @@ DOWNLOADER_MIDDLEWARES = {
     "middlewares.backoff.BackoffGateMiddleware": 90,  # before robots.txt: a paused site is not touched at all
     "middlewares.robots.RobotsMiddleware": 100,  # replaces Scrapy's (None): judge first
     "middlewares.budget.PageBudgetMiddleware": 120,  # a page counts once robots.txt lets it through
-    # after robots.txt (it sets the pace): a request not due yet goes back to the frontier
+    # after robots.txt (it sets the pace): a request not due yet goes back to the queue
     "middlewares.pacing.PacingGateMiddleware": 130,
     "middlewares.tdmrep.TdmRepMiddleware": 130,  # OMN-FETCH: a site we really fetch from gets tdmrep.json read first
     # JS_RENDERING only: renders what the gates (560) and Retry (550) let through, the page's slot free again
@@ -131,7 +131,7 @@ FEED_EXPORT_ENCODING = "utf-8"
 # Breadth-first: the pages a limited crawl keeps are the ones nearest the start.
 DEPTH_PRIORITY = 1
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
-# Pending requests as small pickles, not live objects: a 1M-URL frontier in a
+# Pending requests as small pickles, not live objects: a 1M-URL queue in a
 # few hundred MB instead of gigabytes (#8, docs/benchmarks.md); start URLs too.
 SCHEDULER_MEMORY_QUEUE = "middlewares.engine.queues.CompactFifoQueue"
 SCHEDULER_START_MEMORY_QUEUE = "middlewares.engine.queues.CompactFifoQueue"

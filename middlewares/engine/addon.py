@@ -5,26 +5,30 @@ Runs before the settings freeze, so every way of starting a crawl (the
 profile. Values the operator set (priority ``project`` or higher) win where
 the profile allows; the crawl's one configuration (``Runtime.of(crawler).config``,
 synapsecrawl.crawl.config) has already refused those beyond a cap. Scrapy builds
-add-ons with ``from_crawler`` (2.10+), after the spider.
+add-ons with ``from_crawler`` (2.10+), after the spider. With JS_RENDERING on,
+``render_settings`` adds scrapy-playwright's settings (reads synapsecrawl.crawl.render's RenderConfig).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
 from middlewares.engine.runtime import Runtime
-from middlewares.render import render_settings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-__all__ = ["ProfileAddon"]
+    from synapsecrawl.crawl.render import RenderConfig
+
+__all__ = ["ProfileAddon", "render_settings"]
 
 # Off (REMOTE_CONTROL_ENABLED=False in the project's settings) and taken out of Scrapy's base extensions,
 # so it is not even imported: its module imports aiohttp and builds two TLS contexts, 0.3 s of CPU at
 # every crawl's start. EXTENSIONS = {...: None} would not do: Scrapy imports every key of EXTENSIONS.
 _REMOTE_CONTROL = "scrapy.extensions.remote_control.RemoteControl"
+_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 
 
 class ProfileAddon:
@@ -64,3 +68,18 @@ class ProfileAddon:
         # ALL-NOJS: only when JS_RENDERING is on
         for name, value in render_settings(config.render, settings.getdict("DOWNLOAD_HANDLERS")).items():
             settings.set(name, value, priority=prio)
+
+
+def render_settings(config: RenderConfig, download_handlers: dict[str, Any]) -> dict[str, Any]:
+    """The Scrapy settings JS rendering needs (over Scrapy's ``download_handlers``); none when JS_RENDERING is off."""
+    if not config.enabled:
+        return {}
+    return {
+        "DOWNLOAD_HANDLERS": {**download_handlers, "http": _HANDLER, "https": _HANDLER},
+        "PLAYWRIGHT_BROWSER_TYPE": "chromium",
+        "PLAYWRIGHT_LAUNCH_OPTIONS": config.launch_options(as_root=os.geteuid() == 0),
+        "PLAYWRIGHT_MAX_CONTEXTS": 1,
+        "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": config.max_pages,
+        # Our route answers every request first; should one ever reach scrapy-playwright's own, it is refused.
+        "PLAYWRIGHT_ABORT_REQUEST": "middlewares.render.refuse",
+    }

@@ -26,7 +26,7 @@ Crawl-delay; a pause holds it like any other, and the site's next request
 waits the full Crawl-delay after it. Under shared pacing (Redis) the grant
 says so to Redis, which spaces it the same way for all machines.
 
-It also tells the frontier (``middlewares.engine.scheduler``) when each site is
+It also tells the queue (``middlewares.engine.scheduler``) when each site is
 due and when its last request has left, spaces a slow server's requests by its
 response time (SNA-SLOW), and measures how late its own event loop runs, so
 that a loop busy with extraction is not mistaken for a late arrival or a slow
@@ -46,6 +46,7 @@ from scrapy.core.downloader import Downloader, Slot
 from scrapy.utils.asyncio import CallLaterResult, call_later
 from scrapy.utils.defer import _schedule_coro
 
+from middlewares.engine.logformat import secs
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.meta import PACING_LEASE as _LEASE
 from synapsecrawl.crawl.meta import SKIP_CRAWL_DELAY
@@ -67,10 +68,6 @@ logger = logging.getLogger(__name__)
 # dispatch (the download coroutine starts, the transport flushes).
 _TICK_SECONDS = 0.02
 _TURNS_TO_SEND = 3
-
-
-def _secs(seconds: float) -> str:
-    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"  # as backoff's log lines say it
 
 
 class PacedDownloader(Downloader):
@@ -153,7 +150,7 @@ class PacedDownloader(Downloader):
 
         ``ignoring`` requests of it in flight are not counted (the one asking). For a ``request`` that
         skips the Crawl-delay only a pause counts: it waits out the crawl's delay (a second or so) in
-        its slot, not in the frontier, which holds sites to their Crawl-delay.
+        its slot, not in the queue, which holds sites to their Crawl-delay.
         """
         if self._in_flight.get(site, 0) - ignoring >= self._runtime.profile.concurrency:
             return None
@@ -184,7 +181,7 @@ class PacedDownloader(Downloader):
             assert self.crawler.stats is not None
             self.crawler.stats.inc_value("backoff/slow")
             logger.info(
-                "backoff: %s answered in %s: %s between its requests now", site, _secs(latency or 0), _secs(after)
+                "backoff: %s answered in %s: %s between its requests now", site, secs(latency or 0), secs(after)
             )
 
     def _response_downloaded(self, response: Response, request: Request, **_: Any) -> None:

@@ -2,7 +2,7 @@
 
 ``CompactFifoQueue`` (``SCHEDULER_MEMORY_QUEUE``) keeps each pending request
 as a small compressed pickle instead of a live ``Request``, so a 1M-URL
-frontier fits in a few hundred MB (docs/benchmarks.md, #8). It uses only
+queue fits in a few hundred MB (docs/benchmarks.md, #8). It uses only
 Scrapy's public request (de)serialisation.
 """
 

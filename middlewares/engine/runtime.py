@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from middlewares.engine.sources import SourceSpider
-    from synapsecrawl.crawl.frontier import SharedFrontier
     from synapsecrawl.crawl.scope import SiteScope
     from synapsecrawl.pacing.shared import RedisPacing
+    from synapsecrawl.shared.frontier import SharedFrontier
 
 __all__ = ["CrawlTarget", "Runtime"]
 

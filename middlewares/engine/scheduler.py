@@ -1,4 +1,4 @@
-"""The frontier's priority queue: one of the two seams into Scrapy.
+"""The local queue: a request handed out only when its site is due; one of the two seams into Scrapy.
 
 ``PacedPriorityQueue`` (Scrapy's ``SCHEDULER_PRIORITY_QUEUE``) hands a request
 to the engine only when its site is due and has nothing in flight, so requests
@@ -36,7 +36,7 @@ __all__ = ["PacedPriorityQueue"]
 
 
 class PacedPriorityQueue(DownloaderAwarePriorityQueue):
-    """The frontier: one queue per site, handed out in the order the sites fall due.
+    """The queue: one queue per site, handed out in the order the sites fall due.
 
     ``pop`` returns a request only if its site is due (within a short lead)
     and has nothing in flight; otherwise ``None``, with the engine woken when
@@ -63,7 +63,7 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
         self._turns = SiteTurns()
         self._count = sum(len(queue) for queue in self.pqueues.values())
         # site -> its pending requests its Crawl-delay does not hold (SER-ROBOTS-FEEDS: feeds first added);
-        # a resumed frontier counts none, so its first adds wait the Crawl-delay (the polite reading)
+        # a resumed queue counts none, so its first adds wait the Crawl-delay (the polite reading)
         self._skipping: dict[str, int] = {}
         self._wake: CallLaterResult | None = None
         self._wake_at = float("inf")

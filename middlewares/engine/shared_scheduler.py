@@ -1,4 +1,4 @@
-"""The scheduler of a shared crawl: requests in and out of ``synapsecrawl.crawl.frontier`` (#16).
+"""The scheduler of a shared crawl: requests in and out of ``synapsecrawl.shared.frontier`` (#16).
 
 ``scrapy crawl worker -a crawl=NAME`` sets ``SCHEDULER`` to ``SharedScheduler``.
 A request goes to Redis as a JSON ``Entry`` (its callback a method name of
@@ -38,18 +38,18 @@ from typing import TYPE_CHECKING, Any, cast
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
-from middlewares.backoff import left_elsewhere
+from middlewares.engine.backoffstate import left_elsewhere
+from middlewares.engine.exceptions import SiteLeft
 from middlewares.engine.runtime import Runtime
 from middlewares.engine.seam import paced_downloader, wake_engine
-from middlewares.exceptions import SiteLeft
-from synapsecrawl.crawl.entries import BadEntry, Entry, FrontierUnreachable, Lease, is_plain_json
 from synapsecrawl.crawl.meta import LEAD_SECONDS, LEASE, LEFT_OUT_OF_ENTRY, META, ORIGIN, TURN
+from synapsecrawl.shared.entries import BadEntry, Entry, FrontierUnreachable, Lease, is_plain_json
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
-    from synapsecrawl.crawl.frontier import SharedFrontier
+    from synapsecrawl.shared.frontier import SharedFrontier
 
 __all__ = ["LEASE", "ORIGIN", "SharedScheduler", "plain_meta", "worker_name"]
 
@@ -99,7 +99,7 @@ class SharedScheduler(BaseScheduler):
     def open(self, spider: Spider) -> None:
         self.spider = spider
         frontier = getattr(spider, "frontier", None)
-        from synapsecrawl.crawl.frontier import SharedFrontier  # Redis: a worker's only (spiders.worker imports us)
+        from synapsecrawl.shared.frontier import SharedFrontier  # Redis: a worker's only (spiders.worker imports us)
 
         if not isinstance(frontier, SharedFrontier):
             raise TypeError("SharedScheduler needs the worker spider (scrapy crawl worker -a crawl=NAME)")

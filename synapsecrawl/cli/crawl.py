@@ -21,16 +21,16 @@ import os
 import sys
 from typing import Any
 
-from synapsecrawl.crawl.entries import (
+from synapsecrawl.crawl.request import CrawlRequest, WorkerRequest
+from synapsecrawl.errors import ConfigError, SynapseError
+from synapsecrawl.shared.entries import (
     DEFAULT_FRONTIER_PREFIX,
     MODES,
     Entry,
     FrontierUnreachable,
     Source,
 )
-from synapsecrawl.crawl.frontier import SharedFrontier
-from synapsecrawl.crawl.request import CrawlRequest, WorkerRequest
-from synapsecrawl.errors import ConfigError, SynapseError
+from synapsecrawl.shared.frontier import SharedFrontier
 
 __all__ = ["START_SITE", "add_source", "check_worker_arguments", "register", "source_key"]
 

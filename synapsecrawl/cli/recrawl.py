@@ -287,8 +287,8 @@ def _recrawl(
 def _add_shared(store: Store, source: Source, crawl: str, redis_url: str, prefix: str) -> bool:
     """A due source goes into shared crawl ``crawl`` (#16), read again by its workers, who record it."""
     from synapsecrawl.cli.crawl import add_source
-    from synapsecrawl.crawl.frontier import SharedFrontier
     from synapsecrawl.crawl.request import CrawlRequest
+    from synapsecrawl.shared.frontier import SharedFrontier
 
     frontier = SharedFrontier(redis_url, crawl, prefix=prefix)
     try:

@@ -1,1 +1,1 @@
-"""One crawl's glue: its configuration, request, scope, addresses, frontier, rendering and logs."""
+"""One crawl's glue: its configuration, request, scope, addresses, rendering and logs."""

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import synapsecrawl.settings as project_settings
-from synapsecrawl.crawl.entries import DEFAULT_FRONTIER_PREFIX
 from synapsecrawl.crawl.netguard import HostMap, parse_host_resolve
 from synapsecrawl.crawl.render import RenderConfig
 from synapsecrawl.errors import ConfigError, SigningError
@@ -34,6 +33,7 @@ from synapsecrawl.kb.reread import reread_interval
 from synapsecrawl.numbers import check_numbers, read_flag, read_number, read_port
 from synapsecrawl.pacing import DEFAULT_PREFIX
 from synapsecrawl.profiles import Limits, Profile, load_profile, lower_limits, resolve_limits
+from synapsecrawl.shared.entries import DEFAULT_FRONTIER_PREFIX
 from synapsecrawl.signing import load_private_key, signature_agent_url
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from synapsecrawl.crawl.entries import check_crawl_name
 from synapsecrawl.errors import ArgumentError, ConfigError
 from synapsecrawl.numbers import read_flag
+from synapsecrawl.shared.entries import check_crawl_name
 from synapsecrawl.urls import url_problem
 
 __all__ = ["CrawlRequest", "WorkerRequest", "taking_turns"]

@@ -21,7 +21,7 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
 from functools import lru_cache
@@ -41,7 +41,17 @@ from synapsecrawl.extract.text import detect_encoding
 from synapsecrawl.extract.visible import BREAK, main_text, may_hide, visible_text
 from synapsecrawl.urls import url_problem
 
-__all__ = ["MAX_TRAFILATURA_DEPTHS", "MAX_TRAFILATURA_ELEMENTS", "jsonld_documents", "parse_html", "parse_tree"]
+__all__ = [
+    "MAX_TRAFILATURA_DEPTHS",
+    "MAX_TRAFILATURA_ELEMENTS",
+    "Labeller",
+    "jsonld_documents",
+    "parse_html",
+    "parse_tree",
+]
+
+# Reads a page's labels from its parsed tree: the labels, and the bounds the labelling met.
+Labeller = Callable[[lxml.html.HtmlElement, str], tuple[Labels, tuple[str, ...]]]
 
 MAX_TRAFILATURA_ELEMENTS = 30_000  # trafilatura needs 2-3 s here; larger trees get the plain walk
 # trafilatura walks each table's and list's descendants again (and justext each paragraph's
@@ -476,7 +486,7 @@ def parse_html(
     x_robots_tag: Sequence[str] = (),
     encoding: str | None = None,
     content_type: str = "text/html",
-    label: bool = False,
+    labeller: Labeller | None = None,
 ) -> Page:
     """Read an HTML response. Never raises on content: problems are listed instead.
 
@@ -484,7 +494,7 @@ def parse_html(
     the bot's product token and aliases, for directives addressed to it.
     When every part of the main text is data-nosnippet, the page is marked
     ``nosnippet`` (an empty ``snippet_text`` would mean "same as text").
-    With ``label``, the page carries its OMN-LABELS (``synapsecrawl.extract.page_kind``), read from the same tree.
+    With a ``labeller`` (``read_document`` passes OMN-LABELS'), the page carries its labels, read from the same tree.
     """
     media_type = content_type.split(";", 1)[0].strip().lower() or "text/html"
     header = f"{media_type}; charset={encoding}" if encoding else content_type
@@ -501,7 +511,7 @@ def parse_html(
             not_text=not_text,
         )
     bounded = [f"attributes: {dropped:,} past {MAX_ATTRIBUTES} on one element not read"] if dropped else []
-    labels = _labels(root, url) if label else None  # before the tree is handed to trafilatura
+    labels = labeller(root, url) if labeller else None  # before the tree is handed to trafilatura
     if labels is not None:
         bounded.extend(labels[1])
     found = _elements(root)
@@ -541,22 +551,6 @@ def parse_html(
         bounded=tuple(dict.fromkeys(bounded)),
         labels=None if labels is None else labels[0],
     )
-
-
-def _labels(root: lxml.html.HtmlElement, url: str) -> tuple[Labels, tuple[str, ...]]:
-    """OMN-LABELS of the page, and the bounds the labelling met."""
-    from synapsecrawl.extract.link_context import link_labelling
-    from synapsecrawl.extract.page_kind import label_page  # labels reads JSON-LD with this module
-
-    links = link_labelling(root, url)
-    tdm = tuple(
-        (name, content)
-        for meta in root.iter("meta")
-        if (name := (meta.get("name") or "")).strip().lower().startswith("tdm-")
-        and (content := meta.get("content")) is not None
-    )
-    kind = label_page(root, url).kind
-    return Labels(kind, tuple((link.url, link.context) for link in links.labels), tdm), links.bounded
 
 
 def _parse_tree(text: str) -> lxml.html.HtmlElement | None:

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from synapsecrawl.extract.page import Labels, Page
 from synapsecrawl.extract.sniff import binary_signature
+
+if TYPE_CHECKING:
+    import lxml.html  # type: ignore[import-untyped,unused-ignore]
 
 __all__ = ["media_type", "read_document"]
 
@@ -94,5 +98,27 @@ def _read(
     from synapsecrawl.extract.html import parse_html
 
     return parse_html(
-        body, url, tokens=tokens, x_robots_tag=x_robots_tag, encoding=encoding, content_type=media, label=label
+        body,
+        url,
+        tokens=tokens,
+        x_robots_tag=x_robots_tag,
+        encoding=encoding,
+        content_type=media,
+        labeller=_labels if label else None,
     )
+
+
+def _labels(root: lxml.html.HtmlElement, url: str) -> tuple[Labels, tuple[str, ...]]:
+    """OMN-LABELS of the page, and the bounds the labelling met (parse_html calls it with the page's tree)."""
+    from synapsecrawl.extract.link_context import link_labelling
+    from synapsecrawl.extract.page_kind import label_page  # labels reads JSON-LD with this module
+
+    links = link_labelling(root, url)
+    tdm = tuple(
+        (name, content)
+        for meta in root.iter("meta")
+        if (name := (meta.get("name") or "")).strip().lower().startswith("tdm-")
+        and (content := meta.get("content")) is not None
+    )
+    kind = label_page(root, url).kind
+    return Labels(kind, tuple((link.url, link.context) for link in links.labels), tdm), links.bounded

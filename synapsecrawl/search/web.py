@@ -2,7 +2,7 @@
 
 One Starlette app (the official MCP SDK's ``MCPServer``, streamable HTTP,
 stateless, JSON responses, as the on-demand fetcher's in
-``middlewares.engine.ondemand_server``) serving:
+``synapsecrawl.search.ondemand``) serving:
 
 - ``GET /api/search?query=...&kb=...&limit=...&offset=...`` and ``POST /api/search``
   with the same keys in a JSON object; ``GET /api/kbs``;

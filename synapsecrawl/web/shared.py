@@ -31,7 +31,7 @@ _SEED = "(seed)"
 
 # ARGV: F (the shared frontier's root, '' for none), W (the web keys' root), base, per linker, max, hashes, then
 # for each link: domain, linker ('' none), site, entry ('' none), its bit positions. An admitted link with an
-# entry is queued in the shared frontier in the same step, as synapsecrawl.crawl.frontier's _ADD queues one
+# entry is queued in the shared frontier in the same step, as synapsecrawl.shared.frontier's _ADD queues one
 # (its stream, sites, queued and ready keys), so a link is never marked seen without being queued.
 _ADMIT = """
 local F, W = ARGV[1], ARGV[2]

@@ -22,8 +22,8 @@ from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 
 from middlewares.backoff import BackoffGateMiddleware, BackoffMiddleware, BackoffState, Clock
+from middlewares.engine.exceptions import RetryScheduled, SiteLeft, UrlHeld
 from middlewares.engine.runtime import Runtime
-from middlewares.exceptions import RetryScheduled, SiteLeft, UrlHeld
 from middlewares.retry import BackoffRetryMiddleware
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.errors import ConfigError

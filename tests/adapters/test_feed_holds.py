@@ -16,8 +16,8 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 
 from middlewares.engine.runtime import Runtime
+from middlewares.feedholds import FeedHolds
 from spiders.feed import FeedSpider
-from spiders.feedholds import FeedHolds
 from synapsecrawl.kb.records import UrlHold
 from tests.adapters.crawlers import crawler_for, opened_store
 

@@ -17,7 +17,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import build_from_crawler
 
-from middlewares.render import RenderMiddleware, refuse, render_settings
+from middlewares.engine.addon import render_settings
+from middlewares.render import RenderMiddleware, refuse
 from synapsecrawl.crawl.config import CrawlConfig
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from tests.adapters.crawlers import crawler_for, project

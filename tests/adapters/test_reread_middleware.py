@@ -15,8 +15,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 
+from middlewares.engine.exceptions import Unchanged
 from middlewares.engine.runtime import Runtime
-from middlewares.exceptions import Unchanged
 from middlewares.reread import RereadMiddleware
 from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.kb.records import PageRecord, utcnow

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import uvicorn
 
-from middlewares.engine.ondemand_server import OndemandServer
 from synapsecrawl.profiles import load_profile
 from synapsecrawl.search.api import SearchService
+from synapsecrawl.search.ondemand import OndemandServer
 from synapsecrawl.search.web import Server, bind_socket, search_app
 
 

@@ -22,9 +22,9 @@ from scrapy.crawler import Crawler
 from bench.redisserver import free_port, redis_server
 from middlewares.engine.runtime import Runtime
 from middlewares.engine.shared_scheduler import SharedScheduler, plain_meta
-from synapsecrawl.crawl.entries import BadEntry, Entry, Lease
-from synapsecrawl.crawl.frontier import SharedFrontier
 from synapsecrawl.crawl.meta import LEASE, TURN
+from synapsecrawl.shared.entries import BadEntry, Entry, Lease
+from synapsecrawl.shared.frontier import SharedFrontier
 from tests.adapters.crawlers import crawler_for
 from tests.conftest import REDIS_URL
 

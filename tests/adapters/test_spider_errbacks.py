@@ -20,7 +20,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError
 from twisted.python.failure import Failure
 
-from middlewares.exceptions import Unchanged
+from middlewares.engine.exceptions import Unchanged
 from spiders.feed import FeedSpider, _why
 from spiders.sitemap import SitemapSpider
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from synapsecrawl.crawl.entries import BadEntry, Entry
-from synapsecrawl.crawl.frontier import SharedFrontier
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.pacing.shared import RedisPacing
+from synapsecrawl.shared.entries import BadEntry, Entry
+from synapsecrawl.shared.frontier import SharedFrontier
 from tests.conftest import REDIS_URL
 
 
@@ -218,7 +218,7 @@ def test_a_lease_acknowledges_the_last_ones_and_says_when_the_next_site_is_due(f
 def test_redis_down_is_frontier_unreachable() -> None:
     """#16 (Redis unreachable): every frontier call that cannot reach Redis raises one exception the
     scheduler turns into one line and a wait."""
-    from synapsecrawl.crawl.entries import FrontierUnreachable
+    from synapsecrawl.shared.entries import FrontierUnreachable
 
     f = SharedFrontier("redis://127.0.0.1:1/0", "core")
     with pytest.raises(FrontierUnreachable):

@@ -61,3 +61,21 @@ def test_every_core_entry_is_behind_the_boundary_lint() -> None:
     }
     assert entries - set(boundary["source_modules"]) == {"synapsecrawl.cli", "synapsecrawl.settings"}
     assert set(boundary["source_modules"]) <= entries
+
+
+def test_the_adapter_packages_are_layered_over_the_core() -> None:
+    """CARD-LAYOUT: import-linter layers the adapters, spiders and pipelines over middlewares over
+    middlewares.engine over the core, and the middlewares/ layer is exhaustive: every module there but
+    the engine is named above it, so a new one cannot slip past the lint."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+    layers = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    outer = [c["layers"] for c in layers if "containers" not in c]
+    assert outer == [["spiders | pipelines", "middlewares", "synapsecrawl"]]
+    [inner] = [c for c in layers if c.get("containers") == ["middlewares"]]
+    assert inner["exhaustive"] is True
+    above, below = inner["layers"]
+    assert below == "engine"
+    modules = {path.stem for path in (ROOT / "middlewares").glob("*.py") if path.name != "__init__.py"}
+    assert {name.strip() for name in above.split(":")} == modules
+    [acyclic] = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "acyclic_siblings"]
+    assert acyclic["depth"] >= 1

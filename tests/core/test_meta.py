@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from synapsecrawl.crawl.entries import is_plain_json
 from synapsecrawl.crawl.meta import (
     LEASE,
     LEFT_OUT_OF_ENTRY,
@@ -15,6 +14,7 @@ from synapsecrawl.crawl.meta import (
     TURN,
     drop_per_download,
 )
+from synapsecrawl.shared.entries import is_plain_json
 
 ROOT = Path(__file__).resolve().parents[2]
 _TREES = ("synapsecrawl", "middlewares", "spiders", "pipelines")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from synapsecrawl.crawl import frontier
 from synapsecrawl.pacing import shared
 from synapsecrawl.pacing.keys import SPACING_LUA, lua_key_parts, site_keys
+from synapsecrawl.shared import frontier
 
 
 @pytest.mark.parametrize("site", ["a.test", "example.com", "[::1]:8080"])

@@ -229,7 +229,7 @@ def test_a_crawl_delay_read_by_one_worker_holds_for_all_of_them(
     create a directory) is refused by the worker that leases it with one warning line, not unpickled."""
     import pickle
 
-    from synapsecrawl.crawl.frontier import SharedFrontier
+    from synapsecrawl.shared.frontier import SharedFrontier
     from tests.core.test_frontier_redis import _Exploit
 
     site = f"slowly.{host}"

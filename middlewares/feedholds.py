@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from middlewares.engine.logformat import when
 from middlewares.engine.runtime import Runtime
-from middlewares.exceptions import when
 from synapsecrawl.kb.records import UrlHold
 from synapsecrawl.pacing.backoff import feed_retry_delay
 

@@ -13,15 +13,16 @@ errback with it and logs nothing. Spiders tell the kinds apart to count them
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
 from scrapy.exceptions import IgnoreRequest
 
+from middlewares.engine.logformat import when
+
 if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
-__all__ = ["RetryScheduled", "SiteLeft", "Unchanged", "UrlHeld", "caught", "when"]
+__all__ = ["RetryScheduled", "SiteLeft", "Unchanged", "UrlHeld", "caught"]
 
 _E = TypeVar("_E", bound=BaseException)
 
@@ -31,11 +32,6 @@ def caught(failure: Failure, kind: type[_E]) -> _E | None:
     so an errback can read the exception's own fields (an HttpError's response) under mypy strict."""
     value = failure.value
     return value if isinstance(value, kind) else None
-
-
-def when(unix: float) -> str:
-    """``unix`` seconds as an ISO 8601 UTC time, to the second, for log lines and refusals."""
-    return datetime.fromtimestamp(unix, UTC).isoformat(timespec="seconds")
 
 
 class SiteLeft(IgnoreRequest):

@@ -3,7 +3,7 @@
 What a request, a source start and a lease are when they leave a worker, and how each is checked on
 the way back in (anyone who can write to Redis must not be able to run code on the workers: an entry
 that is not our JSON is a ``BadEntry``). No Redis here: the crawl command and the config read these
-names without importing a Redis client; ``synapsecrawl.crawl.frontier`` moves them.
+names without importing a Redis client; ``synapsecrawl.shared.frontier`` moves them.
 """
 
 from __future__ import annotations

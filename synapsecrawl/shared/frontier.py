@@ -29,7 +29,7 @@ Entries are JSON (``Entry``), never pickle: anyone who can write to Redis must
 not be able to run code on the workers; an entry that is not our JSON is
 refused with one log line and dropped.
 
-The entries themselves (``Entry``, ``Lease``, ``Source``) are ``synapsecrawl.crawl.entries``, Redis-free,
+The entries themselves (``Entry``, ``Lease``, ``Source``) are ``synapsecrawl.shared.entries``, Redis-free,
 and imported from there. One file because the Lua scripts and the Python that calls them are one protocol
 and change together. Every call is one atomic Lua script (one round trip); a lease acknowledges
 the worker's finished leases in the same call and says when the next site
@@ -49,7 +49,9 @@ from typing import Any
 import redis
 import redis.asyncio
 
-from synapsecrawl.crawl.entries import (
+from synapsecrawl.pacing.keys import SPACING_LUA, lua_key_parts
+from synapsecrawl.pacing.shared import async_redis
+from synapsecrawl.shared.entries import (
     DEFAULT_FRONTIER_PREFIX,
     BadEntry,
     CrawlStatus,
@@ -60,8 +62,6 @@ from synapsecrawl.crawl.entries import (
     check_crawl_name,
     fingerprint,
 )
-from synapsecrawl.pacing.keys import SPACING_LUA, lua_key_parts
-from synapsecrawl.pacing.shared import async_redis
 
 __all__ = ["SharedFrontier"]
 

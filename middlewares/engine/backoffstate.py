@@ -1,4 +1,4 @@
-"""Backoff's state for one crawl, shared by the gate, the judge and the retries (``BackoffState``).
+"""Backoff's state for one crawl, shared by the gate, the judge, the retries and a shared crawl's scheduler.
 
 What the store remembers of each site (its pause, its streaks) is read once per
 crawl, and what this crawl learns is written back, so a later crawl starts where
@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Self
 
+from middlewares.engine.exceptions import SiteLeft
+from middlewares.engine.logformat import secs, when
 from middlewares.engine.runtime import Runtime
 from middlewares.engine.seam import paced_downloader
-from middlewares.exceptions import SiteLeft, when
 from synapsecrawl.kb.records import SiteState, UrlHold
 from synapsecrawl.pacing.backoff import SiteHistory
 
@@ -25,15 +26,11 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-__all__ = ["BackoffState", "Clock", "secs"]
+__all__ = ["BackoffState", "Clock", "left_elsewhere"]
 
 logger = logging.getLogger("middlewares.backoff")  # one logger for backoff's lines, whichever file writes them
 
 _ATTR = "_synapsecrawl_backoff"
-
-
-def secs(seconds: float) -> str:
-    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
 
 
 @dataclass(frozen=True)
@@ -158,3 +155,8 @@ class BackoffState:
     async def release(self, request: Request) -> None:
         if request.meta.get("backoff_held") or request.meta.get("backoff_retries"):
             await self.runtime.kb.release(self.runtime.profile.name, request.url)
+
+
+def left_elsewhere(crawler: Crawler, site: str, until: float, reason: str) -> None:
+    """Another worker of a shared crawl left ``site`` (paused past what the crawl waits): defer it here too."""
+    BackoffState.of(crawler).left.setdefault(site, (until, reason))
