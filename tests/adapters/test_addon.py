@@ -17,6 +17,7 @@ from synapsecrawl import settings as project_settings
 
 def crawler_for(**overrides: object):  # type: ignore[no-untyped-def]
     values = {k: v for k, v in vars(project_settings).items() if k.isupper()}
+    values["REPORT_ENABLED"] = False  # no KB path here: a report would be written into the checkout
     values.update(overrides)
     crawler = get_crawler(settings_dict=values)
     crawler._apply_settings()
