@@ -31,9 +31,9 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Self
+from typing import Protocol, Self
 
-__all__ = ["DOCS_DIR", "Hit", "HostSpec", "SimWeb", "doc_files", "make_hosts", "page_path"]
+__all__ = ["DOCS_DIR", "Connection", "Handler", "Hit", "HostSpec", "SimWeb", "doc_files", "make_hosts", "page_path"]
 
 DOCS_DIR = Path("/usr/share/doc/python3.11/html/library")  # Debian's python3.11-doc: #17's benchmark pages
 
@@ -229,8 +229,17 @@ class _Asked:
     close: bool
 
 
-class _Connection(asyncio.Protocol):
-    def __init__(self, web: SimWeb) -> None:
+class Handler(Protocol):
+    """What answers a request head read by ``Connection`` (SimWeb, bench.webgen's WebServer)."""
+
+    def handle(self, transport: asyncio.Transport, head: bytes, now: float) -> None: ...
+
+
+class Connection(asyncio.Protocol):
+    """HTTP/1.1 keep-alive by hand: a benchmark's server must answer a few hundred pages/s on one core,
+    which the stdlib's http.server cannot, and aiohttp's parsing costs several times this per request."""
+
+    def __init__(self, web: Handler) -> None:
         self._web = web
         self._buffer = bytearray()
         self._transport: asyncio.Transport | None = None
@@ -300,7 +309,7 @@ class SimWeb:
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._server = self._loop.run_until_complete(
-            self._loop.create_server(lambda: _Connection(self), "127.0.0.1", 0, backlog=4096)
+            self._loop.create_server(lambda: Connection(self), "127.0.0.1", 0, backlog=4096)
         )
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()

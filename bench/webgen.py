@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import IO, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
+from bench.sim import Connection
+
 __all__ = ["TRAP_KINDS", "Host", "LogLine", "Web", "WebServer", "read_log"]
 
 TEXT_DIR = Path("/usr/share/doc/python3.11/html/library")  # Debian's python3.11-doc: the pages' text
@@ -504,31 +506,6 @@ class _Asked(NamedTuple):
     close: bool
 
 
-class _Connection(asyncio.Protocol):
-    """HTTP/1.1 keep-alive by hand: the server must answer a few hundred pages/s on one core, which the
-    stdlib's http.server cannot, and aiohttp's parsing costs several times this per request."""
-
-    def __init__(self, server: WebServer) -> None:
-        self._server = server
-        self._buffer = bytearray()
-        self._transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        now = time.monotonic()
-        self._buffer += data
-        while (end := self._buffer.find(b"\r\n\r\n")) >= 0:
-            head = bytes(self._buffer[:end])
-            del self._buffer[: end + 4]
-            assert self._transport is not None
-            self._server.handle(self._transport, head, now)
-        if len(self._buffer) > 65536 and self._transport is not None:
-            self._transport.close()
-
-
 class WebServer:
     """Serves a ``Web`` on 127.0.0.1, logging every request to ``log``."""
 
@@ -540,7 +517,7 @@ class WebServer:
 
     async def serve(self, port: int = 0) -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: _Connection(self), "127.0.0.1", port, backlog=4096)
+        server = await loop.create_server(lambda: Connection(self), "127.0.0.1", port, backlog=4096)
         self.port = server.sockets[0].getsockname()[1]
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
