@@ -32,9 +32,6 @@ The first-add fetch does not wait for the site's Crawl-delay (meta
 the feed at once, spaced from robots.txt by the crawl's delay only. Scheduled
 refreshes (a feed the KB holds) and every other request wait for it
 (SER-ROBOTS-FEEDS).
-
-One file because it is one spider: its feed, entry, preview and icon requests share its kinds and
-its KB look-ups.
 """
 
 from __future__ import annotations

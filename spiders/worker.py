@@ -10,8 +10,7 @@ it and the answers yield goes back to the shared frontier
 (``middlewares.engine.shared_scheduler``), so any worker may fetch it, in its site's
 turn. The mode's spider (one per source, in every worker) reads each answer:
 scope, depth and nofollow are the mode's own. The page limit of a source is
-counted in Redis, across workers (``take_page``). One file because it is one spider: a
-shared crawl's sources in, their answers and leases out.
+counted in Redis, across workers (``take_page``).
 
 A lease ends once the request's answer has been read and its items and links
 handed on (the scraper is done with it), so a worker killed at any point

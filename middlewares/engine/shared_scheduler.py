@@ -11,7 +11,6 @@ backoff retry) ends its old lease in the same Redis step that queues the copy.
 A request whose meta cannot travel as JSON (a feed entry waiting for its
 article's og:image) stays in this worker, in a small local queue, and is
 handed out when its site is due here: its feed's state lives in this process.
-One file because it is one Scrapy role, the scheduler: in, out, leases and their heartbeat.
 
 Redis that stops answering is one warning line; the scheduler then asks
 again every second, keeps what it has to send in memory, and says so when

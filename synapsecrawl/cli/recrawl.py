@@ -21,8 +21,7 @@ worker jobs are scheduled for it (#16).
 
 It prints one line per source. Exit status: 0 all due sources crawled or
 scheduled (or none due); 1 at least one failed; 2 usage; 75 (EX_TEMPFAIL)
-another run holds the lock. One file because it is one cron command: the lock, the local runner
-and the shared-crawl hand-off are the parts of one run (the Scrapyd client is ``cli/scrapyd.py``).
+another run holds the lock.
 """
 
 from __future__ import annotations

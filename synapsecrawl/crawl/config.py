@@ -10,9 +10,6 @@ Defaults are synapsecrawl.settings' constants, or a sub-config's own where
 settings.py names none (JS_*: ``RenderConfig``). No Scrapy here: ``settings``
 is anything with ``get``, ``getpriority`` and iteration, or a plain mapping of
 what the operator set.
-
-One file because it is one check: every setting is read and refused in one place, so none is checked
-twice.
 """
 
 from __future__ import annotations

@@ -11,8 +11,6 @@ feed's URL (or its ``xml:base``); one that is not http(s) is dropped.
 ``read_og_image`` reads a page's ``og:image`` (The Open Graph protocol),
 ``icon_candidates`` lists the icons to try in order (SER-ICON). Nothing here
 fetches anything.
-
-One file because all three readers are small, pure, and serve the feed spider alone.
 """
 
 from __future__ import annotations

@@ -11,8 +11,6 @@ and each bound a page meets is named in ``Page.bounded``. Text is plain, one
 paragraph per block (heading, paragraph, list item, table row), paragraphs
 separated by a blank line. Elements carrying ``data-nosnippet`` (honoured on
 any element, not only span/div/section) are left out of ``snippet_text``.
-
-One file because it is one parse: every value of a Page is read from the same decoded tree.
 """
 
 from __future__ import annotations

@@ -10,8 +10,6 @@ The work is linear in the page (#14): what an element says about the links insid
 container, a menu, a reference list, its text's length) is worked out once per element and
 remembered, never again for each link it holds; and at most ``MAX_LINKS`` anchors are examined.
 ``LinkLabelling.examined`` counts the elements looked at, so tests can hold the bound.
-
-One file because it is one decision per link, made in one remembered walk of the tree.
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@
 Each table maps a schema.org type, an ``og:type``, a URL path word or a host
 word to ``(kind, weight)``; each pattern is a cue ``extract.page_kind`` counts
 (carts and prices, bylines, newsroom and blog phrases, tutorial and API
-headings). Data only: the weighing is ``page_kind``'s. One file because it is
-one vocabulary, read and tuned together.
+headings). Data only: the weighing is ``page_kind``'s.
 """
 
 from __future__ import annotations

@@ -14,9 +14,6 @@ calls it from worker threads; reads take a connection of a small pool
 (``READERS`` kept idle), so concurrent searches do not wait for each other.
 Page times are ``timestamptz`` read back in UTC; robots.txt, backoff and source
 times are unix seconds (double precision).
-
-One file because it is one back-end: every Store method's SQL for PostgreSQL, as sqlite.py and
-sqlite_content.py are SQLite's.
 """
 
 from __future__ import annotations

@@ -31,9 +31,6 @@ the page's own address naming a query word (``library/subprocess.html`` for
 phrase rank together. Measured on the Python 3.11 docs (bench/search_eval.py,
 docs/search.md): this puts the page that defines a thing above the overview
 pages (whatsnew, indexes) that mention it as often.
-
-One file because passages, snippets and ranking are one contract (what a result shows), kept the
-same for both back-ends.
 """
 
 from __future__ import annotations

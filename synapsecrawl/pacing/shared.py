@@ -22,8 +22,6 @@ Crawl-delay spacing, its slow-server spacing and its pause live in Redis too,
 so what one machine learns holds for all. The ``PacingState`` methods answer
 from a local copy (a ``SiteClock``) that each grant brings up to date, so
 reading them never waits on the network; the grant itself is what holds a site.
-
-One file because the Lua script and the Python that calls it are one protocol and change together.
 """
 
 from __future__ import annotations

@@ -6,9 +6,6 @@ KB user's spider arguments into the limits one crawl runs under. The rule
 (CONTRACT.md): settings may raise a limit up to the deployment's hard cap;
 spider arguments may only lower it. Anything else is a ``ConfigError`` whose
 message is one line naming the setting and the cap.
-
-One file because it is one schema: the profile's dataclasses, their parsing and the caps they hold
-are read together.
 """
 
 from __future__ import annotations

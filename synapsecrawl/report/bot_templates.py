@@ -4,8 +4,7 @@ Every promise a bot page makes (../shared/PROMISES.md ids) is one entry of
 ``PROMISES``: a sentence template, and the profile fields that fill it. The
 templates hold words only; every number is a profile value put in by
 ``report.words.Words``, so changing a profile's number changes its page, and
-nothing else can. One file because it is one table: a promise's template is
-read, and reviewed, beside the promise it states.
+nothing else can.
 """
 
 from __future__ import annotations

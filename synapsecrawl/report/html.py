@@ -5,9 +5,6 @@ from a file, with nothing fetched: no plot library's script or CDN. The index
 stays small for thousands of sites (one table row each); a site's requests,
 gap chart and timeline are on its own page, the request table cut at
 ``MAX_ROWS`` (the JSON keeps every request).
-
-One file because it is one output, the static HTML, whose index and site pages share their helpers
-and style.
 """
 
 from __future__ import annotations

@@ -21,8 +21,6 @@ RFC 9309 where a site owner would notice: it matches "Foo" groups for "FooBot", 
 other records must not interfere with grouping), and reads a leading byte-order mark as part of the first key.
 tests/core/test_robots.py shows each of these and checks that everywhere else we allow exactly what
 Protego allows.
-
-One file because it is one RFC, one parser.
 """
 
 from __future__ import annotations

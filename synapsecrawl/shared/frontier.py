@@ -30,8 +30,7 @@ not be able to run code on the workers; an entry that is not our JSON is
 refused with one log line and dropped.
 
 The entries themselves (``Entry``, ``Lease``, ``Source``) are ``synapsecrawl.shared.entries``, Redis-free,
-and imported from there. One file because the Lua scripts and the Python that calls them are one protocol
-and change together. Every call is one atomic Lua script (one round trip); a lease acknowledges
+and imported from there. Every call is one atomic Lua script (one round trip); a lease acknowledges
 the worker's finished leases in the same call and says when the next site
 falls due, so a worker sleeps until then rather than asking. All shared
 times are the Redis server's ``TIME``. Keys need one Redis (not a Cluster: a
