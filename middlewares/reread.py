@@ -123,7 +123,7 @@ class RereadMiddleware:
             return
         if await self._fetched_in_this_run(stored):
             # A crawl that continues its source's unfinished run (killed, stopped, its KB down) does not ask
-            # again for what the run has: the page's stored links lead on, as a 304's would (#33).
+            # again for what the run has: the page's stored links lead on, as a 304's would.
             self._stat("reread/in_this_run")
             request.meta["reread_outlinks"] = stored.outlinks
             raise Unchanged(f"already fetched in this run of its source: {request.url}")

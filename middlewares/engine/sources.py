@@ -151,7 +151,7 @@ class SourceExtension:
     def _opened(self, **_: Any) -> None:
         spider = self._spider
         if spider is not None:
-            # Before any request: whether this crawl continues an unfinished run of its source (#33)
+            # Before any request: whether this crawl continues an unfinished run of its source
             begun = self._runtime.run_begun = asyncio.get_running_loop().create_future()
             runtime = self._runtime
 

@@ -38,7 +38,7 @@ class Command(ScrapyCrawl):
         assert self.settings is not None
         arguments: dict[str, Any] = dict(getattr(opts, "spargs", None) or {})
         try:
-            if args[:1] == ["web"]:  # a profile that does not crawl the web says so first (#39)
+            if args[:1] == ["web"]:  # a profile that does not crawl the web says so first
                 from synapsecrawl.web.request import refuse_web
 
                 refuse_web(str(self.settings.get("BOT_PROFILE") or "synapsebot"))
@@ -51,7 +51,7 @@ class Command(ScrapyCrawl):
                 from synapsecrawl.cli.crawl import check_worker_arguments  # Redis: imported only when it is used
 
                 check_worker_arguments(config.shared.redis_url, **arguments)
-            elif args[:1] == ["web"]:  # the profile may refuse the web crawl: before any request (#39)
+            elif args[:1] == ["web"]:  # the profile may refuse the web crawl: before any request
                 from synapsecrawl.web.request import WebRequest
 
                 WebRequest.from_args(config.profile, **arguments)
