@@ -9,7 +9,8 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -147,3 +148,13 @@ def record(url: str, text: str, **kw: object) -> PageRecord:
         fetched_at=WHEN,
         **kw,
     )  # type: ignore[arg-type]
+
+
+def wait_for(check: Callable[[], bool], deadline: float = 30.0) -> bool:
+    """Poll ``check`` until it holds or ``deadline`` seconds pass; whether it held."""
+    end = time.monotonic() + deadline
+    while not check():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True

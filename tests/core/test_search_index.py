@@ -8,8 +8,7 @@ with the index under ``tmp_path``. Waits are polls with a deadline, never a timi
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -21,7 +20,7 @@ from synapsecrawl.kb.store import Store
 from synapsecrawl.search import index as search_index
 from synapsecrawl.search.index import Follower, IndexBusy, SearchIndex, index_path
 from tests.core.test_store_backends import docsite_records
-from tests.helpers import record
+from tests.helpers import record, wait_for
 
 QUERIES = (
     "restore a single file",
@@ -31,16 +30,6 @@ QUERIES = (
     "encryption key",
     "exclude files",
 )
-
-
-def wait_for(check: Callable[[], bool], deadline: float = 20.0) -> bool:
-    """Poll ``check`` until it holds or ``deadline`` seconds pass; whether it held."""
-    end = time.monotonic() + deadline
-    while not check():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +23,9 @@ from synapsecrawl.search.index import SearchIndex, index_path
 from tests import zygote
 from tests.conftest import _bin, synapsecrawl
 from tests.e2e.test_serve import WHEN, kb_search, serve
-from tests.helpers import ROOT, bin_path, record
+from tests.helpers import ROOT, bin_path, record, wait_for
+from tests.site.pages import ROBOTS_ALL
 from tests.site.server import Reply, TestServer
-
-ROBOTS_ALL = Reply("User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"})
-
-
-def wait_for(check: Callable[[], bool], deadline: float = 30.0) -> bool:
-    """Poll ``check`` until it holds or ``deadline`` seconds pass; whether it held."""
-    end = time.monotonic() + deadline
-    while not check():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
