@@ -21,6 +21,7 @@ from synapsecrawl.urls import canonical
 
 __all__ = [
     "DEFAULT_FRONTIER_PREFIX",
+    "ENQUEUE_LUA",
     "MODES",
     "BadEntry",
     "CrawlStatus",
@@ -34,6 +35,22 @@ __all__ = [
 ]
 
 DEFAULT_FRONTIER_PREFIX = "synapsecrawl:frontier"
+
+# How a site's entry joins the frontier, in every script that queues one (synapsecrawl.shared.frontier, and
+# synapsecrawl.web.shared, which queues a link in the step that marks it seen): its stream (made with the
+# crawl's one consumer group when the site is new), the sites set, its queued count, and the ready set at
+# ``now`` (``order`` 'NX': a site already there keeps its place; 'LT': a requeued entry may bring it forward).
+ENQUEUE_LUA = """
+local function enqueue(P, site, data, now, order)
+  local q = P .. ':q:' .. site
+  if redis.call('SADD', P .. ':sites', site) == 1 then
+    redis.pcall('XGROUP', 'CREATE', q, 'workers', '0', 'MKSTREAM')
+  end
+  redis.call('XADD', q, '*', 'd', data)
+  redis.call('HINCRBY', P .. ':queued', site, 1)
+  redis.call('ZADD', P .. ':ready', order, now, site)
+end
+"""
 MODES = ("page", "site", "sitemap", "feed", "web")
 _NAME = re.compile(r"^[\w.-]{1,100}$")
 _MAX_ENTRY_BYTES = 64 * 1024  # a request is a URL and a few fields; anything bigger is not ours

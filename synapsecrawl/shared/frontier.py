@@ -52,6 +52,7 @@ from synapsecrawl.pacing.keys import SPACING_LUA, lua_key_parts
 from synapsecrawl.pacing.shared import async_redis
 from synapsecrawl.shared.entries import (
     DEFAULT_FRONTIER_PREFIX,
+    ENQUEUE_LUA,
     BadEntry,
     CrawlStatus,
     Entry,
@@ -64,7 +65,9 @@ from synapsecrawl.shared.entries import (
 
 __all__ = ["SharedFrontier"]
 
-_PRELUDE = """
+_PRELUDE = (
+    ENQUEUE_LUA
+    + """
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -74,13 +77,7 @@ local function split(member)
   return string.sub(member, 1, sep - 1), string.sub(member, sep + 1)
 end
 local function requeue(site, data)
-  local q = P .. ':q:' .. site
-  if redis.call('SADD', P .. ':sites', site) == 1 then
-    redis.pcall('XGROUP', 'CREATE', q, 'workers', '0', 'MKSTREAM')
-  end
-  redis.call('XADD', q, '*', 'd', data)
-  redis.call('HINCRBY', P .. ':queued', site, 1)
-  redis.call('ZADD', P .. ':ready', 'LT', now, site)
+  enqueue(P, site, data, now, 'LT')
 end
 -- Ends a lease: acknowledged (counted done for worker) or given back (its entry queued again).
 local function settle(member, worker, give_back)
@@ -108,6 +105,7 @@ local function settle(member, worker, give_back)
   return 1
 end
 """
+)
 
 # ARGV: P, worker, lease member to end first ('' none), then (site, fingerprint or '', data) triples.
 _ADD = (
@@ -118,13 +116,7 @@ local added = 0
 for i = 4, #ARGV, 3 do
   local site, fp, data = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if fp == '' or redis.call('SADD', P .. ':seen', fp) == 1 then
-    local q = P .. ':q:' .. site
-    if redis.call('SADD', P .. ':sites', site) == 1 then
-      redis.pcall('XGROUP', 'CREATE', q, 'workers', '0', 'MKSTREAM')
-    end
-    redis.call('XADD', q, '*', 'd', data)
-    redis.call('HINCRBY', P .. ':queued', site, 1)
-    redis.call('ZADD', P .. ':ready', 'NX', now, site)
+    enqueue(P, site, data, now, 'NX')
     added = added + 1
   end
 end

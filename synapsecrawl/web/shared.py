@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from synapsecrawl.profiles import WebPolicy
+from synapsecrawl.shared.entries import ENQUEUE_LUA
 from synapsecrawl.web.redis_seen import RedisBloom, bloom_shape
 
 __all__ = ["ADMITTED", "BUDGET", "KNOWN", "SharedNearDuplicates", "SharedWebGate", "web_status"]
@@ -31,9 +32,11 @@ _SEED = "(seed)"
 
 # ARGV: F (the shared frontier's root, '' for none), W (the web keys' root), base, per linker, max, hashes, then
 # for each link: domain, linker ('' none), site, entry ('' none), its bit positions. An admitted link with an
-# entry is queued in the shared frontier in the same step, as synapsecrawl.shared.frontier's _ADD queues one
-# (its stream, sites, queued and ready keys), so a link is never marked seen without being queued.
-_ADMIT = """
+# entry is queued in the shared frontier in the same step, by the frontier's own ENQUEUE_LUA, so a link is
+# never marked seen without being queued.
+_ADMIT = (
+    ENQUEUE_LUA
+    + """
 local F, W = ARGV[1], ARGV[2]
 local base, per, max, k = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local now = nil
@@ -60,13 +63,7 @@ while i <= #ARGV do
           local t = redis.call('TIME')
           now = tonumber(t[1]) + tonumber(t[2]) / 1000000
         end
-        local q = F .. ':q:' .. site
-        if redis.call('SADD', F .. ':sites', site) == 1 then
-          redis.pcall('XGROUP', 'CREATE', q, 'workers', '0', 'MKSTREAM')
-        end
-        redis.call('XADD', q, '*', 'd', data)
-        redis.call('HINCRBY', F .. ':queued', site, 1)
-        redis.call('ZADD', F .. ':ready', 'NX', now, site)
+        enqueue(F, site, data, now, 'NX')
       end
     else
       redis.call('HINCRBY', W .. ':cuts', 'budget', 1)
@@ -76,6 +73,7 @@ while i <= #ARGV do
 end
 return out
 """
+)
 
 
 class SharedWebGate:
