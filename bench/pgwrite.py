@@ -91,7 +91,7 @@ def _writer(
     uri: str, pages: list[PageRecord], batch: int, barrier: Any, out: Any
 ) -> None:  # pragma: no cover - a child process
     store = PostgresStore(uri)
-    backend = int(store._conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]  # noqa: SLF001
+    backend = int(store._conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
     writer: BatchWriter[PageRecord] = BatchWriter(store.put_pages, max_items=batch, max_wait=0.25)
     barrier.wait()
     started, cpu, pg = time.monotonic(), time.process_time(), proc_cpu(backend)
@@ -133,7 +133,7 @@ def _one(pool: list[PageRecord], writers: int, per_writer: int, batch: int, *, f
             procs.append(ctx.Process(target=_writer, args=(uri, pages, batch, barrier, out)))
         for proc in procs:
             proc.start()
-        results = []
+        results: list[dict[str, Any]] = []
         while len(results) < writers:
             try:
                 results.append(out.get(timeout=1.0))
@@ -163,7 +163,9 @@ def _one(pool: list[PageRecord], writers: int, per_writer: int, batch: int, *, f
     }
 
 
-def run_pgwrite(writers: list[int], per_writer: int, batch: int, *, fts: bool = True, pool: int = 100) -> dict[str, Any]:
+def run_pgwrite(
+    writers: list[int], per_writer: int, batch: int, *, fts: bool = True, pool: int = 100
+) -> dict[str, Any]:
     pages = sim_pages(max(1, pool // 20), 20)
     result: dict[str, Any] = {
         "per_writer": per_writer,
@@ -203,9 +205,7 @@ def main() -> None:
     parser.add_argument("--without-fts", action="store_true", help="leave the tsvector columns empty")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
-    result = run_pgwrite(
-        [int(w) for w in args.writers.split(",")], args.pages, args.batch, fts=not args.without_fts
-    )
+    result = run_pgwrite([int(w) for w in args.writers.split(",")], args.pages, args.batch, fts=not args.without_fts)
     print_result(result)
     if args.out is not None:
         args.out.write_text(json.dumps(result, indent=1) + "\n")

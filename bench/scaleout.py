@@ -1,9 +1,9 @@
-"""Scale-out: one crawl shared by 1, 2 and 4 workers (#16), from the server's log and Redis's own counts.
+"""Scale-out: one crawl shared by 1 to 16 workers (#16, #37), from the server's log, Redis's and /proc's counts.
 
     python -m bench.scaleout --hosts 100 --pages 5 --delay 60 --workers 1,2,4   # politeness-bound (2 requests/s)
     python -m bench.scaleout --hosts 400 --pages 5 --delay 1 --workers 1,2,4    # CPU-bound
-    python -m bench.scaleout --hosts 480 --pages 4 --delay 1 --latency 1 --concurrency 8 --workers 1,2,4,8,16
-                                                                               # bound by each worker's concurrency
+    python -m bench.scaleout --adds-up      # 480 sites x 4 pages answering after 1 s, CONCURRENT_REQUESTS 8,
+                                            # 1, 2, 4, 8, 16 workers: bound by each worker's concurrency
 
 Each run: a fresh redis-server of the benchmark's own (no other client's
 commands in its counts), a fresh PostgreSQL schema as the KB, the URL list
@@ -22,7 +22,17 @@ runs inside Redis are not round trips and are left out. Redis's own CPU per
 page (``INFO cpu``, user + system) gives one Redis core's ceiling in pages a
 second. With ``--latency`` every page is answered that many seconds late and
 each worker may keep ``--concurrency`` requests in flight: the regime where
-workers should add up, since neither sites nor cores are the bound.
+workers should add up, since neither sites nor cores should be the bound;
+its ideal is then pages x latency / (workers x concurrency) (``ideal_inflight``).
+
+Where it stops adding up is read from CPU per page, each process's own:
+the workers with their extraction processes (``getrusage`` of the children
+once waited for), Redis (``INFO cpu``), the KB's PostgreSQL backends (their
+``/proc/<pid>/stat``, found by the run's own ``application_name``), and the
+simulated web (this process). ``cores_busy`` is all of it over the makespan:
+near the machine's cores, CPU is the bound. ``first_request_s`` is how long
+the workers took to start (process start to the first request). Redis memory
+per URL (``used_memory``) is read after ``crawl add`` and after the crawl.
 """
 
 from __future__ import annotations
@@ -30,15 +40,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import tempfile
+import threading
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, judge, machine, scrapy_bin
+from bench.pgwrite import drop_schema, proc_cpu, schema_uri
 from bench.redisserver import free_port, redis_server
 from bench.sim import SimWeb, make_hosts
 
@@ -62,21 +74,39 @@ def _round_trips(port: int) -> int:
     )
 
 
-def _schema() -> tuple[str, str]:
-    import psycopg
+class _Backends:
+    """The CPU of the PostgreSQL backends whose application_name is ``name`` (the workers' KB connections),
+    read from ``/proc`` every ``every`` seconds on a thread: a backend's last reading stands once it is
+    gone (at most ``every`` of its CPU is missed, while it closes)."""
 
-    name = f"bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES, autocommit=True) as admin:
-        admin.execute(f'CREATE SCHEMA "{name}"')
-    sep = "&" if "?" in POSTGRES else "?"
-    return name, f"{POSTGRES}{sep}options=-csearch_path%3D{name}"
+    def __init__(self, name: str, every: float = 0.25) -> None:
+        self._name, self._every = name, every
+        self.cpu: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="pg-backends")
 
+    def start(self) -> _Backends:
+        self._thread.start()
+        return self
 
-def _drop(name: str) -> None:
-    import psycopg
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
-    with psycopg.connect(POSTGRES, autocommit=True) as admin:
-        admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+    def _run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(POSTGRES, autocommit=True) as conn:
+            while True:
+                rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", (self._name,))
+                for (pid,) in rows.fetchall():
+                    self.cpu[pid] = max(self.cpu.get(pid, 0.0), proc_cpu(pid))
+                if self._stop.wait(self._every):
+                    return
+
+    @property
+    def total(self) -> float:
+        return sum(self.cpu.values())
 
 
 def _redis_cpu(port: int) -> float:
@@ -88,14 +118,39 @@ def _redis_cpu(port: int) -> float:
     return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
-def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, *, concurrency: int) -> dict[str, Any]:
+def _redis_memory(port: int) -> int:
+    import redis
+
+    client = redis.Redis(port=port)
+    used = int(client.info("memory")["used_memory"])
+    client.close()
+    return used
+
+
+def _children_cpu() -> float:
+    """User + system CPU of the children waited for so far (the workers, with their extraction processes)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _own_cpu() -> float:
+    """This process's CPU: the simulated web's server thread, and the PostgreSQL poller."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _one(
+    web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, *, concurrency: int, latency: float
+) -> dict[str, Any]:
     port = free_port()
     data = tmp / f"redis-{workers}"
     data.mkdir()
     redis_proc = redis_server(port, data)
-    schema, kb_uri = _schema()
+    schema, kb_uri = schema_uri()
+    kb_uri += f"&application_name={schema}"  # its backends, told apart from other clients of the server
     url = f"redis://127.0.0.1:{port}/0"
     try:
+        memory_empty = _redis_memory(port)
         env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
         added = subprocess.run(
             [
@@ -117,6 +172,7 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, 
             env=env,
         )
         assert added.returncode == 0, added.stderr
+        memory_queued = _redis_memory(port)
         before, cpu_before = _round_trips(port), _redis_cpu(port)
         web.reset()
         settings = {
@@ -129,6 +185,8 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, 
             **({"CONCURRENT_REQUESTS": str(concurrency)} if concurrency else {}),
         }
         procs, logs = [], []
+        backends = _Backends(schema).start()
+        workers_cpu, own_cpu = _children_cpu(), _own_cpu()
         started = time.monotonic()
         for index in range(workers):
             log = tmp / f"w{workers}-{index}.log"
@@ -145,16 +203,21 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, 
                 proc.kill()
                 codes.append(proc.wait())
         wall = time.monotonic() - started
+        workers_cpu, own_cpu = _children_cpu() - workers_cpu, _own_cpu() - own_cpu
+        backends.stop()
         after, cpu_after = _round_trips(port), _redis_cpu(port)
+        memory_after = _redis_memory(port)
     finally:
         redis_proc.terminate()
         redis_proc.wait(timeout=30)
-        _drop(schema)
+        drop_schema(schema)
     hits = web.log()
     spacing = {host: float(spec.crawl_delay or 0.0) for host, spec in web.hosts.items()}
     figures = judge(hits, spacing)
     pages = [h for h in hits if h.path != "/robots.txt"]
     repeated = sum(n - 1 for n in Counter((h.host, h.path) for h in pages).values() if n > 1)
+    ok = max(1, figures.pages_ok)
+    first = min((h.start for h in hits), default=started) - started
     return {
         "workers": workers,
         "exit_codes": codes,
@@ -162,6 +225,9 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, 
         "makespan": round(figures.makespan, 2),
         "ideal": round(figures.ideal, 2),
         "efficiency": round(figures.efficiency, 3),
+        "ideal_inflight": round(figures.pages_ok * latency / (workers * concurrency), 2)
+        if latency and concurrency
+        else 0.0,
         "requests": figures.requests,
         "pages_ok": figures.pages_ok,
         "robots": figures.robots,
@@ -172,7 +238,17 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, 
         "violation_examples": figures.examples[:5],
         "redis_round_trips": after - before,
         "round_trips_per_page": round((after - before) / max(1, figures.pages_ok), 2),
-        "redis_cpu_ms_per_page": round(1000 * (cpu_after - cpu_before) / max(1, figures.pages_ok), 3),
+        "redis_cpu_ms_per_page": round(1000 * (cpu_after - cpu_before) / ok, 3),
+        "worker_cpu_ms_per_page": round(1000 * workers_cpu / ok, 2),
+        "pg_cpu_ms_per_page": round(1000 * backends.total / ok, 2),
+        "pg_backends": len(backends.cpu),
+        "web_cpu_ms_per_page": round(1000 * own_cpu / ok, 2),
+        "first_request_s": round(first, 2),
+        "redis_bytes_per_url_queued": round((memory_queued - memory_empty) / max(1, len(web.page_urls()))),
+        "redis_bytes_per_url_done": round((memory_after - memory_empty) / max(1, len(web.page_urls()))),
+        "cores_busy": round(
+            (workers_cpu + own_cpu + backends.total + cpu_after - cpu_before) / max(0.01, figures.makespan), 2
+        ),
         "errors": sum(path.read_text(errors="replace").count(" ERROR: ") for path in logs if path.exists()),
         "load": os.getloadavg()[0],
     }
@@ -203,7 +279,7 @@ def run_scaleout(
         urls_file = tmp / "urls.txt"
         urls_file.write_text("\n".join(web.page_urls()) + "\n")
         for count in workers:
-            run = _one(web, urls_file, tmp, count, timeout, concurrency=concurrency)
+            run = _one(web, urls_file, tmp, count, timeout, concurrency=concurrency, latency=latency)
             result["runs"].append(run)
             print(json.dumps(run), flush=True)
     base = result["runs"][0]["makespan"] if result["runs"] else 0.0
@@ -218,12 +294,18 @@ def print_result(result: dict[str, Any]) -> None:
         f"answers after {result.get('latency', 0):g} s, CONCURRENT_REQUESTS {result.get('concurrency') or 'default'} "
         f"({result['machine'].get('cpus', '?')} CPUs)"
     )
-    print("workers  makespan  ideal  efficiency  speedup  violations  repeated  round trips/page  Redis CPU ms/page")
+    print(
+        "workers  makespan  ideal  efficiency  speedup  violations  repeated  round trips/page  "
+        "CPU ms/page: worker  Redis     PG    web  cores busy  first request s  load"
+    )
     for run in result["runs"]:
         print(
             f"{run['workers']:7d}  {run['makespan']:8.1f}  {run['ideal']:5.0f}  {run['efficiency']:10.2f}  "
             f"{run['speedup']:7.2f}  {run['gap_violations'] + run['concurrency_violations']:10d}  "
-            f"{run['repeated_fetches']:8d}  {run['round_trips_per_page']:16.2f}  {run['redis_cpu_ms_per_page']:17.3f}"
+            f"{run['repeated_fetches']:8d}  {run['round_trips_per_page']:16.2f}  "
+            f"{run.get('worker_cpu_ms_per_page', 0):19.2f}  {run['redis_cpu_ms_per_page']:5.2f}  "
+            f"{run.get('pg_cpu_ms_per_page', 0):5.2f}  {run.get('web_cpu_ms_per_page', 0):5.2f}  "
+            f"{run.get('cores_busy', 0):10.2f}  {run.get('first_request_s', 0):15.1f}  {run['load']:4.1f}"
         )
 
 
@@ -237,7 +319,16 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each page is answered")
     parser.add_argument("--concurrency", type=int, default=0, help="CONCURRENT_REQUESTS per worker (0: the default)")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    parser.add_argument(
+        "--adds-up",
+        action="store_true",
+        help="the regime where workers should add up: --hosts 480 --pages 4 --delay 1 --latency 1 "
+        "--concurrency 8 --workers 1,2,4,8,16",
+    )
     args = parser.parse_args()
+    if args.adds_up:
+        args.hosts, args.pages, args.delay, args.latency, args.concurrency = 480, 4, 1.0, 1.0, 8
+        args.workers = "1,2,4,8,16"
     result = run_scaleout(
         args.hosts,
         args.pages,
