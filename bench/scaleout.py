@@ -45,6 +45,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -139,11 +140,42 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _workers(
+    count: int, settings: dict[str, str], tmp: Path, env: dict[str, str], timeout: float
+) -> tuple[list[int], list[Path]]:
+    """Start ``count`` workers at once and wait for them all: their exit codes and log files."""
+    procs, logs = [], []
+    started = time.monotonic()
+    for index in range(count):
+        log = tmp / f"w{count}-{index}-{uuid.uuid4().hex[:6]}.log"
+        logs.append(log)
+        cmd = [scrapy_bin(), "crawl", "worker", "-a", "crawl=bench"]
+        for key, value in {**settings, "LOG_FILE": str(log)}.items():
+            cmd += ["-s", f"{key}={value}"]
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    codes = []
+    for proc in procs:
+        try:
+            codes.append(proc.wait(timeout=max(1.0, timeout - (time.monotonic() - started))))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            codes.append(proc.wait())
+    return codes, logs
+
+
 def _one(
-    web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, *, concurrency: int, latency: float
+    web: SimWeb,
+    urls_file: Path | None,
+    tmp: Path,
+    workers: int,
+    timeout: float,
+    *,
+    concurrency: int,
+    latency: float,
 ) -> dict[str, Any]:
+    """One run of ``workers`` workers; with no ``urls_file``, one idle worker's start and stop alone."""
     port = free_port()
-    data = tmp / f"redis-{workers}"
+    data = tmp / f"redis-{workers}-{port}"
     data.mkdir()
     redis_proc = redis_server(port, data)
     schema, kb_uri = schema_uri()
@@ -152,26 +184,27 @@ def _one(
     try:
         memory_empty = _redis_memory(port)
         env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-        added = subprocess.run(
-            [
-                str(Path(scrapy_bin()).parent / "synapsecrawl"),
-                "crawl",
-                "add",
-                "--crawl",
-                "bench",
-                "--redis",
-                url,
-                "--urls-file",
-                str(urls_file),
-                "--mode",
-                "page",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-            env=env,
-        )
-        assert added.returncode == 0, added.stderr
+        if urls_file is not None:
+            added = subprocess.run(
+                [
+                    str(Path(scrapy_bin()).parent / "synapsecrawl"),
+                    "crawl",
+                    "add",
+                    "--crawl",
+                    "bench",
+                    "--redis",
+                    url,
+                    "--urls-file",
+                    str(urls_file),
+                    "--mode",
+                    "page",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+                env=env,
+            )
+            assert added.returncode == 0, added.stderr
         memory_queued = _redis_memory(port)
         before, cpu_before = _round_trips(port), _redis_cpu(port)
         web.reset()
@@ -184,24 +217,10 @@ def _one(
             "PACING_REDIS_URL": url,
             **({"CONCURRENT_REQUESTS": str(concurrency)} if concurrency else {}),
         }
-        procs, logs = [], []
         backends = _Backends(schema).start()
         workers_cpu, own_cpu = _children_cpu(), _own_cpu()
         started = time.monotonic()
-        for index in range(workers):
-            log = tmp / f"w{workers}-{index}.log"
-            logs.append(log)
-            cmd = [scrapy_bin(), "crawl", "worker", "-a", "crawl=bench"]
-            for key, value in {**settings, "LOG_FILE": str(log)}.items():
-                cmd += ["-s", f"{key}={value}"]
-            procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        codes = []
-        for proc in procs:
-            try:
-                codes.append(proc.wait(timeout=max(1.0, timeout - (time.monotonic() - started))))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                codes.append(proc.wait())
+        codes, logs = _workers(workers, settings, tmp, env, timeout)
         wall = time.monotonic() - started
         workers_cpu, own_cpu = _children_cpu() - workers_cpu, _own_cpu() - own_cpu
         backends.stop()
@@ -211,6 +230,8 @@ def _one(
         redis_proc.terminate()
         redis_proc.wait(timeout=30)
         drop_schema(schema)
+    if urls_file is None:
+        return {"cpu_s": round(workers_cpu, 2), "wall_s": round(wall, 2), "exit_codes": codes}
     hits = web.log()
     spacing = {host: float(spec.crawl_delay or 0.0) for host, spec in web.hosts.items()}
     figures = judge(hits, spacing)
@@ -276,6 +297,9 @@ def run_scaleout(
     }
     with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-scaleout-") as tmpdir:
         tmp = Path(tmpdir)
+        # One worker with nothing to do: the CPU and time a worker takes to start and stop, apart from pages
+        result["startup"] = _one(web, None, tmp, 1, timeout, concurrency=concurrency, latency=latency)
+        print(json.dumps({"startup": result["startup"]}), flush=True)
         urls_file = tmp / "urls.txt"
         urls_file.write_text("\n".join(web.page_urls()) + "\n")
         for count in workers:
@@ -285,6 +309,10 @@ def run_scaleout(
     base = result["runs"][0]["makespan"] if result["runs"] else 0.0
     for run in result["runs"]:
         run["speedup"] = round(base / run["makespan"], 3) if run["makespan"] else 0.0
+        steady = run["worker_cpu_ms_per_page"] - 1000 * run["workers"] * result["startup"]["cpu_s"] / max(
+            1, run["pages_ok"]
+        )
+        run["worker_cpu_ms_per_page_past_startup"] = round(steady, 2)
     return result
 
 
@@ -294,16 +322,22 @@ def print_result(result: dict[str, Any]) -> None:
         f"answers after {result.get('latency', 0):g} s, CONCURRENT_REQUESTS {result.get('concurrency') or 'default'} "
         f"({result['machine'].get('cpus', '?')} CPUs)"
     )
+    if "startup" in result:
+        print(
+            f"one idle worker: {result['startup']['cpu_s']:.2f} s CPU, {result['startup']['wall_s']:.1f} s "
+            "from start to exit"
+        )
     print(
         "workers  makespan  ideal  efficiency  speedup  violations  repeated  round trips/page  "
-        "CPU ms/page: worker  Redis     PG    web  cores busy  first request s  load"
+        "CPU ms/page: worker (past start-up)  Redis     PG    web  cores busy  first request s  load"
     )
     for run in result["runs"]:
         print(
             f"{run['workers']:7d}  {run['makespan']:8.1f}  {run['ideal']:5.0f}  {run['efficiency']:10.2f}  "
             f"{run['speedup']:7.2f}  {run['gap_violations'] + run['concurrency_violations']:10d}  "
             f"{run['repeated_fetches']:8d}  {run['round_trips_per_page']:16.2f}  "
-            f"{run.get('worker_cpu_ms_per_page', 0):19.2f}  {run['redis_cpu_ms_per_page']:5.2f}  "
+            f"{run.get('worker_cpu_ms_per_page', 0):19.2f} {run.get('worker_cpu_ms_per_page_past_startup', 0):15.2f}  "
+            f"{run['redis_cpu_ms_per_page']:5.2f}  "
             f"{run.get('pg_cpu_ms_per_page', 0):5.2f}  {run.get('web_cpu_ms_per_page', 0):5.2f}  "
             f"{run.get('cores_busy', 0):10.2f}  {run.get('first_request_s', 0):15.1f}  {run['load']:4.1f}"
         )
