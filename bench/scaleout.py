@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import tempfile
@@ -272,7 +273,20 @@ def _one(
         ),
         "errors": sum(path.read_text(errors="replace").count(" ERROR: ") for path in logs if path.exists()),
         "load": os.getloadavg()[0],
+        "stats": _stats(logs),
     }
+
+
+def _stats(logs: list[Path]) -> dict[str, float]:
+    """The workers' final Scrapy stats, numbers only, summed over the workers (maxima kept as the largest)."""
+    total: dict[str, float] = {}
+    for path in logs:
+        text = path.read_text(errors="replace") if path.exists() else ""
+        dump = text.rpartition("Dumping Scrapy stats:")[2]
+        for key, value in re.findall(r"'([^']+)': (-?\d+(?:\.\d+)?)[,}]", dump):
+            number = float(value)
+            total[key] = max(total.get(key, number), number) if "max" in key else total.get(key, 0.0) + number
+    return dict(sorted(total.items()))
 
 
 def run_scaleout(
