@@ -23,7 +23,8 @@ page (``INFO cpu``, user + system) gives one Redis core's ceiling in pages a
 second. With ``--latency`` every page is answered that many seconds late and
 each worker may keep ``--concurrency`` requests in flight: the regime where
 workers should add up, since neither sites nor cores should be the bound;
-its ideal is then pages x latency / (workers x concurrency) (``ideal_inflight``).
+its ideal is then pages x latency / (workers x concurrency) (``ideal_inflight``;
+the table shows the larger of the two ideals and the efficiency against it).
 
 Where it stops adding up is read from CPU per page, each process's own:
 the workers with their extraction processes (``getrusage`` of the children
@@ -129,6 +130,30 @@ def _redis_memory(port: int) -> int:
     return used
 
 
+def _redis_keys(port: int) -> dict[str, dict[str, int]]:
+    """Keys left in Redis by pattern (site names and numbers as ``*``): how many, and their MEMORY USAGE."""
+    import redis
+
+    client = redis.Redis(port=port)
+    kinds: dict[str, dict[str, int]] = {}
+    for key in client.scan_iter(count=1000):
+        name = re.sub(r"\d+", "*", re.sub(r"site-\d+\.test", "SITE", key.decode(errors="replace")))
+        kind = kinds.setdefault(name, {"keys": 0, "bytes": 0})
+        kind["keys"] += 1
+        kind["bytes"] += int(client.memory_usage(key) or 0)
+    client.close()
+    return dict(sorted(kinds.items(), key=lambda item: -item[1]["bytes"]))
+
+
+def _redis_peak(port: int) -> int:
+    import redis
+
+    client = redis.Redis(port=port)
+    peak = int(client.info("memory")["used_memory_peak"])
+    client.close()
+    return peak
+
+
 def _children_cpu() -> float:
     """User + system CPU of the children waited for so far (the workers, with their extraction processes)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -226,7 +251,7 @@ def _one(
         workers_cpu, own_cpu = _children_cpu() - workers_cpu, _own_cpu() - own_cpu
         backends.stop()
         after, cpu_after = _round_trips(port), _redis_cpu(port)
-        memory_after = _redis_memory(port)
+        memory_after, memory_peak, keys_after = _redis_memory(port), _redis_peak(port), _redis_keys(port)
     finally:
         redis_proc.terminate()
         redis_proc.wait(timeout=30)
@@ -268,6 +293,8 @@ def _one(
         "first_request_s": round(first, 2),
         "redis_bytes_per_url_queued": round((memory_queued - memory_empty) / max(1, len(web.page_urls()))),
         "redis_bytes_per_url_done": round((memory_after - memory_empty) / max(1, len(web.page_urls()))),
+        "redis_bytes_per_url_peak": round((memory_peak - memory_empty) / max(1, len(web.page_urls()))),
+        "redis_keys_after": keys_after,
         "cores_busy": round(
             (workers_cpu + own_cpu + backends.total + cpu_after - cpu_before) / max(0.01, figures.makespan), 2
         ),
@@ -347,7 +374,8 @@ def print_result(result: dict[str, Any]) -> None:
     )
     for run in result["runs"]:
         print(
-            f"{run['workers']:7d}  {run['makespan']:8.1f}  {run['ideal']:5.0f}  {run['efficiency']:10.2f}  "
+            f"{run['workers']:7d}  {run['makespan']:8.1f}  {max(run['ideal'], run.get('ideal_inflight', 0)):5.0f}  "
+            f"{max(run['ideal'], run.get('ideal_inflight', 0)) / max(0.01, run['makespan']):10.2f}  "
             f"{run['speedup']:7.2f}  {run['gap_violations'] + run['concurrency_violations']:10d}  "
             f"{run['repeated_fetches']:8d}  {run['round_trips_per_page']:16.2f}  "
             f"{run.get('worker_cpu_ms_per_page', 0):19.2f} {run.get('worker_cpu_ms_per_page_past_startup', 0):15.2f}  "
