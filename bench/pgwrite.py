@@ -1,4 +1,4 @@
-"""PostgreSQL under N writers: pages a second into one KB, and the server's CPU and bytes per page (#37).
+"""PostgreSQL under N writers: pages a second into one KB, and the server's CPU and bytes per page.
 
     python -m bench.pgwrite                                  # 1, 2, 4, 8 writers, 400 pages each, batches of 8
     python -m bench.pgwrite --writers 1,4 --without-fts      # the same with the KB's tsvector columns dropped

@@ -1,4 +1,4 @@
-"""Redis memory of a shared crawl's frontier: bytes per site and per queued URL (#37).
+"""Redis memory of a shared crawl's frontier: bytes per site and per queued URL.
 
     python -m bench.redismemory                          # 500 and 2,000 sites x 1 and 10 URLs
     python -m bench.redismemory --sites 1000,4000 --urls 1,20 --out bench/results/redismemory.json

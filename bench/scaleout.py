@@ -1,4 +1,4 @@
-"""Scale-out: one crawl shared by 1 to 16 workers (#16, #37), from the server's log, Redis's and /proc's counts.
+"""Scale-out: one crawl shared by 1 to 16 workers, from the server's log, Redis's and /proc's counts.
 
     python -m bench.scaleout --hosts 100 --pages 5 --delay 60 --workers 1,2,4   # politeness-bound (2 requests/s)
     python -m bench.scaleout --hosts 400 --pages 5 --delay 1 --workers 1,2,4    # CPU-bound

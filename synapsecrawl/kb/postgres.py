@@ -454,13 +454,13 @@ class PostgresStore(SharedTables):
         self.put_pages([page])
 
     def put_pages(self, pages: Sequence[PageRecord]) -> None:
-        """Insert or replace each page and its passages, all in one transaction (#17).
+        """Insert or replace each page and its passages, all in one transaction.
 
         Four statements a batch whatever its size, each text the same every time (so psycopg prepares it
         after a few runs): the pages in one upsert from arrays, their stored passages read in one query,
-        the changed pages' passages deleted in one and inserted in one. Four statements a page cost the
-        server about as much again as the page's rows themselves (docs/scale.md). Rows go in (kb, url)
-        order, so two writers' batches that share a page lock it in the same order and never deadlock.
+        the changed pages' passages deleted in one and inserted in one. Four a page cost the writer more
+        CPU and, across a network, a round trip each (docs/scale.md). Rows go in (kb, url) order, so two
+        writers' batches that share a page lock it in the same order and never deadlock.
         """
         latest = {(page.kb, page.url): page for page in pages}  # one statement cannot upsert a row twice
         batch = [latest[key] for key in sorted(latest, key=lambda key: (key[0] or "", key[1] or ""))]
@@ -490,8 +490,7 @@ class PostgresStore(SharedTables):
             if replaced:
                 conn.execute("DELETE FROM passages WHERE page_id = ANY(%s)", (replaced,))
             if texts:
-                # All the batch's passages (~60 a page) in one statement: 5-8 % of the server's CPU a page
-                # when it was one statement each (bench/findings.md, #16)
+                # All the batch's passages (~60 a page) in one statement, not one each (docs/benchmarks.md)
                 conn.execute(_INSERT_PASSAGES, (owners, ordinals, texts))
 
     def delete_page(self, kb: str, url: str) -> bool:
