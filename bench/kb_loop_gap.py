@@ -11,8 +11,8 @@ its start minus (the previous start + the delay). Printed per crawl: requests,
 the largest lateness, its 95th percentile and median, in milliseconds, and the
 SQL statements the crawl sent from the reactor's thread (the main thread;
 those of opening the store, before the first request, apart) and from
-others, counted by a ``sitecustomize`` that wraps psycopg's
-``Cursor.execute``: a count that load on the machine does not move.
+others, counted by tests/sqlcount's ``sitecustomize``: a count that load on
+the machine does not move.
 
 ``--before TREE`` runs the same crawls from another checkout too (say ``git
 worktree add /tmp/before COMMIT``), alternating with this one ``--repeat``
@@ -36,6 +36,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from bench.common import ROOT, Run, run_process, scrapy_bin
+from tests.helpers import SQL_COUNTER, sql_counts
 from tests.site.server import Hit, Reply, TestServer
 
 POSTGRES_ADMIN_URI = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
@@ -90,50 +91,6 @@ def lateness(hits: list[Hit], delay: float) -> list[float]:
     return late
 
 
-# Loaded by every Python process of the crawl through PYTHONPATH; counts psycopg statements by thread and writes
-# the counts when the process exits (the crawl's extraction workers send none).
-_COUNTER = """
-import atexit, json, os, sys, threading
-try:
-    import psycopg
-except ImportError:
-    psycopg = None
-if psycopg is not None:
-    _counts = {"open": 0, "loop": 0, "other": 0}
-    def _opening():
-        frame = sys._getframe(2)
-        while frame is not None:
-            if frame.f_code.co_name == "open_store":
-                return True
-            frame = frame.f_back
-        return False
-    def _wrap(method):
-        def counted(self, *args, **kwargs):
-            if threading.current_thread() is not threading.main_thread():
-                _counts["other"] += 1
-            else:
-                _counts["open" if _opening() else "loop"] += 1
-            return method(self, *args, **kwargs)
-        return counted
-    psycopg.Cursor.execute = _wrap(psycopg.Cursor.execute)
-    psycopg.Cursor.executemany = _wrap(psycopg.Cursor.executemany)
-    def _write():
-        if any(_counts.values()):
-            with open(os.path.join(os.environ["BENCH_SQL_COUNTS"], f"{os.getpid()}.json"), "w") as out:
-                json.dump(_counts, out)
-    atexit.register(_write)
-"""
-
-
-def _sql_counts(folder: Path) -> dict[str, int]:
-    counts = {"open": 0, "loop": 0, "other": 0}
-    for each in folder.glob("*.json"):
-        for key, value in json.loads(each.read_text()).items():
-            counts[key] += value
-        each.unlink()
-    return counts
-
-
 def _database() -> tuple[str, str]:
     import psycopg
 
@@ -150,10 +107,10 @@ def _drop(name: str) -> None:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def _crawl(tree: Path, urls: Path, uri: str, *, delay: float, tmp: str, counter: Path) -> tuple[Run, dict[str, int]]:
+def _crawl(tree: Path, urls: Path, uri: str, *, delay: float, tmp: str) -> tuple[Run, dict[str, int]]:
     counts = Path(tmp) / "sql"
     counts.mkdir(exist_ok=True)
-    env = {"PYTHONPATH": f"{counter}:{tree}", "BENCH_SQL_COUNTS": str(counts)}
+    env = {"PYTHONPATH": f"{SQL_COUNTER}:{tree}", "SQL_COUNTS_DIR": str(counts)}
     run = run_process(
         [
             scrapy_bin(),
@@ -180,7 +137,7 @@ def _crawl(tree: Path, urls: Path, uri: str, *, delay: float, tmp: str, counter:
         env=env,
         timeout=300,
     )
-    return run, _sql_counts(counts)
+    return run, sql_counts(counts)
 
 
 def main() -> None:
@@ -199,9 +156,6 @@ def main() -> None:
     results: list[dict[str, object]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            counter = Path(tmp) / "counter"
-            counter.mkdir()
-            (counter / "sitecustomize.py").write_text(_COUNTER)
             urls = Path(tmp) / "urls.txt"
             urls.write_text("\n".join(server.url(h, f"/p{n}.html") for n in range(args.pages) for h in hosts) + "\n")
             for repeat in range(args.repeat):
@@ -214,7 +168,7 @@ def main() -> None:
                                 if second:
                                     _conditional(server, host)
                             mark = len(server.log())
-                            run, sql = _crawl(tree, urls, uri, delay=args.delay, tmp=tmp, counter=counter)
+                            run, sql = _crawl(tree, urls, uri, delay=args.delay, tmp=tmp)
                             server.settle()
                             if run.returncode != 0:
                                 raise SystemExit(

@@ -24,12 +24,14 @@ __all__ = [
     "POSTGRES_ADMIN_URI",
     "REDIS_URL",
     "ROOT",
+    "SQL_COUNTER",
     "WHEN",
     "CrawlRun",
     "bin_path",
     "gaps",
     "make_pdf",
     "record",
+    "sql_counts",
     "store_of",
     "synapsecrawl",
     "write_urls",
@@ -38,6 +40,17 @@ __all__ = [
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_ADMIN_URI = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("SYNAPSECRAWL_TEST_REDIS", "redis://127.0.0.1:6379/0")
+SQL_COUNTER = Path(__file__).resolve().parent / "sqlcount"  # first on PYTHONPATH, with SQL_COUNTS_DIR set
+
+
+def sql_counts(folder: Path) -> dict[str, int]:
+    """The SQL statements counted by tests/sqlcount in ``folder``, added up (and the files removed)."""
+    counts = {"open": 0, "loop": 0, "other": 0}
+    for each in folder.glob("*.json"):
+        for key, value in json.loads(each.read_text()).items():
+            counts[key] += value
+        each.unlink()
+    return counts
 
 
 @dataclass
