@@ -68,8 +68,7 @@ class RereadMiddleware:
         """Whether the KB may hold a copy of ``url``: False when it holds no page under its scheme and host.
 
         Asked once per host (and KB) for the crawl, not once per page: in a first crawl each page's look-up of
-        validators it does not have is a thread hop. On 500 Python docs pages (#17), leaving the look-ups out
-        saved 0.4 s of ~7.8 s of CPU (8 alternated pairs); this question 0.23 s of ~6.9 (4 pairs). A host's
+        validators it does not have is a thread hop (the CPU it saves: docs/benchmarks.md). A host's
         pages the crawl stores itself come from its own fetches, which need no validators. At most
         ``_HOSTS_KEPT`` hosts are remembered.
         """

@@ -6,7 +6,7 @@ default headers, User-Agent, retries and redirects), so what it signs is what
 is sent. It signs when the request goes on the wire: ``PacedDownloader`` calls
 ``process_send`` after every wait (the site's spacing, a pause), so
 ``created`` is the send time, not the time the request joined its site's
-queue (#13 item 2). Under another downloader it signs in ``process_request``.
+queue. Under another downloader it signs in ``process_request``.
 Retries and redirects copy the previous attempt's headers, so every pass
 signs afresh and overwrites: a new ``created``, ``expires`` and nonce.
 

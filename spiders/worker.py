@@ -1,4 +1,4 @@
-"""``scrapy crawl worker -a crawl=NAME [-a stay=1]``: one worker of a crawl shared by many machines (#16).
+"""``scrapy crawl worker -a crawl=NAME [-a stay=1]``: one worker of a crawl shared by many machines.
 
 Every worker of a crawl points at one Redis (``PACING_REDIS_URL``, which also
 shares the per-site pacer) and one KB (``KB_URI``, PostgreSQL). Work goes in

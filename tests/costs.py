@@ -1,4 +1,4 @@
-"""Measured cost of each slow test file, so `make test` starts the longest files first (#15).
+"""Measured cost of each slow test file, so `make test` starts the longest files first.
 
 Under ``--dist loadfile`` a file is one unit of work and a worker takes the next unit when it is
 nearly idle; units that start last finish last, so a long file dealt late runs alone at the end.

@@ -1,4 +1,4 @@
-"""Run ``scrapy`` and ``synapsecrawl`` commands for the tests as forks of one warm process (#15).
+"""Run ``scrapy`` and ``synapsecrawl`` commands for the tests as forks of one warm process.
 
 Most of the suite's CPU went to starting Python: a ``scrapy crawl`` of one page spent about 1.4 s of CPU
 on a quiet machine, two thirds of it importing Scrapy, Twisted, lxml, trafilatura and the project; a

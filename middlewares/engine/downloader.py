@@ -346,9 +346,9 @@ class PacedDownloader(Downloader):
 
         Counted in turns of this loop, not in seconds, so a process starved of CPU after its grant or
         its dispatch still says it after the transport has flushed: Redis's clock then reads no
-        earlier than the send, and the next start, for every machine, is a spacing after it. Measured
-        on loopback over fresh and reused connections: each request's bytes left 0.05-3 ms before its
-        mark. A send that needs longer than the turns (a name lookup, a TLS handshake) can still
+        earlier than the send, and the next start, for every machine, is a spacing after it. On
+        loopback, over fresh and reused connections alike, each request's bytes left before its mark.
+        A send that needs longer than the turns (a name lookup, a TLS handshake) can still
         arrive after its mark, as it could arrive after its grant before; its answer moves the next
         start past its arrival (``_release_answered``).
         """
@@ -386,6 +386,6 @@ class PacedDownloader(Downloader):
         await asyncio.gather(*(task for pending in list(self._releasing.values()) for task in pending))
         if self._shared.failures and self.crawler.stats is not None:
             # A shared crawl says Redis outages once, through its frontier; calls of the pacer alone that
-            # failed (each held its site) show here, in the stats every crawl ends with (#16).
+            # failed (each held its site) show here, in the stats every crawl ends with.
             self.crawler.stats.set_value("pacing/redis_failures", self._shared.failures)
         await self._shared.aclose()

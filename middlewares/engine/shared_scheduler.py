@@ -1,4 +1,4 @@
-"""The scheduler of a shared crawl: requests in and out of ``synapsecrawl.shared.frontier`` (#16).
+"""The scheduler of a shared crawl: requests in and out of ``synapsecrawl.shared.frontier``.
 
 ``scrapy crawl worker -a crawl=NAME`` sets ``SCHEDULER`` to ``SharedScheduler``.
 A request goes to Redis as a JSON ``Entry`` (its callback a method name of

@@ -17,7 +17,7 @@ dies) refuses a second run on the same KB while one is crawling.
 With ``--crawl NAME`` each due source goes into that shared crawl instead
 (``synapsecrawl crawl add``; a drained crawl starts a new round, its duplicate
 filter cleared), read by its workers; with ``--scrapyd`` too, ``--workers N``
-worker jobs are scheduled for it (#16).
+worker jobs are scheduled for it.
 
 It prints one line per source. Exit status: 0 all due sources crawled or
 scheduled (or none due); 1 at least one failed; 2 usage; 75 (EX_TEMPFAIL)
@@ -284,7 +284,7 @@ def _recrawl(
 
 
 def _add_shared(store: Store, source: Source, crawl: str, redis_url: str, prefix: str) -> bool:
-    """A due source goes into shared crawl ``crawl`` (#16), read again by its workers, who record it."""
+    """A due source goes into shared crawl ``crawl``, read again by its workers, who record it."""
     from synapsecrawl.cli.crawl import add_source
     from synapsecrawl.crawl.request import CrawlRequest
     from synapsecrawl.shared.frontier import SharedFrontier
@@ -362,7 +362,7 @@ def register(commands: Any) -> None:
         "--crawl",
         default=None,
         metavar="NAME",
-        help="put due sources into this shared crawl (#16) instead of crawling them here",
+        help="put due sources into this shared crawl instead of crawling them here",
     )
     sub.add_argument(
         "--redis",

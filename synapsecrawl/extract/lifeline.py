@@ -1,4 +1,4 @@
-"""Extraction processes end with their crawler, however it ends (#13 item 4).
+"""Extraction processes end with their crawler, however it ends.
 
 The pool (``synapsecrawl.extract.pool``) runs on multiprocessing's forkserver:
 the crawler starts the server and the resource tracker, the server forks the
@@ -25,7 +25,7 @@ Two ties, each set up inside the process it ties:
 
 A worker also skips re-running the crawler's main script: multiprocessing
 has each new process run the parent's ``__main__`` (Scrapy's ``scrapy``
-command, which imports all of Scrapy: 0.3 s of CPU a worker) unless its own
+command, which imports all of Scrapy) unless its own
 ``__main__`` already is that script. The workers run only this package's
 functions, never the script's, so the server takes on the crawler's main's
 name (``MAIN_ENV``) and every process it forks finds it already loaded.

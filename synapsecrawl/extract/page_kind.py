@@ -100,7 +100,7 @@ def _text(element: lxml.html.HtmlElement) -> str:
 
 
 def _short_text(element: lxml.html.HtmlElement, chars: int = _HEADING_CHARS) -> str:
-    """The start of ``_text(element)``, read from at most ``_HEADING_NODES`` of its nodes (#14: headings
+    """The start of ``_text(element)``, read from at most ``_HEADING_NODES`` of its nodes (headings
     nested in headings would make reading each heading's whole text quadratic)."""
     parts: list[str] = []
     size = 0

@@ -333,7 +333,7 @@ class PostgresStore(SharedTables):
         self._dsn = uri
         self._lock = threading.Lock()
         # Reads through a connection of their own, opened on first use: they see the last commit and do not
-        # wait behind a KB batch's transaction on the other (as in kb.sqlite, #17).
+        # wait behind a KB batch's transaction on the other (as in kb.sqlite).
         self._pool_lock = threading.Lock()
         self._readers: list[psycopg.Connection[tuple[Any, ...]]] = []
         self._closed = False
@@ -428,7 +428,7 @@ class PostgresStore(SharedTables):
         self.put_pages([page])
 
     def put_pages(self, pages: Sequence[PageRecord]) -> None:
-        """Insert or replace each page and its passages, all in one transaction (#17)."""
+        """Insert or replace each page and its passages, all in one transaction."""
         upsert = self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url")) + " RETURNING id"
         with self._transaction() as conn:
             for page in pages:
@@ -439,8 +439,7 @@ class PostgresStore(SharedTables):
                 if same_passages(stored, passages):
                     continue  # a page read again unchanged: its passages and their index stand
                 conn.execute("DELETE FROM passages WHERE page_id=%s", (row[0],))
-                # One statement for the page's ~60 passages, not one each: 5-8 % of the server's CPU a page
-                # (10 ms, three quarters of it to_tsvector: bench/findings.md, #16)
+                # One statement for all the page's passages, not one each (docs/benchmarks.md)
                 conn.execute(
                     "INSERT INTO passages (page_id, ordinal, text)"
                     " SELECT %s, ordinal - 1, text FROM unnest(%s::text[]) WITH ORDINALITY AS p(text, ordinal)",

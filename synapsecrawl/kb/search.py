@@ -215,7 +215,7 @@ def rank_results(
 def _sentences(paragraph: str, limit: int) -> list[str]:
     """``paragraph`` cut at sentence ends (or, failing that, spaces) into pieces of at most ``limit``."""
     if len(paragraph) <= limit:
-        return [paragraph] if paragraph else []  # its sentences joined again, as its spaces are single (#17)
+        return [paragraph] if paragraph else []  # its sentences joined again, as its spaces are single
     pieces: list[str] = []
     current = ""
     for whole in _SENTENCE_END.split(paragraph):
@@ -246,8 +246,8 @@ def _squashed(block: str) -> str:
     """``block`` without control characters, its white space runs one space, stripped.
 
     Extraction writes its paragraphs so already: such a block (printable, so its only white space is " ", with no two
-    in a row and none at its ends) is kept as it is, where splitting it into words and joining them took half the
-    cut's time (0.15 of 0.33 ms a Python docs page, #17).
+    in a row and none at its ends) is kept as it is, where splitting it into words and joining them took much of
+    the cut's time.
     """
     if block.isprintable() and "  " not in block and block[:1] != " " and block[-1:] != " ":
         return block
@@ -272,7 +272,7 @@ def split_passages(text: str, title: str = "") -> list[str]:
     ):
         paragraphs = paragraphs[1:]  # the <h1>, and the <title> says it too ("Page — Site")
     pieces: list[str] = []
-    for paragraph in paragraphs:  # most fit whole: no call for them (a Python docs page has ~200 paragraphs, #17)
+    for paragraph in paragraphs:  # most fit whole: no call for them
         if len(paragraph) <= PASSAGE_MAX_CHARS:
             pieces.append(paragraph)
         else:

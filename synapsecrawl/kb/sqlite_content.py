@@ -97,8 +97,8 @@ def write_passages(db: sqlite3.Connection, kb: str, url: str, text: str, title: 
         "INSERT INTO passages (page_id, ordinal, text) VALUES (?, ?, ?)",
         [(page_id, ordinal, passage) for ordinal, passage in enumerate(passages)],
     )
-    # Indexed in one statement, not by a trigger per passage row: 6.7 -> 2.6 ms of CPU a page of 70 passages
-    # (bench/findings.md, #17). Every writer of passages goes through here; a delete is still a trigger. Older
+    # Indexed in one statement, not by a trigger per passage row (the CPU it saves:
+    # docs/benchmarks.md). Every writer of passages goes through here; a delete is still a trigger. Older
     # code opening the file meanwhile recreates the row trigger: then it indexes, as indexing twice corrupts FTS5.
     if db.execute("SELECT 1 FROM sqlite_master WHERE type='trigger' AND name='passages_ai'").fetchone() is None:
         db.execute("INSERT INTO passages_fts(rowid, text) SELECT id, text FROM passages WHERE page_id=?", (page_id,))

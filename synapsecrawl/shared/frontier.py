@@ -1,4 +1,4 @@
-"""One crawl shared by many workers: its frontier and duplicate filter in Redis (#16).
+"""One crawl shared by many workers: its frontier and duplicate filter in Redis.
 
 Built on Redis Streams with consumer groups, not on a coordinator of our own:
 each site (the pacer's site key: a registrable domain for OmniscienteBot, a
@@ -129,7 +129,7 @@ return added
 # spacing when the pacer has none yet, then the worker's finished leases to acknowledge first (members).
 # Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due} or
 # {0, seconds until the next site is due (-1: none), reclaimed, sites left}: the worker sleeps until then
-# instead of asking again (one round trip a page for the lease and the last one's acknowledgement, #16).
+# instead of asking again (one round trip a page for the lease and the last one's acknowledgement).
 _LEASE = (
     _PRELUDE
     + SPACING_LUA
@@ -165,7 +165,7 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
         and tonumber(redis.call('HGET', P .. ':flight', site) or '0') > 0 then
       -- Its Crawl-delay is not known yet (robots.txt not read): handed out one lease at a time, or one worker
       -- would hold its next pages, each waiting a Crawl-delay after the other in that worker's downloader
-      -- while the others idle (#16). Due again when that lease ends (settle) or expires (the sweep).
+      -- while the others idle. Due again when that lease ends (settle) or expires (the sweep).
       redis.call('ZADD', P .. ':ready', now + lease_for, site)
     elseif (not left) and redis.call('ZCOUNT', head .. site .. leases_tail, now, '+inf') >= concurrency then
       redis.call('ZADD', P .. ':ready', now + poll, site)

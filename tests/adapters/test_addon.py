@@ -66,7 +66,7 @@ def test_omniscientebot_sends_from(signing_key) -> None:  # type: ignore[no-unty
 
 
 def test_the_configuration_is_built_once_per_crawler(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    """#15 step 1: a real crawler, its spider, the add-on and every component of the project's settings
+    """A real crawler, its spider, the add-on and every component of the project's settings
     built from it read the settings once: CrawlConfig.from_settings runs once, and all share that config."""
     from scrapy.utils.misc import build_from_crawler, load_object
 

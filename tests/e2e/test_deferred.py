@@ -14,7 +14,7 @@ from tests.site.server import Reply, TestServer
 def test_deferred_urls_bring_the_source_forward_and_are_fetched_once_due(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
-    """SNA-429 (#4 "picked up by the next scheduled run, not lost"): a host asking for two hours
+    """SNA-429 ("picked up by the next scheduled run, not lost"): a host asking for two hours
     is left and its URL deferred; the source's next run is brought forward to when the wait ends
     (not 7 days later); once the wait is over, the next crawl of the source fetches the deferred
     URL, stores it and releases the hold."""

@@ -7,7 +7,7 @@ from PyPI; the project's dependencies are the test run's own, on the path throug
 a ``.pth`` file, as an operator's Scrapyd has them installed beside it, and the
 project itself reaches Scrapyd only as the egg scrapyd-deploy sends. Installing
 those dependencies a second time from PyPI took minutes of a fresh checkout's
-first run (#15). The tests are skipped only when that virtualenv cannot be built.
+first run. The tests are skipped only when that virtualenv cannot be built.
 """
 
 from __future__ import annotations

@@ -204,7 +204,7 @@ def test_results_follow_snagabots_rules(server: TestServer, host: str, crawl, tm
 
 
 def test_a_wrong_query_or_parameter_is_a_400_with_one_message(tmp_path: Path) -> None:
-    """YOT-RESULTS (#19 safe by default): a missing or empty query, a query of no words, an unknown or
+    """YOT-RESULTS (safe by default): a missing or empty query, a query of no words, an unknown or
     repeated parameter, a limit or offset out of range or not a number, a bad KB name and a body
     that is not a JSON object each get a 400 with one clear line; an unknown KB is a 404."""
     uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
@@ -239,7 +239,7 @@ def test_a_wrong_query_or_parameter_is_a_400_with_one_message(tmp_path: Path) ->
 
 
 def test_an_unopenable_kb_is_a_503_and_the_service_keeps_running(tmp_path: Path) -> None:
-    """YOT-RESULTS (#19): a KB file that is not a database is a 503 with one line (and one line in
+    """YOT-RESULTS: a KB file that is not a database is a 503 with one line (and one line in
     the service's log); the service keeps running and answers once the KB can be opened."""
     path = tmp_path / "kb.sqlite3"
     path.write_bytes(b"this is not a database, it is a shopping list " * 100)
@@ -262,7 +262,7 @@ def test_an_unopenable_kb_is_a_503_and_the_service_keeps_running(tmp_path: Path)
 
 
 def test_a_token_is_required_when_set_and_a_public_bind_needs_one(tmp_path: Path) -> None:
-    """#19 safe by default: with SEARCH_TOKEN set, a request without `Authorization: Bearer TOKEN` (or
+    """Safe by default: with SEARCH_TOKEN set, a request without `Authorization: Bearer TOKEN` (or
     with a wrong one) is a 401, with it a 200, over HTTP and MCP alike; a request naming another
     Host is refused (DNS rebinding); binding an address other than loopback without a token is
     refused at start in one line."""

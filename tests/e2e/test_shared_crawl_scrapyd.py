@@ -1,4 +1,4 @@
-"""Scrapyd running the workers of a shared crawl, as an operator would deploy them (#16)."""
+"""Scrapyd running the workers of a shared crawl, as an operator would deploy them."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_two_scrapyd_worker_jobs_share_one_crawl(
     postgres_schema_uri: str,
     tmp_path: Path,
 ) -> None:
-    """#16 (Scrapyd running N workers; CARD-USE): a URL list added to a shared crawl, and 2 worker jobs
+    """Scrapyd running N workers; CARD-USE: a URL list added to a shared crawl, and 2 worker jobs
     of the project deployed with scrapyd-deploy, scheduled through schedule.json (as `recrawl --crawl
     NAME --scrapyd URL --workers 2` does): both join the crawl, each page is fetched once, the
     PostgreSQL KB holds every page, neither job logs an error."""
@@ -84,7 +84,7 @@ def test_recrawl_with_scrapyd_schedules_n_workers_that_read_the_shared_source_ag
     host: str,
     shared: SharedCrawl,
 ) -> None:
-    """#16 (a source crawled shared is re-read by recrawl shared; Scrapyd running N workers; SYN-REREAD):
+    """A source crawled shared is re-read by recrawl shared; Scrapyd running N workers; SYN-REREAD:
     a site crawled by 2 local workers is recorded in the KB; once it is due, `synapsecrawl recrawl --crawl
     NAME --scrapyd URL --workers 2` queues it in the shared crawl again (a new round) and schedules 2
     worker jobs on the real Scrapyd; both join the crawl, and between them every page is fetched once
