@@ -103,13 +103,13 @@ async def test_a_site_whose_request_left_wakes_the_engine_when_it_falls_due() ->
     from scrapy.utils.defer import maybe_deferred_to_future
 
     from middlewares.engine.scheduler import PacedPriorityQueue
-    from tests.adapters.test_paced_downloader import Held
+    from tests.adapters.crawlers import Held
 
     settings = {
         "BOT_PROFILE": "synapsebot",
         "DOWNLOADER": "middlewares.engine.downloader.PacedDownloader",
         "DOWNLOADER_MIDDLEWARES_BASE": {},
-        "DOWNLOADER_MIDDLEWARES": {"tests.adapters.test_paced_downloader.Held": 1},
+        "DOWNLOADER_MIDDLEWARES": {"tests.adapters.crawlers.Held": 1},
     }
     crawler = get_crawler(settings_dict=settings)
     crawler.engine = ExecutionEngine(crawler, lambda spider: None)

@@ -71,12 +71,12 @@ def test_a_page_whose_name_is_refused_at_resolution_is_an_address_refusal(instal
 
     from middlewares.netguard import NetGuardMiddleware
     from spiders.ondemand import _fetch_error
-    from tests.adapters.test_addon import crawler_for
+    from tests.adapters.crawlers import addon_crawler
 
     resolver = make(allow_private=False, spec="rebound.test=10.0.0.7")
     GuardedResolver.installed = resolver
     assert isinstance(resolve(resolver, "rebound.test"), AddressRefused)
-    crawler = crawler_for(BOT_PROFILE="snagabot")
+    crawler = addon_crawler(BOT_PROFILE="snagabot")
     guard = build_from_crawler(NetGuardMiddleware, crawler)
     request = Request("http://rebound.test/page")
     with pytest.raises(IgnoreRequest) as caught:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import pickle
 import time
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from synapsecrawl.pacing.shared import RedisPacing
 from synapsecrawl.shared.entries import BadEntry, Entry
 from synapsecrawl.shared.frontier import SharedFrontier
 from tests.conftest import REDIS_URL
+from tests.helpers import PickleExploit
 
 
 @pytest.fixture
@@ -32,20 +32,12 @@ def frontier(redis_prefix: str) -> Iterator[SharedFrontier]:
     f.close()
 
 
-class _Exploit:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __reduce__(self):  # type: ignore[no-untyped-def]
-        return (os.mkdir, (str(self.path),))
-
-
 def test_a_pickled_entry_written_by_anyone_is_refused_not_unpickled(frontier: SharedFrontier, tmp_path: Path) -> None:
     """Serialization JSON, never pickle: a pickle whose loading would run code (os.mkdir), put in
     a site's stream as anyone who can write to Redis could, is leased like any entry but read as JSON
     only: BadEntry, and the code never ran (no directory)."""
     marker = tmp_path / "pwned"
-    payload = pickle.dumps(_Exploit(marker))
+    payload = pickle.dumps(PickleExploit(marker))
     assert not marker.exists()
     frontier.add_raw("evil.test", payload)
     lease, _, _ = frontier.lease("w1")

@@ -14,7 +14,7 @@ import pytest
 from synapsecrawl.errors import StoreError
 from synapsecrawl.kb.batch import BatchWriter
 from synapsecrawl.kb.sqlite import SQLiteStore
-from tests.core.test_store_backends import record
+from tests.helpers import record
 
 
 def test_a_record_is_acknowledged_only_once_its_batch_is_committed(tmp_path: Path) -> None:

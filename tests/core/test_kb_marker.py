@@ -3,7 +3,6 @@ before markers, by its tables; anything else is refused in one line before any w
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from pathlib import Path
 
@@ -13,19 +12,11 @@ from synapsecrawl.errors import StoreError
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, SCHEMA_VERSION, Found, judge
 from synapsecrawl.kb.records import PageRecord, utcnow
+from tests.helpers import other_app, sha256, strip_marker
 
 OURS = frozenset({"pages", "pages_fts", "robots_cache", "passages"})
 REQUIRED = ("pages", "pages_fts", "robots_cache")
 COLUMNS = frozenset({"id", "kb", "url", "title", "text", "fetched_at"})
-# Another application's database: its own `pages`, a trigger, an index, and rows of its own.
-OTHER_APP = """
-CREATE TABLE pages (id INTEGER PRIMARY KEY, slug TEXT UNIQUE NOT NULL, body TEXT NOT NULL);
-CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
-CREATE TABLE audit (page INTEGER, action TEXT);
-CREATE TRIGGER pages_audit AFTER DELETE ON pages BEGIN INSERT INTO audit VALUES (old.id, 'delete'); END;
-INSERT INTO pages (slug, body) VALUES ('home', 'Welcome'), ('about', 'About us');
-INSERT INTO users (name) VALUES ('ada');
-"""
 
 
 def page(url: str) -> PageRecord:
@@ -38,25 +29,6 @@ def page(url: str) -> PageRecord:
         status=200,
         fetched_at=utcnow(),
     )
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def other_app(path: Path, script: str = OTHER_APP) -> Path:
-    with sqlite3.connect(path) as db:
-        db.executescript(script)
-    db.close()
-    return path
-
-
-def strip_marker(path: Path) -> None:
-    """Make a KB of the current code into what main wrote before markers: same tables, no marker."""
-    with sqlite3.connect(path) as db:
-        db.execute("PRAGMA application_id = 0")
-        db.execute(f"DROP TABLE IF EXISTS {META_TABLE}")
-    db.close()
 
 
 @pytest.mark.parametrize(("found", "state"), [

@@ -19,8 +19,7 @@ from synapsecrawl.kb.records import SearchHit
 from synapsecrawl.kb.store import Store
 from synapsecrawl.search import index as search_index
 from synapsecrawl.search.index import Follower, IndexBusy, SearchIndex, index_path
-from tests.core.test_store_backends import docsite_records
-from tests.helpers import record, wait_for
+from tests.helpers import docsite_records, record, wait_for
 
 QUERIES = (
     "restore a single file",

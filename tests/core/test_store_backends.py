@@ -6,7 +6,6 @@ tests/conftest.py); without one they skip on a developer machine and fail in CI.
 
 from __future__ import annotations
 
-import functools
 import sqlite3
 import threading
 import uuid
@@ -20,27 +19,13 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import pytest
 
 from synapsecrawl.errors import ConfigError, StoreError
-from synapsecrawl.extract.html import parse_html
 from synapsecrawl.kb import open_store, rows
 from synapsecrawl.kb.postgres import PostgresStore, redact_uri
 from synapsecrawl.kb.records import LabelRecord, PageRecord, RobotsCopy, SiteIcon, SiteState, Source, UrlHold
 from synapsecrawl.kb.search import MARK_CLOSE, MARK_OPEN, split_passages
 from synapsecrawl.kb.sqlite import SQLiteStore
 from synapsecrawl.kb.store import Store
-from tests.helpers import WHEN, record
-
-DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"
-
-
-@functools.cache
-def docsite_records() -> tuple[PageRecord, ...]:
-    """The 16 pages of the test documentation site, extracted once."""
-    records = []
-    for path in sorted(DOCSITE.glob("*.html")):
-        url = f"http://docs.test/{path.name}"
-        parsed = parse_html(path.read_bytes(), url, tokens=("SynapseBot",))
-        records.append(record(url, parsed.text, title=parsed.title, snippet_text=parsed.snippet_text))
-    return tuple(records)
+from tests.helpers import WHEN, docsite_records, record
 
 
 def plain(snippet: str) -> str:

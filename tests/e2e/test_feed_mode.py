@@ -13,15 +13,10 @@ import pytest
 from synapsecrawl.kb.records import SiteState
 from synapsecrawl.urls import origin_of
 from tests.helpers import REDIS_URL, CrawlRun, gaps, store_of, write_urls
-from tests.site.pages import NO_ROBOTS, page
+from tests.site.pages import NO_ROBOTS, feed, page
 from tests.site.server import Hit, Reply, TestServer
 
-FEEDS = Path(__file__).resolve().parent.parent / "data" / "feeds"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
-
-
-def feed(name: str, content_type: str = "application/rss+xml", headers: dict[str, str] | None = None) -> Reply:
-    return Reply((FEEDS / name).read_bytes(), headers={"Content-Type": content_type, **(headers or {})})
 
 
 def article(title: str, og_image: str = "") -> Reply:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.test_kb_marker import other_app, sha256, strip_marker
-from tests.helpers import synapsecrawl
+from tests.helpers import other_app, sha256, strip_marker, synapsecrawl
 from tests.site.pages import FAST
 from tests.site.server import Reply, TestServer
 

@@ -22,8 +22,8 @@ from synapsecrawl.kb import open_store
 from synapsecrawl.search.index import SearchIndex, index_path
 from tests import zygote
 from tests.conftest import _bin, synapsecrawl
-from tests.e2e.test_serve import WHEN, kb_search, serve
-from tests.helpers import ROOT, bin_path, record, wait_for
+from tests.e2e.service import kb_search, serve
+from tests.helpers import ROOT, WHEN, bin_path, record, wait_for
 from tests.site.pages import ROBOTS_ALL
 from tests.site.server import Reply, TestServer
 

@@ -99,7 +99,7 @@ def test_a_sitemap_and_a_feed_shared_by_three_workers_are_read_once_and_their_pa
     """Sitemap and feed modes shared; SYN-MODES, SER-FEEDS: a sitemap listing 8 pages and an
     RSS feed of 2 entries, added to one crawl of 3 workers: the sitemap, the feed, each listed page
     and robots.txt are each fetched once; the KB holds the 8 pages, the feed and its 2 entries."""
-    from tests.e2e.test_feed_mode import feed
+    from tests.site.pages import feed
 
     maps, feeds = f"maps.{host}", f"feeds.{host}"
     pages = [server.url(maps, f"/p{n}.html") for n in range(8)]
@@ -195,7 +195,7 @@ def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
     (a new round: the crawl was drained) instead of crawling it here, and 2 workers read it again:
     every page fetched once per round, the source's next re-read due a week on."""
     from synapsecrawl.kb import open_store
-    from tests.e2e.test_recrawl import make_due
+    from tests.e2e.rereads import make_due
 
     site = f"again.{host}"
     server.add(site, {"/robots.txt": NO_ROBOTS, "/": page("start", ("/a.html", "/b.html")), "*": page("leaf")})
@@ -230,7 +230,7 @@ def test_a_crawl_delay_read_by_one_worker_holds_for_all_of_them(
     import pickle
 
     from synapsecrawl.shared.frontier import SharedFrontier
-    from tests.core.test_frontier_redis import _Exploit
+    from tests.helpers import PickleExploit
 
     site = f"slowly.{host}"
     server.add(
@@ -244,7 +244,7 @@ def test_a_crawl_delay_read_by_one_worker_holds_for_all_of_them(
     assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
     marker = tmp_path / "pwned"
     attacker = SharedFrontier(shared.redis_url, shared.name, prefix=shared.frontier_prefix)
-    attacker.add_raw(site, pickle.dumps(_Exploit(marker)))  # the site key: its host
+    attacker.add_raw(site, pickle.dumps(PickleExploit(marker)))  # the site key: its host
     attacker.close()
     shared.start(3)
     shared.wait()

@@ -9,16 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REDIS_URL, synapsecrawl, write_urls
+from tests.e2e.scrapyd_env import TEST_SETTINGS, job_log, schedule, wait_finished
 from tests.e2e.sharedcrawl import SharedCrawl, fetched, page
-from tests.e2e.test_scrapyd import (  # noqa: F401 - the module's Scrapyd fixtures
-    TEST_SETTINGS,
-    deployed,
-    job_log,
-    schedule,
-    scrapyd,
-    scrapyd_venv,
-    wait_finished,
-)
 from tests.site.server import Reply, TestServer
 
 # The first test of a fresh checkout may build the Scrapyd virtualenv inside its setup (tests/e2e/test_scrapyd.py).
@@ -26,7 +18,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 
 def test_two_scrapyd_worker_jobs_share_one_crawl(
-    deployed: str,  # noqa: F811 - the imported fixture
+    deployed: str,
     server: TestServer,
     host: str,
     redis_prefix: str,
@@ -79,7 +71,7 @@ def test_two_scrapyd_worker_jobs_share_one_crawl(
 
 
 def test_recrawl_with_scrapyd_schedules_n_workers_that_read_the_shared_source_again(
-    deployed: str,  # noqa: F811 - the imported fixture
+    deployed: str,
     server: TestServer,
     host: str,
     shared: SharedCrawl,
@@ -89,7 +81,7 @@ def test_recrawl_with_scrapyd_schedules_n_workers_that_read_the_shared_source_ag
     NAME --scrapyd URL --workers 2` queues it in the shared crawl again (a new round) and schedules 2
     worker jobs on the real Scrapyd; both join the crawl, and between them every page is fetched once
     more (twice in all, once a round), with no error in either job's log."""
-    from tests.e2e.test_recrawl import make_due
+    from tests.e2e.rereads import make_due
 
     site = f"sched.{host}"
     server.add(
