@@ -1,19 +1,10 @@
 """The PostgreSQL knowledge base: the same Store as SQLite, for many crawlers and large KBs.
 
-Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.sqlite_content``
-(pages, passages, labels, robots.txt copies, backoff state, sources, site
-icons) and are created on open; the methods that read and write them alike
-are ``kb.rows``'s. Search uses a stored ``tsvector`` per page (title weight A,
-text B, the ``english`` configuration: Snowball stems, like FTS5's Porter)
-and per passage, ranked with ``ts_rank_cd`` and combined by ``kb.search.rank_results``; snippets come from the same pure
-functions as SQLite's (``synapsecrawl.kb.search``), with the query words
-marked by ``ts_headline``, so both back-ends show the same kind of result.
-
-One write connection per store, guarded by a lock, as SQLite's: the pipeline
-calls it from worker threads; reads take a connection of a small pool
-(``READERS`` kept idle), so concurrent searches do not wait for each other.
-Page times are ``timestamptz`` read back in UTC; robots.txt, backoff and source
-times are unix seconds (double precision).
+Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.sqlite_content`` and are created on open; the methods
+that read and write them alike are ``kb.rows``'s. Search uses a stored ``tsvector`` per page and per passage (the
+``english`` configuration), ranked with ``ts_rank_cd`` and combined by ``kb.search.rank_results``, so both back-ends
+show the same kind of result. One write connection per store, guarded by a lock; reads take a connection of a small
+pool (``READERS``). More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """What the SQLite knowledge base keeps beside each page to serve it: passages and labels.
 
-``passages`` holds each page cut into passages (``search.split_passages``),
-indexed with FTS5 like the pages themselves; they are rewritten with the page
-and deleted with it (a trigger on ``pages``). ``search`` gives
-``search.rank_results`` FTS5's BM25 of each candidate page's title and text,
-of its passages, and of its passages holding two query words side by side,
-so a page about the question whose one paragraph answers it comes first, and
-the result shows that paragraph.
-
-``page_labels`` and ``link_labels`` hold OmniscienteBot's labels and TDM
-policy (OMN-LABELS, OMN-FETCH): a page's kind, each link's context, no text;
-``kb.rows`` reads and writes them, as it does for PostgreSQL.
-
-Functions here take a connection; the caller holds its lock and its transaction.
+``passages`` holds each page cut into passages (``search.split_passages``), indexed with FTS5, rewritten and deleted
+with the page; ``search`` gives ``search.rank_results`` FTS5's BM25 of each candidate's title, text, passages and
+side-by-side query words. ``page_labels`` and ``link_labels`` hold OmniscienteBot's labels and TDM policy
+(OMN-LABELS, OMN-FETCH), no text. Functions here take a connection; the caller holds its lock and its transaction.
+More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

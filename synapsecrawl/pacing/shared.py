@@ -1,26 +1,11 @@
 """Per-site pacing shared by every machine of a deployment, through Redis (OMN-SITE, OMN-PAUSE).
 
-``RedisPacing`` decides whether a request to a site may start now, for all
-the processes that share one Redis: one atomic script grants a start when the
-site's next start has come, its pause is over and fewer than its concurrency
-limit are in flight, and otherwise says how long to wait. Each grant books the
-next start ``spacing`` later and holds a lease on one of the site's in-flight
-places; the lease is given back on the answer, or expires if its machine dies.
-
-A grant is not yet an arrival: the machine it went to may be starved of CPU
-between reading the grant and putting the request on the wire, and the site
-owner's log shows arrivals. So each machine also says when it has sent
-(``sent``): that books the next start a spacing after the send, and until it
-is said no other start is granted for the site. Without it, a request sent
-late after its grant arrived that much closer than the spacing to the next
-machine's punctual one (seen under a test suite's load: OMN-SITE).
-
-All shared times are the Redis server's ``TIME``, never a machine's clock
-(machines' clocks differ); between machines only durations travel. The site's
-Crawl-delay spacing, its slow-server spacing and its pause live in Redis too,
-so what one machine learns holds for all. The ``PacingState`` methods answer
-from a local copy (a ``SiteClock``) that each grant brings up to date, so
-reading them never waits on the network; the grant itself is what holds a site.
+``RedisPacing`` grants a site's start for every process sharing one Redis, in one atomic script: when the site's
+next start has come, its pause is over and fewer than its concurrency are in flight; a grant books the next start
+and leases an in-flight place. Each machine also says when it has sent (``sent``), which books the next start a
+spacing after the send. Shared times are the Redis server's ``TIME``; Crawl-delay, slow-server spacing and pauses
+live in Redis, and the ``PacingState`` methods answer from a local copy. Why: docs/architecture.md, "Inside the
+larger modules".
 """
 
 from __future__ import annotations
