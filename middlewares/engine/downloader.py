@@ -2,7 +2,7 @@
 
 Every request is keyed by its site, and its slot is brought up to date with the pacer on Scrapy's public
 ``request_reached_downloader`` signal; a pause moves the slot's last start forward. The private members it uses are
-pinned by ``tests/adapters/test_scrapy_seam.py``. Middlewares that act as a request goes on the wire define
+pinned by ``tests/adapters/test_engine_seam.py``. Middlewares that act as a request goes on the wire define
 ``process_send(request)``. It tells the queue when each site is due, spaces a slow server's requests (SNA-SLOW) and
 measures its own loop's lag. Meta keys it reads: ``pacing_skip_crawl_delay`` (SER-ROBOTS-FEEDS), ``dont_backoff``,
 ``download_latency``. More: docs/architecture.md, "Life of a request" and "Inside the larger modules".

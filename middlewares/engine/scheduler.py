@@ -5,7 +5,7 @@ to the engine only when its site is due and has nothing in flight, so requests
 wait for their site's turn here, not in the downloader, where each would hold
 one of the ``CONCURRENT_REQUESTS`` global slots (docs/benchmarks.md).
 It calls Scrapy's private ``scrapy.pqueues._path_safe``, and wakes the engine
-through ``middlewares.engine.seam``; ``tests/adapters/test_scrapy_seam.py`` pins both.
+through ``middlewares.engine.seam``; ``tests/adapters/test_engine_seam.py`` pins both.
 Meta keys: writes ``pacing_turn`` (synapsecrawl.crawl.meta.TURN).
 """
 

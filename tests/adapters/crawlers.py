@@ -93,7 +93,7 @@ def opened_store(of: Crawler | Runtime) -> Store:
 
 def live_slot(downloader: Downloader, request: Request) -> tuple[str, Slot]:
     """``request``'s slot as Scrapy's downloader has it once the request reached it: found or made
-    (``_get_slot``, pinned in test_scrapy_seam.py), then ``request_reached_downloader`` sent, on which
+    (``_get_slot``, pinned in test_engine_seam.py), then ``request_reached_downloader`` sent, on which
     PacedDownloader paces the slot. ``request`` itself is left as it was."""
     key, slot = downloader._get_slot(request)
     reached = request.replace(meta={**request.meta, downloader.DOWNLOAD_SLOT: key})

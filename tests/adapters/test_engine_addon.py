@@ -30,7 +30,7 @@ def test_addon_derives_scrapy_settings_from_the_profile(
     settings = crawler.settings
     runtime = Runtime.of(crawler)
     assert settings["USER_AGENT"] == runtime.profile.user_agent
-    # the slot's delay and jitter are PacedDownloader's (test_paced_downloader.py); Scrapy's settings keep theirs
+    # the slot's delay and jitter are PacedDownloader's (test_engine_downloader.py); Scrapy's settings keep theirs
     assert settings.getpriority("DOWNLOAD_DELAY") == settings.getpriority("DOWNLOAD_DELAY_JITTER") == 0
     assert runtime.limits.delay == delay
     assert settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") == concurrency
