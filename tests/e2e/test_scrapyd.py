@@ -25,8 +25,8 @@ from tests.helpers import synapsecrawl
 from tests.site.pages import ROBOTS_ALL
 from tests.site.server import TestServer
 
-# The first test of a fresh checkout builds the Scrapyd virtualenv inside its setup (pip, about 10 s on a
-# quiet 2-core machine, far longer on a loaded one): more than the suite's 300 s per test, to be sure.
+# The first test of a fresh checkout builds the Scrapyd virtualenv inside its setup (pip, far longer on a loaded
+# machine than on a quiet one): more than the suite's 300 s per test, to be sure.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 
