@@ -42,12 +42,11 @@ _DEFAULTS: dict[str, Any] = {
 class CompactFifoQueue:
     """A FIFO of requests kept as small compressed pickles rather than live ``Request`` objects.
 
-    A live request carries its headers, meta, flags, bound callback and the
-    parse caches that hang on it; its ``to_dict()`` without default values
-    pickles to a tenth of that, and deflated against the queue's first pickle
-    (a queue holds one site, so URLs and headers share most bytes) to less
-    (sizes in docs/benchmarks.md, "The frontier's memory"). A request that cannot be pickled (a callback that
-    is not a spider method) is kept as it is.
+    A live request carries its headers, meta, flags, bound callback and the parse caches that hang on it; its
+    ``to_dict()`` without default values pickles to a fraction of that, and deflated against the queue's first
+    pickle (a queue holds one site, so URLs and headers share most bytes) to a fraction of the pickle (sizes:
+    docs/benchmarks.md, "The frontier's memory"). A request that cannot be pickled (a callback that is not a
+    spider method) is kept as it is.
     """
 
     def __init__(self, spider: Spider | None) -> None:
