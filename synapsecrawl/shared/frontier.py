@@ -60,6 +60,7 @@ from synapsecrawl.shared.entries import (
     Lease,
     Source,
     check_crawl_name,
+    crawl_root,
     fingerprint,
 )
 
@@ -275,7 +276,7 @@ class SharedFrontier:
 
     @property
     def root(self) -> str:
-        return f"{self.prefix}:{self.crawl}"
+        return crawl_root(self.prefix, self.crawl)
 
     def _run(self, name: str, source: str, args: Sequence[Any]) -> Any:
         script = self._scripts.get(name)

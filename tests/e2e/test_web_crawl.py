@@ -211,7 +211,7 @@ def test_a_web_crawl_shared_by_three_workers_holds_its_budgets_copies_and_never_
     assert spent[farm]["budget"] == 20 and spent[farm]["admitted"] == 20
     table = synapsecrawl("crawl", "status", *shared.target)
     assert table.returncode == 0, table.stderr
-    assert "registrable domains; cut: budget" in table.stdout
+    assert "parked for a budget to grow; cut: budget" in table.stdout
     assert f"  {farm}: 20 of 20 pages" in table.stdout
 
 
