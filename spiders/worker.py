@@ -380,12 +380,14 @@ class WorkerSpider(scrapy.Spider):
     def _refill_web(self) -> int:
         """URLs a web source kept waiting for a site whose stream ran dry with no page of it answered (a lease
         ended without its page read): queued now, so the crawl is not drained while they wait."""
+        import redis  # as the web sources' own clients
+
         moved = 0
         for spider in self._delegates.values():
             if isinstance(spider, SharedWebSpider):
                 try:
                     moved += spider.refill_all()
-                except Exception as error:  # Redis gone: the drained check already said so, or will
+                except redis.RedisError as error:  # Redis gone: the drained check already said so, or will
                     logger.warning("web crawl: waiting URLs not looked at (%s)", error)
         return moved
 

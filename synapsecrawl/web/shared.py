@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from synapsecrawl.profiles import WebPolicy
 from synapsecrawl.shared.entries import ENQUEUE_LUA, QUEUED_LUA
@@ -48,10 +48,12 @@ __all__ = [
     "KNOWN",
     "MAX_LINKERS",
     "PARKED",
+    "PARK_PER_LINKER",
     "TRAP",
     "Link",
     "SharedNearDuplicates",
     "SharedWebGate",
+    "url_key",
     "web_status",
 ]
 
@@ -61,17 +63,17 @@ PARK_PER_LINKER = 4  # parked URLs a domain keeps, per page a new linking domain
 _SEED = "(seed)"
 
 
-class Link:
+class Link(NamedTuple):
     """A link to judge: its canonical ``url``, registrable ``domain``, the linking page's domain (None for a
-    seed), its ``depth``, its pacing ``site`` and its frontier entry's JSON (``data``: '' to keep nothing)."""
+    seed), its ``depth``, its pacing ``site`` (its domain when '') and its frontier entry's JSON (``data``:
+    '' to keep nothing)."""
 
-    __slots__ = ("data", "depth", "domain", "linker", "site", "url")
-
-    def __init__(
-        self, url: str, domain: str, linker: str | None, depth: int = 0, site: str = "", data: str = ""
-    ) -> None:
-        self.url, self.domain, self.linker, self.depth = url, domain, linker, depth
-        self.site, self.data = site or domain, data
+    url: str
+    domain: str
+    linker: str | None
+    depth: int = 0
+    site: str = ""
+    data: str = ""
 
 
 # Shared by the scripts: F (the frontier's root, '' for none), W (the web keys' root), window. A waiting URL
@@ -127,7 +129,7 @@ _ADMIT = (
     + """
 local base, per, max, k = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local calendar, park = tonumber(ARGV[8]), tonumber(ARGV[9])
-local MAX_LINKERS = %(max_linkers)d
+local MAX_LINKERS = $MAX_LINKERS
 local touched = {}
 local function score(depth, linkers, order)
   local value = 2 * math.log(1 + #linkers / 8) / math.log(2) - 0.5 * depth
@@ -161,7 +163,7 @@ end
 local function vote(site, domain, key, tag)
   local raw = redis.call('HGET', W .. ':u:' .. site, key)
   if not raw then return end  -- not waiting (fetched, queued, or never kept)
-  local depth, order, linkers = string.match(raw, '^(%%d+) (%%d+) (%%x*)$')
+  local depth, order, linkers = string.match(raw, '^(%d+) (%d+) (%x*)$')
   if #linkers >= 8 * MAX_LINKERS then return end
   for j = 1, #linkers, 8 do
     if string.sub(linkers, j, j + 7) == tag then return end
@@ -244,8 +246,7 @@ end
 for site in pairs(touched) do refill(site) end
 if ARGV[10] ~= '' then refill(ARGV[10]) end
 return out
-"""
-    % {"max_linkers": MAX_LINKERS}
+""".replace("$MAX_LINKERS", str(MAX_LINKERS))
 )
 
 # ARGV: F, W, window, then sites ('*' for every site with URLs waiting). Returns how many URLs were queued.
@@ -313,7 +314,7 @@ class SharedWebGate:
         for link in links:
             marks = self._traps.marks(link.url)
             linker = _SEED if link.linker is None else ("" if link.linker == link.domain else link.linker)
-            args += [link.domain, linker, link.site, link.data, url_key(link.url), link.depth]
+            args += [link.domain, linker, link.site or link.domain, link.data, url_key(link.url), link.depth]
             args += [marks.host if marks.dated is not None else "", marks.dated or 0]
             args += [marks.path_key or "", marks.variant or 0, marks.cap]
             args += self.bloom.positions(link.url)
