@@ -269,3 +269,114 @@ def test_max_pages_bounds_a_web_crawl(server: TestServer, host: str, crawl) -> N
     pages = [h for site in sites for h in server.log(site) if h.path != "/robots.txt"]
     assert len(pages) == 4
     assert "'summary/skipped/limit'" in run.stderr
+
+
+def test_a_calendars_trap_count_holds_across_three_workers(
+    server: TestServer, host: str, shared, tmp_path: Path
+) -> None:
+    """A calendar linked from five other domains (a budget of 60 pages) is still held to snagabot's 20
+    date-bearing URLs when 3 workers crawl it: its trap count is the crawl's, in Redis, not each worker's
+    (each worker reads other days' links); the cuts show in `crawl status` as traps."""
+    from tests.e2e.sharedcrawl import fetched
+
+    cal = f"cal-{host}"
+    linkers = [f"l{i}-{host}" for i in range(5)]
+    server.add(cal, {"/robots.txt": ROBOTS_ALL, "*": _calendar(server, cal)})
+    for name in linkers:
+        server.add(
+            name, {"/robots.txt": ROBOTS_ALL, "/": Reply(html(name, _words(name), links=[server.url(cal, "/")]))}
+        )
+    seeds = write_urls(tmp_path / "seeds.txt", [server.url(name, "/") for name in linkers])
+    shared.settings.update({"BOT_PROFILE": "snagabot"})
+    assert shared.add("--urls-file", seeds, "--mode", "web").returncode == 0
+    shared.start(3)
+    shared.wait()
+    hits = _pages(server.log(cal))
+    assert all(n == 1 for n in fetched(hits).values())
+    dated = [h.path for h in hits if h.path != "/"]
+    assert 10 < len(dated) <= 20, dated
+    [web] = [row["web"] for row in shared.status() if "web" in row]
+    assert web["cuts"].get("trap", 0) > 0  # type: ignore[index,union-attr]
+    spent = {row["domain"]: row for row in web["budget_spent"]}  # type: ignore[index]
+    assert spent[cal]["budget"] == 60 and spent[cal]["admitted"] == len(dated) + 1
+
+
+def test_yottabot_shares_a_web_crawl_within_its_allow_list_only(
+    tls_server: TestServer, host: str, shared, tmp_path: Path
+) -> None:
+    """YottaBot crawls a reviewed list (its page), over HTTPS only: `crawl add --mode web --sites FILE` carries the list to
+    every worker, and no worker asks anything of a site off it, robots.txt included, however it was found
+    (a link from the hub or from a listed site); a URL prefix on the list admits only what starts with it.
+    Without --sites the source is refused in one line and nothing is fetched; --sites with another mode is
+    refused by `crawl add`."""
+    hub, docs, api, off, far = (f"{name}-{host}" for name in ("hub", "docs", "api", "off", "far"))
+    tls_server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        tls_server.url(docs, "/"), tls_server.url(api, "/v1/"), tls_server.url(api, "/v2/"), tls_server.url(off, "/"),
+    ]))})  # fmt: skip
+    tls_server.add(docs, {
+        "/robots.txt": ROBOTS_ALL,
+        "/": Reply(html("Docs", _words("docs"), links=["/guide.html", tls_server.url(far, "/")])),
+        "/guide.html": Reply(html("Guide", _words("guide"))),
+    })  # fmt: skip
+    tls_server.add(api, {
+        "/robots.txt": ROBOTS_ALL,
+        "/v1/": Reply(html("API v1", _words("v1"))),
+        "/v2/": Reply(html("API v2", _words("v2"))),
+    })  # fmt: skip
+    for name in (off, far):
+        tls_server.add(name, {"/robots.txt": ROBOTS_ALL, "/": Reply(html(name, _words(name)))})
+    listed = tmp_path / "sites.txt"
+    listed.write_text(f"# reviewed\n{hub}\n{docs}\n{tls_server.url(api, '/v1/')}\n")
+    refused = shared.add("--url", tls_server.url(hub, "/"), "--mode", "site", "--sites", str(listed))
+    assert refused.returncode != 0 and "--sites is the web crawl's allow-list" in refused.stderr
+    shared.settings.update({"BOT_PROFILE": "yottabot"})
+    assert shared.add("--url", tls_server.url(hub, "/"), "--mode", "web", "--sites", str(listed)).returncode == 0
+    shared.start(3)
+    shared.wait()
+    assert [h.path for h in _pages(tls_server.log(docs))] == ["/", "/guide.html"]
+    assert [h.path for h in _pages(tls_server.log(api))] == ["/v1/"]
+    assert tls_server.log(off) == [] and tls_server.log(far) == []
+    assert [h.path for h in _pages(tls_server.log(hub))] == ["/"]
+
+
+def test_a_web_source_of_yottabot_without_its_list_is_refused_before_any_request(
+    server: TestServer, host: str, shared
+) -> None:
+    """YottaBot's web source added without --sites: the worker that leases it refuses it in one line naming
+    --sites, and nothing is fetched; the crawl ends."""
+    server.add(host, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Home", _words("home")))})
+    shared.settings.update({"BOT_PROFILE": "yottabot"})
+    assert shared.add("--url", server.url(host, "/"), "--mode", "web").returncode == 0
+    shared.start(1)
+    shared.wait()
+    assert server.log(host) == []
+    assert "yottabot crawls only a reviewed list of sites: add the source with --sites PATH" in shared.log(0)
+
+
+def test_a_shared_web_crawl_fetches_a_sites_pages_by_value(server: TestServer, host: str, shared) -> None:
+    """The order within a site holds across workers as in a local web crawl: a site's ten pages found on a
+    hub in order p0-p9, while its robots.txt is slow to answer, then p9 linked from three other domains:
+    p9 is fetched right after the two already handed to the frontier (p0, p1), not last as in the order
+    found. Each page once, robots.txt first, one request at a time at the site (SNA-RATE)."""
+    from tests.e2e.sharedcrawl import fetched, in_flight
+
+    hub, site = f"hub-{host}", f"site-{host}"
+    voters = [f"v{i}-{host}" for i in range(3)]
+    pages = [server.url(site, f"/p{n}.html") for n in range(10)]
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        *pages, *(server.url(name, "/") for name in voters),
+    ]))})  # fmt: skip
+    for name in voters:
+        server.add(name, {"/robots.txt": ROBOTS_ALL, "/": Reply(html(name, _words(name), links=[pages[9]]))})
+    server.add(site, {"/robots.txt": Reply(ROBOTS_ALL.body, headers=ROBOTS_ALL.headers, delay=4.0)} | {
+        f"/p{n}.html": Reply(html(f"Page {n}", _words(f"{site}{n}"))) for n in range(10)
+    })  # fmt: skip
+    shared.settings.update({"BOT_PROFILE": "snagabot"})
+    assert shared.add("--url", server.url(hub, "/"), "--mode", "web").returncode == 0
+    shared.start(2)
+    shared.wait()
+    hits = server.log(site)
+    assert hits[0].path == "/robots.txt" and in_flight(hits) == 1
+    order = [h.path for h in _pages(hits)]
+    assert sorted(order) == sorted(f"/p{n}.html" for n in range(10)) and all(n == 1 for n in fetched(hits).values())
+    assert order.index("/p9.html") <= 3, order  # in the order found it would be last
