@@ -380,3 +380,39 @@ def test_a_shared_web_crawl_fetches_a_sites_pages_by_value(server: TestServer, h
     order = [h.path for h in _pages(hits)]
     assert sorted(order) == sorted(f"/p{n}.html" for n in range(10)) and all(n == 1 for n in fetched(hits).values())
     assert order.index("/p9.html") <= 3, order  # in the order found it would be last
+
+
+def test_links_over_a_budget_are_fetched_when_a_new_linking_domain_grows_it(
+    server: TestServer, host: str, shared
+) -> None:
+    """IRLbot's BEAST across workers: a domain linked from the hub alone has a budget of 20 pages (snagabot:
+    10 + 10 a linking domain) and links to 29 pages of its own; the 9 past its budget are parked, not
+    dropped, and fetched once a second domain, found later through a slow page, links to it (budget 30):
+    all 30 pages are fetched, each once, one at a time, and nothing is left parked or cut for the budget."""
+    from tests.e2e.sharedcrawl import fetched, in_flight
+
+    hub, big, slow, late = (f"{name}-{host}" for name in ("hub", "big", "slow", "late"))
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        server.url(big, "/"), server.url(slow, "/"),
+    ]))})  # fmt: skip
+    server.add(big, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Big", _words("big"), links=[
+        f"/p{n}.html" for n in range(29)
+    ]))} | {f"/p{n}.html": Reply(html(f"Big {n}", _words(f"big{n}"))) for n in range(29)})  # fmt: skip
+    server.add(slow, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Slow", _words("slow"), links=[server.url(late, "/")]),
+                                                             delay=4.0)})  # fmt: skip
+    server.add(
+        late, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Late", _words("late"), links=[server.url(big, "/")]))}
+    )
+    shared.settings.update({"BOT_PROFILE": "snagabot"})
+    assert shared.add("--url", server.url(hub, "/"), "--mode", "web").returncode == 0
+    shared.start(2)
+    shared.wait()
+    hits = server.log(big)
+    pages = _pages(hits)
+    assert len(pages) == 30 and all(n == 1 for n in fetched(hits).values()) and in_flight(hits) == 1
+    late_page = next(h for h in server.log(late) if h.path == "/")
+    assert sum(1 for h in pages if h.start < late_page.end) <= 20  # the budget held until the late linker came
+    [web] = [row["web"] for row in shared.status() if "web" in row]
+    assert web["parked"] == 0 and "budget" not in web["cuts"]  # type: ignore[index,operator]
+    spent = {row["domain"]: row for row in web["budget_spent"]}  # type: ignore[index]
+    assert spent[big]["budget"] == 30 and spent[big]["admitted"] == 30
