@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -164,3 +165,34 @@ def test_trap_counts_hold_across_workers(client: redis.Redis, frontier: SharedFr
         assert status is not None and status["cuts"] == {"trap": 3}
     finally:
         other.close()
+
+
+def test_a_web_sources_allow_list_travels_in_its_json_and_makes_it_a_source_of_its_own(
+    frontier: SharedFrontier, tmp_path: Path
+) -> None:
+    """`crawl add --sites FILE`: the list's lines (not its path, which is the operator's) go in the source's
+    JSON and back; a source without a list keeps the id it had before lists existed, one with a list is
+    another source; a file naming no site, or a list with another mode than web, is refused in one line."""
+    import hashlib
+    import json
+
+    from synapsecrawl.cli.crawl import add_source, read_sites, source_key
+    from synapsecrawl.crawl.request import CrawlRequest
+    from synapsecrawl.errors import ConfigError
+    from synapsecrawl.shared.entries import Source
+
+    listed = tmp_path / "sites.txt"
+    listed.write_text("# reviewed\ndocs.test\n\nhttps://api.test/v1/\n")
+    sites = read_sites(str(listed))
+    assert sites == ("docs.test", "https://api.test/v1/")
+    crawl = CrawlRequest(("https://docs.test/",), "default")
+    before = hashlib.sha256(json.dumps(["web", list(crawl.urls), "default", None, None]).encode()).hexdigest()[:16]
+    assert source_key("web", crawl) == before != source_key("web", crawl, sites)
+    source, new = add_source(frontier, "web", crawl, sites)
+    assert new and frontier.sources()[source.id].sites == sites
+    assert Source.from_json(Source("a", "web", crawl.urls).to_json()).sites is None
+    (tmp_path / "empty.txt").write_text("# nothing yet\n")
+    with pytest.raises(ConfigError, match="names no domain or URL prefix"):
+        read_sites(str(tmp_path / "empty.txt"))
+    with pytest.raises(ConfigError, match="--sites is the web crawl's allow-list"):
+        add_source(frontier, "site", crawl, sites)

@@ -388,7 +388,8 @@ def test_links_over_a_budget_are_fetched_when_a_new_linking_domain_grows_it(
     """IRLbot's BEAST across workers: a domain linked from the hub alone has a budget of 20 pages (snagabot:
     10 + 10 a linking domain) and links to 29 pages of its own; the 9 past its budget are parked, not
     dropped, and fetched once a second domain, found later through a slow page, links to it (budget 30):
-    all 30 pages are fetched, each once, one at a time, and nothing is left parked or cut for the budget."""
+    all 30 pages are fetched, each once, one at a time (SNA-RATE), and nothing is left parked or cut for
+    the budget."""
     from tests.e2e.sharedcrawl import fetched, in_flight
 
     hub, big, slow, late = (f"{name}-{host}" for name in ("hub", "big", "slow", "late"))
