@@ -128,7 +128,11 @@ def _status(args: argparse.Namespace) -> int:
         frontier.close()
     sites = {site: counts for site, counts in status.sites.items() if site != START_SITE}
     starts = status.sites.get(START_SITE, (0, 0, 0))
-    web = _web_status(args, sites)
+    web, waiting = _web_status(args, sites)
+    for site, count in waiting.items():  # a web crawl's pages waiting their turn are pending too
+        pending, flight, done = sites.get(site, (0, 0, 0))
+        sites[site] = (pending + count, flight, done)
+    sites = dict(sorted(sites.items()))
     if args.format == "jsonl":
         rows: list[dict[str, Any]] = [
             {"site": site, "pending": p, "in_flight": f, "done": d} for site, (p, f, d) in sites.items()
@@ -143,7 +147,7 @@ def _status(args: argparse.Namespace) -> int:
                 "pending": sum(c[0] for c in sites.values()) + starts[0],
                 "in_flight": sum(c[1] for c in sites.values()) + starts[1],
                 "done": sum(c[2] for c in sites.values()),
-                "drained": status.drained and not (web or {}).get("waiting"),
+                "drained": status.drained and not waiting,
             }
         )
         if web is not None:
@@ -166,19 +170,22 @@ def _status(args: argparse.Namespace) -> int:
         cuts = ", ".join(f"{reason} {n}" for reason, n in sorted(web["cuts"].items())) or "nothing"
         sys.stdout.write(
             f"\nweb: {web['sites_known']} sites known, {web['sites_waiting']} with pages waiting, "
-            f"{web['domains_known']} registrable domains; {sum(web['waiting'].values())} pages waiting their turn, "
+            f"{web['domains_known']} registrable domains; {web['waiting']} pages waiting their turn, "
             f"{web['parked']} parked for a budget to grow; cut: {cuts}\n"
         )
         for row in web["budget_spent"]:
             parked = f", {row['parked']} parked" if row["parked"] else ""
             sys.stdout.write(f"  {row['domain']}: {row['admitted']} of {row['budget']} pages{parked}\n")
-    state = "drained" if status.drained and not (web or {}).get("waiting") else "running"
+    state = "drained" if status.drained and not waiting else "running"
     sys.stdout.write(f"\ncrawl {args.crawl}: {state}\n")
     return 0
 
 
-def _web_status(args: argparse.Namespace, sites: dict[str, tuple[int, int, int]]) -> dict[str, Any] | None:
-    """A web crawl's figures (synapsecrawl.web.shared), with its sites known and waiting; None for other crawls."""
+def _web_status(
+    args: argparse.Namespace, sites: dict[str, tuple[int, int, int]]
+) -> tuple[dict[str, Any] | None, dict[str, int]]:
+    """A web crawl's figures (synapsecrawl.web.shared), with its sites known and waiting, and its pages waiting
+    their turn per site; (None, {}) for other crawls."""
     import redis
 
     from synapsecrawl.web.shared import web_status
@@ -191,9 +198,11 @@ def _web_status(args: argparse.Namespace, sites: dict[str, tuple[int, int, int]]
     finally:
         client.close()
     if web is None:
-        return None
-    waiting = set(web["waiting"]) | {site for site, (pending, _, _) in sites.items() if pending}
-    return {"sites_known": len(set(sites) | set(web["waiting"])), "sites_waiting": len(waiting), **web}
+        return None, {}
+    waiting: dict[str, int] = web.pop("waiting_by_site")
+    known = set(sites) | set(waiting)
+    busy = set(waiting) | {site for site, (pending, _, _) in sites.items() if pending}
+    return {"sites_known": len(known), "sites_waiting": len(busy), **web}, waiting
 
 
 def register(commands: Any) -> None:

@@ -371,8 +371,8 @@ class SharedNearDuplicates:
 
 
 def web_status(client: Any, root: str, top: int = 10) -> dict[str, Any] | None:
-    """A web crawl's figures: domains admitted, cuts by reason, URLs waiting (per site) and parked, budget
-    spent on the ``top`` domains; None when the crawl is not a web crawl."""
+    """A web crawl's figures: domains admitted, cuts by reason, pages waiting their turn (in all and per site)
+    and parked, budget spent on the ``top`` domains; None when the crawl is not a web crawl."""
     admitted = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:admitted").items()}
     cuts = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:cuts").items()}
     if not admitted and not cuts:
@@ -384,7 +384,8 @@ def web_status(client: Any, root: str, top: int = 10) -> dict[str, Any] | None:
     return {
         "domains_known": len(budgets),
         "cuts": cuts,
-        "waiting": waiting,
+        "waiting": sum(waiting.values()),
+        "waiting_by_site": waiting,
         "parked": sum(parked.values()),
         "budget_spent": [
             {"domain": d, "admitted": n, "budget": budgets.get(d, 0), "parked": parked.get(d, 0)} for d, n in spent

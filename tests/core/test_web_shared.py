@@ -4,6 +4,7 @@ workers, and nothing lost between the waiting set and the frontier's stream."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from synapsecrawl.shared.entries import Entry, Lease, web_root
 from synapsecrawl.shared.frontier import SharedFrontier
 from synapsecrawl.web.shared import ADMITTED, BUDGET, KNOWN, PARKED, TRAP, Link, SharedWebGate, web_status
 from tests.conftest import REDIS_URL
+from tests.helpers import synapsecrawl
 
 
 @pytest.fixture
@@ -69,7 +71,8 @@ def test_a_sites_pages_are_handed_out_by_value_not_in_the_order_found(
 ) -> None:
     """The shared crawl orders a site's pages as the local one does: after the few already in its stream
     (the window), the page linked from the most distinct domains goes first, then by depth, then the one
-    found first; links from the page's own domain and repeated links from one domain add nothing."""
+    found first; links from the page's own domain and repeated links from one domain add nothing. `crawl
+    status` counts a site's waiting pages among its pending ones, and the crawl is not drained while any wait."""
     policy = WebPolicy(crawl="open", budget_base=50)
     gate = _gate(client, frontier, policy)
     pages = [f"https://s.test/p{i}" for i in range(6)]
@@ -79,10 +82,19 @@ def test_a_sites_pages_are_handed_out_by_value_not_in_the_order_found(
     votes += [_link(pages[5], "s.test"), _link(pages[5], "s.test"), _link(pages[2], "a.test")]
     assert gate.admit(votes) == [KNOWN] * 6
     assert gate.admit([_link("https://s.test/deep", "a.test", depth=4)]) == [ADMITTED]
+    out = synapsecrawl("crawl", "status", "--crawl", "web", "--redis", REDIS_URL, "--prefix", frontier.prefix,
+                       "--format", "jsonl")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert {"site": "s.test", "pending": 7, "in_flight": 0, "done": 0} in rows  # 2 in the stream, 5 waiting
+    [crawl] = [row for row in rows if "crawl" in row]
+    assert crawl["pending"] == 7 and not crawl["drained"]
+    [web] = [row["web"] for row in rows if "web" in row]
+    assert web["waiting"] == 5 and web["sites_waiting"] == 1
     order = _drain(frontier, gate, "s.test")
     assert order == [pages[0], pages[1], pages[4], pages[3], pages[2], pages[5], "https://s.test/deep"]
     assert gate.waiting("s.test") == []
-    assert web_status(client, gate.root)["waiting"] == {}  # type: ignore[index]
+    assert web_status(client, gate.root)["waiting"] == 0  # type: ignore[index]
 
 
 def test_waiting_pages_are_never_lost_between_the_waiting_set_and_the_stream(
