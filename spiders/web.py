@@ -304,13 +304,16 @@ class SharedWebSpider(WebSpider):
 
     def _answered(self, request: scrapy.Request | None) -> None:
         """One of a site's pages is answered: its site's stream gets its best waiting URLs (done already if
-        the page's links were just judged)."""
+        the page's links were just judged), and so does the site a redirect to it came from (its lease ended
+        when the redirect was queued, with no page of that site answered)."""
         if request is None:
             return
+        sites = {self.runtime.site(url) for url in (*request.meta.get("redirect_urls", ()), request.url)}
         if self._refilled_for == request.url:
             self._refilled_for = None
-            return
-        self.gate.refill([self.runtime.site(request.url)])
+            sites.discard(self.runtime.site(request.url))
+        if sites:
+            self.gate.refill(sorted(sites))
 
     def refill_all(self) -> int:
         """Queue what waits for sites whose streams ran dry without a page answered (the worker, when the

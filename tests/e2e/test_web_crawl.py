@@ -417,3 +417,30 @@ def test_links_over_a_budget_are_fetched_when_a_new_linking_domain_grows_it(
     assert web["parked"] == 0 and "budget" not in web["cuts"]  # type: ignore[index,operator]
     spent = {row["domain"]: row for row in web["budget_spent"]}  # type: ignore[index]
     assert spent[big]["budget"] == 30 and spent[big]["admitted"] == 30
+
+
+def test_a_sites_waiting_pages_are_fetched_when_its_pages_in_the_frontier_all_redirected_away(
+    server: TestServer, host: str, shared
+) -> None:
+    """A site's first two pages (those in the frontier's stream) both redirect to another site, so no page
+    of the site itself is answered: the answer at the end of each redirect refills the site it came from, and
+    its two pages still waiting are fetched, each once (nothing discovered is lost)."""
+    from tests.e2e.sharedcrawl import fetched
+
+    hub, site, other = f"hub-{host}", f"site-{host}", f"other-{host}"
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        server.url(site, f"/{name}.html") for name in ("r0", "r1", "p2", "p3")
+    ]))})  # fmt: skip
+    server.add(site, {"/robots.txt": ROBOTS_ALL} | {
+        f"/r{n}.html": Reply(status=301, headers={"Location": server.url(other, f"/t{n}.html")}) for n in range(2)
+    } | {f"/p{n}.html": Reply(html(f"Page {n}", _words(f"{site}{n}"))) for n in (2, 3)})  # fmt: skip
+    server.add(other, {"/robots.txt": ROBOTS_ALL} | {
+        f"/t{n}.html": Reply(html(f"Target {n}", _words(f"{other}{n}"))) for n in range(2)
+    })  # fmt: skip
+    shared.settings.update({"BOT_PROFILE": "snagabot"})
+    assert shared.add("--url", server.url(hub, "/"), "--mode", "web").returncode == 0
+    shared.start(2)
+    shared.wait()
+    pages = fetched(_pages(server.log(site)))
+    assert pages == {(site, f"/{name}.html"): 1 for name in ("r0", "r1", "p2", "p3")}, pages
+    assert fetched(_pages(server.log(other))) == {(other, "/t0.html"): 1, (other, "/t1.html"): 1}
