@@ -444,3 +444,40 @@ def test_a_sites_waiting_pages_are_fetched_when_its_pages_in_the_frontier_all_re
     pages = fetched(_pages(server.log(site)))
     assert pages == {(site, f"/{name}.html"): 1 for name in ("r0", "r1", "p2", "p3")}, pages
     assert fetched(_pages(server.log(other))) == {(other, "/t0.html"): 1, (other, "/t1.html"): 1}
+
+
+def test_a_worker_killed_while_pages_wait_their_turn_loses_none(server: TestServer, host: str, shared) -> None:
+    """A hub links to 8 slow pages of each of 3 sites, so each site has 2 pages in the frontier and 6 waiting
+    their turn by value; one of 3 workers is killed with SIGKILL mid-crawl: every page is still fetched (a
+    page moves from the waiting set to the frontier in one Redis step, and the killed worker's leases come
+    back when they expire), a page fetched twice is one the killed worker held, at most one a site, and
+    each page is stored once."""
+    import time
+
+    from tests.e2e.sharedcrawl import fetched, stored_pages
+
+    hub = f"hub-{host}"
+    sites = [f"w{i}-{host}" for i in range(3)]
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        server.url(site, f"/p{n}.html") for site in sites for n in range(8)
+    ]))})  # fmt: skip
+    for site in sites:
+        server.add(site, {"/robots.txt": ROBOTS_ALL} | {
+            f"/p{n}.html": Reply(html(f"{site} {n}", _words(f"{site}{n}")), delay=0.8) for n in range(8)
+        })  # fmt: skip
+    shared.settings.update({"BOT_PROFILE": "snagabot", "DOWNLOAD_TIMEOUT": "5"})
+    assert shared.add("--url", server.url(hub, "/"), "--mode", "web").returncode == 0
+    victim, *_ = shared.start(3)
+    deadline = time.monotonic() + 120
+    while sum(1 for s in sites for h in server.log(s) if h.path != "/robots.txt") < 6:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    victim.kill()
+    victim.wait(timeout=30)
+    shared.wait()
+    pages = {key: n for key, n in fetched([h for s in sites for h in server.log(s)]).items() if key[1] != "/robots.txt"}
+    assert set(pages) == {(s, f"/p{n}.html") for s in sites for n in range(8)}
+    twice = [key for key, n in pages.items() if n > 1]
+    assert len(twice) <= 3 and len({site for site, _ in twice}) == len(twice), twice
+    urls = sorted(str(row["url"]) for row in stored_pages(shared) if str(row["url"]).startswith("http://w"))
+    assert urls == sorted(server.url(s, f"/p{n}.html") for s in sites for n in range(8))
