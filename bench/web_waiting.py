@@ -12,6 +12,7 @@ prefix of its own (deleted after):
   before the value order), the peer;
 - a budget of 60 a domain (10 + 10 for each of 5 linking domains): each domain keeps its parked best (40).
 
+And the trap counts: bytes a path with a query (its variants) and a host with dated URLs (a calendar).
 Links come in batches of one page's worth (50), from 5 linking domains so that pages carry votes. Bytes are
 Redis's MEMORY USAGE summed over the keys of each kind; "per page" divides by the pages each kind holds.
 Prints one line per figure; docs/benchmarks.md keeps them.
@@ -104,6 +105,31 @@ def run(url: str, sites: int, pages: int, *, budget: int, window: int = 2) -> di
         client.close()
 
 
+def trap_counts(url: str, hosts: int, paths: int) -> tuple[float, float]:
+    """(bytes a path with a query, bytes a host with dated URLs) of the shared trap counts: ``paths`` paths a
+    host with 3 query variants each, and 20 dated URLs a host, admitted through the gate."""
+    client = redis.Redis.from_url(url)
+    prefix = f"bench:webwait:{os.getpid()}:traps"
+    policy = WebPolicy(crawl="open", budget_base=10_000)
+    try:
+        gate = SharedWebGate(client, f"{prefix}:web", policy, expected=hosts * paths * 20)
+        batch: list[Link] = []
+        for h in range(hosts):
+            site = f"host{h}.example"
+            for i in range(paths):
+                batch += [Link(f"https://{site}/list{i}?sort={v}", site, None) for v in range(3)]
+            batch += [Link(f"https://{site}/2026/01/{d:02d}/", site, None) for d in range(1, 21)]
+            gate.admit(batch)
+            batch = []
+        _, variants = _bytes(client, f"{prefix}:web:tv:*")
+        _, calendars = _bytes(client, f"{prefix}:web:tc:*")
+        return variants / (hosts * paths), calendars / hosts
+    finally:
+        for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+            client.delete(key)
+        client.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
@@ -125,6 +151,11 @@ def main() -> None:
             f"{figures['links_per_second']:,.0f} links a second, {figures['round_trips_per_link']:.3f} round "
             "trips a link"
         )
+    per_path, per_host = trap_counts(args.redis, args.sites, 50)
+    print(
+        f"trap counts ({args.sites} hosts x 50 paths with 3 query variants, 20 dated URLs a host): "
+        f"{per_path:.0f} bytes a path with a query, {per_host:.0f} bytes a host's dated URLs"
+    )
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 
