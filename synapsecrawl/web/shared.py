@@ -11,7 +11,7 @@ as sets of 63-bit digests, each at most its cap) and cut as a trap past them, so
 across workers; then it is admitted while its domain's budget, ``base + per_linking_domain * linkers`` up
 to ``max`` (``WebPolicy``), has pages left. Past the budget it is parked, as IRLbot's BEAST defers rather
 than discards: a domain keeps its ``min(4 * per_linking_domain, max - budget)`` best parked URLs (40 under
-our profiles, about 300 bytes each: 12 KB a domain at most, the size of its HyperLogLog), and a new
+our profiles, about 270 bytes each, measured: 11 KB a domain at most, about its HyperLogLog), and a new
 linking domain that grows the budget admits the best of them at once; a URL that finds no room is cut for
 the budget.
 
