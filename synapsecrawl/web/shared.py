@@ -6,8 +6,9 @@ marked seen without being kept). For each link: its linking domain goes into a H
 registrable domain (IRLbot's STAR, counted across workers: about 12 KB at most per domain, exact for few
 linkers); its bit positions into the shared Bloom filter (``redis_seen``). A link already seen votes for its
 URL if that still waits (its distinct linking domains, at most ``MAX_LINKERS``). A new one is counted
-against its site's trap marks (``traps.TrapMarks``: date-bearing URLs per host, query variants per path,
-as sets of 63-bit digests, each at most its cap) and cut as a trap past them, so a trap's counts hold
+against its site's trap marks (``traps.TrapMarks``: date-bearing URLs per host as a set of 63-bit digests,
+query variants per path as 8-byte digests packed in a hash field per path, one hash a host; each at most its
+cap) and cut as a trap past them, so a trap's counts hold
 across workers; then it is admitted while its domain's budget, ``base + per_linking_domain * linkers`` up
 to ``max`` (``WebPolicy``), has pages left. Past the budget it is parked, as IRLbot's BEAST defers rather
 than discards: a domain keeps its ``min(4 * per_linking_domain, max - budget)`` best parked URLs (40 under
@@ -121,8 +122,9 @@ end
 )
 
 # ARGV: F, W, window, base, per linker, max, bloom hashes k, calendar cap, park cap, the site to refill ('' none),
-# then for each link: domain, linker ('' none: its own domain), site, entry ('' none), key, depth, calendar host
-# ('' none), its dated digest, variants key ('' none), its query digest, its variants cap, its k bit positions.
+# then for each link: domain, linker ('' none: its own domain), site, entry ('' none), key, depth, host, its dated
+# digest ('' none), its path's digest ('' no query: 8 bytes), its query's digest (8 bytes), its variants cap, its
+# k bit positions.
 # Returns one verdict a link: 0 known, 1 admitted, 2 cut for the budget, 3 parked, 4 trap.
 _ADMIT = (
     _PRELUDE
@@ -183,12 +185,25 @@ local function counted(key, digest, cap)
   redis.call('SADD', key, digest)
   return true
 end
+-- A host's query variants: one hash a host, a field a path (8 bytes of its digest), its variants' 8-byte
+-- digests one after the other (a small hash packs its fields: about 45 bytes a path, against some 135 for a
+-- set of its own).
+local function variant_counted(host, path, digest, cap)
+  local key = W .. ':tv:' .. host
+  local known = redis.call('HGET', key, path) or ''
+  for j = 1, #known, 8 do
+    if string.sub(known, j, j + 7) == digest then return true end
+  end
+  if #known / 8 >= cap then return false end
+  redis.call('HSET', key, path, known .. digest)
+  return true
+end
 local out = {}
 local i = 11
 while i <= #ARGV do
   local domain, linker, site, data, key = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local depth = tonumber(ARGV[i + 5])
-  local calhost, dated, varkey, variant, cap = ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10]
+  local host, dated, path, variant, cap = ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10]
   local tag = ''
   if linker ~= '' then
     tag = string.sub(redis.sha1hex(linker), 1, 8)
@@ -202,8 +217,8 @@ while i <= #ARGV do
   if new == 0 then
     if tag ~= '' then vote(site, domain, key, tag) end
     out[#out + 1] = 0
-  elseif (calhost ~= '' and not counted(W .. ':tc:' .. calhost, dated, calendar))
-      or (varkey ~= '' and not counted(W .. ':tv:' .. varkey, variant, tonumber(cap))) then
+  elseif (dated ~= '' and not counted(W .. ':tc:' .. host, dated, calendar))
+      or (path ~= '' and not variant_counted(host, path, variant, tonumber(cap))) then
     redis.call('HINCRBY', W .. ':cuts', 'trap', 1)
     out[#out + 1] = 4
   else
@@ -315,8 +330,11 @@ class SharedWebGate:
             marks = self._traps.marks(link.url)
             linker = _SEED if link.linker is None else ("" if link.linker == link.domain else link.linker)
             args += [link.domain, linker, link.site or link.domain, link.data, url_key(link.url), link.depth]
-            args += [marks.host if marks.dated is not None else "", marks.dated or 0]
-            args += [marks.path_key or "", marks.variant or 0, marks.cap]
+            args += [marks.host, "" if marks.dated is None else marks.dated]
+            if marks.path_key is None or marks.variant is None:
+                args += ["", "", marks.cap]
+            else:
+                args += [bytes.fromhex(marks.path_key), marks.variant.to_bytes(8, "big"), marks.cap]
             args += self.bloom.positions(link.url)
         return [int(v) for v in self._admit(args=args)]
 

@@ -76,7 +76,7 @@ def _dated(path: str, pairs: list[tuple[str, str]]) -> bool:
 class TrapMarks:
     """What a URL adds to its site's trap counts: a date-bearing URL's digest under its host (``dated``), and
     a URL with a query its query's digest (``variant``) under its host and path (``path_key``, a digest),
-    of which ``cap`` may be seen. Digests are 63-bit, so Redis keeps a small set of them as an intset."""
+    of which ``cap`` may be seen. Digests are 63-bit, so Redis keeps a host's dated ones as an intset."""
 
     host: str
     path: str

@@ -156,8 +156,8 @@ def test_links_over_budget_are_parked_and_admitted_best_first_when_a_new_linking
 
 def test_trap_counts_hold_across_workers(client: redis.Redis, frontier: SharedFrontier) -> None:
     """A calendar's date-bearing URLs and a listing's sort/filter variants are counted crawl-wide: what two
-    workers' gates admit together stays within the profile's caps; a known URL linked again is known, not a
-    trap; the cuts are counted once, for the crawl."""
+    workers' gates admit together stays within the profile's caps (another path of the host has its own);
+    a known URL linked again is known, not a trap; the cuts are counted once, for the crawl."""
     policy = WebPolicy(crawl="open", budget_base=100, calendar_pages=3, variants_per_path=2)
     one = _gate(client, frontier, policy)
     other = redis.Redis.from_url(REDIS_URL)
@@ -173,6 +173,7 @@ def test_trap_counts_hold_across_workers(client: redis.Redis, frontier: SharedFr
             ADMITTED,
             TRAP,
         ]
+        assert two.admit([_link("https://shop.test/other?sort=a", "a.test")]) == [ADMITTED]  # a path of its own
         status = web_status(client, one.root)
         assert status is not None and status["cuts"] == {"trap": 3}
     finally:
