@@ -41,7 +41,8 @@ from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.meta import LEASE, ORIGIN
 from synapsecrawl.crawl.request import CrawlRequest, WorkerRequest
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.shared.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source
+from synapsecrawl.kb.removals import RemovalList
+from synapsecrawl.shared.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source, web_root
 
 if TYPE_CHECKING:
     from synapsecrawl.shared.frontier import SharedFrontier
@@ -185,7 +186,8 @@ class WorkerSpider(scrapy.Spider):
                 import redis  # a web source's own client: the frontier's is the frontier's
 
                 client = redis.Redis.from_url(self.frontier.url, socket_timeout=5.0, socket_connect_timeout=5.0)
-                spider.prepare_shared(client, f"{self.frontier.root}:web", self.frontier.root, self.entry_for)
+                sites = RemovalList.parse("\n".join(source.sites)) if source.sites is not None else None
+                spider.prepare_shared(client, web_root(self.frontier.root), self.frontier.root, self.entry_for, sites)
             except ConfigError as error:
                 raise BadEntry(f"source {source.id}: {error}") from None
         if isinstance(spider, FeedSpider):
@@ -352,6 +354,8 @@ class WorkerSpider(scrapy.Spider):
             drained = self.frontier.drained()
         except FrontierUnreachable:
             raise DontCloseSpider("Redis does not answer") from None
+        if drained and self._refill_web():
+            drained = False
         if not drained:
             self._drained_once = 0.0
             raise DontCloseSpider("other workers still hold requests of the crawl")
@@ -359,6 +363,20 @@ class WorkerSpider(scrapy.Spider):
         if not self._drained_once or now - self._drained_once < 1.0:
             self._drained_once = self._drained_once or now
             raise DontCloseSpider("drained once: checking again")
+
+    def _refill_web(self) -> int:
+        """URLs a web source kept waiting for a site whose stream ran dry with no page of it answered (a lease
+        ended without its page read): queued now, so the crawl is not drained while they wait."""
+        import redis  # as the web sources' own clients
+
+        moved = 0
+        for spider in self._delegates.values():
+            if isinstance(spider, SharedWebSpider):
+                try:
+                    moved += spider.refill_all()
+                except redis.RedisError as error:  # Redis gone: the drained check already said so, or will
+                    logger.warning("web crawl: waiting URLs not looked at (%s)", error)
+        return moved
 
     async def closed(self, reason: str) -> None:
         """Record each source this worker read, for ``recrawl`` (SYN-REREAD)."""

@@ -30,6 +30,7 @@ from synapsecrawl.shared.entries import (
     Lease,
     Source,
     check_crawl_name,
+    crawl_root,
     fingerprint,
 )
 
@@ -245,7 +246,7 @@ class SharedFrontier:
 
     @property
     def root(self) -> str:
-        return f"{self.prefix}:{self.crawl}"
+        return crawl_root(self.prefix, self.crawl)
 
     def _run(self, name: str, source: str, args: Sequence[Any]) -> Any:
         script = self._scripts.get(name)
