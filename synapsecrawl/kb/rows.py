@@ -176,6 +176,20 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
         sql = f"SELECT 1 FROM pages WHERE kb={mark} AND url >= {mark} AND url < {mark} LIMIT 1"  # noqa: S608
         return bool(self._rows(sql, (kb, prefix, past)))
 
+    def hit_rows(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], tuple[Any, ...]]:
+        """The ``HIT_COLUMNS`` row of each (kb, url) in ``keys`` that the KB holds, by (kb, url): one read for
+        a search's results (a lookup of the (kb, url) key per KB), never a page's text."""
+        by_kb: dict[str, list[str]] = {}
+        for kb, url in keys:
+            by_kb.setdefault(kb, []).append(url)
+        if not by_kb:
+            return {}
+        mark = self._MARK
+        where = " OR ".join(f"(kb={mark} AND url IN ({', '.join([mark] * len(urls))}))" for urls in by_kb.values())
+        params = tuple(value for kb, urls in by_kb.items() for value in (kb, *urls))
+        rows = self._rows(f"SELECT {HIT_COLUMNS} FROM pages WHERE {where}", params)  # noqa: S608 (fixed names)
+        return {(str(row[1]), str(row[0])): tuple(row) for row in rows}
+
     def search_changes(self, after: int, limit: int) -> list[tuple[int, str, str]]:
         """(seq, kb, url) of the pages changed after ``after`` in the search change log (kb.changes), in order."""
         mark = self._MARK

@@ -54,6 +54,7 @@ __all__ = [
     "SEPARATOR",
     "PageRank",
     "ShownPassage",
+    "address_share",
     "address_words",
     "compose_snippet",
     "make_snippet",
@@ -89,6 +90,7 @@ _STOPWORDS = frozenset({
 })  # fmt: skip
 _SENTENCE_END = re.compile(r"(?<=[.!?…。])\s+")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+_WORD_END = re.compile(r"(?<=\S)\s")  # a space just after a word: where a window may end
 _HEADING_END = (".", ":", ";", ",", "!", "?", "…")
 
 
@@ -114,12 +116,14 @@ _PASSAGE_CANDIDATES_PER_PAGE = 8
 
 @dataclass(frozen=True)
 class PageRank:
-    """A candidate page and its engine's ranks (larger-is-better) of its title and its text."""
+    """A candidate page and its engine's ranks (larger-is-better) of its title and its text; ``address``, the
+    share of query words its address names when the engine has it (else it is read from ``url``)."""
 
     page_id: int
     url: str
     title: float
     text: float
+    address: float | None = None
 
 
 def shortlist(pages: Iterable[PageRank], limit: int) -> list[PageRank]:
@@ -148,6 +152,12 @@ def address_words(url: str) -> set[str]:
     path = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
     last = path.rsplit("/", 1)[-1]
     return {w.lower() for w in _WORD.findall(re.sub(r"\.(html?|php|aspx?|md|txt|pdf)$", "", last, flags=re.IGNORECASE))}
+
+
+def address_share(url: str, words: set[str]) -> float:
+    """The share of the query ``words`` that ``url``'s address names (a word, or its first five letters)."""
+    named = address_words(url)
+    return sum(1 for t in words if t in named or any(_matches(w, {t}) for w in named)) / max(1, len(words))
 
 
 def _scaled(values: dict[int, float]) -> dict[int, float]:
@@ -187,8 +197,7 @@ def rank_results(
     words = set(terms)
     score: dict[int, float] = {}
     for key, page in candidates.items():
-        named = address_words(page.url)
-        address = sum(1 for t in words if t in named or any(_matches(w, {t}) for w in named)) / max(1, len(words))
+        address = page.address if page.address is not None else address_share(page.url, words)
         score[key] = (
             RANK_WEIGHTS["text"] * text.get(key, 0.0)
             + RANK_WEIGHTS["title"] * title.get(key, 0.0)
@@ -372,7 +381,7 @@ def _window(marked: _Marked, limit: int) -> tuple[str, int, int]:
     whole = marked.render(a, len(plain))
     if len(whole) <= limit:
         return whole, a, len(plain)
-    ends = [i for i in range(a + 1, len(plain)) if plain[i].isspace() and not plain[i - 1].isspace()]
+    ends = [found.start() for found in _WORD_END.finditer(plain, a + 1)]
     lo, hi, best = 0, len(ends) - 1, -1
     while lo <= hi:  # render length grows with the end, so the best end is found by bisection
         mid = (lo + hi) // 2
