@@ -36,6 +36,7 @@ pages (whatsnew, indexes) that mention it as often.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -382,10 +383,20 @@ def _window(marked: _Marked, limit: int) -> tuple[str, int, int]:
     if len(whole) <= limit:
         return whole, a, len(plain)
     ends = [found.start() for found in _WORD_END.finditer(plain, a + 1)]
+    # render(a, b)'s length, counted rather than rendered: the text, an ellipsis at each cut, and the two marks
+    # of each hit wholly inside (hits are in order and apart, so those from ``first`` on that end by b).
+    first = bisect_left([start for start, _ in marked.hits], a)
+    stops = [end for _, end in marked.hits]
+    fixed = (len(ELLIPSIS) if a > 0 else 0) - a
+
+    def length(b: int) -> int:
+        inside = max(0, bisect_right(stops, b) - first)
+        return fixed + b + inside * (len(MARK_OPEN) + len(MARK_CLOSE)) + (len(ELLIPSIS) if b < len(plain) else 0)
+
     lo, hi, best = 0, len(ends) - 1, -1
     while lo <= hi:  # render length grows with the end, so the best end is found by bisection
         mid = (lo + hi) // 2
-        if len(marked.render(a, ends[mid])) <= limit:
+        if length(ends[mid]) <= limit:
             best, lo = mid, mid + 1
         else:
             hi = mid - 1
