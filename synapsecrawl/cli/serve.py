@@ -67,7 +67,7 @@ def _handler(args: argparse.Namespace) -> int:
     import uvicorn
 
     from synapsecrawl.profiles import load_profile
-    from synapsecrawl.search.web import Server, bind_socket, search_app
+    from synapsecrawl.search.web import ACCEPT_AT_ONCE, Server, bind_socket, search_app
 
     token = os.environ.get("SEARCH_TOKEN", "").strip()
     check_bind(args.host, token)
@@ -90,6 +90,7 @@ def _handler(args: argparse.Namespace) -> int:
         access_log=False,
         log_level="warning",
         lifespan="on",
+        backlog=ACCEPT_AT_ONCE,
     )
     if not os.environ.get(_WORKER_ENV):  # the first process says where it listens
         shown = f"[{args.host}]" if ":" in args.host else args.host
