@@ -7,9 +7,12 @@ environment (never on the command line, where ``ps`` shows it). Ctrl-C or
 SIGTERM stops it. The web libraries load only when it runs.
 
 ``--workers N`` (default: the cores this process may run on, at most 4) serves
-from N processes sharing the listening socket (forked
-after it is bound and the search index is built): a search's ranking is Python
-holding the GIL, so one process answers on one core. One of them keeps the
+from N processes (forked after the port is bound and the search index is built),
+each listening on the port with its own socket (SO_REUSEPORT), so the kernel spreads
+connections over them: a search's second stage is Python holding the GIL, so one
+process answers on one core. One socket shared by all let the process that woke
+first take every connection of a burst (asyncio accepts up to a hundred a wake-up),
+and a kept-alive connection stays with the process that took it. One of them keeps the
 index in step with the KB (the writer role); the others read its last commit.
 Each worker dies with the first process (a parent-death signal), which stops
 them when it is stopped.
@@ -21,6 +24,7 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import sys
 from typing import Any
 
@@ -67,7 +71,7 @@ def _handler(args: argparse.Namespace) -> int:
     import uvicorn
 
     from synapsecrawl.profiles import load_profile
-    from synapsecrawl.search.web import ACCEPT_AT_ONCE, Server, bind_socket, search_app
+    from synapsecrawl.search.web import Server, bind_socket, search_app
 
     token = os.environ.get("SEARCH_TOKEN", "").strip()
     check_bind(args.host, token)
@@ -77,11 +81,11 @@ def _handler(args: argparse.Namespace) -> int:
         raise SynapseError(f"serve --workers {args.workers} is not from 1 to 64")
     profile = load_profile(args.profile)
     try:
-        sock = bind_socket(args.host, args.port)
+        sock = bind_socket(args.host, args.port, share_port=args.workers > 1)
     except OSError as exc:
         raise SynapseError(f"serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     logging.basicConfig(level=logging.WARNING, format="synapsecrawl serve: %(message)s", stream=sys.stderr)
-    children = _fork_workers(args.uri, args.workers)
+    children, sock = _fork_workers(args.uri, args.workers, args.host, sock)
     service = SearchService(args.uri, profile)
     service.prepare()  # the search index built or caught up before the first request
     config = uvicorn.Config(
@@ -90,7 +94,6 @@ def _handler(args: argparse.Namespace) -> int:
         access_log=False,
         log_level="warning",
         lifespan="on",
-        backlog=ACCEPT_AT_ONCE,
     )
     if not os.environ.get(_WORKER_ENV):  # the first process says where it listens
         shown = f"[{args.host}]" if ":" in args.host else args.host
@@ -112,17 +115,19 @@ def _handler(args: argparse.Namespace) -> int:
 _WORKER_ENV = "SYNAPSECRAWL_SERVE_WORKER"
 
 
-def _fork_workers(uri: str, workers: int) -> list[int]:
-    """Fork ``workers - 1`` processes that go on to serve the same socket; their pids (none in a worker).
+def _fork_workers(uri: str, workers: int, host: str, sock: socket.socket) -> tuple[list[int], socket.socket]:
+    """Fork ``workers - 1`` processes that go on to serve the same port; their pids (none in a worker) and the
+    socket this process serves (a worker's own, bound to the port beside the first process's).
 
     The index is built (or caught up) here first, by a store and index closed again before any fork:
     no thread and no database connection crosses a fork.
     """
     if workers <= 1:
-        return []
+        return [], sock
     from synapsecrawl.extract.lifeline import die_with_parent
     from synapsecrawl.kb import open_store
     from synapsecrawl.search.index import SearchIndex, index_path
+    from synapsecrawl.search.web import bind_socket
 
     try:
         store = open_store(uri)
@@ -141,9 +146,15 @@ def _fork_workers(uri: str, workers: int) -> list[int]:
         if pid == 0:
             os.environ[_WORKER_ENV] = "1"
             die_with_parent(parent)
-            return []
+            try:
+                own = bind_socket(host, sock.getsockname()[1], share_port=True)
+            except OSError as exc:
+                sys.stderr.write(f"synapsecrawl serve: a worker cannot listen on the port: {exc.strerror or exc}\n")
+                os._exit(1)
+            sock.close()
+            return [], own
         children.append(pid)
-    return children
+    return children, sock
 
 
 def _stop(children: list[int]) -> None:

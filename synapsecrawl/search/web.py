@@ -40,13 +40,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from synapsecrawl.crawl.ondemand import FetchError, http_status
 from synapsecrawl.search.api import SearchService, check_search_args, is_loopback
 
-__all__ = ["ACCEPT_AT_ONCE", "LISTEN_BACKLOG", "Fetch", "Guard", "Server", "add_search", "bind_socket", "search_app"]
+__all__ = ["Fetch", "Guard", "Server", "add_search", "bind_socket", "search_app"]
 
 logger = logging.getLogger(__name__)
 
 _MAX_BODY_BYTES = 64 * 1024
-ACCEPT_AT_ONCE = 1  # connections a process accepts a wake-up (uvicorn's backlog; see Server)
-LISTEN_BACKLOG = 128  # connections waiting in the kernel's queue for a process to accept them
 Fetch = Callable[[object], Awaitable[dict[str, Any]]]
 
 
@@ -172,19 +170,7 @@ class Guard:
 
 
 class Server(uvicorn.Server):
-    """uvicorn's server; Ctrl-C or SIGTERM is the normal end of a service (exit 0), not re-raised.
-
-    Processes that share one listening socket (``serve --workers N``) take its connections in turn: each
-    accepts one connection a wake-up (``config.backlog`` is what asyncio accepts a wake-up, so serve sets
-    ``ACCEPT_AT_ONCE``), and a process busy with a search is slower to its loop, so an idle one takes the next.
-    asyncio's default, a hundred a wake-up, let one process take all of a burst of kept-alive connections
-    while the others served none. The socket's own queue is set back to ``LISTEN_BACKLOG`` once serving.
-    """
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets=sockets)
-        for sock in sockets or ():
-            sock.listen(LISTEN_BACKLOG)  # asyncio listened with config.backlog; the queue is the kernel's
+    """uvicorn's server; Ctrl-C or SIGTERM is the normal end of a service (exit 0), not re-raised."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -196,9 +182,10 @@ class Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
+def bind_socket(host: str, port: int, *, share_port: bool = False) -> socket.socket:
     """A listening-ready TCP socket bound to ``host:port`` (port 0: a free one), its accepted
-    connections sending without delay (TCP_NODELAY); raises OSError."""
+    connections sending without delay (TCP_NODELAY); with ``share_port``, one of several processes'
+    sockets on that port (SO_REUSEPORT: the kernel spreads new connections over them). Raises OSError."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto is IPPROTO_TCP, and an
     # accepted socket inherits the listener's. With proto 0 a response's second write waited for the client's
@@ -207,8 +194,10 @@ def bind_socket(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if share_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
-        sock.listen(LISTEN_BACKLOG)  # connections wait in the backlog until the server accepts them
+        sock.listen(128)  # connections wait in the backlog until the server accepts them
     except OSError:
         sock.close()
         raise
