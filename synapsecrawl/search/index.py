@@ -30,6 +30,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -93,6 +94,8 @@ class _Changes(Protocol):
     def search_changes(self, after: int, limit: int) -> list[tuple[int, str, str]]: ...
     def last_search_change(self) -> int: ...
     def hit_rows(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], tuple[Any, ...]]: ...
+    def trim_search_changes(self, follower: str, seq: int, now: float) -> int: ...
+    def search_changes_trimmed(self) -> int: ...
 
 
 def index_path(uri: str) -> Path:
@@ -341,6 +344,7 @@ class SearchIndex:
         if (
             recorded is None
             or recorded[0] > self._changes.last_search_change()
+            or recorded[0] + 1 < self._changes.search_changes_trimmed()  # changes it never applied may be gone
             or self._anchor(recorded[0])
             not in (
                 0,
@@ -371,7 +375,14 @@ class SearchIndex:
         if applied or moved:
             self._writers.commit(self._floor, self._anchor(self._floor))
             self._pair.reload()
+            self._trim(self._floor)
         return applied
+
+    def _trim(self, seq: int) -> None:
+        """Say in the KB that this index has applied the change log up to ``seq`` (committed, or a rebuild's
+        start), so the rows every index has applied are deleted (kb.changes)."""
+        follower = f"{socket.gethostname()}:{self.path.resolve()}"
+        self._changes.trim_search_changes(follower, seq, time.time())
 
     def _anchor(self, seq: int) -> int:
         """Which page the change ``seq`` was (a number; 0 for none): an index records it with the seq, so one
@@ -396,6 +407,7 @@ class SearchIndex:
         """Build the whole index from the store in a fresh directory, then swap it in."""
         started = time.monotonic()
         seq = self._changes.last_search_change()  # before the pages: changes meanwhile are applied again
+        self._trim(seq)  # and kept in the log until this index has applied them
         building = Path(f"{self.path}.building")
         shutil.rmtree(building, ignore_errors=True)  # a build a killed process left
         writers = _Writers(_Pair(building, create=True))
@@ -419,6 +431,7 @@ class SearchIndex:
         logger.info("search index %s: %d pages indexed in %.1f s", self.path, count, time.monotonic() - started)
         if not self._open_for_writing():
             raise StoreError(f"search index {self.path}: cannot be opened after it was rebuilt")
+        self._trim(self._floor)
 
     def rebuild(self, kb: str | None = None) -> int:
         """Rebuild from the store: all of it (a fresh directory, swapped in), or one KB's pages in place.
@@ -526,7 +539,9 @@ def _hits(searcher: tantivy.Searcher, query: Query, limit: int) -> tuple[list[fl
     return [float(score) for score, _ in found], [address for _, address in found]
 
 
-def _first_stage(searcher: tantivy.Searcher, terms: list[str], kb: str | None, want: int) -> tuple[list[float], list[Any]]:
+def _first_stage(
+    searcher: tantivy.Searcher, terms: list[str], kb: str | None, want: int
+) -> tuple[list[float], list[Any]]:
     """The scores and addresses of the best ``want`` pages by title and text: a pure disjunction, pruned.
 
     A page's score is ``TITLE_BOOST`` times its title's BM25 plus its text's (the KB's term scores nothing)."""
