@@ -3,17 +3,20 @@
 A search takes the top pages from a pruned ranked index (tantivy: block-max WAND
 over BM25, ``count=False`` so pruning works; it releases the GIL while it
 searches), then ranks only those candidates with ``kb.search.rank_results``
-(title, text, passage and phrase ranks from the same index, restricted to the
-candidates, and the address signal). The KB stays the truth: each result's
-page is read from the store, so a page removed from the KB is never shown, and
-the passages shown are cut from stored snippet text (never a page's full text).
+(title, address, passage and phrase signals from the same index, restricted to
+the candidates; the text's rank is the first stage's score less the title's).
+The KB stays the truth: the results' rows are read from the store in one query,
+so a page removed from the KB is never shown, and the passages shown are cut
+from stored snippet text (never a page's full text).
 
 The index follows the store's change log (``kb.changes``): one process at a time
 holds the writer role (an advisory lock on ``<index>.lock``), applies the pages
 changed since the seq its last commit recorded, and commits with the new seq
-about every second (``Follower``). An index that cannot be opened, whose record
-is missing, or that is ahead of its KB is rebuilt from the store into a fresh
-directory and swapped in, so nothing is served from a half-written one.
+about every second (``Follower``), then records in the KB how far it has applied
+the log, so the rows every index has applied are deleted. An index that cannot
+be opened, whose record is missing or older than the rows deleted, or that is
+ahead of its KB is rebuilt from the store into a fresh directory and swapped in,
+so nothing is served from a half-written one.
 
 Where: beside a SQLite KB (``kb.sqlite3.search-index/``); for PostgreSQL under
 ``.synapsecrawl/search-index/`` in the working directory, named by the URI; the
