@@ -197,6 +197,27 @@ def test_an_index_of_a_replaced_kb_with_as_many_changes_is_rebuilt(tmp_path: Pat
             store.close()
 
 
+def test_the_results_rows_are_one_read_of_the_pages_asked_in_every_kb(store: Store, index: SearchIndex) -> None:
+    """YOT-RESULTS, SNA-SNIPPET: the rows a search's results are made of (never a page's text) come in one read
+    for pages of several KBs, one URL in two KBs kept apart; a page the KB no longer holds has no row, so it
+    is never shown; a search of all KBs finds both copies."""
+    store.put_pages([
+        record("https://a.test/x", "wallaby one", title="A", kb="one"),
+        record("https://a.test/x", "wallaby two", title="B", kb="two", nosnippet=True),
+        record("https://a.test/y", "wallaby three", title="C", kb="two", max_snippet=20),
+    ])  # fmt: skip
+    rows = store.hit_rows([("one", "https://a.test/x"), ("two", "https://a.test/x"), ("two", "https://a.test/y"),
+                           ("two", "https://a.test/gone")])  # type: ignore[attr-defined]  # fmt: skip
+    assert sorted(rows) == [("one", "https://a.test/x"), ("two", "https://a.test/x"), ("two", "https://a.test/y")]
+    assert [rows[key][2:5] for key in sorted(rows)] == [("A", False, None), ("B", True, None), ("C", False, 20)]
+    assert store.hit_rows([]) == {}  # type: ignore[attr-defined]
+    assert index.try_writer()
+    index.catch_up()
+    hits = index.search("wallaby") or []
+    assert sorted((hit.kb, hit.url) for hit in hits) == sorted(rows)
+    assert next(hit for hit in hits if hit.kb == "two" and hit.url.endswith("x")).snippet == ""  # nosnippet
+
+
 def logged(store: Store) -> list[int]:
     """The seqs the KB's search change log holds."""
     return [seq for seq, _, _ in store.search_changes(0, 10_000)]  # type: ignore[attr-defined]
