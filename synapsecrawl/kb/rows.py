@@ -21,6 +21,7 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any, ClassVar
 
+from synapsecrawl.kb import changes
 from synapsecrawl.kb.records import LabelRecord, PageRecord, RobotsCopy, SearchHit, SiteIcon, SiteState, Source, UrlHold
 from synapsecrawl.kb.search import compose_snippet
 
@@ -176,11 +177,58 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
         sql = f"SELECT 1 FROM pages WHERE kb={mark} AND url >= {mark} AND url < {mark} LIMIT 1"  # noqa: S608
         return bool(self._rows(sql, (kb, prefix, past)))
 
+    def hit_rows(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], tuple[Any, ...]]:
+        """The ``HIT_COLUMNS`` row of each (kb, url) in ``keys`` that the KB holds, by (kb, url): one read for
+        a search's results (a lookup of the (kb, url) key per KB), never a page's text."""
+        by_kb: dict[str, list[str]] = {}
+        for kb, url in keys:
+            by_kb.setdefault(kb, []).append(url)
+        if not by_kb:
+            return {}
+        mark = self._MARK
+        where = " OR ".join(f"(kb={mark} AND url IN ({', '.join([mark] * len(urls))}))" for urls in by_kb.values())
+        params = tuple(value for kb, urls in by_kb.items() for value in (kb, *urls))
+        rows = self._rows(f"SELECT {HIT_COLUMNS} FROM pages WHERE {where}", params)  # noqa: S608 (fixed names)
+        return {(str(row[1]), str(row[0])): tuple(row) for row in rows}
+
     def search_changes(self, after: int, limit: int) -> list[tuple[int, str, str]]:
         """(seq, kb, url) of the pages changed after ``after`` in the search change log (kb.changes), in order."""
         mark = self._MARK
         sql = f"SELECT seq, kb, url FROM search_changes WHERE seq > {mark} ORDER BY seq LIMIT {mark}"  # noqa: S608
         return [(int(row[0]), str(row[1]), str(row[2])) for row in self._rows(sql, (after, limit))]
+
+    def trim_search_changes(self, follower: str, seq: int, now: float) -> int:
+        """Record that index ``follower`` applied the search change log up to ``seq``, and delete the rows
+        every follower heard from in the last ``FOLLOWER_DAYS`` days has applied, the newest of them kept (an
+        index checks that the row of its seq is this KB's); the number of rows deleted (kb.changes)."""
+        mark = self._MARK
+        with self._transaction() as db:
+            db.execute(self._upsert_sql(changes.FOLLOWERS, ("name", "seq", "seen"), ("name",)), (follower, seq, now))
+            expired = now - changes.FOLLOWER_DAYS * 86400
+            sql = f"DELETE FROM search_followers WHERE name <> {mark} AND seen < {mark}"  # noqa: S608 (fixed names)
+            db.execute(sql, (changes.TRIMMED, expired))
+            sql = f"SELECT MIN(seq) FROM search_followers WHERE name <> {mark}"  # noqa: S608 (fixed names)
+            row = db.execute(sql, (changes.TRIMMED,)).fetchone()
+            horizon = int(row[0]) if row and row[0] is not None else 0
+            sql = f"DELETE FROM search_changes WHERE seq < {mark}"  # noqa: S608 (fixed names)
+            deleted = int(db.execute(sql, (horizon,)).rowcount)
+            if deleted:
+                trimmed = self._trimmed(db)
+                db.execute(
+                    self._upsert_sql(changes.FOLLOWERS, ("name", "seq", "seen"), ("name",)),
+                    (changes.TRIMMED, max(trimmed, horizon), now),
+                )
+        return deleted
+
+    def search_changes_trimmed(self) -> int:
+        """The seq below which rows of the search change log were deleted (0: none ever were)."""
+        with self._reading() as db:
+            return self._trimmed(db)
+
+    def _trimmed(self, db: Any) -> int:
+        sql = f"SELECT seq FROM search_followers WHERE name = {self._MARK}"  # noqa: S608 (fixed names)
+        row = db.execute(sql, (changes.TRIMMED,)).fetchone()
+        return int(row[0]) if row else 0
 
     def last_search_change(self) -> int:
         """The seq of the search change log's last row (0 when empty)."""

@@ -11,6 +11,7 @@ larger modules".
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ __all__ = [
     "SEPARATOR",
     "PageRank",
     "ShownPassage",
+    "address_share",
     "address_words",
     "compose_snippet",
     "make_snippet",
@@ -64,6 +66,7 @@ _STOPWORDS = frozenset({
 })  # fmt: skip
 _SENTENCE_END = re.compile(r"(?<=[.!?…。])\s+")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+_WORD_END = re.compile(r"(?<=\S)\s")  # a space just after a word: where a window may end
 _HEADING_END = (".", ":", ";", ",", "!", "?", "…")
 
 
@@ -89,12 +92,14 @@ _PASSAGE_CANDIDATES_PER_PAGE = 8
 
 @dataclass(frozen=True)
 class PageRank:
-    """A candidate page and its engine's ranks (larger-is-better) of its title and its text."""
+    """A candidate page and its engine's ranks (larger-is-better) of its title and its text; ``address``, the
+    share of query words its address names when the engine has it (else it is read from ``url``)."""
 
     page_id: int
     url: str
     title: float
     text: float
+    address: float | None = None
 
 
 def shortlist(pages: Iterable[PageRank], limit: int) -> list[PageRank]:
@@ -123,6 +128,12 @@ def address_words(url: str) -> set[str]:
     path = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
     last = path.rsplit("/", 1)[-1]
     return {w.lower() for w in _WORD.findall(re.sub(r"\.(html?|php|aspx?|md|txt|pdf)$", "", last, flags=re.IGNORECASE))}
+
+
+def address_share(url: str, words: set[str]) -> float:
+    """The share of the query ``words`` that ``url``'s address names (a word, or its first five letters)."""
+    named = address_words(url)
+    return sum(1 for t in words if t in named or any(_matches(w, {t}) for w in named)) / max(1, len(words))
 
 
 def _scaled(values: dict[int, float]) -> dict[int, float]:
@@ -162,8 +173,7 @@ def rank_results(
     words = set(terms)
     score: dict[int, float] = {}
     for key, page in candidates.items():
-        named = address_words(page.url)
-        address = sum(1 for t in words if t in named or any(_matches(w, {t}) for w in named)) / max(1, len(words))
+        address = page.address if page.address is not None else address_share(page.url, words)
         score[key] = (
             RANK_WEIGHTS["text"] * text.get(key, 0.0)
             + RANK_WEIGHTS["title"] * title.get(key, 0.0)
@@ -347,11 +357,21 @@ def _window(marked: _Marked, limit: int) -> tuple[str, int, int]:
     whole = marked.render(a, len(plain))
     if len(whole) <= limit:
         return whole, a, len(plain)
-    ends = [i for i in range(a + 1, len(plain)) if plain[i].isspace() and not plain[i - 1].isspace()]
+    ends = [found.start() for found in _WORD_END.finditer(plain, a + 1)]
+    # render(a, b)'s length, counted rather than rendered: the text, an ellipsis at each cut, and the two marks
+    # of each hit wholly inside (hits are in order and apart, so those from ``first`` on that end by b).
+    first = bisect_left([start for start, _ in marked.hits], a)
+    stops = [end for _, end in marked.hits]
+    fixed = (len(ELLIPSIS) if a > 0 else 0) - a
+
+    def length(b: int) -> int:
+        inside = max(0, bisect_right(stops, b) - first)
+        return fixed + b + inside * (len(MARK_OPEN) + len(MARK_CLOSE)) + (len(ELLIPSIS) if b < len(plain) else 0)
+
     lo, hi, best = 0, len(ends) - 1, -1
     while lo <= hi:  # render length grows with the end, so the best end is found by bisection
         mid = (lo + hi) // 2
-        if len(marked.render(a, ends[mid])) <= limit:
+        if length(ends[mid]) <= limit:
             best, lo = mid, mid + 1
         else:
             hi = mid - 1

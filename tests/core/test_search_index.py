@@ -8,6 +8,8 @@ with the index under ``tmp_path``. Waits are polls with a deadline, never a timi
 from __future__ import annotations
 
 import logging
+import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -192,6 +194,81 @@ def test_an_index_of_a_replaced_kb_with_as_many_changes_is_rebuilt(tmp_path: Pat
             index.close()
         finally:
             store.close()
+
+
+def test_the_results_rows_are_one_read_of_the_pages_asked_in_every_kb(store: Store, index: SearchIndex) -> None:
+    """YOT-RESULTS, SNA-SNIPPET: the rows a search's results are made of (never a page's text) come in one read
+    for pages of several KBs, one URL in two KBs kept apart; a page the KB no longer holds has no row, so it
+    is never shown; a search of all KBs finds both copies."""
+    store.put_pages([
+        record("https://a.test/x", "wallaby one", title="A", kb="one"),
+        record("https://a.test/x", "wallaby two", title="B", kb="two", nosnippet=True),
+        record("https://a.test/y", "wallaby three", title="C", kb="two", max_snippet=20),
+    ])  # fmt: skip
+    rows = store.hit_rows([("one", "https://a.test/x"), ("two", "https://a.test/x"), ("two", "https://a.test/y"),
+                           ("two", "https://a.test/gone")])  # type: ignore[attr-defined]  # fmt: skip
+    assert sorted(rows) == [("one", "https://a.test/x"), ("two", "https://a.test/x"), ("two", "https://a.test/y")]
+    assert [rows[key][2:5] for key in sorted(rows)] == [("A", False, None), ("B", True, None), ("C", False, 20)]
+    assert store.hit_rows([]) == {}  # type: ignore[attr-defined]
+    assert index.try_writer()
+    index.catch_up()
+    hits = index.search("wallaby") or []
+    assert sorted((hit.kb, hit.url) for hit in hits) == sorted(rows)
+    assert next(hit for hit in hits if hit.kb == "two" and hit.url.endswith("x")).snippet == ""  # nosnippet
+
+
+def logged(store: Store) -> list[int]:
+    """The seqs the KB's search change log holds."""
+    return [seq for seq, _, _ in store.search_changes(0, 10_000)]  # type: ignore[attr-defined]
+
+
+def test_the_change_log_keeps_only_what_an_index_has_not_applied(
+    store: Store, index: SearchIndex, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """YOT-RESULTS: rows of the change log every index has applied and committed leave the KB, but for the
+    newest (by which an index knows its KB); an index that has applied less holds them back until it catches
+    up; one not heard from for a week does not; and an index whose record is older than what was deleted (a
+    restored copy) is rebuilt, so no page whose change is gone is missed."""
+    store.put_pages([record(f"https://a.test/{n}", f"numbat {n}", title="N") for n in range(5)])
+    assert index.try_writer()
+    index.catch_up()
+    first = logged(store)
+    assert len(first) == 1 and len(urls(index.search("numbat"))) == 5
+    store.put_pages([record(f"https://b.test/{n}", f"bilby {n}", title="B") for n in range(3)])
+    assert index.catch_up() == 3
+    assert len(logged(store)) == 1 and len(urls(index.search("bilby"))) == 3
+    copy = tmp_path / "restored"
+    shutil.copytree(index.path, copy)  # the index as it is now, restored later
+
+    second = SearchIndex(store, tmp_path / "second")
+    assert second.try_writer()
+    second.catch_up()  # built: it has applied the log up to here
+    second.close()
+    store.put_pages([record(f"https://c.test/{n}", f"quoll {n}", title="Q") for n in range(2)])
+    index.catch_up()
+    held = logged(store)
+    assert len(held) == 3  # the second index's last change and the two it has not applied
+    second = SearchIndex(store, tmp_path / "second")
+    assert second.try_writer()
+    assert second.catch_up() == 2 and len(urls(second.search("quoll"))) == 2
+    second.close()
+    store.put_page(record("https://d.test/", "dunnart", title="D"))
+    index.catch_up()
+    assert logged(store) == [max(held), max(held) + 1]  # the second index's last change held, as the newest
+
+    week_ago = time.time() - 8 * 86400
+    store.trim_search_changes("elsewhere:/gone", 1, week_ago)  # type: ignore[attr-defined]
+    store.put_page(record("https://e.test/", "echymipera", title="E"))
+    index.catch_up()
+    assert logged(store) == [max(held), max(held) + 1, max(held) + 2]  # the one gone for a week holds none
+
+    restored = SearchIndex(store, copy)
+    assert restored.try_writer()
+    with caplog.at_level(logging.WARNING):
+        restored.catch_up()
+    assert "rebuilding" in caplog.text
+    assert len(urls(restored.search("quoll"))) == 2 and urls(restored.search("dunnart")) == ["https://d.test/"]
+    restored.close()
 
 
 def test_one_writer_at_a_time_and_readers_see_its_last_commit(store: Store, tmp_path: Path) -> None:

@@ -7,12 +7,15 @@ PostgreSQL. HTTP goes through urllib, MCP through the official SDK's client.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
 import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
@@ -186,6 +189,57 @@ def test_an_unopenable_kb_is_a_503_and_the_service_keeps_running(tmp_path: Path)
     # 503 as a status, not inside the port number of the "listening on" line
     lines = [line for line in service.log.read_text().splitlines() if re.search(r"(?<!\d)503(?!\d)", line)]
     assert len(lines) == 3 and all("cannot open knowledge base" in line for line in lines)
+
+
+def _connections_by_process(root: int, port: int) -> dict[int, int]:
+    """How many established TCP connections on local ``port`` each process of ``root``'s tree holds (from /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":  # 01: ESTABLISHED
+                inodes.add(fields[9])
+    tree, held = {root}, {}
+    for stat in sorted(Path("/proc").glob("[0-9]*/stat")):
+        with contextlib.suppress(OSError, ValueError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) in tree:  # the parent's pid
+                tree.add(int(stat.parent.name))
+    for pid in tree:
+        with contextlib.suppress(OSError):
+            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+            held[pid] = sum(1 for link in links if link.startswith("socket:[") and link[8:-1] in inodes)
+    return held
+
+
+def test_workers_share_kept_alive_clients(tmp_path: Path) -> None:
+    """YOT-RESULTS: with `serve --workers 2`, sixteen clients that keep their connections alive (as httpx and the
+    MCP SDK do) are answered by both processes, each listening with its own socket (SO_REUSEPORT), not all by
+    the one that woke first, as with one shared socket. Asserted on which process holds each connection (the
+    kernel spreads them by address: all on one has a chance of 2 in 65,536)."""
+    uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
+    store = open_store(uri)
+    store.put_page(PageRecord("docs", "http://a.test/k", "Kettle", "Kettles boil water.", "text/html", 200, WHEN))
+    store.close()
+    with serve(tmp_path, uri, "--workers", "2") as service:
+        host, port = urllib.parse.urlsplit(service.base).hostname, urllib.parse.urlsplit(service.base).port
+        assert host and port
+        clients = [http.client.HTTPConnection(host, port, timeout=60) for _ in range(16)]
+
+        def ask(client: http.client.HTTPConnection) -> list[str]:
+            urls = []
+            for _ in range(3):
+                client.request("GET", "/api/search?query=kettle")
+                urls += [result["url"] for result in json.loads(client.getresponse().read())["results"]]
+            return urls
+
+        with ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(ask, clients))
+        held = _connections_by_process(service.proc.pid, port)
+        for client in clients:
+            client.close()
+    assert answers == [["http://a.test/k"] * 3] * 16
+    assert sum(held.values()) == 16, held
+    assert len([pid for pid, count in held.items() if count]) == 2, held  # both processes, each some of them
 
 
 def test_a_token_is_required_when_set_and_a_public_bind_needs_one(tmp_path: Path) -> None:
