@@ -199,8 +199,11 @@ def test_an_older_postgres_kb_migrates(postgres_schema_uri: str) -> None:
 
     open_store(postgres_schema_uri).close()
     with psycopg.connect(postgres_schema_uri, autocommit=True) as raw:
-        raw.execute("ALTER TABLE pages DROP COLUMN revisit_interval, DROP COLUMN revisit_due, DROP COLUMN revisit_outcome")
         raw.execute(
-            "INSERT INTO pages (kb, url, title, text, fetched_at) VALUES ('docs', %s, 'T', 'same text', %s)", (URL, WHEN)
+            "ALTER TABLE pages DROP COLUMN revisit_interval, DROP COLUMN revisit_due, DROP COLUMN revisit_outcome"
+        )
+        raw.execute(
+            "INSERT INTO pages (kb, url, title, text, fetched_at) VALUES ('docs', %s, 'T', 'same text', %s)",
+            (URL, WHEN),
         )
     _old_kb_page_comes_back_with_the_profile_interval(postgres_schema_uri)
