@@ -1,0 +1,86 @@
+"""Revisits by change, end to end: a web crawler's stored pages come back by their own due times.
+
+A site crawl under SnagaBot, a page changed on the server, the KB's stored due times moved back as the
+days would have, then ``synapsecrawl recrawl`` as cron runs it; asserted from the server's log and the KB.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from synapsecrawl.kb.revisit import DAY
+from tests.e2e.test_recrawl import TEST_HOSTS, make_due, run_cron, sources
+from tests.e2e.test_reread import ROBOTS_ALL, html, since, stored, validated
+from tests.site.server import TestServer
+
+pytestmark = pytest.mark.e2e
+
+
+def test_recrawl_asks_only_for_due_pages_and_moves_their_intervals(
+    server: TestServer, host: str, crawl, tmp_path: Path
+) -> None:
+    """YOT-COND: each stored page of a SnagaBot crawl starts at the 7-day re-read interval. Days later, with
+    three pages due and one not: the recrawl asks the due ones conditionally (the unchanged answer 304, the
+    changed one 200) and never asks for the one not due, whose stored links still lead on; the unchanged
+    pages' intervals lengthen to 10.5 days, the changed one's shortens to 3.5, the one not asked for keeps
+    its time; the source is due again when its first page is (the changed one's 3.5 days)."""
+    server.add(host, {
+        "/robots.txt": ROBOTS_ALL,
+        "/": validated(html("Home", links=("/a.html", "/b.html", "/c.html")), etag='"h"'),
+        "/a.html": validated(html("Apple"), etag='"a"'),
+        "/b.html": validated(html("Banana"), etag='"b"'),
+        "/c.html": validated(html("Cherry", links=("/d.html",)), etag='"c"'),
+        "/d.html": validated(html("Date"), etag='"d"'),
+    })  # fmt: skip
+    first = crawl("site", args={"url": server.url(host, "/"), "kb": "docs"}, settings={"BOT_PROFILE": "snagabot"})
+    assert first.returncode == 0, first.stderr[-3000:]
+    pages = stored(first)
+    assert len(pages) == 5
+    assert {(row["revisit_outcome"], row["revisit_interval"]) for row in pages.values()} == {("new", 7 * DAY)}
+    [source] = sources(first.kb_uri)
+    assert source.profile == "snagabot"
+    assert source.next_due - source.last_crawl == pytest.approx(7 * DAY, abs=120)  # its first page's due time
+
+    server.add(host, {"/b.html": validated(html("Banana, now ripe"), etag='"b2"')})
+    # The days pass for every page but the cherry page (fetched, say, yesterday): due in 6 days.
+    now = time.time()
+    with sqlite3.connect(first.kb_uri.removeprefix("sqlite:///")) as db:
+        db.execute("UPDATE pages SET revisit_due = ? WHERE url != ?", (now - 60, server.url(host, "/c.html")))
+        db.execute("UPDATE pages SET revisit_due = ? WHERE url = ?", (now + 6 * DAY, server.url(host, "/c.html")))
+    make_due(first.kb_uri)
+    mark = len(server.log(host))
+
+    done = run_cron("--uri", first.kb_uri, *TEST_HOSTS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [line] = done.stdout.splitlines()
+    assert line.startswith(f"crawled   {source.id} site ") and "finished, next due" in line
+    asked = sorted((h.path, h.header("If-None-Match")) for h in since(server, host, mark))
+    assert [hit for hit in asked if hit[0] != "/robots.txt"] == [
+        ("/", '"h"'),
+        ("/a.html", '"a"'),
+        ("/b.html", '"b"'),  # its ETag changed: a 200, stored again
+        ("/d.html", '"d"'),  # reached through the cherry page's stored links, the cherry page not asked for
+    ]
+
+    after = stored(first)
+    root = server.url(host, "/")
+    moved = {
+        "/" + url.removeprefix(root): (row["revisit_outcome"], row["revisit_interval"]) for url, row in after.items()
+    }
+    assert moved == {
+        "/": ("unchanged", 10.5 * DAY),
+        "/a.html": ("unchanged", 10.5 * DAY),
+        "/b.html": ("changed", 3.5 * DAY),
+        "/c.html": ("new", 7 * DAY),
+        "/d.html": ("unchanged", 10.5 * DAY),
+    }
+    cherry_due = datetime.fromisoformat(str(after[server.url(host, "/c.html")]["revisit_due"]))
+    assert cherry_due.timestamp() == pytest.approx(now + 6 * DAY, abs=1)
+    assert "Banana, now ripe" in str(after[server.url(host, "/b.html")]["text"])
+    [again] = sources(first.kb_uri)
+    assert again.next_due - time.time() == pytest.approx(3.5 * DAY, abs=300)
