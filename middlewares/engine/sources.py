@@ -257,8 +257,10 @@ class SourceExtension:
             return
         stats = self._crawler.stats.get_stats() if self._crawler.stats else {}
         removed = sum(v for k, v in stats.items() if k.startswith("reread/removed/"))
-        if stats.get("reread/unchanged") or removed:
-            logger.info("re-read: %d pages unchanged (304), %d removed", stats.get("reread/unchanged", 0), removed)
+        unchanged, not_due = stats.get("reread/unchanged", 0), stats.get("reread/not_due", 0)
+        if unchanged or removed or not_due:
+            waiting = f", {not_due} not due yet (not asked for)" if not_due else ""
+            logger.info("re-read: %d pages unchanged (304), %d removed%s", unchanged, removed, waiting)
         try:
             await record_sources(self._runtime, [spider], reason)
         except KbGone:  # left RUNNING: the next crawl continues this run (kb.reread.run_start)

@@ -51,6 +51,16 @@ def by_path(hits: list[Hit], path: str) -> list[Hit]:
     return [h for h in hits if h.path == path]
 
 
+def pages_due(uri: str) -> None:
+    """The days pass until every stored page is due again (a web crawler's profile asks for none sooner:
+    synapsecrawl.kb.revisit)."""
+    store = open_store(uri)
+    try:
+        store.put_pages([replace(page, revisit_due=time.time() - 1) for page in store.pages()])
+    finally:
+        store.close()
+
+
 def stored(run, kb: str | None = None) -> dict[str, dict[str, object]]:  # type: ignore[no-untyped-def]
     return {str(row["url"]): row for row in run.kb(kb)}
 
@@ -274,13 +284,14 @@ def test_yottabot_removes_pages_a_new_robots_txt_disallows_at_once(
     first = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)}, settings=settings)
     assert first.returncode == 0, first.stderr[-3000:]
     assert sorted(stored(first)) == sorted(urls)
-    # A day later: YottaBot's copy of robots.txt (kept up to 24 h) has expired.
+    # A week later: YottaBot's copy of robots.txt (kept up to 24 h) has expired, and its pages are due again.
     store = open_store(first.kb_uri)
     origin = server.url(host, "").rstrip("/")
     copy = store.get_robots("yottabot", origin)
     assert copy is not None
     store.put_robots("yottabot", RobotsCopy(origin, copy.status, copy.body, time.time() - 2 * 86400))
     store.close()
+    pages_due(first.kb_uri)
     mark = len(server.log(host))
 
     server.add(
@@ -370,6 +381,7 @@ def test_removal_list_deletes_pages_and_keeps_them_out(server: TestServer, host:
     first = crawl("page", args={"urls_file": write_urls(tmp_path / "u1.txt", first_urls)}, settings=settings)
     assert first.returncode == 0, first.stderr[-3000:]
     assert len(first.kb()) == 3
+    pages_due(first.kb_uri)
     mark, mark_banned = len(server.log(host)), len(server.log(banned))
 
     removal = tmp_path / "removals.txt"
