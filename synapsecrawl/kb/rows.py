@@ -221,16 +221,16 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
         the write's own transaction (``db``); as given when there is no rule (a write by no crawl)."""
         if rule is None:
             return list(pages)
-        mark = self._MARK
-        sql = f"SELECT title, text, revisit_interval FROM pages WHERE kb={mark} AND url={mark}"  # noqa: S608
         stored: dict[tuple[str, str], tuple[tuple[str, str], float | None]] = {}
+        for kb in dict.fromkeys(page.kb for page in pages):  # one query a KB for the batch, not one a page
+            urls = list(dict.fromkeys(page.url for page in pages if page.kb == kb))
+            marks = ", ".join([self._MARK] * len(urls))
+            sql = f"SELECT url, title, text, revisit_interval FROM pages WHERE kb={self._MARK} AND url IN ({marks})"  # noqa: S608
+            for url, title, text, interval in db.execute(sql, (kb, *urls)).fetchall():
+                stored[(kb, url)] = ((title, text), interval)
         timed = []
         for page in pages:
             key = (page.kb, page.url)
-            if key not in stored:
-                row = db.execute(sql, key).fetchone()
-                if row is not None:
-                    stored[key] = ((row[0], row[1]), row[2])
             before = stored.get(key)
             held = replace(page, title=self._held(page.title), text=self._held(page.text))  # as the KB holds it
             held = revisited(held, before[0] if before else None, before[1] if before else None, rule)
