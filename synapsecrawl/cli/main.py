@@ -94,7 +94,7 @@ def _kb_list(args: argparse.Namespace) -> int:
         _print_rows(
             (_page_json(p) for p in store.pages(args.kb)),
             args.format,
-            ("kb", "url", "status", "fetched_at", "revisit_due", "title"),
+            ("kb", "url", "status", "fetched_at", "title"),
         )
     finally:
         store.close()

@@ -13,7 +13,7 @@ import pytest
 
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.records import RobotsCopy
-from tests.helpers import write_urls
+from tests.helpers import pages_due, write_urls
 from tests.site import pages
 from tests.site.pages import FAST, HTML, ROBOTS_ALL, page
 from tests.site.server import Hit, Reply, TestServer
@@ -49,16 +49,6 @@ def since(server: TestServer, host: str, start: int) -> list[Hit]:
 
 def by_path(hits: list[Hit], path: str) -> list[Hit]:
     return [h for h in hits if h.path == path]
-
-
-def pages_due(uri: str) -> None:
-    """The days pass until every stored page is due again (a web crawler's profile asks for none sooner:
-    synapsecrawl.kb.revisit)."""
-    store = open_store(uri)
-    try:
-        store.put_pages([replace(page, revisit_due=time.time() - 1) for page in store.pages()])
-    finally:
-        store.close()
 
 
 def stored(run, kb: str | None = None) -> dict[str, dict[str, object]]:  # type: ignore[no-untyped-def]
