@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from synapsecrawl.kb.revisit import DAY
+from tests.e2e.sharedcrawl import SharedCrawl, stored_pages
 from tests.e2e.test_recrawl import TEST_HOSTS, make_due, run_cron, sources
 from tests.e2e.test_reread import ROBOTS_ALL, html, since, stored, validated
 from tests.site.server import TestServer
@@ -84,3 +85,53 @@ def test_recrawl_asks_only_for_due_pages_and_moves_their_intervals(
     assert "Banana, now ripe" in str(after[server.url(host, "/b.html")]["text"])
     [again] = sources(first.kb_uri)
     assert again.next_due - time.time() == pytest.approx(3.5 * DAY, abs=300)
+
+
+def test_a_shared_crawls_reread_asks_only_for_due_pages(server: TestServer, host: str, shared: SharedCrawl) -> None:
+    """YOT-COND, SYN-REREAD: the same by-page due times hold in a shared crawl (PostgreSQL KB, Redis): a site
+    read by a SnagaBot worker, then put back by `recrawl --crawl` once due; the worker asks the due pages
+    conditionally (the changed one answers 200), never the one not due, and moves the intervals by change."""
+    import psycopg
+
+    site = f"shared.{host}"
+    server.add(site, {
+        "/robots.txt": ROBOTS_ALL,
+        "/": validated(html("Home", links=("/a.html", "/b.html", "/c.html")), etag='"h"'),
+        "/a.html": validated(html("Apple"), etag='"a"'),
+        "/b.html": validated(html("Banana"), etag='"b"'),
+        "/c.html": validated(html("Cherry"), etag='"c"'),
+    })  # fmt: skip
+    shared.settings["BOT_PROFILE"] = "snagabot"
+    assert shared.add("--url", server.url(site, "/"), "--mode", "site", "--kb", "docs").returncode == 0
+    shared.start(1)
+    shared.wait()
+    assert {(row["revisit_outcome"], row["revisit_interval"]) for row in stored_pages(shared)} == {("new", 7 * DAY)}
+
+    server.add(site, {"/b.html": validated(html("Banana, now ripe"), etag='"b2"')})
+    now = time.time()
+    with psycopg.connect(shared.kb_uri, autocommit=True) as db:
+        db.execute("UPDATE pages SET revisit_due = %s WHERE url != %s", (now - 60, server.url(site, "/c.html")))
+        db.execute("UPDATE pages SET revisit_due = %s WHERE url = %s", (now + 6 * DAY, server.url(site, "/c.html")))
+    make_due(shared.kb_uri)
+    mark = len(server.log(site))
+    out = shared.recrawl()
+    assert out.returncode == 0 and "queued" in out.stdout, out.stdout + out.stderr
+    shared.workers.clear()
+    shared.start(1)
+    shared.wait()
+
+    asked = sorted((h.path, h.header("If-None-Match")) for h in since(server, site, mark) if h.path != "/robots.txt")
+    assert asked == [("/", '"h"'), ("/a.html", '"a"'), ("/b.html", '"b"')]
+    root = server.url(site, "/")
+    moved = {
+        "/" + str(row["url"]).removeprefix(root): (row["revisit_outcome"], row["revisit_interval"])
+        for row in stored_pages(shared)
+    }
+    assert moved == {
+        "/": ("unchanged", 10.5 * DAY),
+        "/a.html": ("unchanged", 10.5 * DAY),
+        "/b.html": ("changed", 3.5 * DAY),
+        "/c.html": ("new", 7 * DAY),
+    }
+    [source] = sources(shared.kb_uri)
+    assert source.next_due - time.time() == pytest.approx(3.5 * DAY, abs=300)
