@@ -135,3 +135,45 @@ def test_a_shared_crawls_reread_asks_only_for_due_pages(server: TestServer, host
     }
     [source] = sources(shared.kb_uri)
     assert source.next_due - time.time() == pytest.approx(3.5 * DAY, abs=300)
+
+
+def test_a_web_crawl_run_again_asks_only_for_what_is_due(server: TestServer, host: str, crawl) -> None:
+    """YOT-COND: `scrapy crawl web` run again at once asks for no stored page (none is due) and says so;
+    once a page of another site is due and changed, the next run asks for that page alone, conditionally,
+    and halves its interval."""
+    other = f"other-{host}"
+    server.add(
+        host,
+        {
+            "/robots.txt": ROBOTS_ALL,
+            "/": validated(html("Seed", links=(server.url(other, "/x.html"),)), etag='"s"'),
+        },
+    )
+    server.add(other, {"/robots.txt": ROBOTS_ALL, "/x.html": validated(html("Found"), etag='"x"')})
+    settings = {"BOT_PROFILE": "snagabot"}
+    first = crawl("web", args={"url": server.url(host, "/"), "kb": "web"}, settings=settings)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert len(stored(first)) == 2
+    marks = len(server.log(host)), len(server.log(other))
+
+    again = crawl("web", args={"url": server.url(host, "/"), "kb": "web"}, settings=settings)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert [
+        h.path for h in since(server, host, marks[0]) + since(server, other, marks[1]) if h.path != "/robots.txt"
+    ] == []
+    assert "2 not due yet (not asked for)" in again.stderr
+
+    server.add(other, {"/x.html": validated(html("Found, and changed"), etag='"x2"')})
+    found = server.url(other, "/x.html")
+    with sqlite3.connect(first.kb_uri.removeprefix("sqlite:///")) as db:
+        db.execute("UPDATE pages SET revisit_due = ? WHERE url = ?", (time.time() - 60, found))
+    marks = len(server.log(host)), len(server.log(other))
+    third = crawl("web", args={"url": server.url(host, "/"), "kb": "web"}, settings=settings)
+    assert third.returncode == 0, third.stderr[-3000:]
+    asked = [
+        (h.host, h.path, h.header("If-None-Match"))
+        for h in since(server, host, marks[0]) + since(server, other, marks[1])
+    ]
+    assert [hit for hit in asked if hit[1] != "/robots.txt"] == [(other, "/x.html", '"x"')]
+    row = stored(third)[found]
+    assert (row["revisit_outcome"], row["revisit_interval"]) == ("changed", 3.5 * DAY)
