@@ -1,4 +1,4 @@
-"""The KB write alone: CPU ms a page for SQLite, one transaction a page against batches (#17).
+"""The KB write alone: CPU ms a page for SQLite, one transaction a page against batches.
 
     python -m bench.kbwrite                    # 400 bench.sim pages, batches of 1 (put_page) and 64
     python -m bench.kbwrite --batches 1,8,64 --parts

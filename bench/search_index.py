@@ -1,4 +1,4 @@
-"""Search through the ranked index (#38) on ~10,800 pages of real documentation: latency over HTTP, the floor, quality.
+"""Search through the ranked index on ~10,800 pages of real documentation: latency over HTTP, the floor, quality.
 
     apt-get install -y python3.11-doc postgresql-doc-15 python-django-doc python-scipy-doc python-pandas-doc
     python -m bench.search_index                          # SQLite and PostgreSQL, every figure

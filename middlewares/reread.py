@@ -1,21 +1,12 @@
 """Re-reads in the crawl: conditional requests from the KB's validators, and what each answer does to a copy.
 
-``RereadMiddleware`` is a thin adapter over ``synapsecrawl.kb.reread``. For a page
-the crawl's KB already holds it sends the stored validators (the KB keeps
-them, not Scrapy's HTTP cache), then judges the final answer, after redirects
-and before the type gate could drop it: a 304 marks the copy verified and
-ends the request (``Unchanged``, with the page's stored outlinks in
-``reread_outlinks`` for the spider's errback), unless its X-Robots-Tag now says noindex
-(RFC 9111 §4.3.4: a 304's fields update the stored ones), which deletes the
-copy; 404 and 410 delete the copy; a 2xx goes on to the spider, whose item
-replaces it. A stored page that now redirects for good (301, 308) loses its
-copy under the old address once the new one answers. A request robots.txt
-refuses by rules it could read deletes the copy without a fetch; an
-unreadable robots.txt never does (SYN-REMOVE). Under a profile whose revisit rule adapts
-(``synapsecrawl.kb.revisit``), a crawl of a source or a shared crawl does not ask for a stored
-page before its own due time: it ends as ``Unchanged`` without a request, its stored outlinks
-in ``reread_outlinks`` (counted ``reread/not_due``). Deleting is ``middlewares.removals``'s;
-the KB is ``runtime.kb`` and its name ``runtime.target.kb`` (a worker's: ``target.kb_of``).
+``RereadMiddleware``, a thin adapter over ``synapsecrawl.kb.reread``, sends a stored page's validators and judges
+the final answer: a 304 marks the copy verified and ends the request (``Unchanged``, its stored outlinks in meta
+``reread_outlinks``) unless it now says noindex; 404 and 410 delete the copy; a 2xx goes on to the spider; a
+permanent redirect moves it; robots.txt rules it could read delete it without a fetch (SYN-REMOVE). It reads
+``runtime.kb`` and ``runtime.target.kb`` (a worker's: ``target.kb_of``); a stored page not yet due under an
+adapting revisit rule ends as ``Unchanged`` without a request (``reread/not_due``); deleting is
+``middlewares.removals``'s. More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -76,8 +67,7 @@ class RereadMiddleware:
         """Whether the KB may hold a copy of ``url``: False when it holds no page under its scheme and host.
 
         Asked once per host (and KB) for the crawl, not once per page: in a first crawl each page's look-up of
-        validators it does not have is a thread hop. On 500 Python docs pages (#17), leaving the look-ups out
-        saved 0.4 s of ~7.8 s of CPU (8 alternated pairs); this question 0.23 s of ~6.9 (4 pairs). A host's
+        validators it does not have is a thread hop (the CPU it saves: docs/benchmarks.md). A host's
         pages the crawl stores itself come from its own fetches, which need no validators. At most
         ``_HOSTS_KEPT`` hosts are remembered.
         """

@@ -1,24 +1,11 @@
-"""``scrapy crawl worker -a crawl=NAME [-a stay=1]``: one worker of a crawl shared by many machines (#16).
+"""``scrapy crawl worker -a crawl=NAME [-a stay=1]``: one worker of a crawl shared by many machines.
 
-Every worker of a crawl points at one Redis (``PACING_REDIS_URL``, which also
-shares the per-site pacer) and one KB (``KB_URI``, PostgreSQL). Work goes in
-with ``synapsecrawl crawl add --crawl NAME ...``: a source (page, site,
-sitemap or feed, with its KB, depth and page limit) and one start entry. The
-worker that leases a source's start entry runs that mode's own spider's
-``start`` (``spiders.page``, ``.site``, ``.sitemap``, ``.feed``); every request
-it and the answers yield goes back to the shared frontier
-(``middlewares.engine.shared_scheduler``), so any worker may fetch it, in its site's
-turn. The mode's spider (one per source, in every worker) reads each answer:
-scope, depth and nofollow are the mode's own. The page limit of a source is
-counted in Redis, across workers (``take_page``).
-
-A lease ends once the request's answer has been read and its items and links
-handed on (the scraper is done with it), so a worker killed at any point
-loses nothing: what it held goes back to the frontier when its lease expires.
-
-The worker stops when the crawl has nothing pending and nothing in flight on
-any worker (checked twice, a heartbeat apart), or keeps waiting for new work
-with ``-a stay=1`` (a worker under Scrapyd that should not end).
+Every worker points at one Redis (``PACING_REDIS_URL``) and one PostgreSQL KB (``KB_URI``). The worker that leases a
+source's start entry runs that mode's spider's ``start``; every request goes back to the shared frontier
+(``middlewares.engine.shared_scheduler``), and the mode's spider reads each answer. A source's page limit is counted
+in Redis (``take_page``). A lease ends once its answer is read and handed on, so a killed worker loses nothing. It
+stops when no worker has anything pending or in flight, or waits on with ``-a stay=1``. More: docs/operations.md,
+"One crawl shared by many workers", and docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """The crawl's one door to its knowledge base: every store call awaited, writes in order, off the event loop.
 
-``CrawlKb`` (``runtime.kb``) runs every write on one thread, the ``BatchWriter``'s
-(synapsecrawl.kb.batch): kept pages go out in batches of ``KB_BATCH_PAGES`` or
-what came within ``KB_BATCH_SECONDS``; every other write first commits the batch
-being gathered, so writes reach the store in the order they were asked for.
-Reads run in order on one reader thread, on the store's read connection, and see
-what is committed: a request's look-up never waits behind another's commit. The
-store (``KB_URI``) is opened at the first call, which first writes what an earlier
-crawl journalled, and closed by ``close``. Adapters never hold a ``Store``: a call
-on the loop would delay every site's next request.
-
-A KB that cannot take a call (``StoreUnavailable``: unreachable, read-only,
-full) is an outage (synapsecrawl.kb.outage): the first caller probes it at
-growing intervals, every other call waits, and the ``listener`` holds the crawl;
-pages waiting past ``KB_BUFFER_PAGES`` go to the journal (KB_JOURNAL_DIR), and
-past ``KB_OUTAGE_SECONDS`` every waiting page does and the crawl ends.
+``CrawlKb`` (``runtime.kb``) writes on the ``BatchWriter``'s thread (``KB_BATCH_PAGES``, ``KB_BATCH_SECONDS``) in
+the order asked, and reads on one reader thread; adapters never hold a ``Store``. The store (``KB_URI``) opens at
+the first call, replaying what an earlier crawl journalled. A KB that cannot take a call is an outage: calls wait,
+pages past ``KB_BUFFER_PAGES`` go to the journal (``KB_JOURNAL_DIR``), and past ``KB_OUTAGE_SECONDS`` the crawl
+ends. More: docs/operations.md, "When the knowledge base fails", and docs/architecture.md, "Inside the larger
+modules".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``synapsecrawl crawl``: put work into a shared crawl and look at it (#16).
+"""``synapsecrawl crawl``: put work into a shared crawl and look at it.
 
     synapsecrawl crawl add --crawl NAME (--url URL | --urls-file PATH) --mode page|site|sitemap|feed
                            [--depth N] [--max-pages N] [--kb NAME] [--redis URL] [--prefix PREFIX]

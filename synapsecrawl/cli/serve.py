@@ -2,17 +2,10 @@
 
     synapsecrawl serve [--uri KB_URI] [--host 127.0.0.1] [--port 8766] [--profile NAME] [--workers N]
 
-Loopback only unless told; any other address needs ``SEARCH_TOKEN`` in the
-environment (never on the command line, where ``ps`` shows it). Ctrl-C or
-SIGTERM stops it. The web libraries load only when it runs.
-
-``--workers N`` (default: the cores this process may run on, at most 4) serves
-from N processes sharing the listening socket (forked
-after it is bound and the search index is built): a search's ranking is Python
-holding the GIL, so one process answers on one core. One of them keeps the
-index in step with the KB (the writer role); the others read its last commit.
-Each worker dies with the first process (a parent-death signal), which stops
-them when it is stopped.
+Loopback only unless told; any other address needs ``SEARCH_TOKEN`` in the environment. ``--workers N`` (default:
+the cores it may run on, at most 4) serves from N forked processes sharing the listening socket, one of which keeps
+the search index in step with the KB; each dies with the first. Ctrl-C or SIGTERM stops it. More: docs/search.md and
+docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

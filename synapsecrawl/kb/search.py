@@ -1,36 +1,11 @@
 """Search worth citing: pages cut into passages, and the passages a result shows.
 
-A page's text is cut into passages of about a paragraph (``split_passages``):
-short paragraphs and headings join the paragraph after them, long ones are cut
-at sentence ends. Each passage is indexed on its own, so a result names the
-passage that answers (its ``passage`` ordinal) and a text fragment link to it
-(``anchor``: ``URL#:~:text=start,end``, WICG Text Fragments).
-
-What a result shows follows the page's own rules (SNA-SNIPPET):
-``nosnippet`` means no text at all (no passages, an anchor without text);
-``max-snippet:N`` bounds the whole ``snippet`` string at N characters,
-highlight marks, ellipses and separators included, so ``len(snippet) <= N``
-always holds; text under ``data-nosnippet`` is never in a passage (passages
-are cut from ``snippet_text``). Without a limit a snippet is at most
-``DEFAULT_SNIPPET_CHARS`` long: search serves snippets, never a page's text.
-
-Query words are shown between ``«`` and ``»`` (``MARK_OPEN``, ``MARK_CLOSE``):
-plain text, and rare in technical writing, where ``**`` (globs, ``**kwargs``)
-is common. The marks are not page text. The index finds the words (FTS5, Porter stems) and marks them with
-``HIT_OPEN``/``HIT_CLOSE``, two control characters that never occur in stored
-passages; this module turns them into what a reader sees.
-
-Ranking (``rank_results``) is written here once for both back-ends; each
-back-end gives its engine's ranks (SQLite's BM25, PostgreSQL's ts_rank_cd),
-larger-is-better. Each kind of rank is divided by its best among the
-candidates, so no one of them swamps the others by its scale, and they are
-added with ``RANK_WEIGHTS``: the page's text, its title, its best passage,
-its best passage holding two query words side by side (phrase proximity), and
-the page's own address naming a query word (``library/subprocess.html`` for
-"subprocess.run"). The passages shown are the page's best by passage and
-phrase rank together. Measured on the Python 3.11 docs (bench/search_eval.py,
-docs/search.md): this puts the page that defines a thing above the overview
-pages (whatsnew, indexes) that mention it as often.
+``split_passages`` cuts a page's text into passages of about a paragraph, each indexed on its own, so a result names
+the passage that answers and links to it (WICG Text Fragments). What a result shows follows the page's own rules
+(SNA-SNIPPET: nosnippet, max-snippet, data-nosnippet), at most ``DEFAULT_SNIPPET_CHARS`` without a limit, query
+words marked ``MARK_OPEN``/``MARK_CLOSE``. ``rank_results`` ranks for both back-ends: each kind of rank scaled by
+its best, weighted by ``RANK_WEIGHTS``. The rules in full: docs/search.md and docs/architecture.md, "Inside the
+larger modules".
 """
 
 from __future__ import annotations
@@ -215,7 +190,7 @@ def rank_results(
 def _sentences(paragraph: str, limit: int) -> list[str]:
     """``paragraph`` cut at sentence ends (or, failing that, spaces) into pieces of at most ``limit``."""
     if len(paragraph) <= limit:
-        return [paragraph] if paragraph else []  # its sentences joined again, as its spaces are single (#17)
+        return [paragraph] if paragraph else []  # its sentences joined again, as its spaces are single
     pieces: list[str] = []
     current = ""
     for whole in _SENTENCE_END.split(paragraph):
@@ -246,8 +221,8 @@ def _squashed(block: str) -> str:
     """``block`` without control characters, its white space runs one space, stripped.
 
     Extraction writes its paragraphs so already: such a block (printable, so its only white space is " ", with no two
-    in a row and none at its ends) is kept as it is, where splitting it into words and joining them took half the
-    cut's time (0.15 of 0.33 ms a Python docs page, #17).
+    in a row and none at its ends) is kept as it is, where splitting it into words and joining them took much of
+    the cut's time.
     """
     if block.isprintable() and "  " not in block and block[:1] != " " and block[-1:] != " ":
         return block
@@ -272,7 +247,7 @@ def split_passages(text: str, title: str = "") -> list[str]:
     ):
         paragraphs = paragraphs[1:]  # the <h1>, and the <title> says it too ("Page — Site")
     pieces: list[str] = []
-    for paragraph in paragraphs:  # most fit whole: no call for them (a Python docs page has ~200 paragraphs, #17)
+    for paragraph in paragraphs:  # most fit whole: no call for them
         if len(paragraph) <= PASSAGE_MAX_CHARS:
             pieces.append(paragraph)
         else:

@@ -264,7 +264,7 @@ class SQLiteStore(SharedTables):
                 _mark(self._db)
             # Reads go through a connection of their own: in WAL they see the last commit and never wait for
             # a write, where one connection would make the crawl's lookups (a page's stored validators before
-            # its request goes out) wait out each KB batch's transaction, ~0.3 s at 100 pages/s (#17).
+            # its request goes out) wait out each KB batch's transaction.
             # A pool of them, no lock around a read: searches run side by side.
             self._readers = [self._read_connection()]
         except (OSError, sqlite3.Error) as exc:
@@ -341,7 +341,7 @@ class SQLiteStore(SharedTables):
         self.put_pages([page], revisit)
 
     def put_pages(self, pages: Sequence[PageRecord], revisit: RevisitRule | None = None) -> None:
-        """Insert or replace each page and its passages (kb.content), all in one transaction (#17)."""
+        """Insert or replace each page and its passages (kb.content), all in one transaction."""
         upsert = self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url"))
         with self._transaction() as db:
             for page in self._revisited(db, pages, revisit):  # timed by the rule (kb.revisit)

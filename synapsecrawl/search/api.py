@@ -1,18 +1,10 @@
 """The search service's decisions: what a search may ask, what a result shows, which KB answers.
 
-``synapsecrawl serve`` (``synapsecrawl.cli.serve``) and the on-demand fetcher's
-server both answer through a ``SearchService``: a search is checked into
-``SearchArgs`` (one clear message for anything wrong), run by the store's own
-``search`` (so a result shows exactly what ``kb search`` shows: nosnippet,
-max-snippet, data-nosnippet and personal data as the page was stored, never
-its full text) and shaped by ``hit_json``, the shape ``kb search`` prints.
-
-The knowledge base is opened on first use and again after a failure, so a KB
-that cannot be opened is one ``unavailable`` answer (HTTP 503), not a dead
-service. Failures are ``FetchError``s, the on-demand fetch's, with its codes.
-Searches go through the KB's ranked index (``synapsecrawl.search.index``), which a
-``Follower`` thread keeps in step while this process holds its writer role; with
-no index to read yet (being built), the store's own search answers.
+``synapsecrawl serve`` and the on-demand fetcher's server both answer through a ``SearchService``: a search is
+checked into ``SearchArgs``, run through the KB's ranked index (``synapsecrawl.search.index``, the store's own
+search while it is built) and shaped by ``hit_json``, as ``kb search`` prints it. The KB is opened on first use and
+again after a failure, so a KB that cannot be opened is one ``unavailable`` answer (HTTP 503). Failures are
+``FetchError``s, the on-demand fetch's. More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """The ranked index beside a knowledge base: search's first stage, kept in step with the store.
 
-A search takes the top pages from a pruned ranked index (tantivy: block-max WAND
-over BM25, ``count=False`` so pruning works; it releases the GIL while it
-searches), then ranks only those candidates with ``kb.search.rank_results``
-(title, text, passage and phrase ranks from the same index, restricted to the
-candidates, and the address signal). The KB stays the truth: each result's
-page is read from the store, so a page removed from the KB is never shown, and
-the passages shown are cut from stored snippet text (never a page's full text).
-
-The index follows the store's change log (``kb.changes``): one process at a time
-holds the writer role (an advisory lock on ``<index>.lock``), applies the pages
-changed since the seq its last commit recorded, and commits with the new seq
-about every second (``Follower``). An index that cannot be opened, whose record
-is missing, or that is ahead of its KB is rebuilt from the store into a fresh
-directory and swapped in, so nothing is served from a half-written one.
-
-Where: beside a SQLite KB (``kb.sqlite3.search-index/``); for PostgreSQL under
-``.synapsecrawl/search-index/`` in the working directory, named by the URI; the
-``SEARCH_INDEX_DIR`` environment variable names another directory for it.
+A search takes the top pages from a pruned tantivy index (BM25, block-max WAND) and ranks only those with
+``kb.search.rank_results``; each result's page is read from the store, which stays the truth. One process at a time
+(a lock on ``<index>.lock``) follows the store's change log (``kb.changes``, ``Follower``); an index that cannot be
+trusted is rebuilt into a fresh directory and swapped in. Where: beside a SQLite KB, under
+``.synapsecrawl/search-index/`` for PostgreSQL, or in ``SEARCH_INDEX_DIR`` (environment). More: docs/search.md, "The
+index", and docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """Search for agents over HTTP and MCP: the app ``synapsecrawl serve`` runs (YOT-RESULTS, SNA-SNIPPET).
 
-One Starlette app (the official MCP SDK's ``MCPServer``, streamable HTTP,
-stateless, JSON responses, as the on-demand fetcher's in
-``synapsecrawl.search.ondemand``) serving:
-
-- ``GET /api/search?query=...&kb=...&limit=...&offset=...`` and ``POST /api/search``
-  with the same keys in a JSON object; ``GET /api/kbs``;
-- MCP at ``/mcp`` with the tools ``search(query, kb?, limit?)``, ``fetch(url)``
-  (the stored copy, as a result may show it) and ``list_kbs``.
-
-``add_search`` puts the same routes and tools on any ``MCPServer``: the
-on-demand fetcher gains them, its ``fetch`` being the on-demand web_fetch.
-
-Safe by default: loopback only, with the Host header checked (DNS rebinding);
-any other address needs ``SEARCH_TOKEN``, a bearer token every request must
-carry (read from the environment, never the command line, where ``ps`` shows it).
+One Starlette app (the MCP SDK's ``MCPServer``, streamable HTTP, stateless) serving ``GET``/``POST /api/search``,
+``GET /api/kbs`` and MCP at ``/mcp`` (``search``, ``fetch``, ``list_kbs``); ``add_search`` puts the same on any
+``MCPServer``, as the on-demand fetcher does. Safe by default: loopback only, the Host header checked; any other
+address needs ``SEARCH_TOKEN`` (from the environment). The API: docs/search.md; more: docs/architecture.md, "Inside
+the larger modules".
 """
 
 from __future__ import annotations

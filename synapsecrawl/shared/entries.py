@@ -1,4 +1,4 @@
-"""A shared crawl's entries, as they travel through Redis: plain JSON, never pickle (#16).
+"""A shared crawl's entries, as they travel through Redis: plain JSON, never pickle.
 
 What a request, a source start and a lease are when they leave a worker, and how each is checked on
 the way back in (anyone who can write to Redis must not be able to run code on the workers: an entry

@@ -153,7 +153,7 @@ class _Listener:
 async def test_a_full_disk_holds_pages_then_journals_past_the_buffer_and_writes_the_rest_when_room_is_made(
     tmp_path: Path,
 ) -> None:
-    """SYN-MODES (what is fetched is kept), #33: on a KB whose disk is full, the first page that fails makes
+    """SYN-MODES (what is fetched is kept): on a KB whose disk is full, the first page that fails makes
     one outage (told once) and probes; the next pages wait in memory up to KB_BUFFER_PAGES and the rest go
     to the journal; once room is made the waiting pages are stored and the outage is told over; the next
     gateway on the same KB writes the journal first."""
@@ -187,7 +187,7 @@ async def test_a_full_disk_holds_pages_then_journals_past_the_buffer_and_writes_
 
 
 async def test_an_outage_past_its_limit_journals_every_waiting_page_and_raises_for_the_rest(tmp_path: Path) -> None:
-    """#33: past KB_OUTAGE_SECONDS the gateway stops waiting: every waiting page is journalled, other calls
+    """Past KB_OUTAGE_SECONDS the gateway stops waiting: every waiting page is journalled, other calls
     raise KbGone, and the crawl is told once (it closes as kb_unavailable)."""
     import shutil
 

@@ -215,7 +215,7 @@ async def test_robots_txt_opt_outs_and_non_kb_crawls_are_left_alone(tmp_path: Pa
 
 
 async def test_the_kb_is_asked_once_a_host_whether_it_holds_pages_there(crawler: Crawler, mw: RereadMiddleware) -> None:
-    """SYN-REREAD, #17: a first crawl does not look up each page's validators: the KB is asked once per host
+    """SYN-REREAD: a first crawl does not look up each page's validators: the KB is asked once per host
     whether it holds any page there. A host found empty sends none for the rest of the crawl, even for a page
     stored meanwhile (this crawl's own fetch, which needs none); a host it holds pages of gets them; the next
     crawl (a new middleware) asks again."""

@@ -1,4 +1,4 @@
-"""The ranked index beside a KB (#38): it follows the store, is rebuilt when it cannot be trusted, and
+"""The ranked index beside a KB: it follows the store, is rebuilt when it cannot be trusted, and
 answers as the store would.
 
 Each test runs on SQLite and on PostgreSQL (a fresh schema, ``postgres_schema_uri``), in this process,
@@ -19,8 +19,7 @@ from synapsecrawl.kb.records import SearchHit
 from synapsecrawl.kb.store import Store
 from synapsecrawl.search import index as search_index
 from synapsecrawl.search.index import Follower, IndexBusy, SearchIndex, index_path
-from tests.core.test_store_backends import docsite_records
-from tests.helpers import record, wait_for
+from tests.helpers import docsite_records, record, wait_for
 
 QUERIES = (
     "restore a single file",
@@ -64,7 +63,7 @@ def test_exported_members() -> None:
 
 
 def test_a_page_stored_is_found_once_the_follower_runs(store: Store, index: SearchIndex) -> None:
-    """#38 YOT-RESULTS: with a follower running, a page stored after it started is found through the
+    """YOT-RESULTS: with a follower running, a page stored after it started is found through the
     index (polled), with its passage and anchor, and a page removed from the KB is never shown."""
     store.put_page(record("https://a.test/kettle", "The kettle boils water for tea.", title="Kettle"))
     assert index.try_writer()
@@ -84,7 +83,7 @@ def test_a_page_stored_is_found_once_the_follower_runs(store: Store, index: Sear
 
 
 def test_a_removed_page_leaves_the_index(store: Store, index: SearchIndex) -> None:
-    """#38: a page deleted from the KB (noindex, 404/410, robots, the removal list all delete it)
+    """A page deleted from the KB (noindex, 404/410, robots, the removal list all delete it)
     leaves the index at the next catch-up; a changed page is found by its new words only."""
     store.put_pages([record(f"https://a.test/{n}", f"wombat number{n} burrow", title=f"W{n}") for n in range(3)])
     assert index.try_writer()
@@ -101,7 +100,7 @@ def test_a_removed_page_leaves_the_index(store: Store, index: SearchIndex) -> No
 
 
 def test_the_index_answers_the_same_on_both_backends(tmp_path: Path, postgres_schema_uri: str) -> None:
-    """#38: the same pages in a SQLite and a PostgreSQL KB get the same results, in the same order,
+    """The same pages in a SQLite and a PostgreSQL KB get the same results, in the same order,
     with the same snippets, through their indexes."""
     answers = []
     for n, uri in enumerate((f"sqlite:///{tmp_path / 'kb.sqlite3'}", postgres_schema_uri)):
@@ -122,7 +121,7 @@ def test_the_index_answers_the_same_on_both_backends(tmp_path: Path, postgres_sc
 
 
 def test_the_index_ranks_the_defining_page_first(store: Store, index: SearchIndex) -> None:
-    """#38 YOT-RESULTS: on the test documentation site the index ranks each question's answer page first,
+    """YOT-RESULTS: on the test documentation site the index ranks each question's answer page first,
     as the store's own search does."""
     store.put_pages(list(docsite_records()))
     index.catch_up_once()
@@ -133,7 +132,7 @@ def test_the_index_ranks_the_defining_page_first(store: Store, index: SearchInde
 def test_a_torn_index_is_rebuilt_and_nothing_is_served_from_it(
     store: Store, index: SearchIndex, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """#38: an index whose files are damaged (its meta.json overwritten, as a torn write would leave it)
+    """An index whose files are damaged (its meta.json overwritten, as a torn write would leave it)
     is detected, rebuilt from the store into a fresh directory and swapped in; the search answers right."""
     store.put_pages(list(docsite_records()))
     index.catch_up_once()
@@ -153,7 +152,7 @@ def test_a_torn_index_is_rebuilt_and_nothing_is_served_from_it(
 
 
 def test_an_index_ahead_of_its_kb_is_rebuilt(tmp_path: Path) -> None:
-    """#38: an index that recorded more changes than its KB holds (the KB file was replaced) is not
+    """An index that recorded more changes than its KB holds (the KB file was replaced) is not
     trusted: it is rebuilt from the KB, so no page of the old KB is found."""
     path = tmp_path / "kb.sqlite3"
     store = open_store(f"sqlite:///{path}")
@@ -177,7 +176,7 @@ def test_an_index_ahead_of_its_kb_is_rebuilt(tmp_path: Path) -> None:
 
 
 def test_an_index_of_a_replaced_kb_with_as_many_changes_is_rebuilt(tmp_path: Path) -> None:
-    """#38: a KB file replaced by another that logged as many changes is known by the page its last change
+    """A KB file replaced by another that logged as many changes is known by the page its last change
     names (recorded with the index's commit): the index is rebuilt, so no page of the old KB is found."""
     path = tmp_path / "kb.sqlite3"
     for n, word in enumerate(("platypus", "echidna")):
@@ -196,7 +195,7 @@ def test_an_index_of_a_replaced_kb_with_as_many_changes_is_rebuilt(tmp_path: Pat
 
 
 def test_one_writer_at_a_time_and_readers_see_its_last_commit(store: Store, tmp_path: Path) -> None:
-    """#38: a second process (here a second index object) cannot take the writer role the first holds;
+    """A second process (here a second index object) cannot take the writer role the first holds;
     reindex is refused in one line there, and it reads the first one's last commit."""
     store.put_page(record("https://a.test/", "narwhal tusk", title="N"))
     keeper = SearchIndex(store, tmp_path / "index")
@@ -215,7 +214,7 @@ def test_one_writer_at_a_time_and_readers_see_its_last_commit(store: Store, tmp_
 
 
 def test_reindex_of_one_kb_keeps_the_others(store: Store, index: SearchIndex) -> None:
-    """#38: `kb reindex --kb NAME` indexes that KB's pages again and leaves the other KBs' as they are, the
+    """`kb reindex --kb NAME` indexes that KB's pages again and leaves the other KBs' as they are, the
     changes pending for them applied, not skipped."""
     store.put_page(record("https://a.test/", "manatee", title="M", kb="one"))
     store.put_page(record("https://b.test/", "manatee", title="M", kb="two"))
@@ -228,7 +227,7 @@ def test_reindex_of_one_kb_keeps_the_others(store: Store, index: SearchIndex) ->
 
 
 def test_postgres_changes_committed_out_of_order_are_all_applied(postgres_schema_uri: str, tmp_path: Path) -> None:
-    """#38: on PostgreSQL a transaction may commit a smaller change seq after a larger one was applied;
+    """On PostgreSQL a transaction may commit a smaller change seq after a larger one was applied;
     the follower reads past the gap again, so the late page is indexed too."""
     store = open_store(postgres_schema_uri)
     index = SearchIndex(store, tmp_path / "index")
@@ -253,7 +252,7 @@ def test_postgres_changes_committed_out_of_order_are_all_applied(postgres_schema
 def test_the_index_lives_beside_a_sqlite_kb_and_under_the_working_directory_for_postgres(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """#38: without SEARCH_INDEX_DIR a SQLite KB's index is beside its file and a PostgreSQL KB's under
+    """Without SEARCH_INDEX_DIR a SQLite KB's index is beside its file and a PostgreSQL KB's under
     .synapsecrawl/search-index/, named by the URI without its password; with it, under that directory."""
     monkeypatch.delenv("SEARCH_INDEX_DIR", raising=False)
     assert index_path("sqlite:////data/kb.sqlite3") == Path("/data/kb.sqlite3.search-index")

@@ -17,17 +17,13 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import gaps, pages_due, store_of, write_urls
-from tests.site.pages import page
+from tests.site.pages import WORDS, page, status
 from tests.site.server import Hit, Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
 
-html = partial(page, say="{title}: a page of plain words for the knowledge base.")
-
-
-def status(code: int, headers: dict[str, str] | None = None) -> Reply:
-    return Reply(f"status {code}", status=code, headers={"Content-Type": "text/plain", **(headers or {})})
+html = partial(page, say=WORDS)
 
 
 def first_then(first: Callable[[], Reply] | Reply, then: Reply) -> Callable[[object], Reply]:

@@ -13,38 +13,12 @@ import pytest
 
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.records import RobotsCopy
+from tests.e2e.rereads import ABOUT, html, since, validated
 from tests.helpers import pages_due, write_urls
-from tests.site import pages
 from tests.site.pages import FAST, HTML, ROBOTS_ALL, page
 from tests.site.server import Hit, Reply, TestServer
 
 pytestmark = pytest.mark.e2e
-
-
-ABOUT = " is a page about {lower} with enough words to be read as text."
-html = partial(pages.html, say="{title}" + ABOUT)
-
-
-def validated(body: str, *, etag: str = "", last_modified: str = "") -> Callable[[BaseHTTPRequestHandler], Reply]:
-    """A route that answers 304 when the request carries its current validator, as RFC 9110 §13.1 says."""
-
-    def route(handler: BaseHTTPRequestHandler) -> Reply:
-        headers = dict(HTML)
-        if etag:
-            headers["ETag"] = etag
-        if last_modified:
-            headers["Last-Modified"] = last_modified
-        if etag and handler.headers.get("If-None-Match") == etag:
-            return Reply(b"", status=304, headers={"ETag": etag})
-        if not etag and last_modified and handler.headers.get("If-Modified-Since") == last_modified:
-            return Reply(b"", status=304, headers={"Last-Modified": last_modified})
-        return Reply(body, headers=headers)
-
-    return route
-
-
-def since(server: TestServer, host: str, start: int) -> list[Hit]:
-    return server.log(host)[start:]
 
 
 def by_path(hits: list[Hit], path: str) -> list[Hit]:

@@ -14,12 +14,17 @@ from pathlib import Path
 import pytest
 
 from synapsecrawl.kb.revisit import DAY
+from tests.e2e.rereads import TEST_HOSTS, html, make_due, run_cron, since, sources, validated
 from tests.e2e.sharedcrawl import SharedCrawl, stored_pages
-from tests.e2e.test_recrawl import TEST_HOSTS, make_due, run_cron, sources
-from tests.e2e.test_reread import ROBOTS_ALL, html, since, stored, validated
+from tests.site.pages import ROBOTS_ALL
 from tests.site.server import TestServer
 
 pytestmark = pytest.mark.e2e
+
+
+def stored(run) -> dict[str, dict[str, object]]:  # type: ignore[no-untyped-def]
+    """The KB's pages by URL, as `kb list --format jsonl` prints them."""
+    return {str(row["url"]): row for row in run.kb()}
 
 
 def test_recrawl_asks_only_for_due_pages_and_moves_their_intervals(
