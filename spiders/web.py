@@ -85,6 +85,11 @@ class WebSpider(SynapseSpider):
         self._queued = Counter()
         self._settled = False
 
+    def owns(self, url: str) -> bool:
+        """Every page of the crawl's KB belongs to its source (within ``-a sites``): a web crawl stores what it
+        discovers, so its re-read asks for each stored page whose own revisit time has come, linked or not."""
+        return self.sites is None or self.sites.matches(url)
+
     @property
     def backlog(self) -> int:
         """URLs waiting in the frontier (the base's re-read of stored pages waits until there are none)."""

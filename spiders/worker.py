@@ -127,7 +127,9 @@ class WorkerSpider(scrapy.Spider):
         runtime.shared_crawl = spider.frontier
         pacer.report_outages = False  # the scheduler says in one line that Redis does not answer, and when it does
         spider.limits = replace(runtime.limits, pages=0)  # each source's limit is counted in Redis
-        runtime.target = CrawlTarget(name=spider.name, limits=spider.limits, take_page=spider.take_page)
+        runtime.target = CrawlTarget(
+            name=spider.name, limits=spider.limits, take_page=spider.take_page, kb_of=spider.kb_of
+        )
         spider.stay = arguments.stay
         spider._delegates = {}
         spider._ids = {}
@@ -193,6 +195,14 @@ class WorkerSpider(scrapy.Spider):
         if isinstance(spider, FeedSpider):
             spider.prepare(self.crawler)
         return spider
+
+    def kb_of(self, request: scrapy.Request) -> str | None:
+        """The KB of the source a request was made for (its re-read asks that KB for a stored copy)."""
+        source = (request.meta.get(ORIGIN) or {}).get("src")
+        try:
+            return self.delegate(str(source)).crawl.kb if source else None
+        except BadEntry:
+            return None
 
     # Requests to and from the frontier.
 

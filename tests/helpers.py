@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -173,6 +173,18 @@ def record(url: str, text: str, **kw: object) -> PageRecord:
         fetched_at=WHEN,
         **kw,
     )  # type: ignore[arg-type]
+
+
+def pages_due(uri: str) -> None:
+    """The days pass until every stored page of the KB at ``uri`` is due again (under a web crawler's
+    profile a crawl asks for none sooner: synapsecrawl.kb.revisit)."""
+    from synapsecrawl.kb import open_store
+
+    store = open_store(uri)
+    try:
+        store.put_pages([replace(page, revisit_due=time.time() - 1) for page in store.pages()])
+    finally:
+        store.close()
 
 
 def wait_for(check: Callable[[], bool], deadline: float = 30.0) -> bool:

@@ -33,6 +33,7 @@ from synapsecrawl.kb.records import (
     UrlHold,
     utcnow,
 )
+from synapsecrawl.kb.revisit import RevisitRule
 from synapsecrawl.kb.store import Store
 
 __all__ = ["CrawlKb", "KbGone", "OutageListener"]
@@ -72,8 +73,10 @@ class CrawlKb:
         journal: Journal | None = None,
         outage_seconds: float = 300.0,
         buffer_pages: int = 256,
+        revisit: RevisitRule | None = None,
     ) -> None:
         self._opener = opener
+        self.revisit = revisit  # times every page this crawl writes (synapsecrawl.kb.revisit)
         self._batch_pages = batch_pages
         self._batch_seconds = batch_seconds
         self._store: Store | None = None
@@ -96,7 +99,7 @@ class CrawlKb:
         with self._lock:
             if self._writer is None:
                 self._writer = BatchWriter(
-                    lambda pages: self._opened().put_pages(pages),
+                    lambda pages: self._opened().put_pages(pages, self.revisit),
                     max_items=self._batch_pages,
                     max_wait=self._batch_seconds,
                     name="kb-writer",
@@ -115,7 +118,7 @@ class CrawlKb:
             if self._store is None:
                 store = self._opener()
                 if self._journal is not None:
-                    replayed = self._journal.replay(lambda entries: _put_held(store, entries))
+                    replayed = self._journal.replay(lambda entries: _put_held(store, entries, self.revisit))
                     if replayed and self.listener is not None:
                         self.listener.kb_replayed(replayed)
                 self._store = store
@@ -238,6 +241,10 @@ class CrawlKb:
     async def page_depths(self, kb: str) -> dict[str, int | None]:
         return await self.read(lambda store: store.page_depths(kb))
 
+    async def page_dues(self, kb: str, first: float) -> dict[str, float]:
+        """URL -> when each stored page of ``kb`` is due again (synapsecrawl.kb.revisit.due_of)."""
+        return await self.read(lambda store: store.page_dues(kb, first))
+
     async def labels(self, labels: LabelRecord) -> None:
         await self.write(lambda store: store.put_labels(labels))
 
@@ -254,7 +261,7 @@ class CrawlKb:
                 etag=etag or stored.etag,
                 last_modified=last_modified or stored.last_modified,
             )
-            store.put_page(fresh)
+            store.put_pages([fresh], self.revisit)  # the same text: its interval lengthens
             return stored.outlinks
 
         return await self.write(verify)
@@ -321,8 +328,10 @@ class CrawlKb:
             self._store = None
 
 
-def _put_held(store: Store, entries: Sequence[tuple[PageRecord, LabelRecord | None]]) -> None:
-    store.put_pages([page for page, _ in entries])
+def _put_held(
+    store: Store, entries: Sequence[tuple[PageRecord, LabelRecord | None]], revisit: RevisitRule | None
+) -> None:
+    store.put_pages([page for page, _ in entries], revisit)
     for _, labels in entries:
         if labels is not None:
             store.put_labels(labels)

@@ -24,6 +24,7 @@ from synapsecrawl.errors import StoreError, StoreUnavailable
 from synapsecrawl.kb import changes
 from synapsecrawl.kb.marker import META_TABLE, Found, judge, meta_rows
 from synapsecrawl.kb.records import PageRecord, SearchHit
+from synapsecrawl.kb.revisit import REVISIT_COLUMNS, RevisitRule
 from synapsecrawl.kb.rows import (
     HIT_COLUMNS,
     PAGE_CANDIDATES,
@@ -175,6 +176,7 @@ _ADDED_PAGE_COLUMNS = (
     ("feed", "TEXT NOT NULL DEFAULT ''"),
     ("depth", "INTEGER"),
     ("outlinks", "TEXT NOT NULL DEFAULT ''"),
+    *REVISIT_COLUMNS,
 )
 _ADDED_SOURCE_COLUMNS = (("run_started", "DOUBLE PRECISION NOT NULL DEFAULT 0"),)
 _ADDED_ROBOTS_COLUMNS = (("unreadable_since", "DOUBLE PRECISION NOT NULL DEFAULT 0"),)  # a KB made before YOT-STALE
@@ -414,15 +416,15 @@ class PostgresStore(SharedTables):
 
     # -- pages ----------------------------------------------------------------
 
-    def put_page(self, page: PageRecord) -> None:
+    def put_page(self, page: PageRecord, revisit: RevisitRule | None = None) -> None:
         """Insert or replace the page (kb, url) and its passages in one transaction."""
-        self.put_pages([page])
+        self.put_pages([page], revisit)
 
-    def put_pages(self, pages: Sequence[PageRecord]) -> None:
+    def put_pages(self, pages: Sequence[PageRecord], revisit: RevisitRule | None = None) -> None:
         """Insert or replace each page and its passages, all in one transaction."""
         upsert = self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url")) + " RETURNING id"
         with self._transaction() as conn:
-            for page in pages:
+            for page in self._revisited(conn, pages, revisit):  # timed by the rule (kb.revisit)
                 passages = split_passages(page.snippet_text or page.text, page.title)
                 row = conn.execute(upsert, self._page_values(page)).fetchone()
                 assert row is not None

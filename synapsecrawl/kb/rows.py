@@ -17,12 +17,13 @@ from __future__ import annotations
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
 from synapsecrawl.kb import changes
 from synapsecrawl.kb.records import LabelRecord, PageRecord, RobotsCopy, SearchHit, SiteIcon, SiteState, Source, UrlHold
+from synapsecrawl.kb.revisit import RevisitRule, revisited
 from synapsecrawl.kb.search import compose_snippet
 
 __all__ = [
@@ -38,8 +39,10 @@ __all__ = [
 PAGE_COLUMNS = (
     "kb", "url", "title", "text", "snippet_text", "content_type", "status", "fetched_at", "verified_at", "etag",
     "last_modified", "nosnippet", "max_snippet", "site", "language", "description", "image", "published", "feed",
-    "depth", "outlinks",
+    "depth", "outlinks", "revisit_interval", "revisit_due", "revisit_outcome",
 )  # fmt: skip
+# Kept as stored when a write gives none (a page written by no crawl: an import, a re-extraction).
+_KEPT_WHEN_NONE = frozenset({"revisit_interval", "revisit_due", "revisit_outcome"})
 HIT_COLUMNS = "url, kb, title, nosnippet, max_snippet, fetched_at"  # what ``search_hit`` reads of a page
 PAGE_CANDIDATES = 1000
 PASSAGE_CANDIDATES = 3000
@@ -65,6 +68,7 @@ def page_record(row: Sequence[Any]) -> PageRecord:
     page["verified_at"] = _when(page["verified_at"]) if page["verified_at"] else None
     page["nosnippet"] = bool(page["nosnippet"])
     page["outlinks"] = tuple(link for link in (page["outlinks"] or "").split("\n") if link)
+    page["revisit_outcome"] = page["revisit_outcome"] or ""
     return PageRecord(**page)
 
 
@@ -148,7 +152,12 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
         return self._count(f"DELETE FROM {table}{clause}", params) > 0  # noqa: S608 (fixed names)
 
     def _upsert_sql(self, table: str, columns: Sequence[str], key: Sequence[str]) -> str:
-        updates = ", ".join(f"{column}=excluded.{column}" for column in columns if column not in key)
+        def new(column: str) -> str:
+            if table == "pages" and column in _KEPT_WHEN_NONE:
+                return f"COALESCE(excluded.{column}, {table}.{column})"
+            return f"excluded.{column}"
+
+        updates = ", ".join(f"{column}={new(column)}" for column in columns if column not in key)
         return (
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([self._MARK] * len(columns))}) "  # noqa: S608
             f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
@@ -249,9 +258,46 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
         return {row[0]: row[1] for row in self._select("pages", ("url", "depth"), {"kb": kb})}
 
     def _page_values(self, page: PageRecord) -> tuple[Any, ...]:
-        """The row of ``page``; its outlinks one a line in both back-ends (a URL holds no newline)."""
+        """The row of ``page``; its outlinks one a line in both back-ends (a URL holds no newline); no
+        revisit outcome is NULL, so the stored one stays."""
         links = "\n".join(link for link in page.outlinks if "\n" not in link)
-        return tuple(self._held(links if column == "outlinks" else getattr(page, column)) for column in PAGE_COLUMNS)
+        held = {"outlinks": links, "revisit_outcome": page.revisit_outcome or None}
+        return tuple(self._held(held[c] if c in held else getattr(page, c)) for c in PAGE_COLUMNS)
+
+    def _revisited(self, db: Any, pages: Sequence[PageRecord], rule: RevisitRule | None) -> list[PageRecord]:
+        """``pages`` with their revisit times (kb.revisit), judged against the copies they replace, read in
+        the write's own transaction (``db``); as given when there is no rule (a write by no crawl)."""
+        if rule is None:
+            return list(pages)
+        stored: dict[tuple[str, str], tuple[tuple[str, str], float | None]] = {}
+        for kb in dict.fromkeys(page.kb for page in pages):  # one query a KB for the batch, not one a page
+            urls = list(dict.fromkeys(page.url for page in pages if page.kb == kb))
+            marks = ", ".join([self._MARK] * len(urls))
+            sql = f"SELECT url, title, text, revisit_interval FROM pages WHERE kb={self._MARK} AND url IN ({marks})"  # noqa: S608
+            for url, title, text, interval in db.execute(sql, (kb, *urls)).fetchall():
+                stored[(kb, url)] = ((title, text), interval)
+        timed = []
+        for page in pages:
+            key = (page.kb, page.url)
+            before = stored.get(key)
+            held = replace(page, title=self._held(page.title), text=self._held(page.text))  # as the KB holds it
+            held = revisited(held, before[0] if before else None, before[1] if before else None, rule)
+            timed.append(held)
+            stored[key] = ((held.title, held.text), held.revisit_interval)  # the same page twice in one batch
+        return timed
+
+    def page_dues(self, kb: str, first: float) -> dict[str, float]:
+        """URL -> when each stored page of ``kb`` is due again (kb.revisit.due_of; ``first``: the profile's
+        re-read interval, for a page stored before the KB kept due times)."""
+        columns = ("url", "revisit_due", "fetched_at", "verified_at")
+        dues = {}
+        for url, due, fetched, verified in self._select("pages", columns, {"kb": kb}):
+            if due is not None:
+                dues[url] = float(due)
+                continue
+            seen = _when(fetched).timestamp()
+            dues[url] = max(seen, _when(verified).timestamp() if verified else seen) + first
+        return dues
 
     def put_labels(self, labels: LabelRecord) -> None:
         """Replace a page's labels (OMN-LABELS) and TDM policy (OMN-FETCH)."""
