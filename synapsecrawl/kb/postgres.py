@@ -1,19 +1,10 @@
 """The PostgreSQL knowledge base: the same Store as SQLite, for many crawlers and large KBs.
 
-Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.sqlite_content``
-(pages, passages, labels, robots.txt copies, backoff state, sources, site
-icons) and are created on open; the methods that read and write them alike
-are ``kb.rows``'s. Search uses a stored ``tsvector`` per page (title weight A,
-text B, the ``english`` configuration: Snowball stems, like FTS5's Porter)
-and per passage, ranked with ``ts_rank_cd`` and combined by ``kb.search.rank_results``; snippets come from the same pure
-functions as SQLite's (``synapsecrawl.kb.search``), with the query words
-marked by ``ts_headline``, so both back-ends show the same kind of result.
-
-One write connection per store, guarded by a lock, as SQLite's: the pipeline
-calls it from worker threads; reads take a connection of a small pool
-(``READERS`` kept idle), so concurrent searches do not wait for each other.
-Page times are ``timestamptz`` read back in UTC; robots.txt, backoff and source
-times are unix seconds (double precision).
+Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.sqlite_content`` and are created on open; the methods
+that read and write them alike are ``kb.rows``'s. Search uses a stored ``tsvector`` per page and per passage (the
+``english`` configuration), ranked with ``ts_rank_cd`` and combined by ``kb.search.rank_results``, so both back-ends
+show the same kind of result. One write connection per store, guarded by a lock; reads take a connection of a small
+pool (``READERS``). More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -33,6 +24,7 @@ from synapsecrawl.errors import StoreError, StoreUnavailable
 from synapsecrawl.kb import changes
 from synapsecrawl.kb.marker import META_TABLE, Found, judge, meta_rows
 from synapsecrawl.kb.records import PageRecord, SearchHit
+from synapsecrawl.kb.revisit import REVISIT_COLUMNS, RevisitRule
 from synapsecrawl.kb.rows import (
     HIT_COLUMNS,
     PAGE_CANDIDATES,
@@ -184,6 +176,7 @@ _ADDED_PAGE_COLUMNS = (
     ("feed", "TEXT NOT NULL DEFAULT ''"),
     ("depth", "INTEGER"),
     ("outlinks", "TEXT NOT NULL DEFAULT ''"),
+    *REVISIT_COLUMNS,
 )
 _ADDED_SOURCE_COLUMNS = (("run_started", "DOUBLE PRECISION NOT NULL DEFAULT 0"),)
 _ADDED_ROBOTS_COLUMNS = (("unreadable_since", "DOUBLE PRECISION NOT NULL DEFAULT 0"),)  # a KB made before YOT-STALE
@@ -196,13 +189,13 @@ _PAGE_TYPES = {
     "nosnippet": "boolean",
     "max_snippet": "integer",
     "depth": "integer",
+    **{column: kind.lower() for column, kind in REVISIT_COLUMNS},
 }
+# A batch's rows, one array a column; what follows (ON CONFLICT ...) is the one upsert's of kb.rows
 _UPSERT_PAGES = (
     f"INSERT INTO pages ({', '.join(PAGE_COLUMNS)}) SELECT * FROM unnest("  # noqa: S608 (fixed names)
     + ", ".join(f"%s::{_PAGE_TYPES.get(column, 'text')}[]" for column in PAGE_COLUMNS)
-    + ") ON CONFLICT (kb, url) DO UPDATE SET "
-    + ", ".join(f"{column}=excluded.{column}" for column in PAGE_COLUMNS if column not in ("kb", "url"))
-    + " RETURNING id, kb, url"
+    + ")"
 )
 _STORED_PASSAGES = "SELECT page_id, ordinal, text FROM passages WHERE page_id = ANY(%s)"
 _INSERT_PASSAGES = (
@@ -354,7 +347,7 @@ class PostgresStore(SharedTables):
         self._dsn = uri
         self._lock = threading.Lock()
         # Reads through a connection of their own, opened on first use: they see the last commit and do not
-        # wait behind a KB batch's transaction on the other (as in kb.sqlite, #17).
+        # wait behind a KB batch's transaction on the other (as in kb.sqlite).
         self._pool_lock = threading.Lock()
         self._readers: list[psycopg.Connection[tuple[Any, ...]]] = []
         self._closed = False
@@ -449,27 +442,30 @@ class PostgresStore(SharedTables):
 
     # -- pages ----------------------------------------------------------------
 
-    def put_page(self, page: PageRecord) -> None:
+    def put_page(self, page: PageRecord, revisit: RevisitRule | None = None) -> None:
         """Insert or replace the page (kb, url) and its passages in one transaction."""
-        self.put_pages([page])
+        self.put_pages([page], revisit)
 
-    def put_pages(self, pages: Sequence[PageRecord]) -> None:
+    def put_pages(self, pages: Sequence[PageRecord], revisit: RevisitRule | None = None) -> None:
         """Insert or replace each page and its passages, all in one transaction.
 
-        Four statements a batch whatever its size, each text the same every time (so psycopg prepares it
-        after a few runs): the pages in one upsert from arrays, their stored passages read in one query,
-        the changed pages' passages deleted in one and inserted in one. Four a page cost the writer more
-        CPU and, across a network, a round trip each (docs/scale.md). Rows go in (kb, url) order, so two
-        writers' batches that share a page lock it in the same order and never deadlock.
+        Four statements a batch whatever its size (five with a revisit rule), each text the same every
+        time (so psycopg prepares it after a few runs): the pages in one upsert from arrays, their stored
+        passages read in one query, the changed pages' passages deleted in one and inserted in one. Four a
+        page cost the writer more CPU and, across a network, a round trip each (docs/scale.md). Rows go in
+        (kb, url) order, so two writers' batches that share a page lock it in the same order and never
+        deadlock.
         """
-        latest = {(page.kb, page.url): page for page in pages}  # one statement cannot upsert a row twice
-        batch = [latest[key] for key in sorted(latest, key=lambda key: (key[0] or "", key[1] or ""))]
-        if not batch:
+        if not pages:
             return
-        rows = [self._page_values(page) for page in batch]
-        columns = [list(column) for column in zip(*rows, strict=True)]
+        upsert = self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url"))
+        upsert = _UPSERT_PAGES + upsert[upsert.index(" ON CONFLICT") :] + " RETURNING id, kb, url"
         with self._transaction() as conn:
-            ids = {(kb, url): page_id for page_id, kb, url in conn.execute(_UPSERT_PAGES, columns).fetchall()}
+            timed = self._revisited(conn, pages, revisit)  # timed by the rule (kb.revisit)
+            latest = {(page.kb, page.url): page for page in timed}  # one statement cannot upsert a row twice
+            batch = [latest[key] for key in sorted(latest, key=lambda key: (key[0] or "", key[1] or ""))]
+            columns = [list(column) for column in zip(*map(self._page_values, batch), strict=True)]
+            ids = {(kb, url): page_id for page_id, kb, url in conn.execute(upsert, columns).fetchall()}
             page_ids = [ids[(page.kb, page.url)] for page in batch]
             stored: dict[int, list[tuple[int, str]]] = {}
             for page_id, ordinal, text in conn.execute(_STORED_PASSAGES, (page_ids,)):
