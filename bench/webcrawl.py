@@ -243,6 +243,14 @@ def _violations_by_site(hits: list[Hit], spacing: dict[str, float]) -> Counter[s
     return bad
 
 
+def _workdir(tmp: Path, keep: Path | None) -> Path:
+    """Where a run writes its log, seeds and KB: ``keep`` when given (made if missing), else ``tmp``."""
+    if keep is None:
+        return tmp
+    keep.mkdir(parents=True, exist_ok=True)
+    return keep
+
+
 def run_webcrawl(
     *,
     seed: int,
@@ -270,8 +278,7 @@ def run_webcrawl(
         "skipped": {},
     }
     with tempfile.TemporaryDirectory(prefix="bench-webcrawl-") as tmpdir:
-        tmp = Path(tmpdir) if keep is None else keep
-        tmp.mkdir(parents=True, exist_ok=True)
+        tmp = _workdir(Path(tmpdir), keep)
         log = tmp / "web.log"
         started = time.process_time()
         web = Web(seed, hosts, pages)  # a bad size fails here, before the server starts

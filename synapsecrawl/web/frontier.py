@@ -131,11 +131,9 @@ class WebFrontier:
         if url in self.seen:
             return Offer("known", url)
         self.seen.add(url)  # judged once: a trap URL linked again is not counted again
-        trap = self.traps.judge(url)
-        if trap is not None:
-            return self._cut("trap", url, trap)
-        if self._waiting[target] >= self.policy.budget_max:  # memory: no domain may fetch more than that
-            return self._cut("budget", url, f"{self._waiting[target]} URLs of {target} wait already")
+        held = self._held(url, target)
+        if held is not None:
+            return held
         self._order += 1
         entry = Pending(url, self._site(url), depth, self._order)
         self._vote(entry, source, depth)
@@ -143,9 +141,18 @@ class WebFrontier:
         self._waiting[target] += 1
         self._domain_sites.setdefault(target, set()).add(entry.site)
         self._push(entry)
-        if self.budgets.left(target) <= 0:
-            return Offer("parked", url, f"the budget of {target} ({self.budgets.budget(target)} pages) is spent")
-        return Offer("admitted", url)
+        spent = self.budgets.left(target) <= 0
+        why = f"the budget of {target} ({self.budgets.budget(target)} pages) is spent" if spent else ""
+        return Offer("parked" if spent else "admitted", url, why)
+
+    def _held(self, url: str, domain: str) -> Offer | None:
+        """A new URL's cut as a trap, or for its domain's budget when too many of its URLs wait already."""
+        trap = self.traps.judge(url)
+        if trap is not None:
+            return self._cut("trap", url, trap)
+        if self._waiting[domain] >= self.policy.budget_max:  # memory: no domain may fetch more than that
+            return self._cut("budget", url, f"{self._waiting[domain]} URLs of {domain} wait already")
+        return None
 
     def screen(self, url: str, depth: int) -> Offer:
         """What this worker alone can judge of a link (scheme, allow-list, depth, trap shape): a cut, or
@@ -221,6 +228,17 @@ class WebFrontier:
                     sites.discard(site)
             return entry
         self._heaps.pop(site, None)
+        return None
+
+    def best_rank(self, site: str) -> int | None:
+        """``rank`` of the URL ``release(site)`` would hand out now; None when it would hand out none."""
+        heap = self._heaps.get(site)
+        while heap:
+            negative, _, url = heap[0]
+            entry = self._pending.get(url)
+            if entry is not None and -negative == entry.within():
+                return self.rank(entry) if self.budgets.left(domain_of(url)) > 0 else None
+            heapq.heappop(heap)  # released, or ranked again since
         return None
 
     def woken(self) -> list[str]:
