@@ -1,7 +1,7 @@
 """The shared web crawl with 1, 2 and 4 workers: pages per second, and Redis round trips per page (#39).
 
     python -m bench.webscale                                     # 1, 2 and 4 workers, 8 requests each, pages 1 s late
-    python -m bench.webscale --workers 1,2,4 --concurrency 8 --latency 1 --seconds 60 --warmup 15
+    python -m bench.webscale --workers 1,2,4 --concurrency 8 --latency 1 --warmup 20 --seconds 45
     python -m bench.webscale --out bench/results/webscale.json
 
 The generated web of ``bench.webgen`` (2,000 hosts, 200,000 pages and its traps by default) is served with every
@@ -11,10 +11,12 @@ to spread them over, a worker's concurrency and the server's latency are the bou
 pages a second a worker), not the sites' spacing. For each worker count: a fresh redis-server of the bench's
 own (no other client in its counts), a fresh PostgreSQL schema as the KB, the ten seeds added with
 ``synapsecrawl crawl add --mode web``, and N ``scrapy crawl worker -a crawl=bench`` (SnagaBot) started at once,
-stopped with SIGINT after ``--seconds``. Measured over the window from ``--warmup`` to ``--seconds`` (the
-start, robots.txt of the first sites and the workers' start-up left out):
+stopped with SIGINT at the end of the window. Measured over a window of ``--seconds`` that opens ``--warmup``
+seconds after the first page request reached the server (the workers' start-up, the seeds and the first
+sites' robots.txt left out):
 
 - pages/s: page requests (robots.txt not counted) that arrived at the server in the window, over its length;
+  requests/s counts robots.txt too (each new site's first request, answered at once);
 - Redis round trips per page: the calls clients made in the window (``INFO commandstats``: EVALSHA/EVAL, MULTI
   pipelines, the few plain commands; what a script runs inside Redis is no round trip) over those pages;
   Redis CPU per page likewise (``INFO cpu``);
@@ -40,7 +42,7 @@ from bench.common import ROOT, judge, machine, scrapy_bin
 from bench.redisserver import free_port, redis_server
 from bench.scaleout import _drop, _redis_cpu, _round_trips, _schema
 from bench.sim import Hit
-from bench.webcrawl import _spacing, _violations_by_site
+from bench.webcrawl import _spacing, _violations_by_site, _workdir
 from bench.webgen import TRAP_KINDS, Web, read_log
 
 __all__ = ["main", "run_webscale"]
@@ -78,6 +80,16 @@ def _stop(procs: list[subprocess.Popen[bytes]], grace: float = 60.0) -> list[int
             proc.kill()
             codes.append(proc.wait())
     return codes
+
+
+def _first_fetch(log: Path, offset: int, deadline: float) -> float:
+    """When the first page request of this run reached the server (the workers' start-up left out)."""
+    while time.monotonic() < deadline:
+        pages = [x for x in read_log(log, offset) if _AGENT in x.user_agent and x.path != "/robots.txt"]
+        if pages:
+            return min(x.start for x in pages)
+        time.sleep(0.5)
+    raise SystemExit("bench: no worker fetched a page within 300 s")
 
 
 def _one(
@@ -123,9 +135,10 @@ def _one(
             for key, value in {**settings, "LOG_FILE": str(worker_log)}.items():
                 cmd += ["-s", f"{key}={value}"]
             procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        time.sleep(max(0.0, started + warmup - time.monotonic()))
+        first = _first_fetch(log, offset, deadline=started + 300)
+        time.sleep(max(0.0, first + warmup - time.monotonic()))
         window_start, trips_before, cpu_before = time.monotonic(), _round_trips(port), _redis_cpu(port)
-        time.sleep(max(0.0, started + seconds - time.monotonic()))
+        time.sleep(max(0.0, window_start + seconds - time.monotonic()))
         window_end, trips_after, cpu_after = time.monotonic(), _round_trips(port), _redis_cpu(port)
         codes = _stop(procs)
         time.sleep(max(0.5, 1.5 * latency))  # the server's last answers
@@ -136,6 +149,7 @@ def _one(
     lines = [line for line in read_log(log, offset) if _AGENT in line.user_agent]
     pages = [line for line in lines if line.path != "/robots.txt"]
     in_window = [line for line in pages if window_start <= line.start < window_end]
+    robots_in_window = sum(1 for x in lines if x.path == "/robots.txt" and window_start <= x.start < window_end)
     hits = [Hit(x.host, x.path, x.start, x.end, x.concurrent, x.status, x.bytes_sent) for x in lines]
     spacing = {hit.host: _spacing(web, hit.host) for hit in hits}
     figures = judge(hits, spacing, limit=1)
@@ -147,10 +161,13 @@ def _one(
         "workers": workers,
         "concurrency": concurrency,
         "exit_codes": codes,
-        "window": [round(warmup, 1), round(window_end - started, 1)],
+        "window": [round(window_start - started, 1), round(window_end - started, 1)],
+        "start_seconds": round(first - started, 1),
         "pages_in_window": count,
         "pages_per_second": round(count / span, 2) if span > 0 else 0.0,
         "pages_per_second_per_worker": round(count / span / workers, 2) if span > 0 else 0.0,
+        "robots_in_window": robots_in_window,
+        "requests_per_second": round((count + robots_in_window) / span, 2) if span > 0 else 0.0,
         "redis_round_trips": trips_after - trips_before,
         "round_trips_per_page": round((trips_after - trips_before) / max(1, count), 2),
         "redis_cpu_ms_per_page": round(1000 * (cpu_after - cpu_before) / max(1, count), 3),
@@ -177,6 +194,7 @@ def run_webscale(
     latency: float,
     seconds: float,
     warmup: float,
+    keep: Path | None = None,
 ) -> dict[str, Any]:
     web = Web(seed, hosts, pages)
     result: dict[str, Any] = {
@@ -192,7 +210,7 @@ def run_webscale(
     }
     web_args = ["--seed", str(seed), "--hosts", str(hosts), "--pages", str(pages), "--latency", str(latency)]
     with tempfile.TemporaryDirectory(prefix="bench-webscale-") as tmpdir:
-        tmp = Path(tmpdir)
+        tmp = _workdir(Path(tmpdir), keep)
         log = tmp / "web.log"
         server, port = _serve(web_args, log)
         try:
@@ -224,11 +242,11 @@ def run_webscale(
 def print_result(result: dict[str, Any]) -> None:
     print(
         f"\nshared web crawl: {result['hosts']} hosts, {result['pages']} pages, pages answered after "
-        f"{result['latency']:g} s, CONCURRENT_REQUESTS {result['concurrency']} a worker, window "
-        f"{result['warmup']:g}-{result['seconds']:g} s ({result['machine'].get('cpus', '?')} CPUs)"
+        f"{result['latency']:g} s, CONCURRENT_REQUESTS {result['concurrency']} a worker, {result['seconds']:g} s "
+        f"measured from {result['warmup']:g} s after the first fetch ({result['machine'].get('cpus', '?')} CPUs)"
     )
     print(
-        "workers  pages/s  bound  per worker  speedup  round trips/page  Redis CPU ms/page  traps  "
+        "workers  pages/s  bound  per worker  speedup  requests/s  round trips/page  Redis CPU ms/page  traps  "
         "violations  repeated  errors  load"
     )
     for run in result["runs"]:
@@ -236,7 +254,8 @@ def print_result(result: dict[str, Any]) -> None:
         print(
             f"{run['workers']:7d}  {run['pages_per_second']:7.1f}  {bound:5.0f}  "
             f"{run['pages_per_second_per_worker']:10.1f}  "
-            f"{run['speedup']:7.2f}  {run['round_trips_per_page']:16.2f}  {run['redis_cpu_ms_per_page']:17.3f}  "
+            f"{run['speedup']:7.2f}  {run['requests_per_second']:10.1f}  {run['round_trips_per_page']:16.2f}  "
+            f"{run['redis_cpu_ms_per_page']:17.3f}  "
             f"{run['trap_share']:5.1%}  {run['gap_violations'] + run['concurrency_violations']:10d}  "
             f"{run['repeated_fetches']:8d}  {run['errors']:6d}  {run['load']:4.1f}"
         )
@@ -250,12 +269,13 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--concurrency", type=int, default=8, help="CONCURRENT_REQUESTS per worker")
     parser.add_argument("--latency", type=float, default=1.0, help="seconds before each page is answered")
-    parser.add_argument("--seconds", type=float, default=60.0, help="how long each worker count runs")
-    parser.add_argument("--warmup", type=float, default=15.0, help="seconds left out at the start of each run")
+    parser.add_argument("--seconds", type=float, default=45.0, help="the measured window of each worker count")
+    parser.add_argument("--warmup", type=float, default=20.0, help="seconds after the first fetch left out")
+    parser.add_argument("--keep", type=Path, help="keep the server's and the workers' logs in this directory")
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = parser.parse_args()
-    if not 0 <= args.warmup < args.seconds:
-        parser.error("--warmup must be under --seconds")
+    if args.warmup < 0 or args.seconds <= 0:
+        parser.error("--warmup takes seconds >= 0, --seconds more than 0")
     try:
         result = run_webscale(
             seed=args.seed,
@@ -266,6 +286,7 @@ def main() -> None:
             latency=args.latency,
             seconds=args.seconds,
             warmup=args.warmup,
+            keep=args.keep,
         )
     except ValueError as exc:
         raise SystemExit(f"bench: {exc}") from None
