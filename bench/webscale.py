@@ -18,7 +18,8 @@ sites' robots.txt left out):
 - pages/s: page requests (robots.txt not counted) that arrived at the server in the window, over its length;
   requests/s counts robots.txt too (each new site's first request, answered at once);
 - Redis round trips per page: the calls clients made in the window (``INFO commandstats``: EVALSHA/EVAL, MULTI
-  pipelines, the few plain commands; what a script runs inside Redis is no round trip) over those pages;
+  pipelines, the few plain commands; what a script runs inside Redis is no round trip) over those pages, and
+  per request (robots.txt counted: while many sites are new, robots.txt is most of what is fetched);
   Redis CPU per page likewise (``INFO cpu``);
 - over the whole run: gap and concurrency violations per host (SnagaBot's 1 s, or the Crawl-delay when longer),
   the share of fetches in traps, pages fetched twice.
@@ -170,6 +171,7 @@ def _one(
         "requests_per_second": round((count + robots_in_window) / span, 2) if span > 0 else 0.0,
         "redis_round_trips": trips_after - trips_before,
         "round_trips_per_page": round((trips_after - trips_before) / max(1, count), 2),
+        "round_trips_per_request": round((trips_after - trips_before) / max(1, count + robots_in_window), 2),
         "redis_cpu_ms_per_page": round(1000 * (cpu_after - cpu_before) / max(1, count), 3),
         "fetches": len(pages),
         "robots_fetches": len(lines) - len(pages),
@@ -246,8 +248,8 @@ def print_result(result: dict[str, Any]) -> None:
         f"measured from {result['warmup']:g} s after the first fetch ({result['machine'].get('cpus', '?')} CPUs)"
     )
     print(
-        "workers  pages/s  bound  per worker  speedup  requests/s  round trips/page  Redis CPU ms/page  traps  "
-        "violations  repeated  errors  load"
+        "workers  pages/s  bound  per worker  speedup  requests/s  round trips/page  /request  Redis CPU ms/page  "
+        "traps  violations  repeated  errors  load"
     )
     for run in result["runs"]:
         bound = run["workers"] * result["concurrency"] / result["latency"] if result["latency"] else 0.0
@@ -255,6 +257,7 @@ def print_result(result: dict[str, Any]) -> None:
             f"{run['workers']:7d}  {run['pages_per_second']:7.1f}  {bound:5.0f}  "
             f"{run['pages_per_second_per_worker']:10.1f}  "
             f"{run['speedup']:7.2f}  {run['requests_per_second']:10.1f}  {run['round_trips_per_page']:16.2f}  "
+            f"{run['round_trips_per_request']:8.2f}  "
             f"{run['redis_cpu_ms_per_page']:17.3f}  "
             f"{run['trap_share']:5.1%}  {run['gap_violations'] + run['concurrency_violations']:10d}  "
             f"{run['repeated_fetches']:8d}  {run['errors']:6d}  {run['load']:4.1f}"
