@@ -154,7 +154,7 @@ class RobotsMiddleware:
         shared = self._runtime.shared_crawl
         if shared is None:
             return await self._load_copy(origin, now, stored=not self._profile.robots.once_per_crawl)
-        # A shared crawl (#16): one worker fetches a site's robots.txt, the others wait and read its copy from
+        # A shared crawl: one worker fetches a site's robots.txt, the others wait and read its copy from
         # the KB (fresh from the crawl's start, so "once per crawl" holds across workers).
         async with shared.robots_lock(self._profile.name, origin, self._runtime.config.lease_seconds):
             return await self._load_copy(origin, time.time(), stored=True)
