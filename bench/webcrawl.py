@@ -243,8 +243,24 @@ def _violations_by_site(hits: list[Hit], spacing: dict[str, float]) -> Counter[s
     return bad
 
 
+def _workdir(tmp: Path, keep: Path | None) -> Path:
+    """Where a run writes its log, seeds and KB: ``keep`` when given (made if missing), else ``tmp``."""
+    if keep is None:
+        return tmp
+    keep.mkdir(parents=True, exist_ok=True)
+    return keep
+
+
 def run_webcrawl(
-    *, seed: int, hosts: int, pages: int, fetches: int, limit: float, ours: bool = True, peer: bool = True
+    *,
+    seed: int,
+    hosts: int,
+    pages: int,
+    fetches: int,
+    limit: float,
+    ours: bool = True,
+    peer: bool = True,
+    keep: Path | None = None,
 ) -> dict[str, Any]:
     web_args = ["--seed", str(seed), "--hosts", str(hosts), "--pages", str(pages)]
     # Each crawler is stopped (SIGINT, Scrapy's graceful stop) once the server logged --fetches of its page requests,
@@ -262,7 +278,7 @@ def run_webcrawl(
         "skipped": {},
     }
     with tempfile.TemporaryDirectory(prefix="bench-webcrawl-") as tmpdir:
-        tmp = Path(tmpdir)
+        tmp = _workdir(Path(tmpdir), keep)
         log = tmp / "web.log"
         started = time.process_time()
         web = Web(seed, hosts, pages)  # a bad size fails here, before the server starts
@@ -373,6 +389,7 @@ def main() -> None:
     )
     parser.add_argument("--no-ours", action="store_true", help="run the stock peer only")
     parser.add_argument("--no-stock", action="store_true", help="run ours only")
+    parser.add_argument("--keep", type=Path, help="keep the server's log, the seeds and the KB in this directory")
     parser.add_argument("--out", type=Path, help="write the JSON here (default: a new temporary directory)")
     args = parser.parse_args()
     if args.fetches < 1:
@@ -386,6 +403,7 @@ def main() -> None:
             limit=args.time_limit or max(150.0, 0.15 * args.fetches),
             ours=not args.no_ours,
             peer=not args.no_stock,
+            keep=args.keep,
         )
     except ValueError as exc:
         raise SystemExit(f"bench: {exc}") from None

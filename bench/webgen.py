@@ -1,6 +1,7 @@
 """A generated web on 127.0.0.1 for the web-crawl benchmark: sites, links, robots.txt and traps, from a seed.
 
     python -m bench.webgen serve --hosts 2000 --pages 200000 --log /tmp/web.log   # serve until SIGTERM
+    python -m bench.webgen serve --latency 1 --log /tmp/web.log                   # every page answered 1 s late
     python -m bench.webgen stats --hosts 2000 --pages 200000                      # the graph's figures
     python -m bench.webgen capacity --hosts 2000 --pages 200000                   # pages/s the server answers
 
@@ -509,8 +510,9 @@ class _Asked(NamedTuple):
 class WebServer:
     """Serves a ``Web`` on 127.0.0.1, logging every request to ``log``."""
 
-    def __init__(self, web: Web, log: IO[str]) -> None:
+    def __init__(self, web: Web, log: IO[str], latency: float = 0.0) -> None:
         self.web = web
+        self.latency = latency  # every answer but robots.txt's waits at least this long (a far server)
         self.port = 0
         self._log = log
         self._in_flight: dict[str, int] = {}
@@ -554,6 +556,8 @@ class WebServer:
         self._in_flight[host] = concurrent = self._in_flight.get(host, 0) + 1
         asked = _Asked(host, target, arrived, concurrent, agent, method == b"HEAD", close)
         status, body, delay = self.web.answer(host, target, self.port)
+        if target != "/robots.txt":
+            delay = max(delay, self.latency)
         if delay:
             asyncio.get_running_loop().call_later(delay, self._answer, transport, asked, status, body)
         else:
@@ -581,7 +585,7 @@ def _serve(args: argparse.Namespace) -> None:
     web = Web(args.seed, args.hosts, args.pages)
     web.answer(web.hosts[0].name, "/", 0)  # read the text pool before the first request
     with args.log.open("a", buffering=1) as log:  # line-buffered: the bench reads it while the crawl runs
-        asyncio.run(WebServer(web, log).serve(args.port))
+        asyncio.run(WebServer(web, log, args.latency).serve(args.port))
 
 
 def _stats(args: argparse.Namespace) -> None:
@@ -693,6 +697,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=200_000)
     parser.add_argument("--log", type=Path, help="serve: append the request log here")
     parser.add_argument("--port", type=int, default=0, help="serve: the port (default: a free one, printed)")
+    parser.add_argument("--latency", type=float, default=0.0, help="serve: seconds before any page is answered")
     parser.add_argument("--connections", type=int, default=32, help="capacity: keep-alive connections")
     parser.add_argument("--seconds", type=float, default=5.0, help="capacity: how long to load the server")
     args = parser.parse_args()

@@ -79,7 +79,12 @@ class SynapseSpider(scrapy.Spider):
             scopes=self.target_scopes(),
             source=self if self.records_source else None,
             by_value=self.sites_by_value,
+            site_value=self.site_value if self.sites_by_value else None,
         )
+
+    def site_value(self, site: str, queued: float) -> float:
+        """How much ``site`` is worth asking now, its next request in the queue having priority ``queued``."""
+        return queued
 
     def target_scopes(self) -> tuple[SiteScope, ...] | None:
         """The scopes a redirect must keep to and a stored page belongs by; None: the mode has none."""

@@ -1,16 +1,17 @@
 """``scrapy crawl web -a url=START | -a seeds=PATH [-a sites=PATH] [-a kb=NAME] [-a max_pages=N]``: the web crawl.
 
-Links are followed across sites, within the profile's depth cap and the web crawl's budgets; every judgement
-is the core's (``synapsecrawl.web``): the frontier canonicalises each link, cuts traps, holds each registrable
-domain to its budget and ranks what waits. This spider keeps at most ``WINDOW`` requests of a site in Scrapy's
-scheduler at a time (so the frontier's order, not Scrapy's, decides what a site gets next, and a site that is
-due never waits behind another's backlog: ``PacedPriorityQueue`` hands out any due site) and releases the
-next when one is answered. Released requests are ordinary page requests: the address guard, the removal
-list (SNA-NEVER, YOT-REMOVAL), robots.txt, pacing, backoff, size caps and signing hold for each discovered
-site as for a site crawl. A page whose main text is a near-duplicate of one stored in this crawl is not
-stored and its links are not followed; it is counted as a duplicate of the first. Who may run it is the
-profile's ``[web] crawl`` (``synapsecrawl.web.request``). Meta keys: ``web_site`` (the pacing site a request
-was released for), with ``depth`` as every spider.
+Links are followed across sites, within the profile's depth cap and the web crawl's budgets; every judgement is the
+core's (``synapsecrawl.web``): the frontier canonicalises each link, cuts traps, holds each registrable domain to
+its budget and ranks what waits. This spider keeps at most ``WINDOW`` requests of a site in Scrapy's scheduler or
+downloader at a time (so the frontier's order, not Scrapy's, decides what a site gets next, and a site that is due
+never waits behind another's backlog: ``PacedPriorityQueue`` hands out any due site) and releases the next when one
+leaves the downloader (not when its page has been read and stored, which can take seconds when the process is busy
+and would leave a site idle while it is due). Released requests are ordinary page requests: the address guard, the
+removal list (SNA-NEVER, YOT-REMOVAL), robots.txt, pacing, backoff, size caps and signing hold for each discovered
+site as for a site crawl. A page whose main text is a near-duplicate of one stored in this crawl is not stored and
+its links are not followed; it is counted as a duplicate of the first. Who may run it is the profile's ``[web]
+crawl`` (``synapsecrawl.web.request``). Meta keys: ``web_site`` (the pacing site a request was released for,
+removed when it is answered), with ``depth`` as every spider.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ __all__ = ["SharedWebSpider", "WebSpider"]
 
 logger = logging.getLogger(__name__)
 
-WINDOW = 2  # requests of one site in Scrapy's scheduler at once: one in flight, the next ready when it is due
+WINDOW = 1  # requests of one site in Scrapy's scheduler or downloader at once: the next is released as one leaves
 _EXPECTED_LINKS = 20  # URLs a crawl comes to know per page it may fetch, to size the seen-set
 
 
@@ -67,6 +68,7 @@ class WebSpider(SynapseSpider):
         assert isinstance(spider, WebSpider)
         spider.prepare(request.sites)
         crawler.signals.connect(spider._on_idle, signal=signals.spider_idle)
+        crawler.signals.connect(spider._left_downloader, signal=signals.request_left_downloader)
         return spider
 
     def prepare(self, sites: RemovalList | None) -> None:
@@ -133,14 +135,26 @@ class WebSpider(SynapseSpider):
                 dont_filter=True,  # the frontier's seen-set judged it: Scrapy's own filter would hold every URL again
             )
 
+    def site_value(self, site: str, queued: float) -> float:
+        """The better of ``site``'s request in the queue (its rank when released) and the best page the site
+        has waiting now, ranked with the in-links found since: a site whose released page ranked low would
+        otherwise wait behind better ranked sites while its own pages gained in-links."""
+        best = self.frontier.best_rank(site)
+        return queued if best is None else max(queued, float(best))
+
     def _release_all(self) -> Iterator[scrapy.Request]:
         self.frontier.woken()  # every site is looked at
         for site in self.frontier.sites_waiting():
             yield from self._release(site)
 
+    def _left_downloader(self, request: scrapy.Request, **_: Any) -> None:
+        self._answered(request)
+
     def _answered(self, request: scrapy.Request | None) -> None:
-        """One of a site's released requests got its answer (or none): release the site's next."""
-        site = request.meta.get(WEB_SITE) if request is not None else None
+        """One of a site's released requests got its answer (or none): release the site's next. Called when it
+        leaves the downloader, and from the callback and errback for a request answered without reaching it
+        (a middleware's refusal); its ``web_site`` is taken out of its meta, so it is counted once."""
+        site = request.meta.pop(WEB_SITE, None) if request is not None else None
         if site is None:
             return
         self._queued[site] = max(0, self._queued[site] - 1)

@@ -63,6 +63,7 @@ class CrawlTarget:
     take_page: Callable[[Request], Awaitable[bool | None]] | None = None
     source: SourceSpider | None = None  # whose source middlewares.engine.sources holds, re-reads, records
     by_value: bool = False  # of the sites due, the queue hands out the one whose next request ranks highest
+    site_value: Callable[[str, float], float] | None = None  # (site, its next request's priority) -> its value now
     kb_of: Callable[[Request], str | None] | None = None  # with no one ``kb``: the KB a request's page goes to
 
 

@@ -59,7 +59,9 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
         if not isinstance(downloader, PacedDownloader):
             raise TypeError("PacedPriorityQueue needs DOWNLOADER = 'middlewares.engine.downloader.PacedDownloader'")
         self._downloader = downloader
-        self._by_value = Runtime.of(crawler).target.by_value  # a web crawl: its sites in order of value
+        target = Runtime.of(crawler).target
+        self._by_value = target.by_value  # a web crawl: its sites in order of value
+        self._site_value = target.site_value
         self._turns = SiteTurns()
         self._count = sum(len(queue) for queue in self.pqueues.values())
         # site -> its pending requests its Crawl-delay does not hold (SER-ROBOTS-FEEDS: feeds first added);
@@ -133,9 +135,12 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
                 self._wake_at_next_due()
 
     def _value(self, site: str) -> float:
-        """The priority of ``site``'s next request (Scrapy's queue keys by the priority negated)."""
+        """The priority of ``site``'s next request (Scrapy's queue keys by the priority negated), or what the
+        spider says the site is worth now (``CrawlTarget.site_value``: a web crawl's pages gain in-links while
+        they wait, so a request's priority, fixed when it was made, can understate its site)."""
         curprio = getattr(self.pqueues[site], "curprio", None) if site in self.pqueues else None
-        return -float(curprio) if curprio is not None else float("-inf")
+        queued = -float(curprio) if curprio is not None else float("-inf")
+        return self._site_value(site, queued) if self._site_value is not None else queued
 
     def _due(self, site: str) -> float | None:
         """When ``site`` may hand out its next request: each feed's first add is due without the site's

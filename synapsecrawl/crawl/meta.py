@@ -47,7 +47,7 @@ JUDGED = "backoff_judged"  # the answer's backoff decision, made at download tim
 LEASE = "frontier_lease"  # [site, stream id] of the shared frontier's lease the request holds
 ORIGIN = "frontier"  # {"src", "cb", "eb"}: the source and callbacks a shared crawl's request was queued with
 RENDER_STATE = "render_state"  # what a rendered page's init callback needs
-WEB_SITE = "web_site"  # the pacing site a web crawl released the request for (spiders.web)
+WEB_SITE = "web_site"  # the pacing site a web crawl released the request for, until answered (spiders.web)
 
 
 @dataclass(frozen=True)

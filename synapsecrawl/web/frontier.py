@@ -2,18 +2,24 @@
 
 ``offer`` canonicalises a link (``traps.web_canonical``) and cuts it, in this order, for its scheme, the
 allow-list (``-a sites=FILE``), the depth cap, as already known (the seen-set, ``seen``), as a trap
-(``traps.TrapGuard``), or for its registrable domain's budget (``budgets``). A URL over budget is parked,
-as in IRLbot's BEAST, and admitted when a new linking domain grows the budget; what is still parked when the
-crawl ends was cut for the budget. ``release(site)`` hands out the site's most valuable pending URL.
+(``traps.TrapGuard``). What is left waits in its site's queue. ``release(site)`` hands out the site's most
+valuable pending URL and spends a page of its registrable domain's budget (``budgets``) on it: the budget
+is spent when a page is handed out, not when a URL is found, so it buys a domain's best pages known by then
+rather than its first found (IRLbot's BEAST delays what is over budget in the same spirit). A domain whose
+budget is spent keeps at most ``budget_max`` URLs waiting (more are cut at once) until a new linking domain
+grows it; what is still waiting for budget when the crawl ends was cut for the budget.
 
 Priority: an in-degree estimate, not OPIC. A URL's value is the number of distinct registrable domains that
 linked to it while it waited (links from its own domain count for nothing, so a farm cannot vote for
-itself), less half a point per link of depth; ties go to the URL found first (breadth-first, which
-Najork and Wiener found brings the important pages early). The domain's own linkers (the budget's count)
-rank it against other due sites in the request priority. OPIC would need every page's cash kept and
-passed on for each link, and its cash can be pumped by a farm of pages inside one domain unless
-links are filtered exactly as here: with that filter, a count of linking domains is most of its signal
-for one number a URL. Memory: a pending URL keeps at most ``_MAX_LINKERS`` linker hashes.
+itself), on a log scale, less half a point per link of depth (its shortest path found so far); ties go to
+the URL found first (breadth-first, which Najork and Wiener found brings the important pages early). That
+value ranks a site's next page against the next pages of the other due sites (``rank``). Within one site
+the links from the site's own domain count too, at half the weight: they cannot take a page of another site's
+turn nor the domain more budget, only say which of its own pages the site links most (its navigation's hubs).
+OPIC would need every page's cash kept and passed on for each link, and its cash can be pumped by a farm of
+pages inside one domain unless links are filtered exactly as here: with that filter, a count of linking
+domains is most of its signal for one number a URL. Memory: a pending URL keeps at most ``_MAX_LINKERS``
+linker hashes and a count of its own domain's links.
 """
 
 from __future__ import annotations
@@ -34,9 +40,9 @@ from synapsecrawl.web.traps import TrapGuard, web_canonical
 
 __all__ = ["CUT_REASONS", "Offer", "Pending", "WebFrontier"]
 
-_Verdict = Literal["admitted", "parked", "known", "trap", "scope", "limit", "scheme"]
+_Verdict = Literal["admitted", "parked", "known", "trap", "scope", "limit", "scheme", "budget"]
 CUT_REASONS = ("trap", "scope", "limit", "scheme", "budget")  # the summary's skip reasons a frontier gives
-_MAX_LINKERS = 16  # more linking domains change a URL's rank within its site by too little to keep
+_MAX_LINKERS = 256  # linker hashes a pending URL keeps: more change its rank by under a point (log scale)
 
 
 @dataclass(frozen=True)
@@ -57,10 +63,16 @@ class Pending:
     depth: int
     order: int
     linkers: set[int] | None = None  # hashes of its distinct linking domains; None until one links
+    internal: int = 0  # links to it from pages of its own registrable domain
 
     def score(self) -> float:
-        """The URL's value within its site: its distinct linking domains, less half a point a level of depth."""
+        """The URL's value against other sites' pages: its distinct linking domains (log scale), less half a
+        point a level of depth."""
         return 2 * math.log2(1 + len(self.linkers or ())) - 0.5 * self.depth
+
+    def within(self) -> float:
+        """The URL's value within its site: ``score`` and, at half the weight, its own domain's links."""
+        return self.score() + math.log2(1 + self.internal)
 
 
 def _digest(text: str) -> int:
@@ -90,15 +102,16 @@ class WebFrontier:
         self.seen = SeenSet(policy, expected)
         self._pending: dict[str, Pending] = {}
         self._heaps: dict[str, list[tuple[float, int, str]]] = {}
-        self._parked: dict[str, list[Pending]] = {}
+        self._waiting: Counter[str] = Counter()  # pending URLs per registrable domain
+        self._domain_sites: dict[str, set[str]] = {}  # the sites of a domain that have pending URLs
         self._order = 0
         self._woken: set[str] = set()
         self.sites_known: set[str] = set()
         self.cuts: Counter[str] = Counter()
 
     def __len__(self) -> int:
-        """URLs pending (admitted, not yet released)."""
-        return len(self._pending)
+        """URLs pending that their domains' budgets let out now (those waiting for budget not counted)."""
+        return sum(n for domain, n in self._waiting.items() if self.budgets.left(domain) > 0)
 
     def offer(self, url: str, *, source: str | None, depth: int) -> Offer:
         """Judge a link to ``url`` found at ``depth`` on the page ``source`` (None for a seed)."""
@@ -108,24 +121,38 @@ class WebFrontier:
         url = web_canonical(url)
         target = domain_of(url)
         if self.budgets.link(SEED if source is None else domain_of(source), target):
-            self._unpark(target)  # a new linking domain: parked URLs of the domain come in first
+            self._woken.update(self._domain_sites.get(target, ()))  # a new linking domain: more budget
         pending = self._pending.get(url)
         if pending is not None:
-            self._vote(pending, source)
+            self._vote(pending, source, depth)
             return Offer("known", url)
         if depth > self._depth_cap:
             return self._cut("limit", url, f"beyond the depth cap {self._depth_cap}")
         if url in self.seen:
             return Offer("known", url)
         self.seen.add(url)  # judged once: a trap URL linked again is not counted again
+        held = self._held(url, target)
+        if held is not None:
+            return held
+        self._order += 1
+        entry = Pending(url, self._site(url), depth, self._order)
+        self._vote(entry, source, depth)
+        self.sites_known.add(entry.site)
+        self._waiting[target] += 1
+        self._domain_sites.setdefault(target, set()).add(entry.site)
+        self._push(entry)
+        spent = self.budgets.left(target) <= 0
+        why = f"the budget of {target} ({self.budgets.budget(target)} pages) is spent" if spent else ""
+        return Offer("parked" if spent else "admitted", url, why)
+
+    def _held(self, url: str, domain: str) -> Offer | None:
+        """A new URL's cut as a trap, or for its domain's budget when too many of its URLs wait already."""
         trap = self.traps.judge(url)
         if trap is not None:
             return self._cut("trap", url, trap)
-        self._order += 1
-        entry = Pending(url, self._site(url), depth, self._order)
-        self._vote(entry, source)
-        self.sites_known.add(entry.site)
-        return self._admit(entry, target)
+        if self._waiting[domain] >= self.policy.budget_max:  # memory: no domain may fetch more than that
+            return self._cut("budget", url, f"{self._waiting[domain]} URLs of {domain} wait already")
+        return None
 
     def screen(self, url: str, depth: int) -> Offer:
         """What this worker alone can judge of a link (scheme, allow-list, depth, a trap's path shape): a cut,
@@ -152,62 +179,71 @@ class WebFrontier:
             return self._cut("scope", url, "not on the crawl's list of sites")
         return None
 
-    def _admit(self, entry: Pending, domain: str) -> Offer:
-        if self.budgets.admit(domain):
-            self._push(entry)
-            return Offer("admitted", entry.url)
-        parked = self._parked.setdefault(domain, [])
-        if len(parked) < self.policy.budget_max:
-            parked.append(entry)
-        else:
-            self.cuts["budget"] += 1  # no room even to wait: cut now
-        return Offer("parked", entry.url, f"the budget of {domain} ({self.budgets.budget(domain)} pages) is spent")
-
     def _cut(self, reason: str, url: str, why: str) -> Offer:
         self.cuts[reason] += 1
         return Offer(reason, url, why)  # type: ignore[arg-type]  # reason is one of _Verdict's cuts
 
-    def _vote(self, entry: Pending, source: str | None) -> None:
+    def _vote(self, entry: Pending, source: str | None, depth: int) -> None:
+        """A link to ``entry`` from ``source`` found at ``depth``: a vote, and a shorter path if it is one."""
         linker = SEED if source is None else domain_of(source)
-        if linker == domain_of(entry.url) or len(entry.linkers or ()) >= _MAX_LINKERS:
-            return
-        key = _digest(linker)
-        if entry.linkers is None:
-            entry.linkers = set()
-        elif key in entry.linkers:
-            return
-        entry.linkers.add(key)
-        if entry.url in self._pending:
+        changed = depth < entry.depth
+        entry.depth = min(entry.depth, depth)
+        if linker == domain_of(entry.url):
+            entry.internal += 1  # counted within its site only (``Pending.within``)
+            changed = True
+        elif len(entry.linkers or ()) < _MAX_LINKERS:
+            key = _digest(linker)
+            if entry.linkers is None:
+                entry.linkers = set()
+            if key not in entry.linkers:
+                entry.linkers.add(key)
+                changed = True
+        if changed and entry.url in self._pending:
             self._push(entry)  # the better rank; the stale heap entry is skipped when it comes up
 
     def _push(self, entry: Pending) -> None:
         self._woken.add(entry.site)
         self._pending[entry.url] = entry
-        heapq.heappush(self._heaps.setdefault(entry.site, []), (-entry.score(), entry.order, entry.url))
-
-    def _unpark(self, domain: str) -> None:
-        parked = self._parked.get(domain)
-        while parked and self.budgets.admit(domain):
-            self._push(parked.pop(0))
-        if not parked:
-            self._parked.pop(domain, None)
+        heapq.heappush(self._heaps.setdefault(entry.site, []), (-entry.within(), entry.order, entry.url))
 
     def release(self, site: str) -> Pending | None:
-        """The most valuable pending URL of ``site``, taken out of the frontier; None when it has none."""
+        """The most valuable pending URL of ``site``, taken out of the frontier with a page of its domain's
+        budget spent on it; None when it has none, or its domain's budget is spent."""
         heap = self._heaps.get(site)
         while heap:
-            negative, _, url = heapq.heappop(heap)
+            negative, _, url = heap[0]
             entry = self._pending.get(url)
-            if entry is not None and -negative == entry.score():
-                del self._pending[url]
-                if not heap:
-                    del self._heaps[site]
-                return entry
+            if entry is None or -negative != entry.within():
+                heapq.heappop(heap)  # released, or ranked again since
+                continue
+            domain = domain_of(url)
+            if not self.budgets.admit(domain):
+                return None  # it waits for a new linking domain to grow the budget
+            heapq.heappop(heap)
+            del self._pending[url]
+            self._waiting[domain] -= 1
+            if not heap:
+                del self._heaps[site]
+                sites = self._domain_sites.get(domain)
+                if sites is not None:
+                    sites.discard(site)
+            return entry
         self._heaps.pop(site, None)
         return None
 
+    def best_rank(self, site: str) -> int | None:
+        """``rank`` of the URL ``release(site)`` would hand out now; None when it would hand out none."""
+        heap = self._heaps.get(site)
+        while heap:
+            negative, _, url = heap[0]
+            entry = self._pending.get(url)
+            if entry is not None and -negative == entry.within():
+                return self.rank(entry) if self.budgets.left(domain_of(url)) > 0 else None
+            heapq.heappop(heap)  # released, or ranked again since
+        return None
+
     def woken(self) -> list[str]:
-        """The sites given pending URLs since the last call (a new URL, or parked ones let in)."""
+        """The sites given pending URLs or budget since the last call."""
         sites, self._woken = list(self._woken), set()
         return sites
 
@@ -218,17 +254,17 @@ class WebFrontier:
         return round(10 * entry.score())
 
     def sites_waiting(self) -> list[str]:
-        """The sites with pending URLs."""
+        """The sites with pending URLs (their domain's budget spent or not)."""
         return list(self._heaps)
 
     def pending_counts(self) -> Counter[str]:
-        """Pending URLs per site."""
-        return Counter(entry.site for entry in self._pending.values())
+        """Pending URLs per site that their domains' budgets let out."""
+        return Counter(e.site for e in self._pending.values() if self.budgets.left(domain_of(e.url)) > 0)
 
     def parked(self) -> Iterator[tuple[str, str]]:
-        """(site, url) of every URL waiting for its domain's budget to grow."""
-        for entries in self._parked.values():
-            for entry in entries:
+        """(site, url) of every pending URL waiting for its domain's budget to grow."""
+        for entry in self._pending.values():
+            if self.budgets.left(domain_of(entry.url)) <= 0:
                 yield entry.site, entry.url
 
     def spent(self, top: int = 10) -> list[tuple[str, int, int]]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import scrapy
+from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
@@ -97,3 +99,48 @@ def test_nothing_more_is_released_once_the_page_limit_refused_a_request(tmp_path
     spider.crawler.stats.inc_value("budget/over_limit")
     assert list(spider._release("big.example")) == []
     assert spider.frontier.pending_counts() == {"big.example": 5}
+
+
+class _Engine:
+    """Collects what the spider hands the engine (the engine itself runs only in a reactor)."""
+
+    def __init__(self) -> None:
+        self.crawled: list[scrapy.Request] = []
+
+    def crawl(self, request: scrapy.Request) -> None:
+        self.crawled.append(request)
+
+
+def test_a_sites_next_request_is_released_when_one_leaves_the_downloader_counted_once(tmp_path: Path) -> None:
+    """SNA-RATE: a site's next URL is released as soon as its request leaves the downloader (Scrapy's
+    request_left_downloader), not once its page has been read and stored; the callback or errback that follows
+    releases nothing more, so the site never has two requests out at once."""
+    spider = _spider(tmp_path, url="http://seed.example/")
+    for i in range(3):
+        spider._offer(f"http://big.example/{i}", "http://other.example/", 1)
+    [first] = list(spider._release("big.example"))
+    assert list(spider._release("big.example")) == []  # the window is full
+    engine = _Engine()
+    spider.crawler.engine = engine  # type: ignore[assignment]
+    spider.crawler.signals.send_catch_log(signals.request_left_downloader, request=first, spider=spider)
+    assert [r.url for r in engine.crawled] == ["http://big.example/1"]
+    spider._answered(first)  # the callback's turn, after the downloader's
+    assert len(engine.crawled) == 1
+    assert spider._queued["big.example"] == WINDOW
+
+
+def test_a_site_is_worth_its_best_waiting_page_once_that_outranks_its_released_request(tmp_path: Path) -> None:
+    """The web crawl's queue values a due site by the better of its released request's rank and the best
+    page it has waiting now: in-links found after a request was released still count for its site."""
+    spider = _spider(tmp_path, url="http://seed.example/")
+    spider._offer("http://big.example/0", "http://a.example/", 1)
+    spider._offer("http://big.example/1", "http://big.example/", 1)
+    [request] = list(spider._release("big.example"))
+    assert request.url == "http://big.example/0"
+    queued = float(request.priority)
+    assert spider.runtime.target.site_value == spider.site_value
+    assert spider.site_value("big.example", queued) == queued  # what waits ranks lower
+    for n in range(8):
+        spider._offer("http://big.example/1", f"http://l{n}.example/", 1)
+    assert spider.site_value("big.example", queued) > queued
+    assert spider.site_value("empty.example", queued) == queued

@@ -12,7 +12,7 @@ from synapsecrawl.profiles import WebPolicy, load_profile
 from synapsecrawl.profiles.profile import parse_profile, read_profile_data
 from synapsecrawl.urls import host_of
 from synapsecrawl.web.budgets import SEED, DomainBudgets
-from synapsecrawl.web.frontier import WebFrontier
+from synapsecrawl.web.frontier import Pending, WebFrontier
 from synapsecrawl.web.neardup import NearDuplicates, fingerprint
 from synapsecrawl.web.request import WebRequest
 from synapsecrawl.web.revisit import DAY, next_revisit
@@ -100,30 +100,47 @@ def test_budget_grows_with_distinct_linking_domains_only() -> None:
     assert budgets.budget("t.test") == 9  # the max
 
 
+def _release_all(frontier: WebFrontier) -> list[str]:
+    """Release every site's pending URLs its domain's budget lets out, site by site, as the spider does."""
+    released = []
+    for site in frontier.sites_waiting():
+        while (entry := frontier.release(site)) is not None:
+            released.append(entry.url)
+    return released
+
+
 def test_a_subdomain_farm_shares_one_budget_and_earns_nothing() -> None:
     """A farm of 1,000 subdomains of one domain, each linking to the others, is held to its domain's budget
-    (base + the seed's linker): its own links grow nothing. At most budget_max URLs wait for the budget to
-    grow; the rest are cut for the budget at once."""
+    (base + the seed's linker): its own links grow nothing. At most budget_max URLs wait; the rest are cut for
+    the budget at once, and what waits past the budget is counted as parked."""
     frontier = _frontier()
     frontier.offer("http://www.farm.test/", source=None, depth=0)
     for i in range(1000):
         frontier.offer(f"http://s{i}.farm.test/", source=f"http://s{i - 1}.farm.test/", depth=1)
-    admitted = frontier.budgets.admitted["farm.test"]
-    assert admitted == 5  # base 3 + one linker (the seed) * 2
-    assert len(frontier) == 5
-    assert sum(1 for _ in frontier.parked()) == 9
-    assert frontier.cuts["budget"] == 1001 - 5 - 9
+    assert frontier.cuts["budget"] == 1001 - 9
+    assert len(_release_all(frontier)) == 5  # base 3 + one linker (the seed) * 2
+    assert frontier.budgets.admitted["farm.test"] == 5
+    assert len(frontier) == 0
+    assert sum(1 for _ in frontier.parked()) == 4
 
 
-def test_parked_urls_come_in_when_a_new_domain_links() -> None:
-    """BEAST: URLs over budget wait; a link from a new registrable domain admits as many as it grew the budget."""
-    frontier = _frontier()
+def test_the_budget_buys_a_domains_best_pages_not_its_first_found() -> None:
+    """The budget is spent when a URL is handed out: URLs found after the budget would have been spent at
+    discovery still go first when other domains link to them; a new linking domain lets more out (BEAST)."""
+    frontier = _frontier(WebPolicy(crawl="open", budget_base=1, budget_per_linking_domain=1, budget_max=9))
     for i in range(6):
         frontier.offer(f"http://t.test/{i}", source="http://t.test/", depth=1)
-    assert len(frontier) == 3
-    frontier.offer("http://t.test/0", source="http://other.test/", depth=1)
-    assert len(frontier) == 5
-    assert sum(1 for _ in frontier.parked()) == 1
+    frontier.offer("http://t.test/5", source="http://a.test/", depth=1)
+    frontier.offer("http://t.test/4", source="http://b.test/", depth=1)
+    assert _release_all(frontier) == ["http://t.test/4", "http://t.test/5", "http://t.test/0"]  # budget 1 + 2
+    assert frontier.release("t.test") is None
+    assert [url for _, url in frontier.parked()] == [f"http://t.test/{i}" for i in (1, 2, 3)]
+    assert len(frontier) == 0
+    frontier.woken()
+    frontier.offer("http://t.test/3", source="http://c.test/", depth=1)  # a new linker: one page more
+    assert frontier.woken() == ["t.test"]
+    assert _release_all(frontier) == ["http://t.test/3"]
+    assert frontier.budgets.admitted["t.test"] == 4
 
 
 # -- frontier: cuts and priority --
@@ -147,21 +164,36 @@ def test_cuts_are_counted_by_reason() -> None:
 
 
 def test_a_site_hands_out_its_most_linked_url_first() -> None:
-    """Priority: within a site, the URL linked from more distinct registrable domains goes first, then the
-    shallower, then the one found first; links from the site's own domain do not vote."""
+    """Priority: within a site, the URL linked from more distinct registrable domains goes first; among URLs
+    with as many, the one its own domain links more, then the shallower, then the one found first. Links
+    from the site's own domain raise no URL's rank against other sites'."""
     frontier = _frontier(WebPolicy(crawl="open", budget_base=100))
     for path in ("a", "b", "c", "d"):
         frontier.offer(f"http://t.test/{path}", source="http://t.test/", depth=1)
     frontier.offer("http://t.test/c", source="http://x.test/", depth=1)
     frontier.offer("http://t.test/c", source="http://y.test/", depth=1)
     frontier.offer("http://t.test/b", source="http://x.test/", depth=1)
-    frontier.offer("http://t.test/d", source="http://www.t.test/", depth=1)  # its own domain: no vote
-    frontier.offer("http://t.test/e", source="http://t.test/", depth=0)
+    for page in range(3):  # its own domain links d three times more: a hub of the site's navigation
+        frontier.offer("http://t.test/d", source=f"http://www.t.test/{page}", depth=1)
+    frontier.offer("http://t.test/e", source="http://t.test/", depth=1)
     order = []
     while (entry := frontier.release("t.test")) is not None:
         order.append(entry.url.rsplit("/", 1)[1])
-    assert order == ["c", "b", "e", "a", "d"]
+        if order[-1] == "d":
+            assert frontier.rank(entry) == frontier.rank(Pending(entry.url, "t.test", 1, 0))  # no cross-site rank
+    assert order == ["c", "b", "d", "a", "e"]
     assert frontier.sites_waiting() == []
+
+
+def test_a_url_found_again_on_a_shorter_path_takes_that_depth() -> None:
+    """A pending URL's depth is its shortest path found so far: found again nearer a seed it ranks higher,
+    and is followed as deep as that depth allows."""
+    frontier = _frontier()
+    frontier.offer("http://t.test/deep", source="http://a.test/", depth=4)
+    frontier.offer("http://t.test/near", source="http://a.test/", depth=3)
+    frontier.offer("http://t.test/deep", source="http://a.test/x", depth=1)  # the same linker, a shorter path
+    entry = frontier.release("t.test")
+    assert entry is not None and (entry.url, entry.depth) == ("http://t.test/deep", 1)
 
 
 # -- seen-set --
@@ -257,11 +289,12 @@ def test_the_frontier_names_the_sites_given_work() -> None:
     assert sorted(frontier.woken()) == ["a.test", "b.test"]
     assert frontier.woken() == []
     for i in range(8):
-        frontier.offer(f"http://www.c.test/{i}", source="http://c.test/", depth=1)  # budget 3: 5 parked
-    frontier.woken()
+        frontier.offer(f"http://www.c.test/{i}", source="http://c.test/", depth=1)  # budget 3: 5 wait for it
+    assert _release_all(frontier)
+    assert frontier.woken() == ["www.c.test"]
+    assert frontier.woken() == []
     frontier.offer("http://other.c.test/", source="http://d.test/", depth=1)  # d.test grows c.test's budget
-    assert frontier.woken() == ["www.c.test"]  # the parked come in first; other.c.test waits in turn
-    assert ("other.c.test", "http://other.c.test/") in list(frontier.parked())
+    assert sorted(frontier.woken()) == ["other.c.test", "www.c.test"]  # both may hand out pages again
 
 
 def test_web_arguments_take_seeds_or_a_urls_file_and_an_allow_list(tmp_path: Path) -> None:
