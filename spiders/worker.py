@@ -397,8 +397,8 @@ async def _outputs(result: Any) -> AsyncIterator[Any]:
     """Whatever a Scrapy callback returned, as one async iterator."""
     if inspect.isawaitable(result):
         result = await result
-    if result is None:
-        return
+    if result is None or isinstance(result, Failure):
+        return  # an errback handing the failure on (a refused request): its middleware has said why, as in Scrapy
     if hasattr(result, "__aiter__"):
         async for output in result:
             yield output
