@@ -131,6 +131,7 @@ class WorkerSpider(scrapy.Spider):
             concurrency=runtime.profile.concurrency,
             lease_seconds=config.lease_seconds,  # outlives the longest download, then frees a dead worker's
             delay=runtime.limits.delay,
+            grant=runtime.profile.concurrency == 1,  # a lease holds its site's one place: the pacer's grant
         )
         try:
             runtime.started_at = spider.frontier.started_at()  # robots.txt fetched in this crawl: fresh

@@ -232,6 +232,7 @@ class Lease:
     id: str
     data: bytes
     left: tuple[float, str] | None = None  # the site was left to a later crawl: (paused until, why)
+    granted: bool = False  # holds the shared pacer's start for its request too, ended with the lease
 
     @property
     def member(self) -> str:

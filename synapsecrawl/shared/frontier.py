@@ -48,7 +48,8 @@ from typing import Any
 import redis
 import redis.asyncio
 
-from synapsecrawl.pacing.keys import SPACING_LUA, lua_key_parts
+from synapsecrawl.pacing.clock import MARGIN
+from synapsecrawl.pacing.keys import SPACING_LUA, UNSENT, lua_key_parts, lua_tail
 from synapsecrawl.pacing.shared import async_redis
 from synapsecrawl.shared.entries import (
     DEFAULT_FRONTIER_PREFIX,
@@ -63,10 +64,16 @@ from synapsecrawl.shared.entries import (
     fingerprint,
 )
 
-__all__ = ["SharedFrontier"]
+__all__ = ["NO_END", "End", "SharedFrontier"]
+
+# How a granted lease's request ended, told when the lease ends: seconds since it reached the server
+# (-1: not known, it never went out) and the slow-server spacing its answer asks for (0: none).
+End = tuple[float, float]
+NO_END: End = (-1.0, 0.0)
 
 _PRELUDE = (
     ENQUEUE_LUA
+    + SPACING_LUA
     + """
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
@@ -79,8 +86,35 @@ end
 local function requeue(site, data)
   enqueue(P, site, data, now, 'LT')
 end
+-- The pacer's start granted with a lease (the lease's grant), as P:granted holds it: its site's pacer state
+-- and leases keys, the delay and the margin (ratio, cap, seconds), tab-separated. Ended with its lease: the
+-- site's place is free, and its next start is due a spacing after the request reached the server (``ago``
+-- seconds before now, -1 unknown: the start booked at the grant stands), with the slow spacing its answer
+-- measured (``slow``, 0 none) set first, as the pacer's release and set would (synapsecrawl.pacing.shared).
+local function ungrant(member, ago, slow)
+  local g = redis.call('HGET', P .. ':granted', member)
+  if not g then return end
+  redis.call('HDEL', P .. ':granted', member)
+  local f = {}
+  for part in string.gmatch(g, '[^\t]+') do f[#f + 1] = part end
+  local state = f[1]
+  local _, id = split(member)
+  redis.call('ZREM', f[2], 'f' .. id)
+  if slow > 0 then redis.call('HSET', state, 'slow', string.format('%.6f', slow)) end
+  local s = site_spacing(state, f[3])
+  local gap = s + math.min(s * tonumber(f[4]), tonumber(f[5])) + tonumber(f[6])
+  local arrived = tonumber(redis.call('HGET', state, 'last') or '0')
+  if ago >= 0 and now - ago > arrived then
+    arrived = now - ago
+    redis.call('HSET', state, 'last', string.format('%.6f', arrived))
+  end
+  if arrived + gap > tonumber(redis.call('HGET', state, 'next') or '0') then
+    redis.call('HSET', state, 'next', string.format('%.6f', arrived + gap))
+  end
+end
 -- Ends a lease: acknowledged (counted done for worker) or given back (its entry queued again).
-local function settle(member, worker, give_back)
+local function settle(member, worker, give_back, ago, slow)
+  ungrant(member, tonumber(ago or '-1'), tonumber(slow or '0'))
   local site, id = split(member)
   local q = P .. ':q:' .. site
   local data = nil
@@ -107,13 +141,14 @@ end
 """
 )
 
-# ARGV: P, worker, lease member to end first ('' none), then (site, fingerprint or '', data) triples.
+# ARGV: P, worker, lease member to end first ('' none), its seconds since arrival and slow spacing (as the
+# lease's acknowledgements), then (site, fingerprint or '', data) triples.
 _ADD = (
     _PRELUDE
     + """
-if ARGV[3] ~= '' then settle(ARGV[3], '', false) end
+if ARGV[3] ~= '' then settle(ARGV[3], '', false, ARGV[4], ARGV[5]) end
 local added = 0
-for i = 4, #ARGV, 3 do
+for i = 6, #ARGV, 3 do
   local site, fp, data = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if fp == '' or redis.call('SADD', P .. ':seen', fp) == 1 then
     enqueue(P, site, data, now, 'NX')
@@ -126,18 +161,23 @@ return added
 
 # ARGV: P, the pacer's site keys as head, state tail and leases tail (synapsecrawl.pacing.keys.lua_key_parts:
 # head .. site .. tail), worker, lease seconds, concurrency, sites to look at, poll seconds, sweep (0|1),
-# spacing when the pacer has none yet, then the worker's finished leases to acknowledge first (members).
-# Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due} or
+# spacing when the pacer has none yet, grant (0|1), the unsent keys' tail, the margin (ratio, cap, seconds),
+# then the worker's finished leases to acknowledge first: (member, seconds since its request reached the
+# server or -1, slow spacing its answer measured or 0) triples.
+# Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due, granted} or
 # {0, seconds until the next site is due (-1: none), reclaimed, sites left}: the worker sleeps until then
 # instead of asking again (one round trip a page for the lease and the last one's acknowledgement, #16).
+# With grant 1 and one download a site at a time, a lease of a site whose Crawl-delay is known holds the
+# pacer's start as well (granted 1): the checks above are the pacer's own, so its downloader does not ask.
 _LEASE = (
     _PRELUDE
-    + SPACING_LUA
     + """
 local head, state_tail, leases_tail = ARGV[2], ARGV[3], ARGV[4]
 local worker, lease_for = ARGV[5], tonumber(ARGV[6])
 local concurrency, scan, poll = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-for i = 12, #ARGV do settle(ARGV[i], worker, false) end
+local grant, unsent_tail = ARGV[12] == '1' and concurrency == 1, ARGV[13]
+local margin = {tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])}
+for i = 17, #ARGV, 3 do settle(ARGV[i], worker, false, ARGV[i + 1], ARGV[i + 2]) end
 local function next_due()
   local first = redis.call('ZRANGE', P .. ':ready', 0, 0, 'WITHSCORES')
   if #first == 0 then return '-1' end
@@ -183,13 +223,29 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
         redis.call('ZADD', P .. ':inflight', now + lease_for, member)
         redis.call('HSET', P .. ':owner', member, worker)
         local spacing = site_spacing(state, ARGV[11])
+        local granted = 0
+        if grant and (not left) and redis.call('HEXISTS', state, 'spacing') == 1
+            and redis.call('ZCOUNT', head .. site .. unsent_tail, now, '+inf') == 0 then
+          -- The pacer's grant (synapsecrawl.pacing.shared's acquire): the next start booked a gap on, and
+          -- the site's one place held until the lease ends (settle) or expires with it (the sweep).
+          local gap = spacing + math.min(spacing * margin[1], margin[2]) + margin[3]
+          local leases = head .. site .. leases_tail
+          redis.call('HSET', state, 'next', string.format('%.6f', now + gap), 'last', string.format('%.6f', now))
+          redis.call('ZADD', leases, string.format('%.6f', now + lease_for), 'f' .. id)
+          redis.call('HSET', P .. ':granted', member, table.concat({state, leases, ARGV[11], ARGV[14], ARGV[15],
+            ARGV[16]}, '\t'))
+          local keep = math.ceil((lease_for + 86400) * 1000)
+          if redis.call('PTTL', state) < keep then redis.call('PEXPIRE', state, keep) end
+          if redis.call('PTTL', leases) < keep then redis.call('PEXPIRE', leases, keep) end
+          granted = 1
+        end
         if left then spacing = 0 end
         if tonumber(redis.call('HGET', P .. ':queued', site)) <= 0 then
           redis.call('ZREM', P .. ':ready', site)  -- none left: no worker wakes for it (an add puts it back)
         else
           redis.call('ZADD', P .. ':ready', now + spacing, site)
         end
-        return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left'), next_due()}
+        return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left'), next_due(), granted}
       end
     end
   end
@@ -198,13 +254,13 @@ return {0, next_due(), reclaimed, redis.call('HLEN', P .. ':left')}
 """
 )
 
-# ARGV: P, worker, give back (0|1), members.
+# ARGV: P, worker, give back (0|1), then (member, seconds since arrival or -1, slow spacing or 0) triples.
 _SETTLE = (
     _PRELUDE
     + """
 local n = 0
-for i = 4, #ARGV do
-  n = n + settle(ARGV[i], ARGV[2], ARGV[3] == '1')
+for i = 4, #ARGV, 3 do
+  n = n + settle(ARGV[i], ARGV[2], ARGV[3] == '1', ARGV[i + 1], ARGV[i + 2])
 end
 return n
 """
@@ -217,7 +273,13 @@ _HEARTBEAT = (
 redis.call('HSET', P .. ':workers', ARGV[2], string.format('%.3f', now))
 local renewed = 0
 for i = 4, #ARGV do
-  renewed = renewed + redis.call('ZADD', P .. ':inflight', 'XX', 'CH', now + tonumber(ARGV[3]), ARGV[i])
+  local n = redis.call('ZADD', P .. ':inflight', 'XX', 'CH', now + tonumber(ARGV[3]), ARGV[i])
+  renewed = renewed + n
+  local g = redis.call('HGET', P .. ':granted', ARGV[i])
+  if n == 1 and g then  -- its grant lives as long as the lease
+    local _, id = split(ARGV[i])
+    redis.call('ZADD', string.match(g, '^[^\t]+\t([^\t]+)'), 'XX', now + tonumber(ARGV[3]), 'f' .. id)
+  end
 end
 return renewed
 """
@@ -264,6 +326,7 @@ class SharedFrontier:
     delay: float = 1.0
     scan: int = 64
     poll_seconds: float = 0.25
+    grant: bool = False  # a lease holds the pacer's start too (one download a site at a time; spiders.worker)
     left_count: int = field(init=False, default=0)
     _client: redis.Redis = field(init=False)
     _async: redis.asyncio.Redis | None = field(init=False, default=None)
@@ -288,11 +351,19 @@ class SharedFrontier:
 
     # Putting work in.
 
-    def add(self, entries: Iterable[tuple[str, Entry]], *, worker: str = "", ending: Lease | None = None) -> int:
+    def add(
+        self,
+        entries: Iterable[tuple[str, Entry]],
+        *,
+        worker: str = "",
+        ending: Lease | None = None,
+        ends: Mapping[str, End] | None = None,
+    ) -> int:
         """Queue ``(site, entry)`` pairs, dropping those the duplicate filter has seen; end ``ending`` first,
-        in the same step (a request that comes back as a new copy: a redirect, a retry). Returns how many
-        were queued."""
-        args: list[Any] = [worker, ending.member if ending is not None else ""]
+        in the same step (a request that comes back as a new copy: a redirect, a retry), with its ``End``
+        from ``ends``. Returns how many were queued."""
+        args: list[Any] = [worker]
+        args += _ended([ending], ends) if ending is not None else ["", -1, 0]
         for site, entry in entries:
             fp = "" if entry.dont_filter else fingerprint(entry.method, entry.url, entry.body)
             args += [site, fp, entry.to_json()]
@@ -300,7 +371,7 @@ class SharedFrontier:
 
     def add_raw(self, site: str, data: bytes) -> None:
         """Queue bytes as they are (tests: what anyone who can write to Redis could put there)."""
-        self._run("add", _ADD, ["", "", site, "", data])
+        self._run("add", _ADD, ["", "", -1, 0, site, "", data])
 
     def add_source(self, source: Source) -> None:
         try:
@@ -340,9 +411,12 @@ class SharedFrontier:
 
     # Working.
 
-    def lease(self, worker: str, *, sweep: bool = True, acks: Sequence[Lease] = ()) -> tuple[Lease | None, float, int]:
+    def lease(
+        self, worker: str, *, sweep: bool = True, acks: Sequence[Lease] = (), ends: Mapping[str, End] | None = None
+    ) -> tuple[Lease | None, float, int]:
         """One request of the first site that is due, for ``worker``, after acknowledging ``acks`` (its
-        finished leases, as ``ack`` does) in the same step.
+        finished leases, as ``ack`` does, with their ``ends``) in the same step. With ``grant``, a lease
+        may hold the pacer's start for its request (``Lease.granted``): ended with the lease.
 
         Returns (lease or None, seconds until the next site is due after this
         lease or -1 when nothing is pending, leases of dead workers put back
@@ -361,7 +435,10 @@ class SharedFrontier:
                 self.poll_seconds,
                 1 if sweep else 0,
                 self.delay,
-                *(lease.member for lease in acks),
+                1 if self.grant else 0,
+                lua_tail(UNSENT),
+                *MARGIN,
+                *_ended(acks, ends),
             ],
         )
         if int(reply[0]) == 1:
@@ -369,7 +446,7 @@ class SharedFrontier:
             data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
             left = reply[5].decode("utf-8") if isinstance(reply[5], bytes) else str(reply[5])
             self.left_count = int(reply[6])
-            return Lease(site, ident, data, _left(left)), float(reply[7]), int(reply[4])
+            return Lease(site, ident, data, _left(left), granted=int(reply[8]) == 1), float(reply[7]), int(reply[4])
         self.left_count = int(reply[3])
         return None, float(reply[1]), int(reply[2])
 
@@ -388,13 +465,13 @@ class SharedFrontier:
             )
         return found
 
-    def ack(self, worker: str, leases: Sequence[Lease]) -> int:
-        """These leases are done (fetched, or refused before the network)."""
-        return int(self._run("settle", _SETTLE, [worker, 0, *(lease.member for lease in leases)])) if leases else 0
+    def ack(self, worker: str, leases: Sequence[Lease], ends: Mapping[str, End] | None = None) -> int:
+        """These leases are done (fetched, or refused before the network); ``ends`` as ``End`` says."""
+        return int(self._run("settle", _SETTLE, [worker, 0, *_ended(leases, ends)])) if leases else 0
 
-    def give_back(self, worker: str, leases: Sequence[Lease]) -> int:
+    def give_back(self, worker: str, leases: Sequence[Lease], ends: Mapping[str, End] | None = None) -> int:
         """Put these leases' requests back in the frontier, not done (a worker stopping)."""
-        return int(self._run("settle", _SETTLE, [worker, 1, *(lease.member for lease in leases)])) if leases else 0
+        return int(self._run("settle", _SETTLE, [worker, 1, *_ended(leases, ends)])) if leases else 0
 
     def heartbeat(self, worker: str, leases: Sequence[Lease]) -> int:
         """The worker is alive: renew its leases. Returns how many were still its own."""
@@ -507,6 +584,15 @@ class SharedFrontier:
             await self._async.aclose()
             self._async = None
         self._client.close()
+
+
+def _ended(leases: Iterable[Lease], ends: Mapping[str, End] | None) -> list[Any]:
+    """The (member, seconds since arrival, slow spacing) triples a script settles leases with."""
+    args: list[Any] = []
+    for lease in leases:
+        ago, slow = (ends or {}).get(lease.member, NO_END)
+        args += [lease.member, f"{ago:.6f}" if ago >= 0 else -1, f"{slow:.6f}" if slow > 0 else 0]
+    return args
 
 
 def _left(raw: str) -> tuple[float, str] | None:
