@@ -5,8 +5,8 @@ before it is due; on the way through the middlewares the site may stop being
 due (the first page, once robots.txt has given a Crawl-delay; a pause). Then
 the request goes back to the queue instead of waiting in the downloader's
 slot, where it would hold one of the ``CONCURRENT_REQUESTS`` global slots.
-Meta keys: reads ``pacing_turn`` and ``pacing_granted`` (let through); the copy sent back leaves out every key of one download
-(synapsecrawl.crawl.meta.PER_DOWNLOAD).
+Meta keys: reads ``pacing_turn`` and ``pacing_granted`` (a start Redis granted with the frontier's lease
+goes through); the copy sent back leaves out every key of one download (synapsecrawl.crawl.meta.PER_DOWNLOAD).
 """
 
 from __future__ import annotations

@@ -283,19 +283,7 @@ class PacedDownloader(Downloader):
 
     def _process_queue(self, slot: Slot) -> None:
         if self._shared is None:
-            head = slot.queue[0][0] if slot.queue else None
-            if head is None or not self._skips_crawl_delay(head):
-                super()._process_queue(slot)
-                return
-            key = head.meta[self.DOWNLOAD_SLOT]
-            if self._runtime.pacer.paused_until(key) > self._clock():
-                super()._process_queue(slot)  # a pause holds it, Crawl-delay and all: the polite reading
-                return
-            spaced, slot.delay = slot.delay, self._delay_for(key, crawl_delay=False)
-            try:
-                super()._process_queue(slot)
-            finally:
-                slot.delay = spaced
+            self._process_local_queue(slot)
             return
         if slot.latercall or not slot.queue or slot.free_transfer_slots() <= 0:
             return
@@ -317,6 +305,22 @@ class PacedDownloader(Downloader):
             return
         self._asking.add(key)
         _schedule_coro(self._ask(key, slot, skips))
+
+    def _process_local_queue(self, slot: Slot) -> None:
+        """This process's own pacing (no PACING_REDIS_URL)."""
+        head = slot.queue[0][0] if slot.queue else None
+        if head is None or not self._skips_crawl_delay(head):
+            super()._process_queue(slot)
+            return
+        key = head.meta[self.DOWNLOAD_SLOT]
+        if self._runtime.pacer.paused_until(key) > self._clock():
+            super()._process_queue(slot)  # a pause holds it, Crawl-delay and all: the polite reading
+            return
+        spaced, slot.delay = slot.delay, self._delay_for(key, crawl_delay=False)
+        try:
+            super()._process_queue(slot)
+        finally:
+            slot.delay = spaced
 
     async def _ask(self, key: str, slot: Slot, skips: bool = False) -> None:
         assert self._shared is not None

@@ -45,10 +45,10 @@ from synapsecrawl.crawl.meta import LEAD_SECONDS, LEASE, LEFT_OUT_OF_ENTRY, META
 from synapsecrawl.shared.entries import BadEntry, Entry, FrontierUnreachable, Lease, is_plain_json
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
-
-    from collections.abc import Iterable
 
     from synapsecrawl.shared.frontier import End, SharedFrontier
 
@@ -219,6 +219,9 @@ class SharedScheduler(BaseScheduler):
                 self._try_ack([lease])
                 continue
             self.held[lease.member] = lease
+            pacer = Runtime.of(self.crawler).shared_pacer
+            if lease.spacing is not None and pacer is not None:
+                pacer.heard_crawl_delay(lease.site, lease.spacing)
             if lease.left is not None:  # another worker left the site: this one defers it too
                 left_elsewhere(self.crawler, lease.site, *lease.left)
             if request is not None:

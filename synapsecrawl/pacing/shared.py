@@ -396,9 +396,14 @@ class RedisPacing:
         except redis.RedisError as error:
             self._unreachable(site, error)
 
+    def heard_crawl_delay(self, site: str, spacing: float) -> None:
+        """Redis holds ``spacing`` as ``site``'s Crawl-delay spacing (a shared frontier's lease said so): the
+        same value read again from its robots.txt copy is not written again."""
+        self._written[site, "spacing"] = spacing
+
     def _write(self, site: str, name: str, value: float) -> None:
-        if name == "slow" and math.isclose(self._written.get((site, name), -1.0), value):
-            return  # measured on every answer: write only a change
+        if math.isclose(self._written.get((site, name), -1.0), value):
+            return  # slow: measured on every answer; spacing: read by every worker: write only a change
         try:
             self._script("set", _SET)(keys=self._keys(site), args=self._args(name, value))
         except redis.RedisError as error:

@@ -99,7 +99,7 @@ local function ungrant(member, ago, slow)
   for part in string.gmatch(g, '[^\t]+') do f[#f + 1] = part end
   local state = f[1]
   local _, id = split(member)
-  redis.call('ZREM', f[2], 'f' .. id)
+  redis.call('ZREM', f[2], 'F:' .. id)
   if slow > 0 then redis.call('HSET', state, 'slow', string.format('%.6f', slow)) end
   local s = site_spacing(state, f[3])
   local gap = s + math.min(s * tonumber(f[4]), tonumber(f[5])) + tonumber(f[6])
@@ -164,7 +164,8 @@ return added
 # spacing when the pacer has none yet, grant (0|1), the unsent keys' tail, the margin (ratio, cap, seconds),
 # then the worker's finished leases to acknowledge first: (member, seconds since its request reached the
 # server or -1, slow spacing its answer measured or 0) triples.
-# Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due, granted} or
+# Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due, granted, the
+# site's Crawl-delay spacing in the pacer ('' none yet)} or
 # {0, seconds until the next site is due (-1: none), reclaimed, sites left}: the worker sleeps until then
 # instead of asking again (one round trip a page for the lease and the last one's acknowledgement, #16).
 # With grant 1 and one download a site at a time, a lease of a site whose Crawl-delay is known holds the
@@ -208,7 +209,12 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
       -- while the others idle (#16). Due again when that lease ends (settle) or expires (the sweep).
       redis.call('ZADD', P .. ':ready', now + lease_for, site)
     elseif (not left) and redis.call('ZCOUNT', head .. site .. leases_tail, now, '+inf') >= concurrency then
-      redis.call('ZADD', P .. ':ready', now + poll, site)
+      -- Held by leases' grants only: due again when one ends (settle) or expires (the sweep), not polled.
+      local later = now + lease_for
+      for _, held in ipairs(redis.call('ZRANGEBYSCORE', head .. site .. leases_tail, now, '+inf')) do
+        if string.sub(held, 1, 2) ~= 'F:' then later = now + poll end
+      end
+      redis.call('ZADD', P .. ':ready', later, site)
     else
       local q = P .. ':q:' .. site
       local got = redis.call('XREADGROUP', 'GROUP', 'workers', worker, 'COUNT', 1, 'STREAMS', q, '>')
@@ -231,7 +237,7 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
           local gap = spacing + math.min(spacing * margin[1], margin[2]) + margin[3]
           local leases = head .. site .. leases_tail
           redis.call('HSET', state, 'next', string.format('%.6f', now + gap), 'last', string.format('%.6f', now))
-          redis.call('ZADD', leases, string.format('%.6f', now + lease_for), 'f' .. id)
+          redis.call('ZADD', leases, string.format('%.6f', now + lease_for), 'F:' .. id)
           redis.call('HSET', P .. ':granted', member, table.concat({state, leases, ARGV[11], ARGV[14], ARGV[15],
             ARGV[16]}, '\t'))
           local keep = math.ceil((lease_for + 86400) * 1000)
@@ -245,7 +251,8 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
         else
           redis.call('ZADD', P .. ':ready', now + spacing, site)
         end
-        return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left'), next_due(), granted}
+        return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left'), next_due(), granted,
+          redis.call('HGET', state, 'spacing') or ''}
       end
     end
   end
@@ -278,23 +285,23 @@ for i = 4, #ARGV do
   local g = redis.call('HGET', P .. ':granted', ARGV[i])
   if n == 1 and g then  -- its grant lives as long as the lease
     local _, id = split(ARGV[i])
-    redis.call('ZADD', string.match(g, '^[^\t]+\t([^\t]+)'), 'XX', now + tonumber(ARGV[3]), 'f' .. id)
+    redis.call('ZADD', string.match(g, '^[^\t]+\t([^\t]+)'), 'XX', now + tonumber(ARGV[3]), 'F:' .. id)
   end
 end
 return renewed
 """
 )
 
-# ARGV: P, source id, limit: 1 if one more page of the source may be fetched (and counts it), else 0.
+# ARGV: P, source id, limit, pages wanted: how many of them may be fetched (counted now), and the source's
+# pages counted after this call.
 _BUDGET = (
     _PRELUDE
     + """
-local spent = redis.call('HINCRBY', P .. ':budget', ARGV[2], 1)
-if spent > tonumber(ARGV[3]) then
-  redis.call('HINCRBY', P .. ':budget', ARGV[2], -1)
-  return 0
-end
-return 1
+local wanted = tonumber(ARGV[4])
+local spent = redis.call('HINCRBY', P .. ':budget', ARGV[2], wanted)
+local over = math.min(math.max(spent - tonumber(ARGV[3]), 0), wanted)
+if over > 0 then spent = redis.call('HINCRBY', P .. ':budget', ARGV[2], -over) end
+return {wanted - over, spent}
 """
 )
 
@@ -446,7 +453,9 @@ class SharedFrontier:
             data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
             left = reply[5].decode("utf-8") if isinstance(reply[5], bytes) else str(reply[5])
             self.left_count = int(reply[6])
-            return Lease(site, ident, data, _left(left), granted=int(reply[8]) == 1), float(reply[7]), int(reply[4])
+            spacing = reply[9].decode() if isinstance(reply[9], bytes) else str(reply[9])
+            lease = Lease(site, ident, data, _left(left), int(reply[8]) == 1, float(spacing) if spacing else None)
+            return lease, float(reply[7]), int(reply[4])
         self.left_count = int(reply[3])
         return None, float(reply[1]), int(reply[2])
 
@@ -492,7 +501,20 @@ class SharedFrontier:
 
     def take_page(self, source: str, limit: int) -> bool:
         """Count one page of ``source`` against its limit across all workers; False when it is spent."""
-        return bool(int(self._run("budget", _BUDGET, [source, limit])))
+        return self.take_pages(source, limit, 1)[0] == 1
+
+    def take_pages(self, source: str, limit: int, wanted: int) -> tuple[int, int]:
+        """Count up to ``wanted`` pages of ``source`` against its limit across all workers: how many were
+        counted (0 when it is spent), and the source's pages counted now."""
+        taken, spent = self._run("budget", _BUDGET, [source, limit, wanted])
+        return int(taken), int(spent)
+
+    def untake_pages(self, source: str, count: int) -> None:
+        """Give back ``count`` pages counted by ``take_pages`` and not fetched (a worker stopping)."""
+        try:
+            self._client.hincrby(f"{self.root}:budget", source, -count)
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
 
     def pages_spent(self, source: str) -> int:
         try:
