@@ -179,10 +179,27 @@ local concurrency, scan, poll = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(A
 local grant, unsent_tail = ARGV[12] == '1' and concurrency == 1, ARGV[13]
 local margin = {tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])}
 for i = 17, #ARGV, 3 do settle(ARGV[i], worker, false, ARGV[i + 1], ARGV[i + 2]) end
+-- A site another worker was told to wake for (claimed until its due time and half a second): passed over.
+local function claimed(site)
+  local c = redis.call('HGET', P .. ':claims', site)
+  if not c then return false end
+  local sep = string.find(c, '\t', 1, true)
+  return string.sub(c, 1, sep - 1) ~= worker and tonumber(string.sub(c, sep + 1)) > now
+end
+-- When the next site falls due, claimed for this worker if it is not due yet: each sleeping worker wakes for
+-- a site of its own, not all of them for the first (every worker but one would ask in vain).
 local function next_due()
-  local first = redis.call('ZRANGE', P .. ':ready', 0, 0, 'WITHSCORES')
+  local first = redis.call('ZRANGE', P .. ':ready', 0, 15, 'WITHSCORES')
   if #first == 0 then return '-1' end
-  return string.format('%.3f', math.max(tonumber(first[2]) - now, 0))
+  for i = 1, #first, 2 do
+    if not claimed(first[i]) then
+      local due = tonumber(first[i + 1])
+      if due <= now then return '0.000' end  -- due already: anyone's who asks
+      redis.call('HSET', P .. ':claims', first[i], worker .. '\t' .. string.format('%.3f', due + 0.5))
+      return string.format('%.3f', due - now)
+    end
+  end
+  return string.format('%.3f', math.max(tonumber(first[#first]) - now, poll))
 end
 local reclaimed = 0
 if ARGV[10] == '1' then
@@ -191,7 +208,9 @@ if ARGV[10] == '1' then
   end
 end
 for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'LIMIT', 0, scan)) do
-  if tonumber(redis.call('HGET', P .. ':queued', site) or '0') <= 0 then
+  if claimed(site) then
+    -- another worker wakes for it now
+  elseif tonumber(redis.call('HGET', P .. ':queued', site) or '0') <= 0 then
     redis.call('ZREM', P .. ':ready', site)
   else
     local state = head .. site .. state_tail
@@ -223,6 +242,7 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
         redis.call('ZREM', P .. ':ready', site)
       else
         local id, data = got[1][2][1][1], got[1][2][1][2][2]
+        redis.call('HDEL', P .. ':claims', site)
         redis.call('HINCRBY', P .. ':queued', site, -1)
         redis.call('HINCRBY', P .. ':flight', site, 1)
         local member = site .. '\\t' .. id
