@@ -15,7 +15,12 @@ leaves its requests there, not in a lost memory. Around the streams:
   ``concurrency`` of its downloads are in flight on any worker, nor while one
   lease of it is out before its Crawl-delay is known, so none waits in one
   worker's memory while another worker idles. The pacer's grant in the
-  downloader stays the authority. A lease outlives its download (it ends once
+  downloader stays the authority; with ``grant`` (one download a site at a
+  time) the lease script is that grant too (``granted``: the site's one
+  place, ``F:`` and the stream id in the pacer's leases, kept in ``granted``
+  until the lease ends, with the request's arrival and slow spacing), so a
+  page costs one round trip. A sleeping worker claims (``claims``) the site it
+  wakes for. A lease outlives its download (it ends once
   the answer is read and its links queued), so a site's pace does not wait on
   extraction.
 - ``inflight``: each lease with its expiry (Redis ``TIME`` + the profile's
