@@ -46,7 +46,70 @@ __all__ = ["main", "run_scaleout"]
 
 POSTGRES = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 # Commands a client sends (one round trip each); what scripts call inside Redis is not counted.
-_CLIENT_COMMANDS = ("evalsha", "eval", "multi", "ping", "hgetall", "set", "script", "hello", "client", "select")
+_CLIENT_COMMANDS = (
+    "evalsha",
+    "eval",
+    "multi",
+    "ping",
+    "hgetall",
+    "hincrby",
+    "set",
+    "script",
+    "hello",
+    "client",
+    "select",
+)
+
+
+def _script_names() -> dict[str, str]:
+    """sha1 -> module.NAME of every Lua script the workers run (the frontier's, the pacer's, redis-py's lock)."""
+    import hashlib
+
+    from redis.asyncio.lock import Lock
+
+    from synapsecrawl.pacing import shared as pacing
+    from synapsecrawl.shared import frontier
+
+    names = {hashlib.sha1(Lock.LUA_RELEASE_SCRIPT.encode(), usedforsecurity=False).hexdigest(): "robots lock release"}
+    for module in (frontier, pacing):
+        for name, value in vars(module).items():
+            if name.startswith("_") and isinstance(value, str) and "redis.call" in value:
+                names[hashlib.sha1(value.encode(), usedforsecurity=False).hexdigest()] = (
+                    f"{module.__name__.rsplit('.', 1)[-1]}.{name}"
+                )
+    return names
+
+
+class _Monitor:
+    """Every command clients send, counted by name (a script by its module and name), through MONITOR: one
+    client's view of which calls cost the round trips. It costs Redis CPU, so it is opt-in (``--by-script``)."""
+
+    def __init__(self, port: int) -> None:
+        import threading
+
+        import redis
+
+        self.counts: Counter[str] = Counter()
+        self._names = _script_names()
+        self._client = redis.Redis(port=port, socket_timeout=None)
+        self._thread = threading.Thread(target=self._listen, daemon=True)
+        self._thread.start()
+
+    def _listen(self) -> None:
+        import redis
+
+        try:
+            with self._client.monitor() as monitor:
+                for command in monitor.listen():
+                    if command.get("client_type") == "lua":
+                        continue
+                    parts = str(command.get("command", "")).split()
+                    name = parts[0].lower() if parts else "?"
+                    if name == "evalsha" and len(parts) > 1:
+                        name = self._names.get(parts[1].strip('"'), "evalsha (other)")
+                    self.counts[name] += 1
+        except redis.RedisError:
+            return  # the benchmark's Redis stopped
 
 
 def _round_trips(port: int) -> int:
@@ -88,11 +151,14 @@ def _redis_cpu(port: int) -> float:
     return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
-def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, *, concurrency: int) -> dict[str, Any]:
+def _one(
+    web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, *, concurrency: int, by_script: bool
+) -> dict[str, Any]:
     port = free_port()
     data = tmp / f"redis-{workers}"
     data.mkdir()
     redis_proc = redis_server(port, data)
+    monitor = _Monitor(port) if by_script else None
     schema, kb_uri = _schema()
     url = f"redis://127.0.0.1:{port}/0"
     try:
@@ -175,6 +241,11 @@ def _one(web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, 
         "redis_cpu_ms_per_page": round(1000 * (cpu_after - cpu_before) / max(1, figures.pages_ok), 3),
         "errors": sum(path.read_text(errors="replace").count(" ERROR: ") for path in logs if path.exists()),
         "load": os.getloadavg()[0],
+        **(
+            {"calls_per_page": {k: round(v / max(1, figures.pages_ok), 3) for k, v in monitor.counts.most_common()}}
+            if monitor is not None
+            else {}
+        ),
     }
 
 
@@ -187,6 +258,7 @@ def run_scaleout(
     *,
     latency: float = 0.0,
     concurrency: int = 0,
+    by_script: bool = False,
 ) -> dict[str, Any]:
     specs = make_hosts(hosts, pages, [delay], slow=hosts if latency else 0, slow_seconds=latency)
     result: dict[str, Any] = {
@@ -203,7 +275,7 @@ def run_scaleout(
         urls_file = tmp / "urls.txt"
         urls_file.write_text("\n".join(web.page_urls()) + "\n")
         for count in workers:
-            run = _one(web, urls_file, tmp, count, timeout, concurrency=concurrency)
+            run = _one(web, urls_file, tmp, count, timeout, concurrency=concurrency, by_script=by_script)
             result["runs"].append(run)
             print(json.dumps(run), flush=True)
     base = result["runs"][0]["makespan"] if result["runs"] else 0.0
@@ -225,6 +297,8 @@ def print_result(result: dict[str, Any]) -> None:
             f"{run['speedup']:7.2f}  {run['gap_violations'] + run['concurrency_violations']:10d}  "
             f"{run['repeated_fetches']:8d}  {run['round_trips_per_page']:16.2f}  {run['redis_cpu_ms_per_page']:17.3f}"
         )
+        if run.get("calls_per_page"):
+            print("         calls a page: " + ", ".join(f"{k} {v:g}" for k, v in run["calls_per_page"].items()))
 
 
 def main() -> None:
@@ -237,6 +311,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each page is answered")
     parser.add_argument("--concurrency", type=int, default=0, help="CONCURRENT_REQUESTS per worker (0: the default)")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    parser.add_argument(
+        "--by-script", action="store_true", help="count each client call by script (MONITOR: costs Redis CPU)"
+    )
     args = parser.parse_args()
     result = run_scaleout(
         args.hosts,
@@ -246,6 +323,7 @@ def main() -> None:
         timeout=args.timeout,
         latency=args.latency,
         concurrency=args.concurrency,
+        by_script=args.by_script,
     )
     print_result(result)
     if args.out is not None:
