@@ -288,3 +288,20 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
     loop.run_until_complete(pacer.aclose())
     loop.close()
     f.close()
+
+
+def test_pages_counted_in_a_block_never_pass_the_limit_and_those_not_fetched_are_given_back(
+    frontier: SharedFrontier,
+) -> None:
+    """#37 (SYN-LIMITS across workers, one round trip for many pages): a block of pages counted against a
+    source's limit in one call is cut at the limit (what is over is not counted), a call past it counts
+    none, one page at a time still works, and pages a stopping worker counted but never fetched are given
+    back for the others."""
+    assert frontier.take_pages("s1", 20, 16) == (16, 16)
+    assert frontier.take_pages("s1", 20, 16) == (4, 20)  # cut at the limit
+    assert frontier.take_pages("s1", 20, 16) == (0, 20)
+    assert not frontier.take_page("s1", 20)
+    frontier.untake_pages("s1", 3)  # a worker stopping with 3 counted, not fetched
+    assert frontier.pages_spent("s1") == 17
+    assert frontier.take_page("s1", 20) and frontier.pages_spent("s1") == 18
+    assert frontier.take_pages("other", 5, 16) == (5, 5)  # each source its own limit
