@@ -141,6 +141,7 @@ class SharedScheduler(BaseScheduler):
     def enqueue_request(self, request: Request) -> bool:
         assert self.spider is not None
         ending = None
+        request.meta.pop(PACING_GRANTED, None)  # its lease, and the start it held, end here: it asks anew
         member = _member(request.meta.get(LEASE))
         entry = self.spider.entry_for(request)
         if entry is None:  # cannot travel as JSON: kept here; the lease it came with is over
