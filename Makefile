@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # e2e tests mostly sleep through politeness delays, so more workers than cores pays off
 TEST_WORKERS ?= 12
 # xdist deals whole files (loadfile) in the collection's order, longest first (tests/costs.py);
-# its default reorder by test count would deal the few-test, slow e2e files last (#15)
+# its default reorder by test count would deal the few-test, slow e2e files last
 TEST_DIST := --dist loadfile --no-loadscope-reorder
 
 .PHONY: install demo test lint fmt bench clean
@@ -30,7 +30,7 @@ lint: install
 
 # Compiled bytecode is kept (in .venv, not beside the sources) even where PYTHONDONTWRITEBYTECODE is
 # set: without it each of the test workers compiled the project and rewrote the asserts of every test
-# file again, 7 s of CPU a worker (#15).
+# file again (docs/benchmarks.md, "Figures behind the code's choices").
 TEST_ENV := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX="$(CURDIR)/$(VENV)/pycache"
 
 test: install lint

@@ -1,4 +1,4 @@
-"""Benchmarks of synapsecrawl: politeness efficiency, throughput and frontier memory (issue #8).
+"""Benchmarks of synapsecrawl: politeness efficiency, throughput and frontier memory.
 
 Run one command each, from the project root: ``python -m bench.politeness``,
 ``python -m bench.throughput``, ``python -m bench.memory``; ``python -m bench.report``

@@ -79,8 +79,7 @@ def _session(sid: int) -> dict[int, tuple[float, float]]:
 
 # Crawls keep their compiled bytecode, as they do on a user's machine, and where `make test` keeps it: a shell with
 # PYTHONDONTWRITEBYTECODE set (this project's sandboxes have it) made every crawl compile the project's modules from
-# source, 85 of them in the crawler (~70 ms) and the extractors in the fork server, where stock Scrapy's modules
-# come compiled with their install (#17).
+# source, in the crawler and in the fork server, where stock Scrapy's modules come compiled with their install.
 _BYTECODE = {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(ROOT / ".venv" / "pycache")}
 
 

@@ -1,4 +1,4 @@
-"""Build the crawl report of a synthetic 2,000-site crawl; print its build time and sizes (#18).
+"""Build the crawl report of a synthetic 2,000-site crawl; print its build time and sizes.
 
     python -m bench.crawl_report [--sites 2000] [--requests 25] [--out DIR]
 

@@ -1,4 +1,4 @@
-"""Extraction alone: CPU ms a page for ``read_document``, and where it goes (#17).
+"""Extraction alone: CPU ms a page for ``read_document``, and where it goes.
 
     python -m bench.extraction                         # 200 bench.sim pages, then the Python docs
     python -m bench.extraction --cprofile --top 25     # and the functions that cost the most

@@ -1,13 +1,13 @@
-"""What a hostile page costs extraction and labelling (#14 item 5), this tree or another.
+"""What a hostile page costs extraction and labelling, this tree or another.
 
     python -m bench.hostile                     # this tree
-    python -m bench.hostile --tree /tmp/before  # another checkout, e.g. the code before #14:
+    python -m bench.hostile --tree /tmp/before  # another checkout, e.g. the code before the bounds:
                                                 #   git archive 47ef83e | tar -x -C /tmp/before
 
 Each page of the hostile corpus (tests/hostile.py) is read at a few sizes, each in a fresh process
 given ``--timeout`` seconds (the extraction worker's guard is 120 s):
 ``extract`` is ``read_document`` (what every profile's worker runs), ``labels`` is ``label_html``
-(OmniscienteBot's labeller: before #14 on a crawler thread, outside any guard), and ``worker``
+(OmniscienteBot's labeller: before the bounds on a crawler thread, outside any guard), and ``worker``
 (this tree only) is ``read_document(label=True)``, what OmniscienteBot's worker runs now, both in one.
 Seconds on a shared machine: a rough figure, never a test.
 """

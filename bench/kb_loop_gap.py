@@ -8,9 +8,17 @@ database: the first crawl stores every page, the second finds a third of them
 now noindex (each leaves the KB) and the rest unchanged (304s, each copy
 marked verified). From the test server's log, per host, a request's lateness is
 its start minus (the previous start + the delay). Printed per crawl: requests,
-the largest lateness, its 95th percentile and median, in milliseconds.
+the largest lateness, its 95th percentile and median, in milliseconds, and the
+SQL statements the crawl sent from the reactor's thread (the main thread;
+those of opening the store, before the first request, apart) and from
+others, counted by tests/sqlcount's ``sitecustomize``: a count that load on
+the machine does not move.
 
-    .venv/bin/python -m bench.kb_loop_gap [--hosts 6] [--pages 20] [--delay 0.25] [--pg postgresql://...]
+``--before TREE`` runs the same crawls from another checkout too (say ``git
+worktree add /tmp/before COMMIT``), alternating with this one ``--repeat``
+times, each crawl into a fresh database.
+
+    .venv/bin/python -m bench.kb_loop_gap [--hosts 6] [--pages 20] [--delay 0.25] [--before TREE] [--repeat 1]
 """
 
 from __future__ import annotations
@@ -27,7 +35,8 @@ from itertools import pairwise
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from bench.common import ROOT, run_process, scrapy_bin
+from bench.common import ROOT, Run, run_process, scrapy_bin
+from tests.helpers import SQL_COUNTER, sql_counts
 from tests.site.server import Hit, Reply, TestServer
 
 POSTGRES_ADMIN_URI = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
@@ -98,69 +107,99 @@ def _drop(name: str) -> None:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def _crawl(tree: Path, urls: Path, uri: str, *, delay: float, tmp: str) -> tuple[Run, dict[str, int]]:
+    counts = Path(tmp) / "sql"
+    counts.mkdir(exist_ok=True)
+    env = {"PYTHONPATH": f"{SQL_COUNTER}:{tree}", "SQL_COUNTS_DIR": str(counts)}
+    run = run_process(
+        [
+            scrapy_bin(),
+            "crawl",
+            "page",
+            "-a",
+            f"urls_file={urls}",
+            "-s",
+            f"KB_URI={uri}",
+            "-s",
+            "HOST_RESOLVE=*.test=127.0.0.1",
+            "-s",
+            "ALLOW_PRIVATE_ADDRESSES=True",
+            "-s",
+            f"DOWNLOAD_DELAY={delay}",
+            "-s",
+            f"REPORT_DIR={tmp}/reports",
+            "-s",
+            f"KB_JOURNAL_DIR={tmp}/journal",
+            "-s",
+            "LOG_LEVEL=INFO",
+        ],
+        cwd=tree,
+        env=env,
+        timeout=300,
+    )
+    return run, sql_counts(counts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=6)
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--delay", type=float, default=0.25)
-    parser.add_argument("--pg", default="", help="a PostgreSQL KB_URI to use (default: a fresh database, dropped)")
+    parser.add_argument("--before", type=Path, help="another checkout to run the same crawls from, alternately")
+    parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
-    name, uri = ("", args.pg) if args.pg else _database()
+    trees = {"this tree": ROOT}
+    if args.before:
+        trees = {f"before ({args.before})": args.before.resolve(), **trees}
     server = TestServer().start()
     hosts = [f"gap{i}.test" for i in range(args.hosts)]
-    results = {}
+    results: list[dict[str, object]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             urls = Path(tmp) / "urls.txt"
             urls.write_text("\n".join(server.url(h, f"/p{n}.html") for n in range(args.pages) for h in hosts) + "\n")
-            for round_name, second in (("first crawl", False), ("re-read, a third now noindex", True)):
-                for index, host in enumerate(hosts):
-                    server.add(host, _routes(index, args.pages, second=second))
-                    if second:
-                        _conditional(server, host)
-                mark = len(server.log())
-                run = run_process(
-                    [
-                        scrapy_bin(),
-                        "crawl",
-                        "page",
-                        "-a",
-                        f"urls_file={urls}",
-                        "-s",
-                        f"KB_URI={uri}",
-                        "-s",
-                        "HOST_RESOLVE=*.test=127.0.0.1",
-                        "-s",
-                        "ALLOW_PRIVATE_ADDRESSES=True",
-                        "-s",
-                        f"DOWNLOAD_DELAY={args.delay}",
-                        "-s",
-                        f"REPORT_DIR={tmp}/reports",
-                        "-s",
-                        "LOG_LEVEL=INFO",
-                    ],
-                    cwd=ROOT,
-                    timeout=300,
-                )
-                server.settle()
-                if run.returncode != 0:
-                    raise SystemExit(f"{round_name}: the crawl failed ({run.returncode}):\n{run.log[-3000:]}")
-                hits = [h for h in server.log()[mark:] if h.host in hosts]
-                late = sorted(lateness(hits, args.delay))
-                results[round_name] = {
-                    "requests": len(hits),
-                    "kb_stored": run.stat("kb/stored"),
-                    "removed_noindex": run.stat("reread/removed/noindex"),
-                    "unchanged_304": run.stat("reread/unchanged"),
-                    "max_late_ms": round(1000 * late[-1], 1) if late else 0.0,
-                    "p95_late_ms": round(1000 * late[int(0.95 * (len(late) - 1))], 1) if late else 0.0,
-                    "median_late_ms": round(1000 * statistics.median(late), 1) if late else 0.0,
-                    "wall_s": round(run.wall, 1),
-                }
+            for repeat in range(args.repeat):
+                for tree_name, tree in trees.items():
+                    name, uri = _database()
+                    try:
+                        for round_name, second in (("first crawl", False), ("re-read, a third now noindex", True)):
+                            for index, host in enumerate(hosts):
+                                server.add(host, _routes(index, args.pages, second=second))
+                                if second:
+                                    _conditional(server, host)
+                            mark = len(server.log())
+                            run, sql = _crawl(tree, urls, uri, delay=args.delay, tmp=tmp)
+                            server.settle()
+                            if run.returncode != 0:
+                                raise SystemExit(
+                                    f"{tree_name}, {round_name}: crawl failed ({run.returncode}):\n{run.log[-3000:]}"
+                                )
+                            hits = [h for h in server.log()[mark:] if h.host in hosts]
+                            late = sorted(lateness(hits, args.delay))
+                            results.append(
+                                {
+                                    "tree": tree_name,
+                                    "repeat": repeat,
+                                    "crawl": round_name,
+                                    "requests": len(hits),
+                                    "kb_stored": run.stat("kb/stored"),
+                                    "removed_noindex": run.stat("reread/removed/noindex"),
+                                    "unchanged_304": run.stat("reread/unchanged"),
+                                    "sql_opening_store": sql["open"],
+                                    "sql_on_loop": sql["loop"],
+                                    "sql_elsewhere": sql["other"],
+                                    "max_late_ms": round(1000 * late[-1], 1) if late else 0.0,
+                                    "p95_late_ms": round(1000 * late[int(0.95 * (len(late) - 1))], 1) if late else 0.0,
+                                    "median_late_ms": round(1000 * statistics.median(late), 1) if late else 0.0,
+                                    "wall_s": round(run.wall, 1),
+                                    "load_1m": round(os.getloadavg()[0], 2),
+                                }
+                            )
+                            print(json.dumps(results[-1]), flush=True)
+                    finally:
+                        _drop(name)
     finally:
         server.stop()
-        if name:
-            _drop(name)
     print(json.dumps({"hosts": args.hosts, "pages": args.pages, "delay_s": args.delay, "runs": results}, indent=2))
 
 

@@ -1,4 +1,4 @@
-"""What a PostgreSQL outage mid-crawl costs a site: pages fetched, stored, journalled and lost (#33).
+"""What a PostgreSQL outage mid-crawl costs a site: pages fetched, stored, journalled and lost.
 
 A site of ``1 + S + S*P`` pages is crawled with ``scrapy crawl site`` into a PostgreSQL cluster of the
 benchmark's own (tests.faults_env.PrivateCluster). Once a third of the pages are stored the server is

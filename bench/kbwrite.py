@@ -1,13 +1,16 @@
-"""The KB write alone: CPU ms a page for SQLite, one transaction a page against batches (#17).
+"""The KB write alone: CPU ms a page for SQLite, one transaction a page against batches.
 
     python -m bench.kbwrite                    # 400 bench.sim pages, batches of 1 (put_page) and 64
     python -m bench.kbwrite --batches 1,8,64 --parts
+    python -m bench.kbwrite --revisit          # + a re-read's rewrite, without and with the revisit rule
 
 The pages are bench.sim's generated pages (about 33 KB of text each), read by
 ``read_document`` as the extraction worker reads them, then written in-process,
 so the figure is the writer thread's CPU without the crawl around it.
 ``--parts`` repeats the batched write with the FTS5 indexing left out
-(passages, then pages too), to show what each index costs.
+(passages, then pages too), to show what each index costs. ``--revisit`` times a re-read's
+write (every page written again, its text unchanged) without and with SnagaBot's revisit rule,
+which reads the copies it replaces in the same transaction (synapsecrawl.kb.revisit).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from bench.sim import _Pages, make_hosts
 from synapsecrawl.extract.read import read_document
 from synapsecrawl.kb import sqlite_content as content
 from synapsecrawl.kb.records import PageRecord, utcnow
+from synapsecrawl.kb.revisit import DAY, RevisitRule, rule_of
 from synapsecrawl.kb.sqlite import SQLiteStore
+from synapsecrawl.profiles import load_profile
 
 __all__ = ["main"]
 
@@ -57,8 +62,16 @@ def _pages(hosts: int, per_host: int) -> list[PageRecord]:
     return pages
 
 
-def _write(pages: list[PageRecord], batch: int, *, drop: tuple[str, ...] = ()) -> float:
-    """CPU seconds a page to write ``pages`` in batches of ``batch`` into a new KB."""
+def _write(
+    pages: list[PageRecord],
+    batch: int,
+    *,
+    drop: tuple[str, ...] = (),
+    revisit: RevisitRule | None = None,
+    again: bool = False,
+) -> float:
+    """CPU seconds a page to write ``pages`` in batches of ``batch`` into a new KB (``again``: into one that
+    holds them already, the write timed being the second), timed by ``revisit`` when given."""
     with tempfile.TemporaryDirectory(prefix="bench-kb-") as tmp:
         store = SQLiteStore(Path(tmp) / "kb.sqlite3")
         if drop:  # leave indexing out: no pages_fts trigger, no passages_fts statement
@@ -69,9 +82,11 @@ def _write(pages: list[PageRecord], batch: int, *, drop: tuple[str, ...] = ()) -
         if "passages" in drop:
             content.write_passages = _unindexed
         try:
+            if again:
+                store.put_pages(pages, revisit)
             started = time.process_time()
             for at in range(0, len(pages), batch):
-                store.put_pages(pages[at : at + batch])
+                store.put_pages(pages[at : at + batch], revisit)
             return (time.process_time() - started) / len(pages)
         finally:
             content.write_passages = index_passages
@@ -95,6 +110,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=20, help="per host")
     parser.add_argument("--batches", default="1,64")
     parser.add_argument("--parts", action="store_true")
+    parser.add_argument("--revisit", action="store_true")
     args = parser.parse_args()
     pages = _pages(args.hosts, args.pages)
     chars = sum(len(p.text) for p in pages) / len(pages)
@@ -104,6 +120,15 @@ def main() -> None:
     if args.parts:
         print(f"  without passages_fts:  {_write(pages, 64, drop=('passages',)) * 1000:5.2f} ms CPU/page")
         print(f"  without any FTS5:      {_write(pages, 64, drop=('passages', 'pages_ai')) * 1000:5.2f} ms CPU/page")
+    if args.revisit:
+        rule = rule_of(load_profile("snagabot").web, 7 * DAY)
+        for batch in (int(b) for b in args.batches.split(",")):
+            plain = min(_write(pages, batch, again=True) for _ in range(3))
+            timed = min(_write(pages, batch, again=True, revisit=rule) for _ in range(3))
+            print(
+                f"  re-read, batches of {batch:3d}: {plain * 1000:5.2f} ms CPU/page, with the revisit rule"
+                f" {timed * 1000:5.2f} ({timed / plain:.2f}x)"
+            )
 
 
 if __name__ == "__main__":

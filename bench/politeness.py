@@ -4,7 +4,7 @@
     python -m bench.politeness --hosts 200 --pages 10 --delay 1.0
     python -m bench.politeness --hosts 2000 --pages 5 --delay 10
     python -m bench.politeness --hosts 60 --pages 10 --delays 1,2,3 --slow 5 --failing 5
-    python -m bench.politeness --hosts 20 --pages 25 --delay 0.2 --docs   # #17: the Python 3.11 docs as pages
+    python -m bench.politeness --hosts 20 --pages 25 --delay 0.2 --docs   # the Python 3.11 docs as pages
 
 Every host's robots.txt states its Crawl-delay; ``scrapy crawl page`` fetches
 the URL list (robots.txt first, then the pages, each gap at least the
@@ -17,7 +17,7 @@ Crawl-delay, CONCURRENT_REQUESTS_PER_DOMAIN = 1, ROBOTSTXT_OBEY = True).
 
 Pages are bench.sim's generated ones unless ``--docs [DIR]`` serves a
 directory's HTML files instead (default: the Python 3.11 docs' library pages,
-Debian's python3.11-doc), issue #17's benchmark.
+Debian's python3.11-doc): the CPU-per-page benchmark.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def _ours(
     urls_file: Path, tmp: Path, *, profile: str, floor: float, extra: list[str], timeout: float, keep_kb: bool = False
 ) -> Run:
     # Every round into an empty KB, as the first, unless ``keep_kb``: a KB that holds the pages makes the crawl a
-    # re-read (validators looked up, every page fetched again and written over), which costs otherwise (#17's
-    # rounds 2 and 3 were re-reads by mistake till 2026-12-04). bench.reread measures re-reads answered 304.
+    # re-read (validators looked up, every page fetched again and written over), which costs otherwise (the docs
+    # benchmark's rounds 2 and 3 were re-reads by mistake till 2026-12-04). bench.reread measures re-reads answered 304.
     if not keep_kb:
         for leftover in tmp.glob("kb.sqlite3*"):
             leftover.unlink()
@@ -318,7 +318,7 @@ def main() -> None:
         nargs="?",
         const=DOCS_DIR,
         metavar="DIR",
-        help=f"serve DIR's .html files as the pages, not generated ones (no DIR: {DOCS_DIR}, #17's benchmark)",
+        help=f"serve DIR's .html files as the pages, not generated ones (no DIR: {DOCS_DIR}, the Python docs)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="rounds of the crawlers one after the other")
     parser.add_argument(

@@ -1,4 +1,4 @@
-"""A redis-server of a caller's own on a free loopback port (#16): bench/scaleout.py and the shared crawl's
+"""A redis-server of a caller's own on a free loopback port: bench/scaleout.py and the shared crawl's
 failure tests (tests/e2e/test_shared_crawl_failures.py) each start one, never the shared 6379, so their
 counts (INFO commandstats) hold no other client's commands and stopping it stops no one else's Redis.
 

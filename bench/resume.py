@@ -1,4 +1,4 @@
-"""What resuming a killed site crawl costs, against crawling the site afresh (SYN-MODES, SYN-REREAD; #13 item 3).
+"""What resuming a killed site crawl costs, against crawling the site afresh (SYN-MODES, SYN-REREAD).
 
 A site of ``1 + S + S*P`` pages (an index, S sections, P pages of about 20 KB
 under each, every one with an ETag) is crawled with ``scrapy crawl site``:

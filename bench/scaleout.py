@@ -1,4 +1,4 @@
-"""Scale-out: one crawl shared by 1, 2 and 4 workers (#16), from the server's log and Redis's own counts.
+"""Scale-out: one crawl shared by 1, 2 and 4 workers, from the server's log and Redis's own counts.
 
     python -m bench.scaleout --hosts 100 --pages 5 --delay 60 --workers 1,2,4   # politeness-bound (2 requests/s)
     python -m bench.scaleout --hosts 400 --pages 5 --delay 1 --workers 1,2,4    # CPU-bound

@@ -1,4 +1,4 @@
-"""Ranking quality of `kb search` on documentation nobody here wrote: the Python 3.11 docs (#19).
+"""Ranking quality of `kb search` on documentation nobody here wrote: the Python 3.11 docs.
 
     apt-get install -y python3.11-doc        # Debian's HTML docs, /usr/share/doc/python3.11/html
     python -m bench.search_eval               # crawl, then evaluate on SQLite and PostgreSQL

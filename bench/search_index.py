@@ -1,4 +1,4 @@
-"""Search through the ranked index (#38) on ~10,800 pages of real documentation: latency over HTTP, the floor, quality.
+"""Search through the ranked index on ~10,800 pages of real documentation: latency over HTTP, the floor, quality.
 
     apt-get install -y python3.11-doc postgresql-doc-15 python-django-doc python-scipy-doc python-pandas-doc
     python -m bench.search_index                          # SQLite and PostgreSQL, every figure
@@ -162,12 +162,14 @@ def _timed(run: Callable[[str], object], queries: list[str]) -> dict[str, float]
     for query in queries[:5]:
         run(query)  # warm
     latencies = []
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for query in queries:
         t = time.perf_counter()
         run(query)
         latencies.append(time.perf_counter() - t)
-    return _figures(latencies, time.perf_counter() - started)
+    figures = _figures(latencies, time.perf_counter() - started)
+    cpu_ms = round(1000 * (time.process_time() - cpu) / len(queries), 2)
+    return {**figures, "cpu_ms_per_query": cpu_ms, "load_1min": round(os.getloadavg()[0], 1)}
 
 
 def floor(index: Any) -> Callable[[str], object]:
@@ -188,9 +190,23 @@ def floor(index: Any) -> Callable[[str], object]:
     return run
 
 
+def _tree_cpu(root: int) -> float:
+    """CPU seconds (user and system) used so far by process ``root`` and its children (from /proc)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(stat.parent.name) == root or int(fields[1]) == root:  # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def bench_http(uri: str, queries: list[str], clients: int, workdir: Path, workers: int = 1) -> dict[str, float]:
     """GET /api/search from ``clients`` threads, each on one kept-alive connection, all queries split among
-    them, against ``serve --workers WORKERS``."""
+    them, against ``serve --workers WORKERS``; also the service's CPU time per query (all its processes),
+    a figure the machine's other load inflates less than latency."""
     log = workdir / f"serve-{clients}-{workers}.log"
     env = {k: v for k, v in os.environ.items() if k != "SEARCH_TOKEN"}
     with log.open("wb") as out:
@@ -229,12 +245,20 @@ def bench_http(uri: str, queries: list[str], clients: int, workdir: Path, worker
 
         shares = [queries[n::clients] + queries[:2] for n in range(clients)]
         threads = [threading.Thread(target=client, args=(share,)) for share in shares]
+        cpu = _tree_cpu(proc.pid)
         started = time.perf_counter()
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-        return {**_figures(latencies, time.perf_counter() - started), "clients": clients, "workers": workers}
+        wall, cpu = time.perf_counter() - started, _tree_cpu(proc.pid) - cpu
+        return {
+            **_figures(latencies, wall),
+            "server_cpu_ms_per_query": round(1000 * cpu / len(latencies), 2),
+            "load_1min": round(os.getloadavg()[0], 1),
+            "clients": clients,
+            "workers": workers,
+        }
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)

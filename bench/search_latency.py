@@ -1,4 +1,4 @@
-"""Search latency and throughput on a 10,000-page knowledge base (#19): queries/s, p50 and p95.
+"""Search latency and throughput on a 10,000-page knowledge base: queries/s, p50 and p95.
 
     python -m bench.search_eval                 # first: crawls the Python 3.11 docs (499 pages)
     python -m bench.search_latency              # SQLite and PostgreSQL, the store and the HTTP service

@@ -11,8 +11,8 @@ per request (nothing cached), so a 2,000-host web needs no memory to speak of.
 Documents mode (``SimWeb(hosts, docs=directory)``) serves real HTML instead:
 page n of host i is file (i x P + n) mod F of the directory's sorted ``*.html``
 files, at the same ``/articles/{n}.html`` paths with the same robots.txt, its
-bytes as read from disk (each file read once, kept in memory). Issue #17's
-benchmark is the Python 3.11 docs (``DOCS_DIR``, Debian's python3.11-doc). The
+bytes as read from disk (each file read once, kept in memory). The CPU-per-page
+benchmark reads the Python 3.11 docs (``DOCS_DIR``, Debian's python3.11-doc). The
 files' own relative links point at paths that answer 404 here.
 
 ``python -m bench.sim --capacity`` measures the server alone: requests per
@@ -35,7 +35,7 @@ from typing import Protocol, Self
 
 __all__ = ["DOCS_DIR", "Connection", "Handler", "Hit", "HostSpec", "SimWeb", "doc_files", "make_hosts", "page_path"]
 
-DOCS_DIR = Path("/usr/share/doc/python3.11/html/library")  # Debian's python3.11-doc: #17's benchmark pages
+DOCS_DIR = Path("/usr/share/doc/python3.11/html/library")  # Debian's python3.11-doc: the CPU-per-page benchmark's pages
 
 _TEXT = (
     "the of and to in is that for it as was with be by on not he this are or his from at which but have an they "

@@ -7,8 +7,8 @@ crawling: ``DOWNLOAD_DELAY`` = the Crawl-delay, ``CONCURRENT_REQUESTS_PER_DOMAIN
 names to 127.0.0.1; it changes nothing about pacing.
 
 Without ``extract`` it reads each page's title the way a plain Scrapy user
-would (``response.css("title::text")``): #17's "stock spider that only reads
-titles". With ``extract=1`` it runs synapsecrawl's extraction on every page.
+would (``response.css("title::text")``): the CPU-per-page benchmark's "stock spider that only
+reads titles". With ``extract=1`` it runs synapsecrawl's extraction on every page.
 """
 
 from __future__ import annotations

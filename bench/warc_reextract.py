@@ -1,4 +1,4 @@
-"""WARC: what a capture costs on disk, how fast the writer thread writes, and `kb reextract` pages per second (#34).
+"""WARC: what a capture costs on disk, how fast the writer thread writes, and `kb reextract` pages per second.
 
     python -m bench.warc_reextract [--sim 200] [--docs 300] [--profile synapsebot] [--caps]
 

@@ -1,4 +1,4 @@
-"""The web crawl (#39) against a stock Scrapy broad crawl, on a generated web, after the same number of fetches.
+"""The web crawl against a stock Scrapy broad crawl, on a generated web, after the same number of fetches.
 
     python -m bench.webcrawl --fetches 5000                                  # 2,000 hosts, 200,000 pages
     python -m bench.webcrawl --hosts 200 --pages 20000 --fetches 1000        # the smoke check, a few minutes
@@ -297,7 +297,7 @@ def run_webcrawl(
                 if _has_web_spider():
                     crawls.append(("synapsecrawl", _OURS_AGENT, lambda stop: _ours(seeds, tmp, cap, limit, stop)))
                 else:
-                    reason = "no `web` spider on this tree (#39's web spider has not landed): ours not run"
+                    reason = "no `web` spider on this tree: ours not run"
                     result["skipped"]["synapsecrawl"] = reason
                     print(f"bench: {reason}", flush=True)
             if peer:

@@ -1,4 +1,4 @@
-"""A generated web on 127.0.0.1 for the web-crawl benchmark (#39): sites, links, robots.txt and traps, from a seed.
+"""A generated web on 127.0.0.1 for the web-crawl benchmark: sites, links, robots.txt and traps, from a seed.
 
     python -m bench.webgen serve --hosts 2000 --pages 200000 --log /tmp/web.log   # serve until SIGTERM
     python -m bench.webgen stats --hosts 2000 --pages 200000                      # the graph's figures

@@ -156,8 +156,8 @@ class BackoffMiddleware:
             self._pause(site, decision)
 
     def _shared_history(self, site: str, status: int, retry_after: bytes | None) -> SiteHistory | None:
-        """With a shared pacer, the site's streaks as all machines counted them before this answer (#16:
-        403s in a row on different machines are one streak)."""
+        """With a shared pacer, the site's streaks as all machines counted them before this answer (403s
+        in a row on different machines are one streak)."""
         pacer = self._runtime.shared_pacer
         if pacer is None:
             return None
@@ -184,7 +184,7 @@ class BackoffMiddleware:
             return
         if site not in self._book.left:
             self._book.left[site] = (until, _why(decision))
-            if self._runtime.shared_crawl is not None:  # every worker defers the site's requests (#16)
+            if self._runtime.shared_crawl is not None:  # every worker defers the site's requests
                 self._leave_shared(site, until, _why(decision))
             self._book.stat(f"backoff/left/{decision.reason}")
             logger.info(

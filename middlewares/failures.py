@@ -1,29 +1,10 @@
 """Why a download failed, in the crawl summary's words: the one place Twisted's errors are translated.
 
-Scrapy hands a failed download to the request's errback as a Twisted
-``Failure``. Scrapy 2.19 wraps Twisted's errors in its own
-(``DownloadTimeoutError``, ``DownloadFailedError``, ``ResponseDataLossError``,
-the Twisted one as ``__cause__``), and Twisted's are often wrappers
-(``ResponseNeverReceived``, ``ResponseFailed``) around the reasons its HTTP/1.1
-client met::
-
-    TimeoutError                      timeout     DOWNLOAD_TIMEOUT passed (a stall, a slow drip)
-    ResponseFailed[...]               the reasons:
-        ParseError, ValueError,       malformed   not HTTP/1.x framing (status line, Content-Length,
-        KeyError                                  an unknown Transfer-Encoding)
-        _MalformedChunkedDataError    malformed   a chunk size that is no number
-        _DataLoss                     cut-short   ended before its Content-Length or last chunk
-        ConnectionDone/Lost           closed      closed or reset before a status line and headers
-                                                  (HTTP/0.9, 1xx then close, a header line past
-                                                  Twisted's 16 KiB limit, on which it closes)
-    ConnectionRefusedError            refused
-    DNSLookupError                    dns
-    SSLError                          tls
-
-``describe`` returns the kind (``synapsecrawl.crawl.summary.FAIL_KINDS``) and a few
-words for the one log line. ``quiet_dataloss_hint`` drops Scrapy's own hint at
-the first body cut short ("set DOWNLOAD_FAIL_ON_DATALOSS = False"): a second
-line for that URL, advising what we refuse on purpose (a cut body is no page).
+``describe`` unwraps the ``Failure`` a download's errback gets (Scrapy's errors, Twisted's ``ResponseFailed`` and
+the reasons inside it) into one of ``synapsecrawl.crawl.summary.FAIL_KINDS`` and a few words for the one log line;
+it reads the request's ``download_timeout`` meta. ``quiet_dataloss_hint`` drops Scrapy's second line at a body cut
+short, which advises what we refuse on purpose. Which error is which kind: docs/architecture.md, "Inside the larger
+modules".
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ and ``tdm-policy`` headers, then the meta tags). ``pipelines.index`` stores them
 Labels only: no text leaves this middleware.
 
 The labels and the meta tags are read where the page is read, in an extraction
-worker under its time guard (``read_document(label=True)``, #14); the spider
+worker under its time guard (``read_document(label=True)``); the spider
 leaves them in ``response.meta["page_labels"]``. Nothing is parsed here, on the
 crawler's threads.
 """

@@ -1,20 +1,10 @@
 """Redirects that keep to the crawl's scope and the profile's rule.
 
-Replaces Scrapy's RedirectMiddleware (same order, 600) with a subclass: the
-hop is built as Scrapy builds it, then judged by
-``synapsecrawl.crawl.scope.redirect_refusal`` against the URL that began the chain
-and the spider's ``scopes`` (SYN-SCOPE; YOT-REDIRECT: same site, at most
-``REDIRECT_MAX_TIMES`` in a row, which the profile add-on sets). A followed
-redirect goes back through every other middleware (robots.txt, scheme and
-address guards, pacing), and counts once toward the page limit.
-
-robots.txt fetches follow their redirects wherever they lead, up to the
-profile's limit (RFC 9309 §2.3.1.2), although they ask for every status.
-
-A page's redirect to a Location that cannot be requested (``javascript:``, an
-invalid IPv6 literal, port 99999: ``synapsecrawl.urls.url_problem``) is one
-line and the page counted as skipped, not a traceback; a robots.txt's is
-"unreachable" (``middlewares.robots``).
+Replaces Scrapy's RedirectMiddleware (order 600) with a subclass whose hops are judged by
+``synapsecrawl.crawl.scope.redirect_refusal`` (SYN-SCOPE; YOT-REDIRECT: same site, at most ``REDIRECT_MAX_TIMES``,
+which the profile add-on sets); robots.txt fetches follow theirs up to the profile's limit (RFC 9309 §2.3.1.2). A
+Location that cannot be requested is one line and a skip. Meta keys it reads: ``dont_redirect``, ``redirect_urls``,
+``handle_httpstatus_list``, ``handle_httpstatus_all``. More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ class _State:
 
 
 # Playwright is imported only once rendering is on: a crawl without JS_RENDERING (the default) does not
-# pay its ~0.2 s import at every start.
+# pay its import at every start.
 def _playwright_error() -> type[Exception]:
     from playwright.async_api import Error
 

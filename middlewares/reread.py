@@ -1,24 +1,19 @@
 """Re-reads in the crawl: conditional requests from the KB's validators, and what each answer does to a copy.
 
-``RereadMiddleware`` is a thin adapter over ``synapsecrawl.kb.reread``. For a page
-the crawl's KB already holds it sends the stored validators (the KB keeps
-them, not Scrapy's HTTP cache), then judges the final answer, after redirects
-and before the type gate could drop it: a 304 marks the copy verified and
-ends the request (``Unchanged``, with the page's stored outlinks in
-``reread_outlinks`` for the spider's errback), unless its X-Robots-Tag now says noindex
-(RFC 9111 §4.3.4: a 304's fields update the stored ones), which deletes the
-copy; 404 and 410 delete the copy; a 2xx goes on to the spider, whose item
-replaces it. A stored page that now redirects for good (301, 308) loses its
-copy under the old address once the new one answers. A request robots.txt
-refuses by rules it could read deletes the copy without a fetch; an
-unreadable robots.txt never does (SYN-REMOVE). Deleting is ``middlewares.removals``'s;
-the KB is ``runtime.kb`` and its name ``runtime.target.kb``.
+``RereadMiddleware``, a thin adapter over ``synapsecrawl.kb.reread``, sends a stored page's validators and judges
+the final answer: a 304 marks the copy verified and ends the request (``Unchanged``, its stored outlinks in meta
+``reread_outlinks``) unless it now says noindex; 404 and 410 delete the copy; a 2xx goes on to the spider; a
+permanent redirect moves it; robots.txt rules it could read delete it without a fetch (SYN-REMOVE). It reads
+``runtime.kb`` and ``runtime.target.kb`` (a worker's: ``target.kb_of``); a stored page not yet due under an
+adapting revisit rule ends as ``Unchanged`` without a request (``reread/not_due``); deleting is
+``middlewares.removals``'s. More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -28,11 +23,14 @@ from scrapy.exceptions import IgnoreRequest
 from middlewares.engine.exceptions import Unchanged
 from middlewares.engine.runtime import Runtime
 from middlewares.removals import Reason, Removals
-from synapsecrawl.crawl.kinds import kind_of
+from synapsecrawl.crawl.kinds import RequestKind, kind_of
 from synapsecrawl.extract.directives import parse_directives
 from synapsecrawl.kb.reread import conditional_headers, effect_of, fetched_in_run
+from synapsecrawl.kb.revisit import due_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
@@ -59,6 +57,7 @@ class RereadMiddleware:
         self._crawler = crawler
         self._runtime = runtime
         self._hosts: OrderedDict[tuple[str, str], asyncio.Future[bool]] = OrderedDict()  # (kb, host prefix)
+        self.clock: Callable[[], float] = time.time  # when a stored copy's due time is judged against
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RereadMiddleware:
@@ -68,8 +67,7 @@ class RereadMiddleware:
         """Whether the KB may hold a copy of ``url``: False when it holds no page under its scheme and host.
 
         Asked once per host (and KB) for the crawl, not once per page: in a first crawl each page's look-up of
-        validators it does not have is a thread hop. On 500 Python docs pages (#17), leaving the look-ups out
-        saved 0.4 s of ~7.8 s of CPU (8 alternated pairs); this question 0.23 s of ~6.9 (4 pairs). A host's
+        validators it does not have is a thread hop (the CPU it saves: docs/benchmarks.md). A host's
         pages the crawl stores itself come from its own fetches, which need no validators. At most
         ``_HOSTS_KEPT`` hosts are remembered.
         """
@@ -97,8 +95,23 @@ class RereadMiddleware:
         verified = stored.verified_at.timestamp() if stored.verified_at is not None else None
         return bool(started) and fetched_in_run(stored.fetched_at.timestamp(), verified, started)
 
-    def _kb(self) -> str | None:
-        return self._runtime.target.kb
+    def _kb(self, request: Request) -> str | None:
+        target = self._runtime.target
+        if target.kb is None and target.kb_of is not None:
+            return target.kb_of(request)  # a shared crawl's worker: the KB of the request's source
+        return target.kb
+
+    def _not_due(self, request: Request, stored: PageRecord) -> float | None:
+        """When the stored copy is due again, if that is still to come and this crawl waits for it: a crawl
+        of a source (or a shared crawl's) under a rule that adapts, for a page (kb.revisit); else None."""
+        rule = self._runtime.kb.revisit
+        target = self._runtime.target
+        if rule is None or not rule.adaptive or kind_of(request.meta) is not RequestKind.PAGE:
+            return None
+        if target.source is None and target.kb_of is None:
+            return None  # an on-demand fetch: asked for now, by someone waiting for it
+        due = due_of(stored, rule.first)
+        return due if due > self.clock() else None
 
     def _stat(self, key: str) -> None:
         assert self._crawler.stats is not None
@@ -113,7 +126,7 @@ class RereadMiddleware:
             moved_from = request.meta.pop("reread_url")
             if (request.meta.get("redirect_reasons") or [0])[-1] in _PERMANENT and moved_from != _kept_as(request):
                 request.meta["reread_moved"] = moved_from  # its copy goes once the new address answers
-        kb = self._kb()
+        kb = self._kb(request)
         if kb is None or "reread_url" in request.meta or any(name in request.headers for name in _VALIDATORS):
             return  # not a KB crawl, already done for this URL, or the spider sends its own validators
         if not await self._host_held(kb, _kept_as(request)):
@@ -127,13 +140,19 @@ class RereadMiddleware:
             self._stat("reread/in_this_run")
             request.meta["reread_outlinks"] = stored.outlinks
             raise Unchanged(f"already fetched in this run of its source: {request.url}")
+        due = self._not_due(request, stored)
+        if due is not None:
+            # Not asked for before it is due: its stored links lead on, as a 304's would (kb.revisit)
+            self._stat("reread/not_due")
+            request.meta["reread_outlinks"] = stored.outlinks
+            raise Unchanged(f"not due again before {_iso(due)}: {request.url}")
         request.meta["reread_url"] = request.url
         request.meta["reread_fetched_at"] = stored.fetched_at.isoformat()  # a 304's WARC revisit refers to it
         for field, value in conditional_headers(stored.etag, stored.last_modified).items():
             request.headers[field] = value
 
     async def process_response(self, request: Request, response: Response) -> Response:
-        kb = self._kb()
+        kb = self._kb(request)
         if kb is not None and "reread_moved" in request.meta and _final(response.status):
             await self._forget_moved(kb, request.meta.pop("reread_moved"), request.url)
         if request.meta.get("reread_url") != request.url or kb is None:
@@ -177,9 +196,13 @@ class RereadMiddleware:
             return
         if request.meta.get("robots_outcome") != "parsed":
             return  # robots.txt unreadable: not a reason to remove anything
-        kb, url = self._kb(), _kept_as(request)
+        kb, url = self._kb(request), _kept_as(request)
         if kb is not None:
             await Removals.of(self._crawler).remove(kb, url, "robots", "robots.txt now disallows it")
+
+
+def _iso(unix: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix))
 
 
 def _final(status: int) -> bool:

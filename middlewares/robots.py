@@ -160,7 +160,7 @@ class RobotsMiddleware:
         shared = self._runtime.shared_crawl
         if shared is None:
             return await self._load_copy(origin, now, stored=not self._profile.robots.once_per_crawl)
-        # A shared crawl (#16): one worker fetches a site's robots.txt, the others wait and read its copy from
+        # A shared crawl: one worker fetches a site's robots.txt, the others wait and read its copy from
         # the KB (fresh from the crawl's start, so "once per crawl" holds across workers).
         # A copy already there is read without the lock (two Redis round trips a site and worker less).
         known = await self._stored_copy(origin, time.time())

@@ -1,18 +1,10 @@
 """Web Bot Auth on the wire: every request of a signing profile leaves signed.
 
-A thin adapter over ``synapsecrawl.signing``. It sits last in the downloader
-middleware chain (950), after everything that changes a request (Scrapy's
-default headers, User-Agent, retries and redirects), so what it signs is what
-is sent. It signs when the request goes on the wire: ``PacedDownloader`` calls
-``process_send`` after every wait (the site's spacing, a pause), so
-``created`` is the send time, not the time the request joined its site's
-queue (#13 item 2). Under another downloader it signs in ``process_request``.
-Retries and redirects copy the previous attempt's headers, so every pass
-signs afresh and overwrites: a new ``created``, ``expires`` and nonce.
-
-Signing profiles (SER-SIGN, OMN-SIGN) always sign, robots.txt included; any
-other profile signs when the operator sets ``SIGNING_KEY``. ``check_config``
-has refused unusable signing settings before the crawl starts.
+A thin adapter over ``synapsecrawl.signing``, last in the downloader middleware chain (950), so what it signs is
+what is sent. It signs in ``process_send``, which ``PacedDownloader`` calls after every wait, so ``created`` is the
+send time (in ``process_request`` under another downloader); every retry and redirect is signed afresh. Signing
+profiles (SER-SIGN, OMN-SIGN) always sign, robots.txt included; any other profile signs when ``SIGNING_KEY`` is set.
+More: docs/web-bot-auth.md and docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ class SynapseSpider(scrapy.Spider):
         return True
 
     def _warm_reader(self, **_: Any) -> None:
-        self.runtime.reader.warm()  # the extraction workers start while robots.txt is fetched (#17)
+        self.runtime.reader.warm()  # the extraction workers start while robots.txt is fetched
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **{k: v for k, v in kwargs.items() if k not in {"url", "depth"}})
@@ -157,11 +157,11 @@ class SynapseSpider(scrapy.Spider):
         for problem in page.problems:
             logger.warning("%s: %s", response.url, problem)
         if page.bounded:
-            # What lies within the bounds is kept; the rest of a page written to exhaust a parser is not read (#14).
+            # What lies within the bounds is kept; the rest of a page written to exhaust a parser is not read.
             self.runtime.summary.bound(site)
             logger.warning("%s: read only within bounds: %s", response.url, "; ".join(page.bounded))
         if page.not_text and not page.directives.noindex:
-            # Binary bytes are no text (#14): nothing is stored, and a stored copy stays (SYN-REMOVE: a failure).
+            # Binary bytes are no text: nothing is stored, and a stored copy stays (SYN-REMOVE: a failure).
             self.runtime.summary.skip(site, "binary", response.url)
             logger.warning("%s: not stored, no text: %s", response.url, page.not_text)
             return None

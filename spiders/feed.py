@@ -1,37 +1,12 @@
 """``scrapy crawl feed -a url=FEED_URL | -a urls_file=PATH [-a kb=NAME]``: feeds and their new entries.
 
-Each feed (RSS, Atom or JSON Feed, read by ``synapsecrawl.extract.feeds``) is fetched
-as ``RequestKind.FEED``: robots.txt judges it by the bot's own group only where the
-profile says so (SER-ROBOTS-FEEDS), a failed refresh delays the next by the
-feed curve and a feed still held is skipped here (SER-FEED-BACKOFF,
-``middlewares.feedholds``). The feed itself is kept as a page of the KB (title,
-description, the feed's media type, its ETag and Last-Modified), so its next
-read is conditional and an unchanged feed costs a 304 (SER-COND,
-``middlewares.reread``). A feed counts as first added while the KB holds no
-copy of it.
-
-New entries (no page with the entry's link in the KB yet) are stored as
-pages: the entry's title and text, ``content_type`` the feed's media type
-with ``;type=entry`` (RFC 5023 §12.1), ``published``, ``feed`` and ``image``.
-Two feeds that carry one entry and are read together would both find it new,
-so taking it is a claim only one read wins (``synapsecrawl.crawl.claims``: in
-this process, and through Redis across machines sharing ``PACING_REDIS_URL``),
-and its article is fetched once (SER-OGIMAGE).
-Under a profile that reads images (SereneReader's previews), an entry without
-an image has its article page fetched once, at most 1 MB read, for its
-``og:image`` (SER-OGIMAGE), and no link of it is followed (SER-NOCRAWL); and
-the site's icon is looked for once a month: the feed's own, then
-``/favicon.ico``, ``/apple-touch-icon.png``, ``/apple-touch-icon-precomposed.png``,
-the first 200 with an image type recorded per origin (SER-ICON). Article pages
-and icons obey robots.txt, except the icons looked for when a feed is first
-added (SER-ROBOTS-PAGES). A feed's copy (its validators) is stored once its
-entries are settled, so a crawl stopped half-way reads the feed again in full.
-
-The first-add fetch does not wait for the site's Crawl-delay (meta
-``pacing_skip_crawl_delay``, read by the pacer): the reader who subscribes gets
-the feed at once, spaced from robots.txt by the crawl's delay only. Scheduled
-refreshes (a feed the KB holds) and every other request wait for it
-(SER-ROBOTS-FEEDS).
+Each feed (RSS, Atom or JSON Feed, ``synapsecrawl.extract.feeds``) is fetched as ``RequestKind.FEED`` and kept as a
+page of the KB, so its next read is conditional (SER-COND). Its new entries are stored as pages, each taken by one
+claim (``synapsecrawl.crawl.claims``, SER-OGIMAGE); under a profile that reads images an entry's article is fetched
+once for its og:image, and the site's icon is looked for (SER-ICON). A first add does not wait for the site's
+Crawl-delay (SER-ROBOTS-FEEDS). Meta keys it sets and reads: ``feed_url``, ``feed_entry``, ``feed_first_add``,
+``site_icon``, ``size_limit_bytes``. More: docs/crawling.md, "Feed crawls", and docs/architecture.md, "Inside the
+larger modules".
 """
 
 from __future__ import annotations

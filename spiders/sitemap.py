@@ -1,20 +1,10 @@
 """``scrapy crawl sitemap -a url=URL [-a kb=NAME]``: the pages a sitemap lists.
 
-URL is a sitemap, a sitemap index or a robots.txt with ``Sitemap:`` lines,
-XML or text, gzipped or not (``synapsecrawl.extract.sitemaps`` reads them). Sitemaps
-and pages keep to the host of the URL given (SYN-SCOPE; Scrapy's
-SitemapSpider follows any host); each sitemap is fetched like a page
-(robots.txt, pacing, User-Agent, the page limit) and its entries are
-requested newest ``lastmod`` first, then in document order. A sitemap that
-cannot be read is one log line; the others are read on.
-
-Entries wait in a backlog and are released no faster than the page limit
-can take them (``PageBudgetMiddleware.remaining``), topped up when the crawl
-falls idle: 50,000 entries under a limit of 500 cost 500 requests, not
-50,000 refusals. What is left when the limit is spent counts as skipped.
-
-A robots.txt given as URL is read through ``middlewares.robots``, so it is
-fetched once per crawl like any other.
+URL is a sitemap, a sitemap index or a robots.txt with ``Sitemap:`` lines (``synapsecrawl.extract.sitemaps`` reads
+them). Sitemaps and pages keep to its host (SYN-SCOPE), each fetched like a page, entries newest ``lastmod`` first,
+released no faster than the page limit can take them (``PageBudgetMiddleware.remaining``). Meta keys it sets and
+reads: ``sitemap_nesting``, ``size_limit_bytes``, ``decompressed_limit_bytes``. More: docs/crawling.md, "Sitemap
+crawls", and docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

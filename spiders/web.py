@@ -35,7 +35,7 @@ from synapsecrawl.web.budgets import domain_of
 from synapsecrawl.web.frontier import CUT_REASONS, WebFrontier
 from synapsecrawl.web.neardup import NearDuplicates, fingerprint
 from synapsecrawl.web.request import WebRequest
-from synapsecrawl.web.shared import ADMITTED, KNOWN, SharedNearDuplicates, SharedWebGate
+from synapsecrawl.web.shared import BUDGET, TRAP, Link, SharedNearDuplicates, SharedWebGate
 
 __all__ = ["SharedWebSpider", "WebSpider"]
 
@@ -84,6 +84,11 @@ class WebSpider(SynapseSpider):
         self.copies = NearDuplicates(policy.near_duplicate_bits)
         self._queued = Counter()
         self._settled = False
+
+    def owns(self, url: str) -> bool:
+        """Every page of the crawl's KB belongs to its source (within ``-a sites``): a web crawl stores what it
+        discovers, so its re-read asks for each stored page whose own revisit time has come, linked or not."""
+        return self.sites is None or self.sites.matches(url)
 
     @property
     def backlog(self) -> int:
@@ -222,33 +227,44 @@ class WebSpider(SynapseSpider):
 class SharedWebSpider(WebSpider):
     """The web crawl as a source of a shared crawl (``synapsecrawl crawl add --mode web``), one per worker.
 
-    Each worker screens a page's links (scheme, depth, trap shape: ``WebFrontier.screen``); the seen-set,
-    the budgets per registrable domain, the cut counts and the near-duplicates are the crawl's, in Redis
-    (``synapsecrawl.web.shared``), so they hold across workers. Admitted links are queued in the shared
-    frontier by the same Lua step that marks them seen, and every site takes its turn there across workers;
-    there is no window here and no parking (a link over budget is dropped). Built by ``spiders.worker``
-    (``prepare_shared``); not a spider of its own.
+    Each worker screens a page's links (scheme, the source's allow-list, depth, a trap's path shape:
+    ``WebFrontier.screen``); the seen-set, the trap counts, the budgets per registrable domain (parked links
+    included), each site's waiting URLs in value order, the cut counts and the near-duplicates are the
+    crawl's, in Redis (``synapsecrawl.web.shared``), so they hold across workers. Admitted links are kept by
+    the same Lua step that marks them seen, and a site's frontier stream is refilled with its best waiting
+    URLs as its pages are answered; every site takes its turn there across workers. Built by
+    ``spiders.worker`` (``prepare_shared``); not a spider of its own.
     """
 
     name = ""  # not a spider of its own for Scrapy's loader
     gate: SharedWebGate
     _entry_for: Any
+    _refilled_for: str | None
 
-    def prepare_shared(self, client: Any, root: str, frontier: str, entry_for: Any) -> None:
+    def prepare_shared(
+        self, client: Any, root: str, frontier: str, entry_for: Any, sites: RemovalList | None = None
+    ) -> None:
         """Set up this source's web crawl against the shared crawl's Redis ``client``: its keys under ``root``,
-        admitted links queued in the frontier at ``frontier`` as ``entry_for`` (the worker's) makes them."""
+        admitted links queued in the frontier at ``frontier`` as ``entry_for`` (the worker's) makes them, every
+        discovered URL held to the allow-list ``sites`` (``crawl add --sites``) when there is one."""
         web = self.runtime.profile.web
-        if web.crawl != "open":
+        if web.crawl == "refused":
+            raise ConfigError(f"scrapy crawl web: {web.refusal}")
+        if web.crawl == "allow-list" and sites is None:
             raise ConfigError(
-                f"scrapy crawl web: {web.refusal}"
-                if web.crawl == "refused"
-                else f"{self.runtime.profile.name} crawls only a reviewed list: not as a shared web crawl"
+                f"{self.runtime.profile.name} crawls only a reviewed list of sites: add the source with --sites PATH"
             )
-        self.prepare(None)
+        self.prepare(sites)
         self.gate = SharedWebGate(
-            client, root, web, expected=(self.limits.pages or 10_000) * _EXPECTED_LINKS, frontier=frontier
+            client,
+            root,
+            web,
+            expected=(self.limits.pages or 10_000) * _EXPECTED_LINKS,
+            frontier=frontier,
+            window=self.runtime.profile.concurrency + 1,  # one queued behind each download the site may have
         )
         self._entry_for = entry_for
+        self._refilled_for = None
         self.copies = SharedNearDuplicates(client, root, web.near_duplicate_bits)
 
     async def start(self) -> AsyncIterator[Any]:
@@ -256,9 +272,9 @@ class SharedWebSpider(WebSpider):
         return
         yield
 
-    def _admitted(self, links: list[tuple[str, str | None, int]]) -> None:
-        """Screen ``links`` here, then admit and queue them in Redis in one step (a worker killed after it
-        has lost nothing: what it marked seen is queued)."""
+    def _admitted(self, links: list[tuple[str, str | None, int]], refill: str = "") -> None:
+        """Screen ``links`` here, then judge and keep them in Redis in one step (a worker killed after it
+        has lost nothing: what it marked seen is kept), refilling the site ``refill`` in the same step."""
         cuts: Counter[str] = Counter()
         candidates: list[tuple[str, int, str | None]] = []
         for url, source, depth in links:
@@ -270,23 +286,44 @@ class SharedWebSpider(WebSpider):
                 candidates.append((offer.url, depth, source))
         self.gate.count(cuts)
         unique = list({url: (url, depth, source) for url, depth, source in candidates}.values())
-        queue = []
-        for url, depth, _ in unique:
+        batch = []
+        for url, depth, source in unique:
             entry = self._entry_for(self.page_request(url, meta={"depth": depth}, dont_filter=True))
-            queue.append((self.runtime.site(url), entry.to_json() if entry is not None else ""))
-        verdicts = self.gate.admit(
-            [(url, domain_of(url), None if source is None else domain_of(source)) for url, _, source in unique],
-            queue,
-        )
-        for (url, _, _), verdict in zip(unique, verdicts, strict=True):
-            if verdict not in (ADMITTED, KNOWN):
-                self.runtime.summary.skip(self.runtime.site(url), "budget", url)
+            site = self.runtime.site(url)
+            linker = None if source is None else domain_of(source)
+            data = entry.to_json() if entry is not None else ""
+            batch.append(Link(url, domain_of(url), linker, depth, site, data))
+        if not batch:
+            if refill:
+                self.gate.refill([refill])
+            return
+        verdicts = self.gate.admit(batch, refill=refill)
+        for link, verdict in zip(batch, verdicts, strict=True):
+            if verdict in (BUDGET, TRAP):
+                self.runtime.summary.skip(link.site, "budget" if verdict == BUDGET else "trap", link.url)
 
     def _offer_all(self, urls: list[str] | tuple[str, ...], source: str, depth: int) -> None:
-        self._admitted([(url, source, depth) for url in urls])
+        """A page's links, judged in the step that refills its site (no second round trip at its answer)."""
+        self._admitted([(url, source, depth) for url in urls], refill=self.runtime.site(source))
+        self._refilled_for = source
 
     def _answered(self, request: scrapy.Request | None) -> None:
-        """Nothing to release: the shared frontier hands out every site's turn."""
+        """One of a site's pages is answered: its site's stream gets its best waiting URLs (done already if
+        the page's links were just judged), and so does the site a redirect to it came from (its lease ended
+        when the redirect was queued, with no page of that site answered)."""
+        if request is None:
+            return
+        sites = {self.runtime.site(url) for url in (*request.meta.get("redirect_urls", ()), request.url)}
+        if self._refilled_for == request.url:
+            self._refilled_for = None
+            sites.discard(self.runtime.site(request.url))
+        if sites:
+            self.gate.refill(sorted(sites))
+
+    def refill_all(self) -> int:
+        """Queue what waits for sites whose streams ran dry without a page answered (the worker, when the
+        crawl looks drained)."""
+        return self.gate.refill_all()
 
     def _duplicate(self, url: str, text: str) -> bool:
         duplicate = super()._duplicate(url, text)

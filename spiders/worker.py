@@ -1,24 +1,11 @@
-"""``scrapy crawl worker -a crawl=NAME [-a stay=1]``: one worker of a crawl shared by many machines (#16).
+"""``scrapy crawl worker -a crawl=NAME [-a stay=1]``: one worker of a crawl shared by many machines.
 
-Every worker of a crawl points at one Redis (``PACING_REDIS_URL``, which also
-shares the per-site pacer) and one KB (``KB_URI``, PostgreSQL). Work goes in
-with ``synapsecrawl crawl add --crawl NAME ...``: a source (page, site,
-sitemap or feed, with its KB, depth and page limit) and one start entry. The
-worker that leases a source's start entry runs that mode's own spider's
-``start`` (``spiders.page``, ``.site``, ``.sitemap``, ``.feed``); every request
-it and the answers yield goes back to the shared frontier
-(``middlewares.engine.shared_scheduler``), so any worker may fetch it, in its site's
-turn. The mode's spider (one per source, in every worker) reads each answer:
-scope, depth and nofollow are the mode's own. The page limit of a source is
-counted in Redis, across workers (``take_page``).
-
-A lease ends once the request's answer has been read and its items and links
-handed on (the scraper is done with it), so a worker killed at any point
-loses nothing: what it held goes back to the frontier when its lease expires.
-
-The worker stops when the crawl has nothing pending and nothing in flight on
-any worker (checked twice, a heartbeat apart), or keeps waiting for new work
-with ``-a stay=1`` (a worker under Scrapyd that should not end).
+Every worker points at one Redis (``PACING_REDIS_URL``) and one PostgreSQL KB (``KB_URI``). The worker that leases a
+source's start entry runs that mode's spider's ``start``; every request goes back to the shared frontier
+(``middlewares.engine.shared_scheduler``), and the mode's spider reads each answer. A source's page limit is counted
+in Redis (``take_page``). A lease ends once its answer is read and handed on, so a killed worker loses nothing. It
+stops when no worker has anything pending or in flight, or waits on with ``-a stay=1``. More: docs/operations.md,
+"One crawl shared by many workers", and docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -54,7 +41,8 @@ from synapsecrawl.crawl.kinds import KIND, RequestKind
 from synapsecrawl.crawl.meta import LEASE, ORIGIN
 from synapsecrawl.crawl.request import CrawlRequest, WorkerRequest
 from synapsecrawl.errors import ConfigError
-from synapsecrawl.shared.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source
+from synapsecrawl.kb.removals import RemovalList
+from synapsecrawl.shared.entries import BadEntry, Entry, FrontierUnreachable, Lease, Source, web_root
 
 if TYPE_CHECKING:
     from synapsecrawl.shared.frontier import SharedFrontier
@@ -141,7 +129,9 @@ class WorkerSpider(scrapy.Spider):
         runtime.shared_crawl = spider.frontier
         pacer.report_outages = False  # the scheduler says in one line that Redis does not answer, and when it does
         spider.limits = replace(runtime.limits, pages=0)  # each source's limit is counted in Redis
-        runtime.target = CrawlTarget(name=spider.name, limits=spider.limits, take_page=spider.take_page)
+        runtime.target = CrawlTarget(
+            name=spider.name, limits=spider.limits, take_page=spider.take_page, kb_of=spider.kb_of
+        )
         spider.stay = arguments.stay
         spider._delegates = {}
         spider._ids = {}
@@ -204,12 +194,21 @@ class WorkerSpider(scrapy.Spider):
                 import redis  # a web source's own client: the frontier's is the frontier's
 
                 client = redis.Redis.from_url(self.frontier.url, socket_timeout=5.0, socket_connect_timeout=5.0)
-                spider.prepare_shared(client, f"{self.frontier.root}:web", self.frontier.root, self.entry_for)
+                sites = RemovalList.parse("\n".join(source.sites)) if source.sites is not None else None
+                spider.prepare_shared(client, web_root(self.frontier.root), self.frontier.root, self.entry_for, sites)
             except ConfigError as error:
                 raise BadEntry(f"source {source.id}: {error}") from None
         if isinstance(spider, FeedSpider):
             spider.prepare(self.crawler)
         return spider
+
+    def kb_of(self, request: scrapy.Request) -> str | None:
+        """The KB of the source a request was made for (its re-read asks that KB for a stored copy)."""
+        source = (request.meta.get(ORIGIN) or {}).get("src")
+        try:
+            return self.delegate(str(source)).crawl.kb if source else None
+        except BadEntry:
+            return None
 
     # Requests to and from the frontier.
 
@@ -383,6 +382,8 @@ class WorkerSpider(scrapy.Spider):
             drained = self.frontier.drained()
         except FrontierUnreachable:
             raise DontCloseSpider("Redis does not answer") from None
+        if drained and self._refill_web():
+            drained = False
         if not drained:
             self._drained_once = 0.0
             raise DontCloseSpider("other workers still hold requests of the crawl")
@@ -390,6 +391,20 @@ class WorkerSpider(scrapy.Spider):
         if not self._drained_once or now - self._drained_once < 1.0:
             self._drained_once = self._drained_once or now
             raise DontCloseSpider("drained once: checking again")
+
+    def _refill_web(self) -> int:
+        """URLs a web source kept waiting for a site whose stream ran dry with no page of it answered (a lease
+        ended without its page read): queued now, so the crawl is not drained while they wait."""
+        import redis  # as the web sources' own clients
+
+        moved = 0
+        for spider in self._delegates.values():
+            if isinstance(spider, SharedWebSpider):
+                try:
+                    moved += spider.refill_all()
+                except redis.RedisError as error:  # Redis gone: the drained check already said so, or will
+                    logger.warning("web crawl: waiting URLs not looked at (%s)", error)
+        return moved
 
     async def closed(self, reason: str) -> None:
         """Record each source this worker read, for ``recrawl`` (SYN-REREAD)."""

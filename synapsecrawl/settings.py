@@ -11,7 +11,7 @@ COMMANDS_MODULE = "synapsecrawl.cli.commands"
 
 BOT_PROFILE = "synapsebot"
 KB_URI = ""  # empty: sqlite:///.synapsecrawl/kb.sqlite3 in the working directory
-KB_BATCH_PAGES = 8  # pages in one KB transaction at most (#17); 64 completed in bursts that held the loop
+KB_BATCH_PAGES = 8  # pages in one KB transaction at most; larger batches completed in bursts that held the loop
 KB_BATCH_SECONDS = 0.25  # how long a batch waits for more pages after its first
 KB_OUTAGE_SECONDS = 300  # a KB unavailable longer than this ends the crawl (exit 75), what it holds journalled
 KB_BUFFER_PAGES = 256  # pages held in memory while the KB is unavailable; past them, in the journal
@@ -40,8 +40,8 @@ HTTPCACHE_ENABLED = False
 # 429 and 503 are the backoff's to judge; an immediate retry ignores Retry-After.
 RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
 RETRY_TIMES = 2
-# A page whose retries are spent is one WARNING line from its spider's errback (spiders.base.page_failed,
-# #14), naming the URL and the reason in words; Scrapy's own give-up line would be a second, at ERROR.
+# A page whose retries are spent is one WARNING line from its spider's errback (spiders.base.page_failed),
+# naming the URL and the reason in words; Scrapy's own give-up line would be a second, at ERROR.
 RETRY_GIVE_UP_LOG_LEVEL = "DEBUG"
 REREAD_DAYS = None  # days between re-reads of a source, above 0; unset = the profile's (synapsebot: 7)
 REMOVAL_LIST = ""  # a file of domains and URL prefixes deleted from the KB and never fetched
@@ -54,22 +54,20 @@ PACING_REDIS_URL = ""  # empty: each process paces itself
 # synapsecrawl.crawl.render.RenderConfig's.
 
 # Requests wait for their site in the queue (below), so this bounds only
-# downloads and answers in progress: 64 keeps ~20 pages/s even at 3 s latency,
-# and smaller batches of answers keep the event loop's lag, which stretches
-# the next gaps, short (200 sites at 20 s: efficiency 0.74-0.84 with 256,
-# 0.88-0.89 with 32-64; docs/benchmarks.md, #8).
+# downloads and answers in progress, and smaller batches of answers keep the
+# event loop's lag, which stretches the next gaps, short (docs/benchmarks.md).
 CONCURRENT_REQUESTS = 64
 # Pages are read (trafilatura, pypdf) in worker processes, so a batch of
-# answers never holds up the event loop that sends the next requests on time
-# (#8). "auto": one per core (#17: on 2 cores one worker was the bound); 0 reads in this process.
+# answers never holds up the event loop that sends the next requests on time.
+# "auto": one per core (on 2 cores one worker was the bound); 0 reads in this process.
 EXTRACT_PROCESSES = "auto"
 # Scrapy starts CONCURRENT_ITEMS tasks for every response's output (default
-# 100: 0.6 ms of event-loop time for a page's one item); our spiders yield one
+# 100, each costing event-loop time for a page's one item); our spiders yield one
 # item a page, a feed some dozens, all written through one KB connection.
 CONCURRENT_ITEMS = 16
 DOWNLOADER = "middlewares.engine.downloader.PacedDownloader"
 # The queue hands out a request only when its site is due: waiting is done
-# there, not in the downloader, where it would hold a global slot (#8).
+# there, not in the downloader, where it would hold a global slot.
 SCHEDULER_PRIORITY_QUEUE = "middlewares.engine.scheduler.PacedPriorityQueue"
 TWISTED_DNS_RESOLVER = "middlewares.engine.resolver.GuardedResolver"
 
@@ -115,7 +113,7 @@ EXTENSIONS = {
     # before the summary (500), which closes the KB on spider_closed: the source is recorded first
     "middlewares.engine.sources.SourceExtension": 490,
     "middlewares.engine.summary.SummaryExtension": 500,
-    "middlewares.engine.requestlog.RequestLogExtension": 510,  # the request log and crawl report (#18)
+    "middlewares.engine.requestlog.RequestLogExtension": 510,  # the request log and crawl report
     "middlewares.engine.warc.WarcExtension": 520,  # WARC_DIR only: what went on the wire, as WARC
     "middlewares.engine.metrics.MetricsExtension": 530,  # METRICS_PORT: the crawl's figures for Prometheus
 }
@@ -132,6 +130,6 @@ FEED_EXPORT_ENCODING = "utf-8"
 DEPTH_PRIORITY = 1
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 # Pending requests as small pickles, not live objects: a 1M-URL queue in a
-# few hundred MB instead of gigabytes (#8, docs/benchmarks.md); start URLs too.
+# few hundred MB instead of gigabytes (docs/benchmarks.md); start URLs too.
 SCHEDULER_MEMORY_QUEUE = "middlewares.engine.queues.CompactFifoQueue"
 SCHEDULER_START_MEMORY_QUEUE = "middlewares.engine.queues.CompactFifoQueue"

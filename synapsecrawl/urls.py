@@ -25,8 +25,8 @@ _SEEN_URLS = 16_384
 
 # A URL w3lib's canonical form leaves as it is: http(s), a host of lower-case ASCII labels, a port without a leading
 # zero up to 65535, a path of unreserved characters and no dot segment, no query, params or fragment. The links of
-# most pages are so (a page's links come resolved and made safe), and canonicalize_url is ~15 us of pure Python for
-# each link the crawler's loop stores or follows (#17); tests/core/test_bad_urls.py holds the two forms equal.
+# most pages are so (a page's links come resolved and made safe), and canonicalize_url is pure Python, run for
+# each link the crawler's loop stores or follows; tests/core/test_bad_urls.py holds the two forms equal.
 _ALREADY_CANONICAL = re.compile(
     r"https?://[a-z0-9-]+(?:\.[a-z0-9-]+)*(?::(?P<port>[1-9][0-9]{0,4}))?(?:/(?!\.\.?(?:/|\Z))[A-Za-z0-9._~-]*)+",
     re.ASCII,
@@ -106,8 +106,8 @@ def origin_of(url: str) -> str:
 
 @lru_cache(maxsize=1)
 def _public_suffixes() -> PublicSuffixList:
-    """The Public Suffix List, read on first use: building it takes ~0.13 s, which a profile whose site is
-    the host (all but OmniscienteBot) never needs to pay at start."""
+    """The Public Suffix List, read on first use: building it takes a noticeable part of a start, which a profile
+    whose site is the host (all but OmniscienteBot) never needs to pay at start."""
     return PublicSuffixList()
 
 

@@ -1,4 +1,4 @@
-"""Measured cost of each slow test file, so `make test` starts the longest files first (#15).
+"""Measured cost of each slow test file, so `make test` starts the longest files first.
 
 Under ``--dist loadfile`` a file is one unit of work and a worker takes the next unit when it is
 nearly idle; units that start last finish last, so a long file dealt late runs alone at the end.
@@ -51,7 +51,7 @@ COSTS: dict[str, int] = {
     "tests/core/test_docs.py": 20,
     "tests/core/test_zygote.py": 20,
     "tests/core/test_store_backends.py": 20,
-    "tests/core/test_sitemaps.py": 20,
+    "tests/core/test_extract_sitemaps.py": 20,
     "tests/core/test_robots.py": 20,
     "tests/e2e/test_deferred.py": 20,
     "tests/e2e/test_scrapyd.py": 14,
@@ -66,7 +66,7 @@ COSTS: dict[str, int] = {
     "tests/core/test_extract_pdf.py": 10,
     "tests/core/test_requestlog.py": 10,
     "tests/adapters/test_backoff_middleware.py": 10,
-    "tests/core/test_directives.py": 9,
+    "tests/core/test_extract_directives.py": 9,
     "tests/adapters/test_startup_imports.py": 9,
     "tests/core/test_signing.py": 8,
     "tests/adapters/test_robots_middleware.py": 8,

@@ -1,43 +1,68 @@
-"""Helpers shared by test modules: running the commands, a finished crawl, request gaps, a PDF maker and the
-knowledge base a crawl wrote. Fixtures stay in tests/conftest.py."""
+"""Helpers shared by test modules: running the commands, a finished crawl, request gaps, a PDF maker, the
+knowledge base a crawl wrote, store-level pages (the docsite's), another application's database and a pickle
+that runs code. Fixtures stay in conftest.py; no test module imports from another."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import itertools
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from synapsecrawl.kb.marker import META_TABLE
 from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.sqlite import SQLiteStore
 from tests import zygote
 
 __all__ = [
+    "OTHER_APP",
     "POSTGRES_ADMIN_URI",
     "REDIS_URL",
     "ROOT",
+    "SQL_COUNTER",
     "WHEN",
     "CrawlRun",
+    "PickleExploit",
     "bin_path",
+    "docsite_records",
     "gaps",
     "make_pdf",
+    "other_app",
     "record",
+    "sha256",
+    "sql_counts",
     "store_of",
+    "strip_marker",
     "synapsecrawl",
+    "wait_for",
     "write_urls",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_ADMIN_URI = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("SYNAPSECRAWL_TEST_REDIS", "redis://127.0.0.1:6379/0")
+SQL_COUNTER = Path(__file__).resolve().parent / "sqlcount"  # first on PYTHONPATH, with SQL_COUNTS_DIR set
+
+
+def sql_counts(folder: Path) -> dict[str, int]:
+    """The SQL statements counted by tests/sqlcount in ``folder``, added up (and the files removed)."""
+    counts = {"open": 0, "loop": 0, "other": 0}
+    for each in folder.glob("*.json"):
+        for key, value in json.loads(each.read_text()).items():
+            counts[key] += value
+        each.unlink()
+    return counts
 
 
 @dataclass
@@ -150,6 +175,18 @@ def record(url: str, text: str, **kw: object) -> PageRecord:
     )  # type: ignore[arg-type]
 
 
+def pages_due(uri: str) -> None:
+    """The days pass until every stored page of the KB at ``uri`` is due again (under a web crawler's
+    profile a crawl asks for none sooner: synapsecrawl.kb.revisit)."""
+    from synapsecrawl.kb import open_store
+
+    store = open_store(uri)
+    try:
+        store.put_pages([replace(page, revisit_due=time.time() - 1) for page in store.pages()])
+    finally:
+        store.close()
+
+
 def wait_for(check: Callable[[], bool], deadline: float = 30.0) -> bool:
     """Poll ``check`` until it holds or ``deadline`` seconds pass; whether it held."""
     end = time.monotonic() + deadline
@@ -158,3 +195,61 @@ def wait_for(check: Callable[[], bool], deadline: float = 30.0) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+DOCSITE = ROOT / "tests" / "data" / "docsite"
+
+
+@functools.cache
+def docsite_records() -> tuple[PageRecord, ...]:
+    """The 16 pages of the test documentation site, extracted once."""
+    from synapsecrawl.extract.html import parse_html
+
+    records = []
+    for path in sorted(DOCSITE.glob("*.html")):
+        url = f"http://docs.test/{path.name}"
+        parsed = parse_html(path.read_bytes(), url, tokens=("SynapseBot",))
+        records.append(record(url, parsed.text, title=parsed.title, snippet_text=parsed.snippet_text))
+    return tuple(records)
+
+
+# Another application's database: its own `pages`, a trigger, an index, and rows of its own.
+OTHER_APP = """
+CREATE TABLE pages (id INTEGER PRIMARY KEY, slug TEXT UNIQUE NOT NULL, body TEXT NOT NULL);
+CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE audit (page INTEGER, action TEXT);
+CREATE TRIGGER pages_audit AFTER DELETE ON pages BEGIN INSERT INTO audit VALUES (old.id, 'delete'); END;
+INSERT INTO pages (slug, body) VALUES ('home', 'Welcome'), ('about', 'About us');
+INSERT INTO users (name) VALUES ('ada');
+"""
+
+
+def sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, to show it was left untouched."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def other_app(path: Path, script: str = OTHER_APP) -> Path:
+    """A SQLite file at ``path`` written by ``script``: another application's database."""
+    with sqlite3.connect(path) as db:
+        db.executescript(script)
+    db.close()
+    return path
+
+
+def strip_marker(path: Path) -> None:
+    """Make a KB of the current code into what main wrote before markers: same tables, no marker."""
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA application_id = 0")
+        db.execute(f"DROP TABLE IF EXISTS {META_TABLE}")
+    db.close()
+
+
+class PickleExploit:
+    """Pickled, it makes the directory ``path`` when loaded: what anyone who can write to Redis could put there."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Callable[[str], None], tuple[str]]:
+        return (os.mkdir, (str(self.path),))

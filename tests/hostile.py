@@ -1,4 +1,4 @@
-"""The hostile corpus of tests/data/hostile (#14 items 5, 6): its cases, the large ones generated here.
+"""The hostile corpus of tests/data/hostile: its cases, the large ones generated here.
 
 ``cases()`` lists each case of ``cases.json`` with its body made: a page of 200,000 attributes is
 2.6 MB, so it is written out by ``make`` at test time, never kept in the repository.

@@ -1,4 +1,4 @@
-"""Run ``scrapy`` and ``synapsecrawl`` commands for the tests as forks of one warm process (#15).
+"""Run ``scrapy`` and ``synapsecrawl`` commands for the tests as forks of one warm process.
 
 Most of the suite's CPU went to starting Python: a ``scrapy crawl`` of one page spent about 1.4 s of CPU
 on a quiet machine, two thirds of it importing Scrapy, Twisted, lxml, trafilatura and the project; a
@@ -124,7 +124,7 @@ def _child(request: dict[str, object], fds: list[int]) -> NoReturn:
     # What the interpreter's exit does that anyone can see, in its order: wait for the threads that are
     # not daemons, atexit handlers (logging's flush, multiprocessing's clean-up, weakref finalizers),
     # stdio flushed, the status, and for an uncaught Ctrl-C death by SIGINT. Not its teardown of every
-    # module the zygote imported: 0.4 s of CPU a command that nothing outside the process sees.
+    # module the zygote imported, CPU a command spends that nothing outside the process sees.
     threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx calls first
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
@@ -141,7 +141,7 @@ def _serve(path: str) -> None:
 
     for name in PRELOAD:
         importlib.import_module(name)
-    # trafilatura builds its justext stop list (every language's, 0.3 s) the first time a short page
+    # trafilatura builds its justext stop list (every language's) the first time a short page
     # falls back to justext: once here rather than in nearly every test's crawl
     importlib.import_module("trafilatura.external").jt_stoplist_init()
     if "twisted.internet.reactor" in sys.modules:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["ProfileAddon", "render_settings"]
 
 # Off (REMOTE_CONTROL_ENABLED=False in the project's settings) and taken out of Scrapy's base extensions,
-# so it is not even imported: its module imports aiohttp and builds two TLS contexts, 0.3 s of CPU at
+# so it is not even imported: its module imports aiohttp and builds two TLS contexts at
 # every crawl's start. EXTENSIONS = {...: None} would not do: Scrapy imports every key of EXTENSIONS.
 _REMOTE_CONTROL = "scrapy.extensions.remote_control.RemoteControl"
 _HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"

@@ -1,36 +1,11 @@
 """The downloader, keyed by site and paced by ``synapsecrawl.pacing``: one of the two seams into Scrapy.
 
-With ``middlewares.engine.scheduler`` and ``middlewares.engine.seam``, the only
-files that touch Scrapy's private members (``Downloader._download``,
-``_process_queue``, ``_latercall``, ``_wait_for_download`` and
-``scrapy.utils.defer._schedule_coro`` here); ``tests/adapters/test_scrapy_seam.py``
-pins their signatures, so a Scrapy upgrade that changes one fails there first.
-The slot is paced on Scrapy's public ``request_reached_downloader`` signal.
-
-Scrapy's downloader already spaces request starts per slot without holding
-anything else back; what it lacks is our notion of a site (a registrable
-domain for OmniscienteBot), spacing that follows each site's Crawl-delay, no
-jitter, and pauses. Every request is keyed by its site, and its slot is
-brought up to date with the pacer just before it queues. A pause moves the
-slot's last start forward, so the slot's own timer holds the site without a
-middleware sleeping on a global slot.
-
-Downloader middlewares that must act as a request goes on the wire, after
-every wait (the slot's spacing, a pause, a side fetch before it), define
-``process_send(request)``: it is called just before the download handler
-(SigningMiddleware signs there, so a signature's ``created`` is the send time).
-
-A request whose meta ``pacing_skip_crawl_delay`` is true (a feed's first add,
-SER-ROBOTS-FEEDS) is spaced by the crawl's delay but not by the site's
-Crawl-delay; a pause holds it like any other, and the site's next request
-waits the full Crawl-delay after it. Under shared pacing (Redis) the grant
-says so to Redis, which spaces it the same way for all machines.
-
-It also tells the queue (``middlewares.engine.scheduler``) when each site is
-due and when its last request has left, spaces a slow server's requests by its
-response time (SNA-SLOW), and measures how late its own event loop runs, so
-that a loop busy with extraction is not mistaken for a late arrival or a slow
-server. The file runs past 300 lines because every private hook lives here.
+Every request is keyed by its site, and its slot is brought up to date with the pacer on Scrapy's public
+``request_reached_downloader`` signal; a pause moves the slot's last start forward. The private members it uses are
+pinned by ``tests/adapters/test_engine_seam.py``. Middlewares that act as a request goes on the wire define
+``process_send(request)``. It tells the queue when each site is due, spaces a slow server's requests (SNA-SLOW) and
+measures its own loop's lag. Meta keys it reads: ``pacing_skip_crawl_delay`` (SER-ROBOTS-FEEDS), ``dont_backoff``,
+``download_latency``. More: docs/architecture.md, "Life of a request" and "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -401,9 +376,9 @@ class PacedDownloader(Downloader):
 
         Counted in turns of this loop, not in seconds, so a process starved of CPU after its grant or
         its dispatch still says it after the transport has flushed: Redis's clock then reads no
-        earlier than the send, and the next start, for every machine, is a spacing after it. Measured
-        on loopback over fresh and reused connections: each request's bytes left 0.05-3 ms before its
-        mark. A send that needs longer than the turns (a name lookup, a TLS handshake) can still
+        earlier than the send, and the next start, for every machine, is a spacing after it. On
+        loopback, over fresh and reused connections alike, each request's bytes left before its mark.
+        A send that needs longer than the turns (a name lookup, a TLS handshake) can still
         arrive after its mark, as it could arrive after its grant before; its answer moves the next
         start past its arrival (``_release_answered``).
         """
@@ -441,6 +416,6 @@ class PacedDownloader(Downloader):
         await asyncio.gather(*(task for pending in list(self._releasing.values()) for task in pending))
         if self._shared.failures and self.crawler.stats is not None:
             # A shared crawl says Redis outages once, through its frontier; calls of the pacer alone that
-            # failed (each held its site) show here, in the stats every crawl ends with (#16).
+            # failed (each held its site) show here, in the stats every crawl ends with.
             self.crawler.stats.set_value("pacing/redis_failures", self._shared.failures)
         await self._shared.aclose()

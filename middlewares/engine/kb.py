@@ -1,20 +1,11 @@
 """The crawl's one door to its knowledge base: every store call awaited, writes in order, off the event loop.
 
-``CrawlKb`` (``runtime.kb``) runs every write on one thread, the ``BatchWriter``'s
-(synapsecrawl.kb.batch): kept pages go out in batches of ``KB_BATCH_PAGES`` or
-what came within ``KB_BATCH_SECONDS``; every other write first commits the batch
-being gathered, so writes reach the store in the order they were asked for.
-Reads run in order on one reader thread, on the store's read connection, and see
-what is committed: a request's look-up never waits behind another's commit. The
-store (``KB_URI``) is opened at the first call, which first writes what an earlier
-crawl journalled, and closed by ``close``. Adapters never hold a ``Store``: a call
-on the loop would delay every site's next request.
-
-A KB that cannot take a call (``StoreUnavailable``: unreachable, read-only,
-full) is an outage (synapsecrawl.kb.outage): the first caller probes it at
-growing intervals, every other call waits, and the ``listener`` holds the crawl;
-pages waiting past ``KB_BUFFER_PAGES`` go to the journal (KB_JOURNAL_DIR), and
-past ``KB_OUTAGE_SECONDS`` every waiting page does and the crawl ends.
+``CrawlKb`` (``runtime.kb``) writes on the ``BatchWriter``'s thread (``KB_BATCH_PAGES``, ``KB_BATCH_SECONDS``) in
+the order asked, and reads on one reader thread; adapters never hold a ``Store``. The store (``KB_URI``) opens at
+the first call, replaying what an earlier crawl journalled. A KB that cannot take a call is an outage: calls wait,
+pages past ``KB_BUFFER_PAGES`` go to the journal (``KB_JOURNAL_DIR``), and past ``KB_OUTAGE_SECONDS`` the crawl
+ends. More: docs/operations.md, "When the knowledge base fails", and docs/architecture.md, "Inside the larger
+modules".
 """
 
 from __future__ import annotations
@@ -42,6 +33,7 @@ from synapsecrawl.kb.records import (
     UrlHold,
     utcnow,
 )
+from synapsecrawl.kb.revisit import RevisitRule
 from synapsecrawl.kb.store import Store
 
 __all__ = ["CrawlKb", "KbGone", "OutageListener"]
@@ -81,8 +73,10 @@ class CrawlKb:
         journal: Journal | None = None,
         outage_seconds: float = 300.0,
         buffer_pages: int = 256,
+        revisit: RevisitRule | None = None,
     ) -> None:
         self._opener = opener
+        self.revisit = revisit  # times every page this crawl writes (synapsecrawl.kb.revisit)
         self._batch_pages = batch_pages
         self._batch_seconds = batch_seconds
         self._store: Store | None = None
@@ -105,7 +99,7 @@ class CrawlKb:
         with self._lock:
             if self._writer is None:
                 self._writer = BatchWriter(
-                    lambda pages: self._opened().put_pages(pages),
+                    lambda pages: self._opened().put_pages(pages, self.revisit),
                     max_items=self._batch_pages,
                     max_wait=self._batch_seconds,
                     name="kb-writer",
@@ -124,7 +118,7 @@ class CrawlKb:
             if self._store is None:
                 store = self._opener()
                 if self._journal is not None:
-                    replayed = self._journal.replay(lambda entries: _put_held(store, entries))
+                    replayed = self._journal.replay(lambda entries: _put_held(store, entries, self.revisit))
                     if replayed and self.listener is not None:
                         self.listener.kb_replayed(replayed)
                 self._store = store
@@ -247,6 +241,10 @@ class CrawlKb:
     async def page_depths(self, kb: str) -> dict[str, int | None]:
         return await self.read(lambda store: store.page_depths(kb))
 
+    async def page_dues(self, kb: str, first: float) -> dict[str, float]:
+        """URL -> when each stored page of ``kb`` is due again (synapsecrawl.kb.revisit.due_of)."""
+        return await self.read(lambda store: store.page_dues(kb, first))
+
     async def labels(self, labels: LabelRecord) -> None:
         await self.write(lambda store: store.put_labels(labels))
 
@@ -263,7 +261,7 @@ class CrawlKb:
                 etag=etag or stored.etag,
                 last_modified=last_modified or stored.last_modified,
             )
-            store.put_page(fresh)
+            store.put_pages([fresh], self.revisit)  # the same text: its interval lengthens
             return stored.outlinks
 
         return await self.write(verify)
@@ -330,8 +328,10 @@ class CrawlKb:
             self._store = None
 
 
-def _put_held(store: Store, entries: Sequence[tuple[PageRecord, LabelRecord | None]]) -> None:
-    store.put_pages([page for page, _ in entries])
+def _put_held(
+    store: Store, entries: Sequence[tuple[PageRecord, LabelRecord | None]], revisit: RevisitRule | None
+) -> None:
+    store.put_pages([page for page, _ in entries], revisit)
     for _, labels in entries:
         if labels is not None:
             store.put_labels(labels)

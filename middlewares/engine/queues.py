@@ -2,7 +2,7 @@
 
 ``CompactFifoQueue`` (``SCHEDULER_MEMORY_QUEUE``) keeps each pending request
 as a small compressed pickle instead of a live ``Request``, so a 1M-URL
-queue fits in a few hundred MB (docs/benchmarks.md, #8). It uses only
+queue fits in a few hundred MB (docs/benchmarks.md). It uses only
 Scrapy's public request (de)serialisation.
 """
 
@@ -42,12 +42,11 @@ _DEFAULTS: dict[str, Any] = {
 class CompactFifoQueue:
     """A FIFO of requests kept as small compressed pickles rather than live ``Request`` objects.
 
-    A live request costs about 2.5 KB (its headers, meta, flags, bound
-    callback, and the parse caches that hang on it); its ``to_dict()`` without
-    default values pickles to 150-250 bytes, and deflated against the queue's
-    first pickle (a queue holds one site, so URLs and headers share most
-    bytes) to a few dozen. A request that cannot be pickled (a callback that
-    is not a spider method) is kept as it is.
+    A live request carries its headers, meta, flags, bound callback and the parse caches that hang on it; its
+    ``to_dict()`` without default values pickles to a fraction of that, and deflated against the queue's first
+    pickle (a queue holds one site, so URLs and headers share most bytes) to a fraction of the pickle (sizes:
+    docs/benchmarks.md, "The frontier's memory"). A request that cannot be pickled (a callback that is not a
+    spider method) is kept as it is.
     """
 
     def __init__(self, spider: Spider | None) -> None:

@@ -1,4 +1,4 @@
-"""Keeps the crawl's request log and writes its report when the crawl ends (REPORT_ENABLED, #18).
+"""Keeps the crawl's request log and writes its report when the crawl ends (REPORT_ENABLED).
 
 Signals only, so no middleware order is involved: a request is on the wire
 from the downloader handing it to a download handler (its start is the

@@ -52,7 +52,8 @@ class CrawlTarget:
     ``kb`` is None when the crawl writes to no one KB (a shared crawl's worker: each source its own);
     ``scopes`` None when the mode keeps to no scope (a redirect anywhere the profile allows);
     ``take_page`` counts a page against a limit kept elsewhere (a shared crawl's, in Redis);
-    ``source`` the spider whose source is recorded (None: an on-demand crawl, a shared crawl's worker).
+    ``source`` the spider whose source is recorded (None: an on-demand crawl, a shared crawl's worker);
+    ``kb_of`` a shared crawl worker's KB of each request (its source's).
     """
 
     name: str = ""
@@ -62,6 +63,7 @@ class CrawlTarget:
     take_page: Callable[[Request], Awaitable[bool | None]] | None = None
     source: SourceSpider | None = None  # whose source middlewares.engine.sources holds, re-reads, records
     by_value: bool = False  # of the sites due, the queue hands out the one whose next request ranks highest
+    kb_of: Callable[[Request], str | None] | None = None  # with no one ``kb``: the KB a request's page goes to
 
 
 @dataclass
@@ -95,6 +97,7 @@ class Runtime:
             journal=Journal(journal_path(Path(kb.journal_dir), kb.uri)),
             outage_seconds=kb.outage_seconds,
             buffer_pages=kb.buffer_pages,
+            revisit=self.config.operations.revisit,
         )
 
     @classmethod

@@ -3,9 +3,9 @@
 ``PacedPriorityQueue`` (Scrapy's ``SCHEDULER_PRIORITY_QUEUE``) hands a request
 to the engine only when its site is due and has nothing in flight, so requests
 wait for their site's turn here, not in the downloader, where each would hold
-one of the ``CONCURRENT_REQUESTS`` global slots (docs/benchmarks.md, #8).
+one of the ``CONCURRENT_REQUESTS`` global slots (docs/benchmarks.md).
 It calls Scrapy's private ``scrapy.pqueues._path_safe``, and wakes the engine
-through ``middlewares.engine.seam``; ``tests/adapters/test_scrapy_seam.py`` pins both.
+through ``middlewares.engine.seam``; ``tests/adapters/test_engine_seam.py`` pins both.
 Meta keys: writes ``pacing_turn`` (synapsecrawl.crawl.meta.TURN).
 """
 
@@ -129,7 +129,7 @@ class PacedPriorityQueue(DownloaderAwarePriorityQueue):
                 self._turns.add(site, due)
                 # Scrapy's engine looks at its scheduler again only once a response's items are done (the KB
                 # acknowledges a page when its batch commits, up to half a second later), so the site's turn
-                # must wake it: without this its next request waited for some other page's items (#17).
+                # must wake it: without this its next request waited for some other page's items.
                 self._wake_at_next_due()
 
     def _value(self, site: str) -> float:

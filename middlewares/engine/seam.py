@@ -3,7 +3,7 @@
 ``engine_of`` (``Crawler._engine``), ``wake_engine`` (the engine's ``_slot.nextcall``),
 ``engine_scheduler`` (its scheduler), ``scraper_done`` (the scraper's ``slot.active``) and
 ``paced_downloader`` (the running ``PacedDownloader``, or ``None`` under another downloader).
-Adapters import these instead of touching the engine; ``tests/adapters/test_scrapy_seam.py`` pins
+Adapters import these instead of touching the engine; ``tests/adapters/test_engine_seam.py`` pins
 each member they read, as it pins the private members ``engine/downloader.py`` overrides and
 ``engine/scheduler.py`` calls, so a Scrapy upgrade that moves one fails there first.
 Reads no setting and no meta key.

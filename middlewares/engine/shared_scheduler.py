@@ -1,23 +1,10 @@
-"""The scheduler of a shared crawl: requests in and out of ``synapsecrawl.shared.frontier`` (#16).
+"""The scheduler of a shared crawl: requests in and out of ``synapsecrawl.shared.frontier``.
 
-``scrapy crawl worker -a crawl=NAME`` sets ``SCHEDULER`` to ``SharedScheduler``.
-A request goes to Redis as a JSON ``Entry`` (its callback a method name of
-its source's spider); ``next_request`` leases one request of a site that is
-due, across all workers, and the worker spider acknowledges the lease once
-the request's answer has been read and its items and links handed on
-(``spiders.worker``). A request that comes back as a new copy (a redirect, a
-backoff retry) ends its old lease in the same Redis step that queues the copy.
-
-A request whose meta cannot travel as JSON (a feed entry waiting for its
-article's og:image) stays in this worker, in a small local queue, and is
-handed out when its site is due here: its feed's state lives in this process.
-
-Redis that stops answering is one warning line; the scheduler then asks
-again every second, keeps what it has to send in memory, and says so when
-Redis answers again. Leases are renewed by a heartbeat (a third of their
-life), so only a worker that stopped (killed, cut off) loses them; just after
-Redis comes back, a worker waits two heartbeats before putting other
-workers' expired leases back, so that every live worker has renewed its own.
+``scrapy crawl worker`` sets ``SCHEDULER`` to ``SharedScheduler``: a request goes to Redis as a JSON ``Entry``,
+``next_request`` leases one of a due site across all workers, and the worker spider acknowledges it once its answer
+is handed on. A request whose meta cannot travel as JSON (which keys travel: ``synapsecrawl.crawl.meta``) stays in a
+small local queue. Redis that stops answering is one warning line and a retry every second; leases are renewed by a
+heartbeat. More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ crawl, or a shared crawl's worker, which records its sources with ``record_sourc
 spider_opened and every ``HOLD_RENEWAL`` after, the source is recorded RUNNING,
 so a killed crawl is due again soon (SYN-REREAD); request_scheduled notes each
 URL asked for; at the first spider_idle the source's stored and deferred pages
-the crawl has not reached are requested (SYN-REREAD); spider_closed records the
-source and when it is due again (``REREAD_INTERVAL``); engine_stopped marks a
-``JOBDIR`` closed. Every store call goes through ``runtime.kb``.
+the crawl has not reached are requested (SYN-REREAD), under a revisit rule that adapts only
+those whose own due time has come (``synapsecrawl.kb.revisit``); spider_closed records the
+source and when it is due again (``REREAD_DAYS``, or its first page's due time under such a
+rule); engine_stopped marks a ``JOBDIR`` closed. Every store call goes through ``runtime.kb``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 from middlewares.engine.kb import KbGone
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.crawl.jobdir import mark_closed
-from synapsecrawl.kb.reread import HOLD_RENEWAL, RUNNING, record_crawl, run_start, source_id
+from synapsecrawl.kb.reread import FINISHED_REASONS, HOLD_RENEWAL, RUNNING, record_crawl, run_start, source_id
+from synapsecrawl.kb.revisit import source_due
 from synapsecrawl.urls import canonical
 
 if TYPE_CHECKING:
@@ -91,6 +93,7 @@ async def record_sources(runtime: Runtime, spiders: Sequence[SourceSpider], reas
         for spider in spiders:
             try:
                 source = _record(spider, runtime, store, reason, _begun(runtime))
+                source = _by_pages(source, spider, runtime, store, reason)
                 waits = [hold.until for hold in deferred if hold.kb == spider.crawl.kb and spider.owns(hold.url)]
                 if waits and min(waits) < source.next_due:
                     source = replace(source, next_due=max(min(waits), time.time()))
@@ -112,6 +115,17 @@ async def record_sources(runtime: Runtime, spiders: Sequence[SourceSpider], reas
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(source.next_due)),
         )
     return [source for _, source in recorded]
+
+
+def _by_pages(source: Source, spider: SourceSpider, runtime: Runtime, store: Store, reason: str) -> Source:
+    """A source whose crawl ran its course is due again when its first stored page is (kb.revisit), under a
+    rule that adapts; a fixed rule keeps the source's interval."""
+    rule = runtime.kb.revisit
+    if rule is None or not rule.adaptive or reason not in FINISHED_REASONS:
+        return source
+    dues = [due for url, due in store.page_dues(spider.crawl.kb, rule.first).items() if spider.owns(url)]
+    now = time.time()
+    return replace(source, next_due=source_due(min(dues, default=None), now=now, rule=rule, interval=source.interval))
 
 
 def _begun(runtime: Runtime) -> float:
@@ -211,6 +225,14 @@ class SourceExtension:
         depths = await runtime.kb.page_depths(spider.crawl.kb)
         holds = await runtime.kb.url_holds(runtime.profile.name, "deferred")
         stored = [url for url in sorted(depths) if spider.owns(url)]
+        rule = runtime.kb.revisit
+        if rule is not None and rule.adaptive:  # only the pages whose own due time has come (kb.revisit)
+            dues = await runtime.kb.page_dues(spider.crawl.kb, rule.first)
+            now = time.time()
+            waiting = {url for url in stored if dues.get(url, now) > now}
+            for url in waiting:
+                spider.requested.add(canonical(url))
+            stored = [url for url in stored if url not in waiting]
         # URLs an earlier crawl deferred (a long Retry-After) are picked up once their wait is over.
         now = time.time()
         deferred = [h.url for h in holds if h.kb == spider.crawl.kb and h.until <= now and spider.owns(h.url)]
@@ -235,8 +257,10 @@ class SourceExtension:
             return
         stats = self._crawler.stats.get_stats() if self._crawler.stats else {}
         removed = sum(v for k, v in stats.items() if k.startswith("reread/removed/"))
-        if stats.get("reread/unchanged") or removed:
-            logger.info("re-read: %d pages unchanged (304), %d removed", stats.get("reread/unchanged", 0), removed)
+        unchanged, not_due = stats.get("reread/unchanged", 0), stats.get("reread/not_due", 0)
+        if unchanged or removed or not_due:
+            waiting = f", {not_due} not due yet (not asked for)" if not_due else ""
+            logger.info("re-read: %d pages unchanged (304), %d removed%s", unchanged, removed, waiting)
         try:
             await record_sources(self._runtime, [spider], reason)
         except KbGone:  # left RUNNING: the next crawl continues this run (kb.reread.run_start)

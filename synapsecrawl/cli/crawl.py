@@ -1,13 +1,15 @@
-"""``synapsecrawl crawl``: put work into a shared crawl and look at it (#16).
+"""``synapsecrawl crawl``: put work into a shared crawl and look at it.
 
-    synapsecrawl crawl add --crawl NAME (--url URL | --urls-file PATH) --mode page|site|sitemap|feed
-                           [--depth N] [--max-pages N] [--kb NAME] [--redis URL] [--prefix PREFIX]
+    synapsecrawl crawl add --crawl NAME (--url URL | --urls-file PATH) --mode page|site|sitemap|feed|web
+                           [--depth N] [--max-pages N] [--kb NAME] [--sites PATH] [--redis URL] [--prefix PREFIX]
     synapsecrawl crawl status --crawl NAME [--redis URL] [--prefix PREFIX] [--format table|jsonl]
 
 ``add`` records a source (its mode, URLs, KB and limits, as a KB user would
 give them to ``scrapy crawl MODE``) and one start entry; the worker that
 leases the start entry runs the mode's start (``spiders.worker``). Adding the
-same source twice queues it once. ``--redis`` defaults to
+same source twice queues it once. ``--sites PATH`` (web mode only) is the web
+crawl's allow-list, as ``scrapy crawl web -a sites=PATH`` reads it: its lines
+travel in the source, so every worker holds every discovered URL to it. ``--redis`` defaults to
 ``$PACING_REDIS_URL``, then the local Redis; ``--prefix`` to
 ``$FRONTIER_REDIS_PREFIX``, then ``synapsecrawl:frontier``.
 """
@@ -19,20 +21,24 @@ import hashlib
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from synapsecrawl.crawl.request import CrawlRequest, WorkerRequest
 from synapsecrawl.errors import ConfigError, SynapseError
+from synapsecrawl.kb.removals import RemovalList
 from synapsecrawl.shared.entries import (
     DEFAULT_FRONTIER_PREFIX,
     MODES,
     Entry,
     FrontierUnreachable,
     Source,
+    crawl_root,
+    web_root,
 )
 from synapsecrawl.shared.frontier import SharedFrontier
 
-__all__ = ["START_SITE", "add_source", "check_worker_arguments", "register", "source_key"]
+__all__ = ["START_SITE", "add_source", "check_worker_arguments", "read_sites", "register", "source_key"]
 
 START_SITE = "~start"  # the frontier partition of start entries: no site is fetched for them
 
@@ -44,17 +50,35 @@ def check_worker_arguments(pacing_url: str, **arguments: object) -> None:
         raise ConfigError("a shared crawl needs PACING_REDIS_URL (its frontier and pacer live in one Redis)")
 
 
-def source_key(mode: str, crawl: CrawlRequest) -> str:
+def source_key(mode: str, crawl: CrawlRequest, sites: tuple[str, ...] | None = None) -> str:
     """A source's id in its shared crawl: the same arguments give the same source."""
-    raw = json.dumps([mode, list(crawl.urls), crawl.kb, crawl.depth, crawl.max_pages])
-    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+    parts: list[Any] = [mode, list(crawl.urls), crawl.kb, crawl.depth, crawl.max_pages]
+    if sites is not None:
+        parts.append(list(sites))
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
-def add_source(frontier: SharedFrontier, mode: str, crawl: CrawlRequest) -> tuple[Source, bool]:
+def read_sites(path: str) -> tuple[str, ...]:
+    """The lines of an allow-list file (``--sites``), checked as ``scrapy crawl web -a sites`` checks it."""
+    try:
+        text = Path(path).read_text("utf-8", errors="replace")
+    except OSError as exc:
+        raise ConfigError(f"--sites {path}: {exc.strerror or exc}") from None
+    if not RemovalList.parse(text):
+        raise ConfigError(f"--sites {path} names no domain or URL prefix")
+    return tuple(line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+
+
+def add_source(
+    frontier: SharedFrontier, mode: str, crawl: CrawlRequest, sites: tuple[str, ...] | None = None
+) -> tuple[Source, bool]:
     """Record ``crawl`` as a source of ``frontier``'s crawl and queue its start; (source, whether it was new)."""
     if mode not in MODES:
         raise ConfigError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
-    source = Source(source_key(mode, crawl), mode, crawl.urls, crawl.kb, crawl.depth, crawl.max_pages)
+    if sites is not None and mode != "web":
+        raise ConfigError("--sites is the web crawl's allow-list: give it with --mode web")
+    key = source_key(mode, crawl, sites)
+    source = Source(key, mode, crawl.urls, crawl.kb, crawl.depth, crawl.max_pages, sites)
     try:
         frontier.started_at()
         frontier.add_source(source)
@@ -81,9 +105,10 @@ def _add(args: argparse.Namespace) -> int:
     for name, value in (("--depth", args.depth), ("--max-pages", args.max_pages)):
         if value is not None and not (value.isdigit() and int(value) >= 0):
             raise ConfigError(f"{name} {value!r} is not a whole number")
+    sites = read_sites(args.sites) if args.sites is not None else None
     frontier = _frontier(args)
     try:
-        source, new = add_source(frontier, args.mode, crawl)
+        source, new = add_source(frontier, args.mode, crawl, sites)
     finally:
         frontier.close()
     what = "added" if new else "already in the crawl"
@@ -103,7 +128,11 @@ def _status(args: argparse.Namespace) -> int:
         frontier.close()
     sites = {site: counts for site, counts in status.sites.items() if site != START_SITE}
     starts = status.sites.get(START_SITE, (0, 0, 0))
-    web = _web_status(args, sites)
+    web, waiting = _web_status(args, sites)
+    for site, count in waiting.items():  # a web crawl's pages waiting their turn are pending too
+        pending, flight, done = sites.get(site, (0, 0, 0))
+        sites[site] = (pending + count, flight, done)
+    sites = dict(sorted(sites.items()))
     if args.format == "jsonl":
         rows: list[dict[str, Any]] = [
             {"site": site, "pending": p, "in_flight": f, "done": d} for site, (p, f, d) in sites.items()
@@ -118,7 +147,7 @@ def _status(args: argparse.Namespace) -> int:
                 "pending": sum(c[0] for c in sites.values()) + starts[0],
                 "in_flight": sum(c[1] for c in sites.values()) + starts[1],
                 "done": sum(c[2] for c in sites.values()),
-                "drained": status.drained,
+                "drained": status.drained and not waiting,
             }
         )
         if web is not None:
@@ -141,31 +170,39 @@ def _status(args: argparse.Namespace) -> int:
         cuts = ", ".join(f"{reason} {n}" for reason, n in sorted(web["cuts"].items())) or "nothing"
         sys.stdout.write(
             f"\nweb: {web['sites_known']} sites known, {web['sites_waiting']} with pages waiting, "
-            f"{web['domains_known']} registrable domains; cut: {cuts}\n"
+            f"{web['domains_known']} registrable domains; {web['waiting']} pages waiting their turn, "
+            f"{web['parked']} parked for a budget to grow; cut: {cuts}\n"
         )
         for row in web["budget_spent"]:
-            sys.stdout.write(f"  {row['domain']}: {row['admitted']} of {row['budget']} pages\n")
-    state = "drained" if status.drained else "running"
+            parked = f", {row['parked']} parked" if row["parked"] else ""
+            sys.stdout.write(f"  {row['domain']}: {row['admitted']} of {row['budget']} pages{parked}\n")
+    state = "drained" if status.drained and not waiting else "running"
     sys.stdout.write(f"\ncrawl {args.crawl}: {state}\n")
     return 0
 
 
-def _web_status(args: argparse.Namespace, sites: dict[str, tuple[int, int, int]]) -> dict[str, Any] | None:
-    """A web crawl's figures (synapsecrawl.web.shared), with its sites known and waiting; None for other crawls."""
+def _web_status(
+    args: argparse.Namespace, sites: dict[str, tuple[int, int, int]]
+) -> tuple[dict[str, Any] | None, dict[str, int]]:
+    """A web crawl's figures (synapsecrawl.web.shared), with its sites known and waiting, and its pages waiting
+    their turn per site; (None, {}) for other crawls."""
     import redis
 
     from synapsecrawl.web.shared import web_status
 
     client = redis.Redis.from_url(args.redis, socket_timeout=5.0, socket_connect_timeout=5.0)
     try:
-        web = web_status(client, f"{args.prefix}:{args.crawl}:web")  # SharedFrontier.root, then the web's keys
+        web = web_status(client, web_root(crawl_root(args.prefix, args.crawl)))
     except redis.RedisError as error:
         raise SynapseError(f"Redis at {args.redis} does not answer: {error}") from None
     finally:
         client.close()
     if web is None:
-        return None
-    return {"sites_known": len(sites), "sites_waiting": sum(1 for p, _, _ in sites.values() if p), **web}
+        return None, {}
+    waiting: dict[str, int] = web.pop("waiting_by_site")
+    known = set(sites) | set(waiting)
+    busy = set(waiting) | {site for site, (pending, _, _) in sites.items() if pending}
+    return {"sites_known": len(known), "sites_waiting": len(busy), **web}, waiting
 
 
 def register(commands: Any) -> None:
@@ -180,6 +217,7 @@ def register(commands: Any) -> None:
     add.add_argument("--depth")
     add.add_argument("--max-pages")
     add.add_argument("--kb")
+    add.add_argument("--sites", help="web mode: the allow-list of sites (as scrapy crawl web -a sites=PATH)")
     add.set_defaults(handler=_add)
     status = sub.add_parser("status", help="pending, in flight and done per site and per worker")
     status.add_argument("--format", choices=("table", "jsonl"), default="table")

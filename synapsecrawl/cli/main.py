@@ -22,6 +22,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from synapsecrawl.cli.crawl import register as register_crawl
@@ -58,7 +59,15 @@ def _page_json(page: PageRecord) -> dict[str, Any]:
         "image": page.image,
         "published": page.published,
         "feed": page.feed,
+        # when it is asked for again (synapsecrawl.kb.revisit): null for a page stored before the KB kept it
+        "revisit_outcome": page.revisit_outcome,
+        "revisit_interval": page.revisit_interval,
+        "revisit_due": _iso(page.revisit_due),
     }
+
+
+def _iso(unix: float | None) -> str | None:
+    return None if unix is None else datetime.fromtimestamp(unix, UTC).replace(microsecond=0).isoformat()
 
 
 def _print_rows(rows: Iterable[dict[str, Any]], fmt: str, columns: Sequence[str]) -> None:
@@ -83,7 +92,9 @@ def _kb_list(args: argparse.Namespace) -> int:
     store = open_store(args.uri)
     try:
         _print_rows(
-            (_page_json(p) for p in store.pages(args.kb)), args.format, ("kb", "url", "status", "fetched_at", "title")
+            (_page_json(p) for p in store.pages(args.kb)),
+            args.format,
+            ("kb", "url", "status", "fetched_at", "title"),
         )
     finally:
         store.close()

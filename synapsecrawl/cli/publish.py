@@ -1,4 +1,4 @@
-"""``synapsecrawl publish``: the static files an operator serves for site owners (#18 part 3).
+"""``synapsecrawl publish``: the static files an operator serves for site owners.
 
     synapsecrawl publish --out DIR [--profile NAME] [--key PATH ...]
 

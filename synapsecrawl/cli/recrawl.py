@@ -1,27 +1,14 @@
 """``synapsecrawl recrawl``: re-read every source that is due, as cron runs it (SYN-REREAD, CARD-USE).
 
-    synapsecrawl recrawl [--uri KB_URI] [--kb NAME] [--scrapyd URL [--project NAME]]
-                         [--project-dir DIR] [--set NAME=VALUE ...] [--lock PATH]
-                         [--timeout SECONDS] [--dry-run]
+    synapsecrawl recrawl [--uri KB_URI] [--kb NAME] [--scrapyd URL [--project NAME]] [--project-dir DIR]
+                         [--set NAME=VALUE ...] [--lock PATH] [--timeout SECONDS] [--dry-run]
                          [--crawl NAME [--redis URL] [--prefix PREFIX] [--workers N]]
 
-``kb.reread.plan`` decides which sources are due (time passed in). Each due source is
-crawled with the arguments its KB user gave, under the profile it was read
-with: locally, one ``python -m scrapy crawl`` after another, or through
-Scrapyd's ``schedule.json``. Cron gives no terminal, a bare environment and
-``/`` as working directory, so nothing here depends on them: the project is
-found through its installed settings module (or ``--project-dir``), paths are
-made absolute, and a lock (``fcntl.flock``, released by the kernel if the run
-dies) refuses a second run on the same KB while one is crawling.
-
-With ``--crawl NAME`` each due source goes into that shared crawl instead
-(``synapsecrawl crawl add``; a drained crawl starts a new round, its duplicate
-filter cleared), read by its workers; with ``--scrapyd`` too, ``--workers N``
-worker jobs are scheduled for it (#16).
-
-It prints one line per source. Exit status: 0 all due sources crawled or
-scheduled (or none due); 1 at least one failed; 2 usage; 75 (EX_TEMPFAIL)
-another run holds the lock.
+``kb.reread.plan`` decides which sources are due; each is crawled locally, through Scrapyd, or put into a shared
+crawl (``--crawl``; its Redis and prefix default to ``PACING_REDIS_URL`` and ``FRONTIER_REDIS_PREFIX`` from the
+environment). Nothing depends on cron's bare environment, and a lock refuses a second run on one KB. Exit status: 0
+done, 1 a source failed, 2 usage, 75 another run holds the lock. More: docs/operations.md and docs/architecture.md,
+"Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -284,7 +271,7 @@ def _recrawl(
 
 
 def _add_shared(store: Store, source: Source, crawl: str, redis_url: str, prefix: str) -> bool:
-    """A due source goes into shared crawl ``crawl`` (#16), read again by its workers, who record it."""
+    """A due source goes into shared crawl ``crawl``, read again by its workers, who record it."""
     from synapsecrawl.cli.crawl import add_source
     from synapsecrawl.crawl.request import CrawlRequest
     from synapsecrawl.shared.frontier import SharedFrontier
@@ -362,7 +349,7 @@ def register(commands: Any) -> None:
         "--crawl",
         default=None,
         metavar="NAME",
-        help="put due sources into this shared crawl (#16) instead of crawling them here",
+        help="put due sources into this shared crawl instead of crawling them here",
     )
     sub.add_argument(
         "--redis",

@@ -1,4 +1,4 @@
-"""Scrapyd's ``schedule.json``, as ``recrawl`` uses it: one POST per job (SYN-REREAD, #16).
+"""Scrapyd's ``schedule.json``, as ``recrawl`` uses it: one POST per job (SYN-REREAD).
 
 The URL may carry credentials (``http://user:pass@host:6800``): they go out
 as HTTP Basic and never in the printed address. A Scrapyd that cannot be

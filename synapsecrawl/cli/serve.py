@@ -2,17 +2,11 @@
 
     synapsecrawl serve [--uri KB_URI] [--host 127.0.0.1] [--port 8766] [--profile NAME] [--workers N]
 
-Loopback only unless told; any other address needs ``SEARCH_TOKEN`` in the
-environment (never on the command line, where ``ps`` shows it). Ctrl-C or
-SIGTERM stops it. The web libraries load only when it runs.
-
-``--workers N`` (default: the cores this process may run on, at most 4) serves
-from N processes sharing the listening socket (forked
-after it is bound and the search index is built): a search's ranking is Python
-holding the GIL, so one process answers on one core. One of them keeps the
-index in step with the KB (the writer role); the others read its last commit.
-Each worker dies with the first process (a parent-death signal), which stops
-them when it is stopped.
+Loopback only unless told; any other address needs ``SEARCH_TOKEN`` in the environment (never on the command
+line, where ``ps`` shows it). ``--workers N`` (default: the cores it may run on, at most 4) serves from N processes
+forked after the port is bound and the index built, each listening with its own socket (SO_REUSEPORT) so the kernel
+spreads connections over them; one keeps the search index in step with the KB; each dies with the first. Ctrl-C or
+SIGTERM stops it. More: docs/search.md and docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -21,6 +15,7 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import sys
 from typing import Any
 
@@ -77,11 +72,11 @@ def _handler(args: argparse.Namespace) -> int:
         raise SynapseError(f"serve --workers {args.workers} is not from 1 to 64")
     profile = load_profile(args.profile)
     try:
-        sock = bind_socket(args.host, args.port)
+        sock = bind_socket(args.host, args.port, share_port=args.workers > 1)
     except OSError as exc:
         raise SynapseError(f"serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     logging.basicConfig(level=logging.WARNING, format="synapsecrawl serve: %(message)s", stream=sys.stderr)
-    children = _fork_workers(args.uri, args.workers)
+    children, sock = _fork_workers(args.uri, args.workers, args.host, sock)
     service = SearchService(args.uri, profile)
     service.prepare()  # the search index built or caught up before the first request
     config = uvicorn.Config(
@@ -111,17 +106,19 @@ def _handler(args: argparse.Namespace) -> int:
 _WORKER_ENV = "SYNAPSECRAWL_SERVE_WORKER"
 
 
-def _fork_workers(uri: str, workers: int) -> list[int]:
-    """Fork ``workers - 1`` processes that go on to serve the same socket; their pids (none in a worker).
+def _fork_workers(uri: str, workers: int, host: str, sock: socket.socket) -> tuple[list[int], socket.socket]:
+    """Fork ``workers - 1`` processes that go on to serve the same port; their pids (none in a worker) and the
+    socket this process serves (a worker's own, bound to the port beside the first process's).
 
     The index is built (or caught up) here first, by a store and index closed again before any fork:
     no thread and no database connection crosses a fork.
     """
     if workers <= 1:
-        return []
+        return [], sock
     from synapsecrawl.extract.lifeline import die_with_parent
     from synapsecrawl.kb import open_store
     from synapsecrawl.search.index import SearchIndex, index_path
+    from synapsecrawl.search.web import bind_socket
 
     try:
         store = open_store(uri)
@@ -140,9 +137,15 @@ def _fork_workers(uri: str, workers: int) -> list[int]:
         if pid == 0:
             os.environ[_WORKER_ENV] = "1"
             die_with_parent(parent)
-            return []
+            try:
+                own = bind_socket(host, sock.getsockname()[1], share_port=True)
+            except OSError as exc:
+                sys.stderr.write(f"synapsecrawl serve: a worker cannot listen on the port: {exc.strerror or exc}\n")
+                os._exit(1)
+            sock.close()
+            return [], own
         children.append(pid)
-    return children
+    return children, sock
 
 
 def _stop(children: list[int]) -> None:

@@ -27,6 +27,7 @@ from synapsecrawl.errors import ConfigError, SigningError
 from synapsecrawl.extract.pool import extract_processes
 from synapsecrawl.kb import DEFAULT_KB_URI
 from synapsecrawl.kb.reread import reread_interval
+from synapsecrawl.kb.revisit import RevisitRule, rule_of
 from synapsecrawl.numbers import check_numbers, read_flag, read_number, read_port
 from synapsecrawl.pacing import DEFAULT_PREFIX
 from synapsecrawl.profiles import Limits, Profile, load_profile, lower_limits, resolve_limits
@@ -104,6 +105,7 @@ class OperationsConfig:
     metrics_port: int = 0  # METRICS_PORT: 0 for none
     metrics_host: str = "127.0.0.1"
     removals: RemovalList | None = None  # the list in that file, read once here
+    revisit: RevisitRule | None = None  # when each stored page is due again: the profile's (kb.revisit.rule_of)
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,8 @@ def _read(settings: Mapping[str, Any], operator: Mapping[str, Any], arguments: d
             frontier_prefix=str(settings.get("FRONTIER_REDIS_PREFIX") or DEFAULT_FRONTIER_PREFIX),
         ),
         operations=OperationsConfig(
-            reread_interval=reread_interval(settings.get("REREAD_DAYS"), profile.reread_days),
+            reread_interval=(reread := reread_interval(settings.get("REREAD_DAYS"), profile.reread_days)),
+            revisit=rule_of(profile.web, reread),
             removal_list=removal_list,
             metrics_port=read_port("METRICS_PORT", settings.get("METRICS_PORT") or 0),
             metrics_host=str(settings.get("METRICS_HOST") or "127.0.0.1"),

@@ -1,4 +1,4 @@
-"""Whether a JOBDIR's Scrapy job state can be trusted: only after a crawl that closed (#13 item 3).
+"""Whether a JOBDIR's Scrapy job state can be trusted: only after a crawl that closed.
 
 Scrapy writes a job's queue heads (``requests.queue/active.json``) and the
 spider's state (``spider.state``) when the crawl closes, but the dupefilter's

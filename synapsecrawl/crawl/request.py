@@ -30,8 +30,8 @@ def taking_turns(urls: Iterable[str], site: Callable[[str], str]) -> Iterator[st
     in the order given.
 
     Scrapy's engine takes one start request a turn of its loop, so a list written site by site showed the last
-    site its first request only after every other site's pages had been taken in: 0.44 s late for 20 sites of 25
-    pages (#17). Pacing is per site, so no site sees its own requests sooner or in another order.
+    site its first request only after every other site's pages had been taken in. Pacing is per site, so no site
+    sees its own requests sooner or in another order.
     """
     queues: dict[str, deque[str]] = {}
     for url in urls:

@@ -1,19 +1,10 @@
 """The request log of one crawl: every request, robots.txt read, skip and store, as JSON lines.
 
-The crawl report (``synapsecrawl.report``) is built from this log and the
-crawl's stats. A crawl appends events to a list (cheap, on the event loop) and
-``RequestLog`` writes them in batches from one worker thread, so the loop
-never waits on the disk. Times are seconds since the crawl started
-(``time.monotonic()`` differences); the crawl's wall-clock start is in its
-``stats.json``.
-
-Why a file beside the KB and not a KB table: the log is an append-only
-record of one crawl, read back whole by one reader (the report). A file
-needs no schema on two back-ends, takes no write lock a SQLite KB's index
-pipeline is waiting on, and stays with the report it feeds.
-
-Reading never raises on content: a line that is not an event is counted in
-``LogRead.bad_lines`` and skipped.
+A crawl appends events to a list on the event loop and ``RequestLog`` writes them in batches from one worker thread;
+times are seconds since the crawl started. The crawl report (``synapsecrawl.report``) is built from this log and the
+crawl's stats. A file beside the KB rather than a KB table: an append-only record of one crawl, read back whole by
+one reader. Reading never raises on content: a line that is not an event is counted in ``LogRead.bad_lines``. More:
+docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How much of one page extraction examines: caps that keep its cost linear in the page's size (#14).
+"""How much of one page extraction examines: caps that keep its cost linear in the page's size.
 
 A page may be written to make a parser's work grow faster than its size. Each cap here names
 what it bounds and why the number; a page that meets one is still read, with what lies within
@@ -42,8 +42,7 @@ _SCAN = re.compile(
 )  # and "script" spelt with U+017F (long s) would pass for a script: the HTML tokenizer reads neither (§13.2.5.6)
 _ONE = re.compile(_ATTRIBUTE)
 # The first branch of _SCAN without the rest: a page where it matches nowhere, in raw text or out, has nothing to
-# cut. Looked for first, as the scan that also passes over raw text costs five times as much: 3.4 ms of a Python
-# docs page's ~17 (#17).
+# cut. Looked for first, as the scan that also passes over raw text costs several times as much.
 _OVERFULL = re.compile(f"<[A-Za-z][^{_WS}/>]*+{_ATTRIBUTE}{{{MAX_ATTRIBUTES}}}", re.ASCII)
 
 

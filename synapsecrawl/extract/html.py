@@ -61,12 +61,12 @@ _MAX_ANCHOR_CHARS = 500
 _MAX_JSONLD_CHARS = 1_000_000
 _MAX_JSONLD_NODES = 10_000
 # "-nosnippet" in any ASCII case (HTML attribute names are ASCII case-insensitive), led by its one literal character:
-# the search skips to each "-" in C, 0.03 ms a Python docs page where re.IGNORECASE took 0.43 (#17).
+# the search skips to each "-" in C, where re.IGNORECASE tries every position.
 _NOSNIPPET = re.compile("-[nN][oO][sS][nN][iI][pP][pP][eE][tT]")
 _NOSNIPPET_ELEMENTS = etree.XPath("//*[@data-nosnippet]")
 _NOISE = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f{BREAK}]")
 # _NOISE's characters as UTF-8 bytes (one byte each under 0x80, and BREAK's three): a page holds none of them as a
-# rule, and bytes.translate finds that in a third of the time of the search (#17); then nothing is removed.
+# rule, and bytes.translate finds that faster than the search; then nothing is removed.
 _NOISE_BYTES = bytes(sorted({*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F}))
 _BREAK_UTF8 = BREAK.encode()
 _TABLE_RULE = re.compile(r"\|?(?:\s*:?-{3,}:?\s*\|)+\s*")
@@ -89,8 +89,7 @@ class _Drop(logging.Filter):
 
 @lru_cache(maxsize=8)
 def _loggers(prefixes: tuple[str, ...], modules: int) -> list[logging.Logger]:
-    """The loggers of the modules under ``prefixes``, found again only when a module was imported (#17:
-    scanning sys.modules twice a page cost 2 % of extraction)."""
+    """The loggers of the modules under ``prefixes``, found again only when a module was imported."""
     del modules  # the cache key: a new import may bring a new logger
     return [logging.getLogger(n) for n in list(sys.modules) if n.split(".")[0] in prefixes]
 
@@ -141,7 +140,7 @@ def _resolve(base: str, href: str | None, encoding: str = "utf-8") -> tuple[str,
 # ("/", "?", "#", ";") is not one of these; neither is an href with a ":" before its path ends (a scheme may lead).
 _RELATIVE_PATH = re.compile(r"[A-Za-z0-9._~\-][^:/?#]*(?:[/?#]|\Z)")
 # Worked out once a worker process for each (directory, href): a docs site's navigation repeats on every page of a
-# directory, and urljoin is pure Python (#17: 0.2 ms of a Python docs page's 3.3 went to resolving its hrefs).
+# directory, and urljoin is pure Python.
 _RESOLVED = 16_384
 
 
@@ -168,7 +167,7 @@ def _resolve_in(directory: str, href: str, encoding: str) -> tuple[str, str | No
 
 
 # Every element an HtmlElement, chosen in C: lxml.html's own lookup is a Python call for each element lxml hands to
-# Python (every node of a walk: 10 % of extraction on Python docs pages, #17), to give forms and inputs classes of
+# Python (every node of a walk), to give forms and inputs classes of
 # their own that nothing here or in trafilatura uses.
 _CLASSES = etree.ElementDefaultClassLookup(
     element=lxml.html.HtmlElement,
@@ -214,10 +213,9 @@ _Elements = dict[str, list[lxml.html.HtmlElement]]
 def _elements(root: lxml.html.HtmlElement) -> _Elements:
     """The elements of ``root``'s tree that parse_html reads, by group, each group in document order.
 
-    One walk for all (#17): lxml's iterator walks the whole tree at each call, even for a first match alone (it
+    One walk for all: lxml's iterator walks the whole tree at each call, even for a first match alone (it
     looks ahead for the next one), and a page was walked six times, for its metas, title, <link>s, scripts,
-    marked element and links: on a Python docs page just parsed, 0.16 ms against 0.12 for the one walk (and
-    0.25 ms a walk once the tree has left the CPU's caches); `bench.extraction` docs 3.5-3.6 -> 3.4 ms a page.
+    marked element and links.
     A tag the document does not use costs nothing in a walk (libxml2's dictionary does not hold it).
     """
     found: _Elements = {group: [] for group in _GROUPS.values()}
@@ -333,7 +331,7 @@ def _links(
     """The page's http(s) links, once each, the first MAX_LINKS examined; an unusable one is skipped and
     described in ``unusable``.
 
-    Each distinct href is resolved once (#17): a page repeats its hrefs (a docs page links the same
+    Each distinct href is resolved once: a page repeats its hrefs (a docs page links the same
     few dozen places, and itself by "#..." hundreds of times), and resolving is a pure function of the
     base and the href, so the cache changes nothing but the cost. Hrefs that differ only after their
     "#" share a key ("x.html#" for "x.html#len" and "x.html#abs"): the fragment is cut from what they
@@ -412,7 +410,7 @@ def _main_text(
     candidates: list[lxml.html.HtmlElement] | None = None,
 ) -> str:
     """The page's main text; ``candidates``: its main, div, section and article elements, when the caller has them."""
-    # the page says where its content is: read that, not the whole page (#17)
+    # the page says where its content is: read that, not the whole page
     marked = main_text(root, hides=hides, candidates=candidates)
     if marked is not None:
         return marked
@@ -420,7 +418,7 @@ def _main_text(
         bounded.append("main text: too many or too deeply nested elements for trafilatura; all visible text read")
     else:
         # Imported here, not with this module: the crawler's process imports it (for its helpers) but reads no page,
-        # and trafilatura with its dependencies is 65 ms of every crawl's start; the extraction workers' fork
+        # and trafilatura with its dependencies would weigh on every crawl's start; the extraction workers' fork
         # server imports it ahead (extract.pool._PRELOAD).
         import trafilatura
 
@@ -449,7 +447,7 @@ def _main_text(
 def _without_noise(text: str) -> tuple[str, bytes]:
     """``text`` without control characters but tab, newline and carriage return, nor BREAK; and its UTF-8.
 
-    Encoded once for the look, the parser and ``may_hide`` (#17). A lone surrogate (no decoder here makes one) is
+    Encoded once for the look, the parser and ``may_hide``. A lone surrogate (no decoder here makes one) is
     encoded as one, where ``parse_tree``'s own encoding would have raised: libxml2 reads it as any bad UTF-8.
     """
     encoded = text.encode("utf-8", "surrogatepass")
@@ -463,7 +461,7 @@ def _without_nosnippet(root: lxml.html.HtmlElement, parsed: str) -> lxml.html.Ht
     """A copy of the tree ``parsed`` was read into, without data-nosnippet elements; None if there are none.
 
     The attribute's name stands in the parsed text, in some ASCII case, wherever an element carries it: looked
-    for there first, as asking libxml2 tests every element (0.6 ms of a Python docs page's ~8, #17).
+    for there first, as asking libxml2 tests every element.
     """
     if not _NOSNIPPET.search(parsed) or not _NOSNIPPET_ELEMENTS(root):
         return None

@@ -1,38 +1,10 @@
-"""Extraction processes end with their crawler, however it ends (#13 item 4).
+"""Extraction processes end with their crawler, however it ends.
 
-The pool (``synapsecrawl.extract.pool``) runs on multiprocessing's forkserver:
-the crawler starts the server and the resource tracker, the server forks the
-workers. A crawler killed outright (SIGKILL, the OOM killer, a timeout) runs
-no code of its own, and none of them notices: each worker holds the write ends
-of its own queues and a copy of the server's "alive" pipe, so it waits for work
-forever; the server waits for that pipe to close, and the tracker for its own
-pipe, which both hold.
-
-Two ties, each set up inside the process it ties:
-
-- a parent-death signal (Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)``): the
-  server is killed when the crawler dies (``bind_server``, run by the
-  server's preload, ``extract.forkserver_tie``), each worker when the server
-  dies (``bind_worker``). prctl(2) leaves a race, a parent that died before
-  the call: so the parent is checked after it, and a process whose parent is
-  already gone ends at once. SIGKILL needs no cooperation from a worker stuck
-  in C code. The kernel sends it when the *thread* that started the process
-  ends: the pool starts the server from a thread of its own that never
-  ends (``pool._Server``).
-- a lifeline pipe whose only write end the crawler holds: a thread of each
-  worker waits on its read end and ends the worker at EOF, which the kernel
-  delivers whatever ended the crawler (and where prctl does not exist).
-
-A worker also skips re-running the crawler's main script: multiprocessing
-has each new process run the parent's ``__main__`` (Scrapy's ``scrapy``
-command, which imports all of Scrapy: 0.3 s of CPU a worker) unless its own
-``__main__`` already is that script. The workers run only this package's
-functions, never the script's, so the server takes on the crawler's main's
-name (``MAIN_ENV``) and every process it forks finds it already loaded.
-
-The resource tracker is left alone: once the crawler, the server and the
-workers are gone its pipe ends and it exits, after unlinking what they leaked;
-killing it would leave that behind.
+Two ties, each set up inside the process it ties: a parent-death signal (Linux ``prctl``; the fork server dies with
+the crawler, ``bind_server``, each worker with the server, ``bind_worker``), and a lifeline pipe whose only write
+end the crawler holds, which a thread of each worker watches. The server takes on the crawler's main script's name
+(``MAIN_ENV``), so no worker runs that script again; the resource tracker is left to exit on its own. Why each is
+needed: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ ad, ads, advert, sponsor, promo; ad-server URLs; a container labelled "Advertise
 headers, footers, asides, breadcrumbs, pagination, tag lists, and any link standing alone in a
 list of links). Only http(s) links leaving the page are labelled; in-page anchors are not.
 
-The work is linear in the page (#14): what an element says about the links inside it (an ad
+The work is linear in the page: what an element says about the links inside it (an ad
 container, a menu, a reference list, its text's length) is worked out once per element and
 remembered, never again for each link it holds; and at most ``MAX_LINKS`` anchors are examined.
 ``LinkLabelling.examined`` counts the elements looked at, so tests can hold the bound.
@@ -378,7 +378,7 @@ def link_labelling(root: lxml.html.HtmlElement, url: str) -> LinkLabelling:
     page = _Page()
     labels: dict[str, LinkLabel] = {}
     bounded: tuple[str, ...] = ()
-    targets: dict[str | None, str] = {}  # each distinct href resolved once (#17): pages repeat theirs
+    targets: dict[str | None, str] = {}  # each distinct href resolved once: pages repeat theirs
     for examined, anchor in enumerate(root.iter("a", "area")):
         if examined == MAX_LINKS:
             bounded = (f"link labels: only the first {MAX_LINKS:,} links labelled",)

@@ -1,19 +1,11 @@
 """Labels, not text (OMN-LABELS): the kind of a page and the context of each of its links.
 
-A page is a ``blog_post``, ``news_article``, ``tutorial``, ``documentation``,
-``product_page`` or ``other``. Evidence is weighed, strongest first: what the
-page says it is (schema.org types in JSON-LD or microdata, ``og:type``), where
-it lives (its URL path), and what it is made of (prices and carts, bylines and
-datelines, comments, step headings, API signatures). The kind with the most
-weight wins; below ``MIN_WEIGHT`` a page is ``other``. The evidence's words and
-patterns are ``extract.page_cues``; this file weighs them, as one decision (one file because
-of that).
-
-A link is a ``citation``, ``navigation`` or ``advertisement``: ``synapsecrawl.extract.link_context``
-decides which. The tree is parsed as extraction parses it (``extract.html.parse_tree``: attributes
-past a cap cut), and OmniscienteBot labels a page in the worker that reads it (``read_document``).
-
-Labelling never raises on content and keeps no text.
+A page is a ``blog_post``, ``news_article``, ``tutorial``, ``documentation``, ``product_page`` or ``other``:
+evidence (``extract.page_cues``: what the page says it is, its URL path, what it is made of) is weighed, and the
+kind with the most weight wins, ``other`` below ``MIN_WEIGHT``. A link's context is
+``synapsecrawl.extract.link_context``'s. OmniscienteBot labels a page in the worker that reads it
+(``read_document``). Labelling never raises on content and keeps no text. More: docs/architecture.md, "Inside the
+larger modules".
 """
 
 from __future__ import annotations
@@ -100,7 +92,7 @@ def _text(element: lxml.html.HtmlElement) -> str:
 
 
 def _short_text(element: lxml.html.HtmlElement, chars: int = _HEADING_CHARS) -> str:
-    """The start of ``_text(element)``, read from at most ``_HEADING_NODES`` of its nodes (#14: headings
+    """The start of ``_text(element)``, read from at most ``_HEADING_NODES`` of its nodes (headings
     nested in headings would make reading each heading's whole text quadratic)."""
     parts: list[str] = []
     size = 0

@@ -137,8 +137,8 @@ def _title(reader: PdfReader) -> str:
 
 
 def _open(body: bytes, problems: list[str]) -> PdfReader | None:
-    # Imported here: pypdf with the cryptography it decrypts with is 50 ms of imports, made by the worker that meets
-    # a crawl's first PDF rather than by the fork server of every crawl, most of which read none (#17).
+    # Imported here: pypdf with the cryptography it decrypts with is a heavy import, made by the worker that meets
+    # a crawl's first PDF rather than by the fork server of every crawl, most of which read none.
     from pypdf import PasswordType, PdfReader
 
     reader = PdfReader(BytesIO(body), strict=False)

@@ -2,7 +2,7 @@
 
 Extraction (trafilatura, lxml, pypdf) costs tens of milliseconds of CPU a page.
 Run on the crawler's event loop, a batch of answers delays every timer behind
-it, and the next requests to other sites leave late (#8). Worker processes take
+it, and the next requests to other sites leave late. Worker processes take
 that work to the other cores; the loop only hands bytes over and gets a Page
 back (both pickle cheaply).
 
@@ -45,7 +45,7 @@ _PRELOAD = [
     "synapsecrawl.extract.worker",
     "synapsecrawl.extract.read",
     "synapsecrawl.extract.html",
-    "synapsecrawl.extract.pdf",  # not pypdf: a worker imports it at its first PDF (most crawls read none, #17)
+    "synapsecrawl.extract.pdf",  # not pypdf: a worker imports it at its first PDF (most crawls read none)
     "synapsecrawl.extract.privacy",
     "trafilatura",  # imported by extract.html where it is used, not with it
 ]
@@ -54,9 +54,8 @@ _PRELOAD = [
 def extract_processes(value: object, cpus: int | None = None) -> int:
     """Worker processes for a setting value: "auto" = one per core; 0 = in-process.
 
-    One per core, where it was one per core but one until #17: the crawler's own process needs less than a core
-    at 100 pages a second, and on 2 cores one worker was the bound on Python docs pages (0.78-0.79 of the ideal
-    schedule against 0.90-0.92 with two; bench.sim pages alike either way). The count is per crawl process.
+    One per core: the crawler's own process needs less than a core at 100 pages a second, and on 2 cores one
+    worker was the bound on Python docs pages (docs/benchmarks.md). The count is per crawl process.
     """
     if value in (None, "", "auto"):
         return max(1, cpus or os.cpu_count() or 1)
@@ -73,8 +72,8 @@ def extract_processes(value: object, cpus: int | None = None) -> int:
 GROW_AFTER = 0.25
 # Every this many seconds, the gate gives back a place when one worker fewer would have been busy at most
 # SHRINK_BUSY of the time with the pages read meanwhile. Busy as the gate sees it: from a page's hand-over to its
-# result, which on a busy 2-core machine is ~1.7 times the worker's CPU (a Python docs page: 4 ms of CPU, 7 ms
-# from hand-over to result, #17), so one worker at 80 % of that is at about half a core.
+# result, which on a busy 2-core machine is well above the worker's own CPU, so one worker busy SHRINK_BUSY of
+# that is at about half a core.
 SHRINK_AFTER = 8 * GROW_AFTER
 SHRINK_BUSY = 0.8
 
@@ -85,16 +84,13 @@ class _Turns:
     seconds, the pages read would have kept one worker fewer busy at most ``SHRINK_BUSY`` of the time.
 
     Why not ``most`` from the start: pages read at once in several workers compete with the crawler for the
-    cores while one worker would keep up. On #17's benchmark (2 cores, Python docs pages read in ~6 ms, 100
-    asked a second) the crawl cost 7.2-7.4 s of CPU against 7.0-8.1 with two at once from the start
-    (alternated runs), 0.92 of the ideal schedule either way. Pages that need more (trafilatura's 20-60 ms,
-    PDFs) queue, and get one more worker within ``grow_after``.
+    cores while one worker would keep up (docs/benchmarks.md). Pages that need more (trafilatura's, PDFs)
+    queue, and get one more worker within ``grow_after``.
 
     Why shrink: a crawl's start is a burst (every site's first page at once, the workers' server still
-    starting), where a page may wait 0.26-0.30 s and the gate grows; at 100 Python docs pages a second (~4 ms of
-    CPU each) one worker then keeps up, busy 50-60 % of the time as the gate sees it, while a second one, reading
-    whichever page comes while the first is busy, cost 0.1-0.4 s more CPU a 500-page crawl than one worker all
-    along (#17, alternated runs). A page goes to the first free worker (``Reader``) either way.
+    starting), where a page may wait past ``grow_after`` and the gate grows; at 100 Python docs pages a second
+    one worker then keeps up, while a second one, reading whichever page comes while the first is busy, costs
+    more CPU than one worker all along, its caches cold. A page goes to the first free worker (``Reader``) either way.
     Growing is logged the first time it reaches a count; later growths and shrinks are debug lines, so a
     crawl whose load comes and goes does not fill its log.
     """
@@ -184,8 +180,8 @@ def _start_server() -> None:
 class _Server:
     """multiprocessing's forkserver, started once a process by a thread of its own that never ends.
 
-    The first worker's start waits for the server to import the extractors (0.5-1.3 s measured): made on the
-    event loop, it held every request due meanwhile (#17). The thread must outlive the crawl: the server's
+    The first worker's start waits for the server to import the extractors: made on the
+    event loop, it held every request due meanwhile. The thread must outlive the crawl: the server's
     parent-death signal (``extract.lifeline``) fires when the thread that started it ends.
     """
 
@@ -362,8 +358,8 @@ class Reader:
     A page goes to the first free worker. With one pool of ``processes`` workers, the idle ones queued for the
     pool's call queue, so each page went to the worker that had not read the last one: on 2 cores, once a
     start-up burst had let two pages in at once, the two workers read every other page for the rest of the
-    crawl, each with its caches cold (#17: 0.07-0.4 s more CPU a 500-page docs crawl than one worker, alternated
-    runs). Now one worker reads nearly every page, and a second is started only when two pages are read at once.
+    crawl, each with its caches cold. Now one worker reads nearly every page, and a second is started only when
+    two pages are read at once.
     Each worker is a process with two pipes the event loop writes and reads (``extract.worker``).
 
     ``function`` is what the workers run: ``read_document``, or another function of an importable module (it is
@@ -391,10 +387,10 @@ class Reader:
     def warm(self) -> None:
         """Start the workers' server and the first worker now, on the running loop, off the first page's path.
 
-        Otherwise the crawl's first page waits for both (0.2-0.3 s on 2 cores), and so does every page behind
+        Otherwise the crawl's first page waits for both, and so does every page behind
         it: the gate grew to two workers at the start of about one docs crawl in two, and a second worker read
-        pages with its caches cold for seconds after (#17). A crawl that reads no page pays the server's start
-        (~0.12 s of CPU) for nothing.
+        pages with its caches cold for seconds after. A crawl that reads no page pays the server's start
+        for nothing.
         """
         if self.processes and self._warming is None and not self._closed:
             try:

@@ -133,7 +133,7 @@ def order_entries(entries: Iterable[SitemapEntry]) -> list[SitemapEntry]:
 def _usable(url: str) -> str | None:
     url = url.strip()
     if len(url) >= _MAX_URL_CHARS or not _URL.fullmatch(url) or url_problem(url) is not None:
-        return None  # counted in Sitemap.invalid; the other entries are read on (port 99999, #14)
+        return None  # counted in Sitemap.invalid; the other entries are read on (port 99999)
     return url
 
 

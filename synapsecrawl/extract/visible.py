@@ -7,10 +7,9 @@ of a page's marked main element (``main_text``): list items start with
 "- " and each line of preformatted text is a paragraph, as in trafilatura's own text.
 
 Why by hand: trafilatura (2.3) reads a page by pruning and comparing whole
-copies of the tree, 10-20 ms for a 40 KB page and 600 ms for the Python docs'
-stdtypes.html, even when the page says where its content is. A page with one
-``<main>`` (or ``role="main"``), or else one ``<article>``, has said it; one
-walk over that element costs a tenth or less (#17). trafilatura stays the
+copies of the tree, even when the page says where its content is. A page
+with one ``<main>`` (or ``role="main"``), or else one ``<article>``, has said
+it; one walk over that element costs far less (docs/benchmarks.md). trafilatura stays the
 reader of every other page, and of a marked element that looks like a link
 list or holds a comment thread, which its boilerplate removal handles.
 """
@@ -50,7 +49,7 @@ _ENDS = _BLOCK | _SKIP | {"td", "th", "pre"}  # ... whose end _Text.end acts on 
 _THREAD_NAMES = ("comment", "disqus")  # in an id or class (not a highlighter's <span class="hljs-comment">)
 # What the walk does more with than take its text: the tags it acts on or skips, and nodes that are no element.
 _ACTED = (*sorted(_STARTS | _ENDS | _SKIP), etree.Comment, etree.ProcessingInstruction, etree.Entity)
-_HIDDEN = etree.XPath(".//*[@hidden]")  # 0.4 ms on a Python docs page: asked only when the source may hold one
+_HIDDEN = etree.XPath(".//*[@hidden]")  # tests every element: asked only when the source may hold one
 # The hidden attribute's name as may_hide looks for it in a page's lowered bytes: any control byte counts as white
 # space around it, which only answers yes more often.
 _HIDDEN_NAME = re.compile(rb"hidden(?=[\x00-\x20/=>]|\Z)")
@@ -59,7 +58,7 @@ _MIN_CHARS = 1  # an empty marked element (filled in by a script) is left to tra
 # Measured in libxml2, not in Python loops.
 _TEXT_LENGTH = etree.XPath("string-length(string(.))")
 # A marked element that is mostly links because it holds a table of contents (the chapter pages of Sphinx docs) is
-# read without its link lists, as trafilatura mostly reads it, where one walk costs a tenth of its 60 ms (#17).
+# read without its link lists, as trafilatura mostly reads it, at the cost of one walk rather than trafilatura's.
 _LISTS = etree.XPath(".//ul[not(ancestor::ul or ancestor::ol)] | .//ol[not(ancestor::ul or ancestor::ol)]")
 _LINK_LIST_SHARE = 0.8  # of a list's text in links (Sphinx's toctrees: 0.90-0.94; content lists seen: < 0.6)
 
@@ -85,7 +84,7 @@ def may_hide(source: bytes) -> bool:
     An attribute's name follows white space, "/" or a quoted value's closing quote, and is followed by white space,
     "=", "/", ">" or the end, in any ASCII case: where "hidden" stands so nowhere, no element has it. A word
     "hidden" in the text answers yes too, which only costs the look (``_HIDDEN``) that a no spares. Looked for in
-    bytes lowered in C behind the literal name: a case-blind search tries every position (0.3 ms a page).
+    bytes lowered in C behind the literal name: a case-blind search tries every position.
     """
     lowered = source.lower()
     return any(at and lowered[at - 1] in _BEFORE_NAME for at in map(re.Match.start, _HIDDEN_NAME.finditer(lowered)))
@@ -120,11 +119,11 @@ def _walk(
     hides: bool = True,
 ) -> str:
     # Runs for every element of a page, thousands on a Python docs page, most of them inline (a, span, code):
-    # those cost no call into _Text, which acts only on the tags it names (#17: a fifth of extraction's CPU).
+    # those cost no call into _Text, which acts only on the tags it names.
     # An element that holds nothing the walk acts on (a paragraph of links and code, a highlighted <pre>) has its
     # text taken whole by libxml2 and is not walked into: the text is the one its pieces would have added, as
     # _Text.add's line marks are made a character at a time. Not while a list item's "- " waits for its first
-    # text, which goes before the first piece that is not white space (#17: 1.9 -> 1.2 ms a Python docs page).
+    # text, which goes before the first piece that is not white space.
     parts = text.parts
     holders = _holders(element, hides)
     walker = etree.iterwalk(element, events=("start", "end"))
@@ -244,8 +243,8 @@ def _marked(
     none, the ``<article>`` elements.
 
     One pass over the tree in lxml's C iterator, which hands Python only the elements of those four names: the
-    XPath ``//main | //div[@role='main'] | //section[@role='main']`` took twice as long (0.61 against 0.33 ms a
-    Python docs page, #17), as libxml2 builds the node set of ``//`` for each branch. role="main" is looked for
+    XPath ``//main | //div[@role='main'] | //section[@role='main']`` took longer,
+    as libxml2 builds the node set of ``//`` for each branch. role="main" is looked for
     where pages put it: an attribute test on every element costs as much as reading the page.
     """
     marked, articles = [], []
@@ -262,8 +261,7 @@ def _link_chars(element: lxml.html.HtmlElement) -> int:
     """How many characters of ``element``'s text are in its links (the text nodes under an ``<a>`` in it).
 
     Each outermost link's text is taken whole by libxml2, and the links inside it are not walked again: linear in
-    the page, where libxml2 evaluates ".//a//text()" by merging each link's node set into the result, O(links²):
-    7 s at 60,000 links; and 0.32 -> 0.22 ms on a Python docs page (#17).
+    the page, where libxml2 evaluates ".//a//text()" by merging each link's node set into the result, O(links²).
     """
     total = 0
     walker = etree.iterwalk(element, events=("start",), tag="a")

@@ -1,19 +1,10 @@
 """The PostgreSQL knowledge base: the same Store as SQLite, for many crawlers and large KBs.
 
-Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.sqlite_content``
-(pages, passages, labels, robots.txt copies, backoff state, sources, site
-icons) and are created on open; the methods that read and write them alike
-are ``kb.rows``'s. Search uses a stored ``tsvector`` per page (title weight A,
-text B, the ``english`` configuration: Snowball stems, like FTS5's Porter)
-and per passage, ranked with ``ts_rank_cd`` and combined by ``kb.search.rank_results``; snippets come from the same pure
-functions as SQLite's (``synapsecrawl.kb.search``), with the query words
-marked by ``ts_headline``, so both back-ends show the same kind of result.
-
-One write connection per store, guarded by a lock, as SQLite's: the pipeline
-calls it from worker threads; reads take a connection of a small pool
-(``READERS`` kept idle), so concurrent searches do not wait for each other.
-Page times are ``timestamptz`` read back in UTC; robots.txt, backoff and source
-times are unix seconds (double precision).
+Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.sqlite_content`` and are created on open; the methods
+that read and write them alike are ``kb.rows``'s. Search uses a stored ``tsvector`` per page and per passage (the
+``english`` configuration), ranked with ``ts_rank_cd`` and combined by ``kb.search.rank_results``, so both back-ends
+show the same kind of result. One write connection per store, guarded by a lock; reads take a connection of a small
+pool (``READERS``). More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -33,6 +24,7 @@ from synapsecrawl.errors import StoreError, StoreUnavailable
 from synapsecrawl.kb import changes
 from synapsecrawl.kb.marker import META_TABLE, Found, judge, meta_rows
 from synapsecrawl.kb.records import PageRecord, SearchHit
+from synapsecrawl.kb.revisit import REVISIT_COLUMNS, RevisitRule
 from synapsecrawl.kb.rows import (
     HIT_COLUMNS,
     PAGE_CANDIDATES,
@@ -184,6 +176,7 @@ _ADDED_PAGE_COLUMNS = (
     ("feed", "TEXT NOT NULL DEFAULT ''"),
     ("depth", "INTEGER"),
     ("outlinks", "TEXT NOT NULL DEFAULT ''"),
+    *REVISIT_COLUMNS,
 )
 _ADDED_SOURCE_COLUMNS = (("run_started", "DOUBLE PRECISION NOT NULL DEFAULT 0"),)
 _ADDED_ROBOTS_COLUMNS = (("unreadable_since", "DOUBLE PRECISION NOT NULL DEFAULT 0"),)  # a KB made before YOT-STALE
@@ -333,7 +326,7 @@ class PostgresStore(SharedTables):
         self._dsn = uri
         self._lock = threading.Lock()
         # Reads through a connection of their own, opened on first use: they see the last commit and do not
-        # wait behind a KB batch's transaction on the other (as in kb.sqlite, #17).
+        # wait behind a KB batch's transaction on the other (as in kb.sqlite).
         self._pool_lock = threading.Lock()
         self._readers: list[psycopg.Connection[tuple[Any, ...]]] = []
         self._closed = False
@@ -423,15 +416,15 @@ class PostgresStore(SharedTables):
 
     # -- pages ----------------------------------------------------------------
 
-    def put_page(self, page: PageRecord) -> None:
+    def put_page(self, page: PageRecord, revisit: RevisitRule | None = None) -> None:
         """Insert or replace the page (kb, url) and its passages in one transaction."""
-        self.put_pages([page])
+        self.put_pages([page], revisit)
 
-    def put_pages(self, pages: Sequence[PageRecord]) -> None:
-        """Insert or replace each page and its passages, all in one transaction (#17)."""
+    def put_pages(self, pages: Sequence[PageRecord], revisit: RevisitRule | None = None) -> None:
+        """Insert or replace each page and its passages, all in one transaction."""
         upsert = self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url")) + " RETURNING id"
         with self._transaction() as conn:
-            for page in pages:
+            for page in self._revisited(conn, pages, revisit):  # timed by the rule (kb.revisit)
                 passages = split_passages(page.snippet_text or page.text, page.title)
                 row = conn.execute(upsert, self._page_values(page)).fetchone()
                 assert row is not None
@@ -439,8 +432,7 @@ class PostgresStore(SharedTables):
                 if same_passages(stored, passages):
                     continue  # a page read again unchanged: its passages and their index stand
                 conn.execute("DELETE FROM passages WHERE page_id=%s", (row[0],))
-                # One statement for the page's ~60 passages, not one each: 5-8 % of the server's CPU a page
-                # (10 ms, three quarters of it to_tsvector: bench/findings.md, #16)
+                # One statement for all the page's passages, not one each (docs/benchmarks.md)
                 conn.execute(
                     "INSERT INTO passages (page_id, ordinal, text)"
                     " SELECT %s, ordinal - 1, text FROM unnest(%s::text[]) WITH ORDINALITY AS p(text, ordinal)",

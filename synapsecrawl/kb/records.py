@@ -57,6 +57,11 @@ class PageRecord:
     feed: str = ""  # for a feed entry, the URL of the feed it came from
     depth: int | None = None  # the link depth a site crawl found it at (a re-read follows its links from there)
     outlinks: tuple[str, ...] = ()  # the links it lets a crawl follow, so a 304 still leads to them
+    # When it is fetched again (synapsecrawl.kb.revisit): seconds, unix seconds, and what its last fetch found
+    # ("new", "changed", "unchanged"); None and "" for a page stored before the KB kept them.
+    revisit_interval: float | None = None
+    revisit_due: float | None = None
+    revisit_outcome: str = ""
 
 
 @dataclass(frozen=True)

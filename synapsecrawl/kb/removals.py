@@ -1,26 +1,10 @@
 """What leaves a knowledge base without a page being asked: an operator's list, and robots.txt.
 
-The removal list (YOT-REMOVAL; SnagaBot's never-fetch list, SNA-NEVER) is a
-text file, one entry a line, ``#`` starting a comment:
-
-- a domain, ``example.com``: that host and every subdomain;
-- a URL prefix, ``https://example.com/private/``: every URL that starts
-  with it, compared without the scheme (a removal asked for over http holds
-  for https too) and with the host lowercased and default ports dropped.
-
-A line that is neither is counted in ``invalid`` and skipped: the list is
-data, and reading it never raises. ``disallowed_pages`` picks the stored pages
-that a robots.txt's rules now disallow (YOT-ROBOTS, SYN-REMOVE); the adapter
-``middlewares.removals`` deletes them.
-
-A site whose robots.txt cannot be read (blocked addresses, no answer, an error
-that closes the site) keeps its stored pages for at most the profile's
-``[robots] stale_after`` (YOT-STALE: 30 days; 0, the default, keeps them, as
-SYN-REMOVE says). The bound counts from the last time robots.txt was read, the
-earliest the site may have been closed to us (``unreadable_since``), and the
-pages go at the last read of robots.txt before it runs out: a read whose next
-chance, a re-read interval later, would come past it (``stale``); the adapter
-says so at each failed read and deletes them. Times are unix seconds, passed in.
+``read_removal_list`` reads the removal list (REMOVAL_LIST; YOT-REMOVAL, SNA-NEVER) into a ``RemovalList``: a domain
+or a URL prefix a line, ``#`` comments, bad lines counted in ``invalid``, never raising. ``disallowed_pages`` picks
+the stored pages a robots.txt now disallows (YOT-ROBOTS, SYN-REMOVE); ``stale`` says when an unreadable robots.txt's
+pages go (the profile's ``[robots] stale_after``, YOT-STALE). Times are unix seconds, passed in;
+``middlewares.removals`` deletes. The rules: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

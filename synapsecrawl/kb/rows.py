@@ -17,11 +17,13 @@ from __future__ import annotations
 from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, closing
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
+from synapsecrawl.kb import changes
 from synapsecrawl.kb.records import LabelRecord, PageRecord, RobotsCopy, SearchHit, SiteIcon, SiteState, Source, UrlHold
+from synapsecrawl.kb.revisit import RevisitRule, revisited
 from synapsecrawl.kb.search import compose_snippet
 
 __all__ = [
@@ -37,8 +39,10 @@ __all__ = [
 PAGE_COLUMNS = (
     "kb", "url", "title", "text", "snippet_text", "content_type", "status", "fetched_at", "verified_at", "etag",
     "last_modified", "nosnippet", "max_snippet", "site", "language", "description", "image", "published", "feed",
-    "depth", "outlinks",
+    "depth", "outlinks", "revisit_interval", "revisit_due", "revisit_outcome",
 )  # fmt: skip
+# Kept as stored when a write gives none (a page written by no crawl: an import, a re-extraction).
+_KEPT_WHEN_NONE = frozenset({"revisit_interval", "revisit_due", "revisit_outcome"})
 HIT_COLUMNS = "url, kb, title, nosnippet, max_snippet, fetched_at"  # what ``search_hit`` reads of a page
 PAGE_CANDIDATES = 1000
 PASSAGE_CANDIDATES = 3000
@@ -64,6 +68,7 @@ def page_record(row: Sequence[Any]) -> PageRecord:
     page["verified_at"] = _when(page["verified_at"]) if page["verified_at"] else None
     page["nosnippet"] = bool(page["nosnippet"])
     page["outlinks"] = tuple(link for link in (page["outlinks"] or "").split("\n") if link)
+    page["revisit_outcome"] = page["revisit_outcome"] or ""
     return PageRecord(**page)
 
 
@@ -147,7 +152,12 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
         return self._count(f"DELETE FROM {table}{clause}", params) > 0  # noqa: S608 (fixed names)
 
     def _upsert_sql(self, table: str, columns: Sequence[str], key: Sequence[str]) -> str:
-        updates = ", ".join(f"{column}=excluded.{column}" for column in columns if column not in key)
+        def new(column: str) -> str:
+            if table == "pages" and column in _KEPT_WHEN_NONE:
+                return f"COALESCE(excluded.{column}, {table}.{column})"
+            return f"excluded.{column}"
+
+        updates = ", ".join(f"{column}={new(column)}" for column in columns if column not in key)
         return (
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([self._MARK] * len(columns))}) "  # noqa: S608
             f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
@@ -176,11 +186,58 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
         sql = f"SELECT 1 FROM pages WHERE kb={mark} AND url >= {mark} AND url < {mark} LIMIT 1"  # noqa: S608
         return bool(self._rows(sql, (kb, prefix, past)))
 
+    def hit_rows(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], tuple[Any, ...]]:
+        """The ``HIT_COLUMNS`` row of each (kb, url) in ``keys`` that the KB holds, by (kb, url): one read for
+        a search's results (a lookup of the (kb, url) key per KB), never a page's text."""
+        by_kb: dict[str, list[str]] = {}
+        for kb, url in keys:
+            by_kb.setdefault(kb, []).append(url)
+        if not by_kb:
+            return {}
+        mark = self._MARK
+        where = " OR ".join(f"(kb={mark} AND url IN ({', '.join([mark] * len(urls))}))" for urls in by_kb.values())
+        params = tuple(value for kb, urls in by_kb.items() for value in (kb, *urls))
+        rows = self._rows(f"SELECT {HIT_COLUMNS} FROM pages WHERE {where}", params)  # noqa: S608 (fixed names)
+        return {(str(row[1]), str(row[0])): tuple(row) for row in rows}
+
     def search_changes(self, after: int, limit: int) -> list[tuple[int, str, str]]:
         """(seq, kb, url) of the pages changed after ``after`` in the search change log (kb.changes), in order."""
         mark = self._MARK
         sql = f"SELECT seq, kb, url FROM search_changes WHERE seq > {mark} ORDER BY seq LIMIT {mark}"  # noqa: S608
         return [(int(row[0]), str(row[1]), str(row[2])) for row in self._rows(sql, (after, limit))]
+
+    def trim_search_changes(self, follower: str, seq: int, now: float) -> int:
+        """Record that index ``follower`` applied the search change log up to ``seq``, and delete the rows
+        every follower heard from in the last ``FOLLOWER_DAYS`` days has applied, the newest of them kept (an
+        index checks that the row of its seq is this KB's); the number of rows deleted (kb.changes)."""
+        mark = self._MARK
+        with self._transaction() as db:
+            db.execute(self._upsert_sql(changes.FOLLOWERS, ("name", "seq", "seen"), ("name",)), (follower, seq, now))
+            expired = now - changes.FOLLOWER_DAYS * 86400
+            sql = f"DELETE FROM search_followers WHERE name <> {mark} AND seen < {mark}"  # noqa: S608 (fixed names)
+            db.execute(sql, (changes.TRIMMED, expired))
+            sql = f"SELECT MIN(seq) FROM search_followers WHERE name <> {mark}"  # noqa: S608 (fixed names)
+            row = db.execute(sql, (changes.TRIMMED,)).fetchone()
+            horizon = int(row[0]) if row and row[0] is not None else 0
+            sql = f"DELETE FROM search_changes WHERE seq < {mark}"  # noqa: S608 (fixed names)
+            deleted = int(db.execute(sql, (horizon,)).rowcount)
+            if deleted:
+                trimmed = self._trimmed(db)
+                db.execute(
+                    self._upsert_sql(changes.FOLLOWERS, ("name", "seq", "seen"), ("name",)),
+                    (changes.TRIMMED, max(trimmed, horizon), now),
+                )
+        return deleted
+
+    def search_changes_trimmed(self) -> int:
+        """The seq below which rows of the search change log were deleted (0: none ever were)."""
+        with self._reading() as db:
+            return self._trimmed(db)
+
+    def _trimmed(self, db: Any) -> int:
+        sql = f"SELECT seq FROM search_followers WHERE name = {self._MARK}"  # noqa: S608 (fixed names)
+        row = db.execute(sql, (changes.TRIMMED,)).fetchone()
+        return int(row[0]) if row else 0
 
     def last_search_change(self) -> int:
         """The seq of the search change log's last row (0 when empty)."""
@@ -201,9 +258,46 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
         return {row[0]: row[1] for row in self._select("pages", ("url", "depth"), {"kb": kb})}
 
     def _page_values(self, page: PageRecord) -> tuple[Any, ...]:
-        """The row of ``page``; its outlinks one a line in both back-ends (a URL holds no newline)."""
+        """The row of ``page``; its outlinks one a line in both back-ends (a URL holds no newline); no
+        revisit outcome is NULL, so the stored one stays."""
         links = "\n".join(link for link in page.outlinks if "\n" not in link)
-        return tuple(self._held(links if column == "outlinks" else getattr(page, column)) for column in PAGE_COLUMNS)
+        held = {"outlinks": links, "revisit_outcome": page.revisit_outcome or None}
+        return tuple(self._held(held[c] if c in held else getattr(page, c)) for c in PAGE_COLUMNS)
+
+    def _revisited(self, db: Any, pages: Sequence[PageRecord], rule: RevisitRule | None) -> list[PageRecord]:
+        """``pages`` with their revisit times (kb.revisit), judged against the copies they replace, read in
+        the write's own transaction (``db``); as given when there is no rule (a write by no crawl)."""
+        if rule is None:
+            return list(pages)
+        stored: dict[tuple[str, str], tuple[tuple[str, str], float | None]] = {}
+        for kb in dict.fromkeys(page.kb for page in pages):  # one query a KB for the batch, not one a page
+            urls = list(dict.fromkeys(page.url for page in pages if page.kb == kb))
+            marks = ", ".join([self._MARK] * len(urls))
+            sql = f"SELECT url, title, text, revisit_interval FROM pages WHERE kb={self._MARK} AND url IN ({marks})"  # noqa: S608
+            for url, title, text, interval in db.execute(sql, (kb, *urls)).fetchall():
+                stored[(kb, url)] = ((title, text), interval)
+        timed = []
+        for page in pages:
+            key = (page.kb, page.url)
+            before = stored.get(key)
+            held = replace(page, title=self._held(page.title), text=self._held(page.text))  # as the KB holds it
+            held = revisited(held, before[0] if before else None, before[1] if before else None, rule)
+            timed.append(held)
+            stored[key] = ((held.title, held.text), held.revisit_interval)  # the same page twice in one batch
+        return timed
+
+    def page_dues(self, kb: str, first: float) -> dict[str, float]:
+        """URL -> when each stored page of ``kb`` is due again (kb.revisit.due_of; ``first``: the profile's
+        re-read interval, for a page stored before the KB kept due times)."""
+        columns = ("url", "revisit_due", "fetched_at", "verified_at")
+        dues = {}
+        for url, due, fetched, verified in self._select("pages", columns, {"kb": kb}):
+            if due is not None:
+                dues[url] = float(due)
+                continue
+            seen = _when(fetched).timestamp()
+            dues[url] = max(seen, _when(verified).timestamp() if verified else seen) + first
+        return dues
 
     def put_labels(self, labels: LabelRecord) -> None:
         """Replace a page's labels (OMN-LABELS) and TDM policy (OMN-FETCH)."""

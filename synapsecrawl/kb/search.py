@@ -1,41 +1,17 @@
 """Search worth citing: pages cut into passages, and the passages a result shows.
 
-A page's text is cut into passages of about a paragraph (``split_passages``):
-short paragraphs and headings join the paragraph after them, long ones are cut
-at sentence ends. Each passage is indexed on its own, so a result names the
-passage that answers (its ``passage`` ordinal) and a text fragment link to it
-(``anchor``: ``URL#:~:text=start,end``, WICG Text Fragments).
-
-What a result shows follows the page's own rules (SNA-SNIPPET):
-``nosnippet`` means no text at all (no passages, an anchor without text);
-``max-snippet:N`` bounds the whole ``snippet`` string at N characters,
-highlight marks, ellipses and separators included, so ``len(snippet) <= N``
-always holds; text under ``data-nosnippet`` is never in a passage (passages
-are cut from ``snippet_text``). Without a limit a snippet is at most
-``DEFAULT_SNIPPET_CHARS`` long: search serves snippets, never a page's text.
-
-Query words are shown between ``«`` and ``»`` (``MARK_OPEN``, ``MARK_CLOSE``):
-plain text, and rare in technical writing, where ``**`` (globs, ``**kwargs``)
-is common. The marks are not page text. The index finds the words (FTS5, Porter stems) and marks them with
-``HIT_OPEN``/``HIT_CLOSE``, two control characters that never occur in stored
-passages; this module turns them into what a reader sees.
-
-Ranking (``rank_results``) is written here once for both back-ends; each
-back-end gives its engine's ranks (SQLite's BM25, PostgreSQL's ts_rank_cd),
-larger-is-better. Each kind of rank is divided by its best among the
-candidates, so no one of them swamps the others by its scale, and they are
-added with ``RANK_WEIGHTS``: the page's text, its title, its best passage,
-its best passage holding two query words side by side (phrase proximity), and
-the page's own address naming a query word (``library/subprocess.html`` for
-"subprocess.run"). The passages shown are the page's best by passage and
-phrase rank together. Measured on the Python 3.11 docs (bench/search_eval.py,
-docs/search.md): this puts the page that defines a thing above the overview
-pages (whatsnew, indexes) that mention it as often.
+``split_passages`` cuts a page's text into passages of about a paragraph, each indexed on its own, so a result names
+the passage that answers and links to it (WICG Text Fragments). What a result shows follows the page's own rules
+(SNA-SNIPPET: nosnippet, max-snippet, data-nosnippet), at most ``DEFAULT_SNIPPET_CHARS`` without a limit, query
+words marked ``MARK_OPEN``/``MARK_CLOSE``. ``rank_results`` ranks for both back-ends: each kind of rank scaled by
+its best, weighted by ``RANK_WEIGHTS``. The rules in full: docs/search.md and docs/architecture.md, "Inside the
+larger modules".
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -54,6 +30,7 @@ __all__ = [
     "SEPARATOR",
     "PageRank",
     "ShownPassage",
+    "address_share",
     "address_words",
     "compose_snippet",
     "make_snippet",
@@ -89,6 +66,7 @@ _STOPWORDS = frozenset({
 })  # fmt: skip
 _SENTENCE_END = re.compile(r"(?<=[.!?…。])\s+")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+_WORD_END = re.compile(r"(?<=\S)\s")  # a space just after a word: where a window may end
 _HEADING_END = (".", ":", ";", ",", "!", "?", "…")
 
 
@@ -114,12 +92,14 @@ _PASSAGE_CANDIDATES_PER_PAGE = 8
 
 @dataclass(frozen=True)
 class PageRank:
-    """A candidate page and its engine's ranks (larger-is-better) of its title and its text."""
+    """A candidate page and its engine's ranks (larger-is-better) of its title and its text; ``address``, the
+    share of query words its address names when the engine has it (else it is read from ``url``)."""
 
     page_id: int
     url: str
     title: float
     text: float
+    address: float | None = None
 
 
 def shortlist(pages: Iterable[PageRank], limit: int) -> list[PageRank]:
@@ -148,6 +128,12 @@ def address_words(url: str) -> set[str]:
     path = url.split("?", 1)[0].split("#", 1)[0].rstrip("/")
     last = path.rsplit("/", 1)[-1]
     return {w.lower() for w in _WORD.findall(re.sub(r"\.(html?|php|aspx?|md|txt|pdf)$", "", last, flags=re.IGNORECASE))}
+
+
+def address_share(url: str, words: set[str]) -> float:
+    """The share of the query ``words`` that ``url``'s address names (a word, or its first five letters)."""
+    named = address_words(url)
+    return sum(1 for t in words if t in named or any(_matches(w, {t}) for w in named)) / max(1, len(words))
 
 
 def _scaled(values: dict[int, float]) -> dict[int, float]:
@@ -187,8 +173,7 @@ def rank_results(
     words = set(terms)
     score: dict[int, float] = {}
     for key, page in candidates.items():
-        named = address_words(page.url)
-        address = sum(1 for t in words if t in named or any(_matches(w, {t}) for w in named)) / max(1, len(words))
+        address = page.address if page.address is not None else address_share(page.url, words)
         score[key] = (
             RANK_WEIGHTS["text"] * text.get(key, 0.0)
             + RANK_WEIGHTS["title"] * title.get(key, 0.0)
@@ -215,7 +200,7 @@ def rank_results(
 def _sentences(paragraph: str, limit: int) -> list[str]:
     """``paragraph`` cut at sentence ends (or, failing that, spaces) into pieces of at most ``limit``."""
     if len(paragraph) <= limit:
-        return [paragraph] if paragraph else []  # its sentences joined again, as its spaces are single (#17)
+        return [paragraph] if paragraph else []  # its sentences joined again, as its spaces are single
     pieces: list[str] = []
     current = ""
     for whole in _SENTENCE_END.split(paragraph):
@@ -246,8 +231,8 @@ def _squashed(block: str) -> str:
     """``block`` without control characters, its white space runs one space, stripped.
 
     Extraction writes its paragraphs so already: such a block (printable, so its only white space is " ", with no two
-    in a row and none at its ends) is kept as it is, where splitting it into words and joining them took half the
-    cut's time (0.15 of 0.33 ms a Python docs page, #17).
+    in a row and none at its ends) is kept as it is, where splitting it into words and joining them took much of
+    the cut's time.
     """
     if block.isprintable() and "  " not in block and block[:1] != " " and block[-1:] != " ":
         return block
@@ -272,7 +257,7 @@ def split_passages(text: str, title: str = "") -> list[str]:
     ):
         paragraphs = paragraphs[1:]  # the <h1>, and the <title> says it too ("Page — Site")
     pieces: list[str] = []
-    for paragraph in paragraphs:  # most fit whole: no call for them (a Python docs page has ~200 paragraphs, #17)
+    for paragraph in paragraphs:  # most fit whole: no call for them
         if len(paragraph) <= PASSAGE_MAX_CHARS:
             pieces.append(paragraph)
         else:
@@ -372,11 +357,21 @@ def _window(marked: _Marked, limit: int) -> tuple[str, int, int]:
     whole = marked.render(a, len(plain))
     if len(whole) <= limit:
         return whole, a, len(plain)
-    ends = [i for i in range(a + 1, len(plain)) if plain[i].isspace() and not plain[i - 1].isspace()]
+    ends = [found.start() for found in _WORD_END.finditer(plain, a + 1)]
+    # render(a, b)'s length, counted rather than rendered: the text, an ellipsis at each cut, and the two marks
+    # of each hit wholly inside (hits are in order and apart, so those from ``first`` on that end by b).
+    first = bisect_left([start for start, _ in marked.hits], a)
+    stops = [end for _, end in marked.hits]
+    fixed = (len(ELLIPSIS) if a > 0 else 0) - a
+
+    def length(b: int) -> int:
+        inside = max(0, bisect_right(stops, b) - first)
+        return fixed + b + inside * (len(MARK_OPEN) + len(MARK_CLOSE)) + (len(ELLIPSIS) if b < len(plain) else 0)
+
     lo, hi, best = 0, len(ends) - 1, -1
     while lo <= hi:  # render length grows with the end, so the best end is found by bisection
         mid = (lo + hi) // 2
-        if len(marked.render(a, ends[mid])) <= limit:
+        if length(ends[mid]) <= limit:
             best, lo = mid, mid + 1
         else:
             hi = mid - 1

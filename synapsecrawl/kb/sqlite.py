@@ -24,6 +24,7 @@ from synapsecrawl.kb import changes
 from synapsecrawl.kb import sqlite_content as content
 from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, Found, judge, meta_rows
 from synapsecrawl.kb.records import PageRecord, SearchHit
+from synapsecrawl.kb.revisit import REVISIT_COLUMNS, RevisitRule
 from synapsecrawl.kb.rows import PAGE_COLUMNS, SharedTables
 
 __all__ = ["READERS", "SQLiteStore"]
@@ -119,6 +120,7 @@ _ADDED_PAGE_COLUMNS = (
     ("feed", "TEXT NOT NULL DEFAULT ''"),
     ("depth", "INTEGER"),
     ("outlinks", "TEXT NOT NULL DEFAULT ''"),
+    *REVISIT_COLUMNS,
 )
 _ADDED_SOURCE_COLUMNS = (("run_started", "REAL NOT NULL DEFAULT 0"),)
 # Site icons found by the feed spider (synapsecrawl.extract.feeds, SER-ICON). Unix seconds.
@@ -262,7 +264,7 @@ class SQLiteStore(SharedTables):
                 _mark(self._db)
             # Reads go through a connection of their own: in WAL they see the last commit and never wait for
             # a write, where one connection would make the crawl's lookups (a page's stored validators before
-            # its request goes out) wait out each KB batch's transaction, ~0.3 s at 100 pages/s (#17).
+            # its request goes out) wait out each KB batch's transaction.
             # A pool of them, no lock around a read: searches run side by side.
             self._readers = [self._read_connection()]
         except (OSError, sqlite3.Error) as exc:
@@ -334,15 +336,15 @@ class SQLiteStore(SharedTables):
     def _urls_read(self, held: str) -> tuple[str, ...]:
         return tuple(u for u in held.split("\n") if u)
 
-    def put_page(self, page: PageRecord) -> None:
+    def put_page(self, page: PageRecord, revisit: RevisitRule | None = None) -> None:
         """Insert or replace the page (kb, url) in one transaction."""
-        self.put_pages([page])
+        self.put_pages([page], revisit)
 
-    def put_pages(self, pages: Sequence[PageRecord]) -> None:
-        """Insert or replace each page and its passages (kb.content), all in one transaction (#17)."""
+    def put_pages(self, pages: Sequence[PageRecord], revisit: RevisitRule | None = None) -> None:
+        """Insert or replace each page and its passages (kb.content), all in one transaction."""
         upsert = self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url"))
         with self._transaction() as db:
-            for page in pages:
+            for page in self._revisited(db, pages, revisit):  # timed by the rule (kb.revisit)
                 db.execute(upsert, self._page_values(page))
                 content.write_passages(db, page.kb, page.url, page.snippet_text or page.text, page.title)
 

@@ -1,18 +1,10 @@
 """What the SQLite knowledge base keeps beside each page to serve it: passages and labels.
 
-``passages`` holds each page cut into passages (``search.split_passages``),
-indexed with FTS5 like the pages themselves; they are rewritten with the page
-and deleted with it (a trigger on ``pages``). ``search`` gives
-``search.rank_results`` FTS5's BM25 of each candidate page's title and text,
-of its passages, and of its passages holding two query words side by side,
-so a page about the question whose one paragraph answers it comes first, and
-the result shows that paragraph.
-
-``page_labels`` and ``link_labels`` hold OmniscienteBot's labels and TDM
-policy (OMN-LABELS, OMN-FETCH): a page's kind, each link's context, no text;
-``kb.rows`` reads and writes them, as it does for PostgreSQL.
-
-Functions here take a connection; the caller holds its lock and its transaction.
+``passages`` holds each page cut into passages (``search.split_passages``), indexed with FTS5, rewritten and deleted
+with the page; ``search`` gives ``search.rank_results`` FTS5's BM25 of each candidate's title, text, passages and
+side-by-side query words. ``page_labels`` and ``link_labels`` hold OmniscienteBot's labels and TDM policy
+(OMN-LABELS, OMN-FETCH), no text. Functions here take a connection; the caller holds its lock and its transaction.
+More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -97,8 +89,8 @@ def write_passages(db: sqlite3.Connection, kb: str, url: str, text: str, title: 
         "INSERT INTO passages (page_id, ordinal, text) VALUES (?, ?, ?)",
         [(page_id, ordinal, passage) for ordinal, passage in enumerate(passages)],
     )
-    # Indexed in one statement, not by a trigger per passage row: 6.7 -> 2.6 ms of CPU a page of 70 passages
-    # (bench/findings.md, #17). Every writer of passages goes through here; a delete is still a trigger. Older
+    # Indexed in one statement, not by a trigger per passage row (the CPU it saves:
+    # docs/benchmarks.md). Every writer of passages goes through here; a delete is still a trigger. Older
     # code opening the file meanwhile recreates the row trigger: then it indexes, as indexing twice corrupts FTS5.
     if db.execute("SELECT 1 FROM sqlite_master WHERE type='trigger' AND name='passages_ai'").fetchone() is None:
         db.execute("INSERT INTO passages_fts(rowid, text) SELECT id, text FROM passages WHERE page_id=?", (page_id,))

@@ -23,6 +23,7 @@ from synapsecrawl.kb.records import (
     Source,
     UrlHold,
 )
+from synapsecrawl.kb.revisit import RevisitRule
 
 __all__ = ["Store"]
 
@@ -30,8 +31,10 @@ __all__ = ["Store"]
 class Store(Protocol):
     """What the crawler and the CLI need from a knowledge base."""
 
-    def put_page(self, page: PageRecord) -> None: ...
-    def put_pages(self, pages: Sequence[PageRecord]) -> None: ...  # all in one transaction (#17)
+    # ``revisit``: the crawl's rule, which times each page from the copy it replaces (synapsecrawl.kb.revisit)
+    def put_page(self, page: PageRecord, revisit: RevisitRule | None = None) -> None: ...
+    def put_pages(self, pages: Sequence[PageRecord], revisit: RevisitRule | None = None) -> None: ...  # one transaction
+    def page_dues(self, kb: str, first: float) -> dict[str, float]: ...
     def get_page(self, kb: str, url: str) -> PageRecord | None: ...
     def holds_pages_under(self, kb: str, prefix: str) -> bool: ...
     def delete_page(self, kb: str, url: str) -> bool: ...

@@ -1,27 +1,11 @@
 """Per-site pacing shared by every machine of a deployment, through Redis (OMN-SITE, OMN-PAUSE).
 
-``RedisPacing`` decides whether a request to a site may start now, for all
-the processes that share one Redis: one atomic script grants a start when the
-site's next start has come, its pause is over and fewer than its concurrency
-limit are in flight, and otherwise says how long to wait. Each grant books the
-next start ``spacing`` later and holds a lease on one of the site's in-flight
-places; the lease is given back on the answer, or expires if its machine dies.
-
-A grant is not yet an arrival: the machine it went to may be starved of CPU
-between reading the grant and putting the request on the wire, and the site
-owner's log shows arrivals. So each machine also says when it has sent
-(``sent``): that books the next start a spacing after the send, and until it
-is said no other start is granted for the site. Without it, a request sent
-200 ms after its grant arrived 200 ms closer than the spacing to the next
-machine's punctual one (seen once, 4.85 s apart at a 5 s spacing, under a
-test suite's load: OMN-SITE).
-
-All shared times are the Redis server's ``TIME``, never a machine's clock
-(machines' clocks differ); between machines only durations travel. The site's
-Crawl-delay spacing, its slow-server spacing and its pause live in Redis too,
-so what one machine learns holds for all. The ``PacingState`` methods answer
-from a local copy (a ``SiteClock``) that each grant brings up to date, so
-reading them never waits on the network; the grant itself is what holds a site.
+``RedisPacing`` grants a site's start for every process sharing one Redis, in one atomic script: when the site's
+next start has come, its pause is over and fewer than its concurrency are in flight; a grant books the next start
+and leases an in-flight place. Each machine also says when it has sent (``sent``), which books the next start a
+spacing after the send. Shared times are the Redis server's ``TIME``; Crawl-delay, slow-server spacing and pauses
+live in Redis, and the ``PacingState`` methods answer from a local copy. Why: docs/architecture.md, "Inside the
+larger modules".
 """
 
 from __future__ import annotations
@@ -167,7 +151,7 @@ _SET = (
     + """
 redis.call('HSET', state, ARGV[2], string.format('%.6f', tonumber(ARGV[3])))
 -- A longer spacing learned after a start (robots.txt's Crawl-delay, read once it answered) counts from that
--- start: a machine without a local record of it must not start a spacing of the old length after it (#16).
+-- start: a machine without a local record of it must not start a spacing of the old length after it.
 local longer = math.max(spacing, tonumber(ARGV[3]))
 local last = tonumber(redis.call('HGET', state, 'last') or '0')
 if last > 0 and last + gap_of(longer) > tonumber(redis.call('HGET', state, 'next') or '0') then
@@ -454,9 +438,9 @@ def _counted(streaks: tuple[int, int], signal: bool, status: int | None, forbidd
 
 # redis-py's asyncio pool (8.x) refuses a command when 100 connections are in use ("Too many connections")
 # instead of waiting for one. A worker's downloader asks for many sites' turns at once (a grant, a send and a
-# release for each download): #16's benchmark at 400 sites ran into it, each refused grant held its site a
-# second (a shared crawl went at 64 requests/s at most) and each refused send held its site until the lease
-# expired (45 s without a request to anyone). A blocking pool lets a call wait for a free connection; one
+# release for each download): a shared crawl of hundreds of sites ran into it, each refused grant held its site a
+# second and each refused send held its site until the lease expired (docs/benchmarks.md,
+# scale-out). A blocking pool lets a call wait for a free connection; one
 # that waits past the timeout is an unreachable Redis, as before.
 ASYNC_CONNECTIONS = 32
 

@@ -1,4 +1,4 @@
-"""The crawl report: what one crawl asked of each site, and what came of it (#18).
+"""The crawl report: what one crawl asked of each site, and what came of it.
 
 A crawl directory (``REPORT_DIR/CRAWL_ID/``) holds the request log
 (``requests.jsonl``, ``synapsecrawl.crawl.requestlog``) and ``stats.json`` (the

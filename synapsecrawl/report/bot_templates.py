@@ -1,4 +1,4 @@
-"""What each bot's page promises: one sentence template per promise id, and the sections they go in (#18 part 2).
+"""What each bot's page promises: one sentence template per promise id, and the sections they go in.
 
 Every promise a bot page makes (../shared/PROMISES.md ids) is one entry of
 ``PROMISES``: a sentence template, and the profile fields that fill it. The

@@ -1,4 +1,4 @@
-"""Each bot's public page, written from its profile (#18 part 2).
+"""Each bot's public page, written from its profile.
 
 The sentences come from ``report.bot_templates`` (one template per promise);
 here they are filled, placed in their sections once each (a sentence that

@@ -1,7 +1,7 @@
 """Profile numbers in words, for the bot pages: seconds as minutes, hours or days, bytes as kB or MB.
 
 Every number a bot page shows passes through ``Words``, so the page says
-exactly what the profile holds (#18 part 2).
+exactly what the profile holds.
 """
 
 from __future__ import annotations

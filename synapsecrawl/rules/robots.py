@@ -1,26 +1,12 @@
 """robots.txt: which URLs a crawler may fetch, and how slowly (RFC 9309).
 
-`parse_robots` reads the bytes of a robots.txt into a `RobotsFile`;
-`RobotsFile.rules_for` picks the groups naming one of our tokens (the product
-token, then its legacy aliases), else the "*" group, and returns the
-`RobotsRules` that answer `allows(url)` and carry that group's Crawl-delay.
-What an unfetchable robots.txt means is the caller's decision: `ALLOW_ALL`
-for a 4xx, `DISALLOW_ALL` for a 5xx or no answer (RFC 9309 §2.3.1.3-4).
+`parse_robots` reads a robots.txt's bytes into a `RobotsFile`; `RobotsFile.rules_for` picks the groups naming one of
+our tokens, else "*", as the `RobotsRules` that answer `allows(url)` and carry the Crawl-delay. What an unfetchable
+robots.txt means is the caller's decision (`ALLOW_ALL`, `DISALLOW_ALL`: §2.3.1.3-4). Paths and patterns compare in
+one normal form (§2.2.2-3). Parsing never raises on content; what it skips it counts.
 
-Paths and patterns are compared in one normal form (§2.2.2): UTF-8 octets
-outside the unreserved and reserved ASCII sets are percent-encoded, escapes
-of unreserved characters are decoded, the others keep their escape with
-upper-case hex, so "%3F" never equals "?". In patterns "%2A" and "%24" write a
-literal "*" and "$" (§2.2.3), so for those two the escape equals the character.
-
-Parsing never raises on content; what it skips it counts.
-
-Written here rather than taken from Protego (which Scrapy ships) because Protego 0.7 departs from
-RFC 9309 where a site owner would notice: it matches "Foo" groups for "FooBot", equates "%3F" with
-"?" and "/index.html" with "/", ends a user-agent run at a Crawl-delay line (RFC 9309 §2.2.4 says
-other records must not interfere with grouping), and reads a leading byte-order mark as part of the first key.
-tests/core/test_robots.py shows each of these and checks that everywhere else we allow exactly what
-Protego allows.
+Written here rather than taken from Protego because Protego 0.7 departs from RFC 9309 where a site owner would
+notice; tests/core/test_robots.py shows where. The details: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """The search service's decisions: what a search may ask, what a result shows, which KB answers.
 
-``synapsecrawl serve`` (``synapsecrawl.cli.serve``) and the on-demand fetcher's
-server both answer through a ``SearchService``: a search is checked into
-``SearchArgs`` (one clear message for anything wrong), run by the store's own
-``search`` (so a result shows exactly what ``kb search`` shows: nosnippet,
-max-snippet, data-nosnippet and personal data as the page was stored, never
-its full text) and shaped by ``hit_json``, the shape ``kb search`` prints.
-
-The knowledge base is opened on first use and again after a failure, so a KB
-that cannot be opened is one ``unavailable`` answer (HTTP 503), not a dead
-service. Failures are ``FetchError``s, the on-demand fetch's, with its codes.
-Searches go through the KB's ranked index (``synapsecrawl.search.index``), which a
-``Follower`` thread keeps in step while this process holds its writer role; with
-no index to read yet (being built), the store's own search answers.
+``synapsecrawl serve`` and the on-demand fetcher's server both answer through a ``SearchService``: a search is
+checked into ``SearchArgs``, run through the KB's ranked index (``synapsecrawl.search.index``, the store's own
+search while it is built) and shaped by ``hit_json``, as ``kb search`` prints it. The KB is opened on first use and
+again after a failure, so a KB that cannot be opened is one ``unavailable`` answer (HTTP 503). Failures are
+``FetchError``s, the on-demand fetch's. More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -22,7 +14,7 @@ import ipaddress
 import re
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from synapsecrawl.crawl.ondemand import FetchError, check_fetch_url, page_address, shape_page
@@ -53,6 +45,7 @@ MAX_QUERY_CHARS = 500
 _PARAMETERS = ("query", "kb", "limit", "offset")
 _KB_NAME = re.compile(r"^[\w.-]{1,100}$")
 _WORD = re.compile(r"\w")
+_HIT_FIELDS = fields(SearchHit)
 
 
 @dataclass(frozen=True)
@@ -107,7 +100,9 @@ def check_search_args(params: Mapping[str, object]) -> SearchArgs:
 
 def hit_json(hit: SearchHit) -> dict[str, Any]:
     """A result as ``kb search`` prints it and the service answers it: never a page's full text."""
-    shown = asdict(hit)
+    # Field by field: dataclasses.asdict deep-copies every value, about 0.3 ms a result.
+    shown = {field.name: getattr(hit, field.name) for field in _HIT_FIELDS}
+    shown["passages"] = [{"passage": p.passage, "text": p.text, "anchor": p.anchor} for p in hit.passages]
     shown["fetched_at"] = hit.fetched_at.isoformat() if hit.fetched_at else None
     return shown
 

@@ -1,23 +1,13 @@
 """The ranked index beside a knowledge base: search's first stage, kept in step with the store.
 
-A search takes the top pages from a pruned ranked index (tantivy: block-max WAND
-over BM25, ``count=False`` so pruning works; it releases the GIL while it
-searches), then ranks only those candidates with ``kb.search.rank_results``
-(title, text, passage and phrase ranks from the same index, restricted to the
-candidates, and the address signal). The KB stays the truth: each result's
-page is read from the store, so a page removed from the KB is never shown, and
-the passages shown are cut from stored snippet text (never a page's full text).
-
-The index follows the store's change log (``kb.changes``): one process at a time
-holds the writer role (an advisory lock on ``<index>.lock``), applies the pages
-changed since the seq its last commit recorded, and commits with the new seq
-about every second (``Follower``). An index that cannot be opened, whose record
-is missing, or that is ahead of its KB is rebuilt from the store into a fresh
-directory and swapped in, so nothing is served from a half-written one.
-
-Where: beside a SQLite KB (``kb.sqlite3.search-index/``); for PostgreSQL under
-``.synapsecrawl/search-index/`` in the working directory, named by the URI; the
-``SEARCH_INDEX_DIR`` environment variable names another directory for it.
+A search takes the top pages from a pruned tantivy index (BM25, block-max WAND, ``count=False``) and ranks only
+those candidates with ``kb.search.rank_results`` (title, address, passage and phrase signals from the same index); the
+results' rows are read from the store, which stays the truth, in one query. One process at a time (a lock on
+``<index>.lock``) follows the store's change log (``kb.changes``, ``Follower``), commits about every second and
+records in the KB how far it applied the log, so applied rows can be deleted; an index that cannot be trusted is
+rebuilt into a fresh directory and swapped in. Where: beside a SQLite KB, under ``.synapsecrawl/search-index/`` for
+PostgreSQL, or in ``SEARCH_INDEX_DIR`` (environment). More: docs/search.md, "The index", and docs/architecture.md,
+"Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -30,6 +20,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -47,6 +38,7 @@ from synapsecrawl.kb.search import (
     HIT_OPEN,
     RERANK_PAGES,
     PageRank,
+    address_words,
     phrase_pairs,
     rank_results,
     search_terms,
@@ -71,14 +63,14 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 COMMIT_SECONDS = 0.5  # the follower looks for changes this often and commits what it applied
-VERSION = 4  # of the index's schema and analysis; another is rebuilt
+VERSION = 5  # of the index's schema and analysis; another is rebuilt
 GAP_SECONDS = 30.0  # a missing seq (a PostgreSQL transaction still open, or rolled back) is waited for this long
 TITLE_BOOST = 5.0  # the title's weight against the text's in the first stage (FTS5's bm25 weights in kb.sqlite)
 _BATCH = 2000  # changes read at once
-_PASSAGES_PER_PAGE = 8  # passage candidates ranked per candidate page (rank_results keeps as many)
+_PASSAGES_PER_PAGE = 4  # passage candidates per candidate page (as good as 8 on both question sets: docs/benchmarks.md)
 _WRITER_HEAP = 64_000_000
 _ANALYZER = "synapse_en"
-_WORD = re.compile(r"[^\W_]+")  # the simple tokenizer's words: runs of letters and digits
+_WORDS = re.compile(r"([^\W_]+)")  # the simple tokenizer's words: runs of letters and digits
 _SEP = "\x1f"
 
 
@@ -87,10 +79,13 @@ class IndexBusy(StoreError):
 
 
 class _Changes(Protocol):
-    """What the index reads of a store beyond the Store Protocol: the change log (kb.rows)."""
+    """What the index reads of a store beyond the Store Protocol: the change log, the results' rows (kb.rows)."""
 
     def search_changes(self, after: int, limit: int) -> list[tuple[int, str, str]]: ...
     def last_search_change(self) -> int: ...
+    def hit_rows(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], tuple[Any, ...]]: ...
+    def trim_search_changes(self, follower: str, seq: int, now: float) -> int: ...
+    def search_changes_trimmed(self) -> int: ...
 
 
 def index_path(uri: str) -> Path:
@@ -134,6 +129,10 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("title", tokenizer_name=_ANALYZER, index_option="freq")
     builder.add_text_field("body", tokenizer_name=_ANALYZER, index_option="freq")
     builder.add_text_field("passage", tokenizer_name=_ANALYZER, index_option="position")  # phrases need them
+    # A page's address words (kb.search.address_words) and their first five letters: the address signal is a
+    # query of the index, not a reading of every candidate's URL.
+    builder.add_text_field("addr", tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("addr5", tokenizer_name="raw", index_option="basic")
     builder.add_bytes_field("shown", stored=True, indexed=False)  # a passage's text, as stored
     # Read from columns (fast fields) while ranking, not from stored documents: a page's number (its key
     # hashed), its KB's, and a passage's ordinal.
@@ -246,8 +245,12 @@ def _documents(page: PageRecord) -> list[tantivy.Document]:
     """The page's document, then its passages'."""
     key = _key(page.kb, page.url)
     numbers = {"pid": _number(key), "kbid": _number(page.kb)}
-    docs = [_document({"kind": "page", "key": key, "kb": page.kb, "url": page.url, "title": page.title,
-                       "body": page.text}, numbers)]  # fmt: skip
+    first = _document({"kind": "page", "key": key, "kb": page.kb, "url": page.url, "title": page.title,
+                       "body": page.text}, numbers)  # fmt: skip
+    for word in sorted(address_words(page.url)):
+        first.add_text("addr", word)
+        first.add_text("addr5", word[:5])
+    docs = [first]
     for ordinal, text in enumerate(split_passages(page.snippet_text or page.text, page.title)):
         passage: dict[str, str | bytes] = {
             "kind": "passage",
@@ -331,6 +334,7 @@ class SearchIndex:
         if (
             recorded is None
             or recorded[0] > self._changes.last_search_change()
+            or recorded[0] + 1 < self._changes.search_changes_trimmed()  # changes it never applied may be gone
             or self._anchor(recorded[0])
             not in (
                 0,
@@ -361,7 +365,14 @@ class SearchIndex:
         if applied or moved:
             self._writers.commit(self._floor, self._anchor(self._floor))
             self._pair.reload()
+            self._trim(self._floor)
         return applied
+
+    def _trim(self, seq: int) -> None:
+        """Say in the KB that this index has applied the change log up to ``seq`` (committed, or a rebuild's
+        start), so the rows every index has applied are deleted (kb.changes)."""
+        follower = f"{socket.gethostname()}:{self.path.resolve()}"
+        self._changes.trim_search_changes(follower, seq, time.time())
 
     def _anchor(self, seq: int) -> int:
         """Which page the change ``seq`` was (a number; 0 for none): an index records it with the seq, so one
@@ -386,6 +397,7 @@ class SearchIndex:
         """Build the whole index from the store in a fresh directory, then swap it in."""
         started = time.monotonic()
         seq = self._changes.last_search_change()  # before the pages: changes meanwhile are applied again
+        self._trim(seq)  # and kept in the log until this index has applied them
         building = Path(f"{self.path}.building")
         shutil.rmtree(building, ignore_errors=True)  # a build a killed process left
         writers = _Writers(_Pair(building, create=True))
@@ -409,6 +421,7 @@ class SearchIndex:
         logger.info("search index %s: %d pages indexed in %.1f s", self.path, count, time.monotonic() - started)
         if not self._open_for_writing():
             raise StoreError(f"search index {self.path}: cannot be opened after it was rebuilt")
+        self._trim(self._floor)
 
     def rebuild(self, kb: str | None = None) -> int:
         """Rebuild from the store: all of it (a fresh directory, swapped in), or one KB's pages in place.
@@ -460,7 +473,7 @@ class SearchIndex:
             if self._writers is None:
                 pair.reload()  # another process commits: see its last commit
             searchers = (pair.pages.searcher(), pair.passages.searcher())
-            return _search(searchers, self.store, words, terms, kb=kb, limit=limit)
+            return _search(searchers, self._changes, words, terms, kb=kb, limit=limit)
         except (ValueError, OSError, RuntimeError) as exc:
             logger.warning("search index %s failed (%s): searching the KB", self.path, _line(exc))
             self._pair = None
@@ -493,9 +506,20 @@ def _should(field: str, terms: Iterable[str], boost: float = 1.0) -> list[tuple[
     return clauses
 
 
-def _among(pids: Sequence[int], clauses: list[tuple[Occur, Query]]) -> Query:
-    """``clauses`` scored among the documents of the pages ``pids`` only."""
-    within = Query.const_score_query(Query.term_set_query(SCHEMA, "pid", list(pids)), 0.0)
+def _named(words: Iterable[str]) -> list[tuple[Occur, Query]]:
+    """One clause per query word that scores 1 where the page's address names it (the word, or for a word of
+    four letters or more its first five: ``kb.search.address_share``); a page scores the words it names."""
+    clauses = []
+    for word in words:
+        either = [(Occur.Should, Query.term_query(SCHEMA, "addr", word))]
+        if len(word) >= 4:
+            either.append((Occur.Should, Query.term_query(SCHEMA, "addr5", word[:5])))
+        clauses.append((Occur.Should, Query.const_score_query(Query.boolean_query(either), 1.0)))
+    return clauses
+
+
+def _among(within: Query, clauses: list[tuple[Occur, Query]]) -> Query:
+    """``clauses`` scored among the documents ``within`` matches (it scores nothing itself)."""
     return Query.boolean_query([(Occur.Must, within), *clauses])
 
 
@@ -505,63 +529,76 @@ def _hits(searcher: tantivy.Searcher, query: Query, limit: int) -> tuple[list[fl
     return [float(score) for score, _ in found], [address for _, address in found]
 
 
-def _first_stage(searcher: tantivy.Searcher, terms: list[str], kb: str | None, want: int) -> list[Any]:
-    """The addresses of the best ``want`` pages by title and text: a pure disjunction, pruned."""
+def _first_stage(
+    searcher: tantivy.Searcher, terms: list[str], kb: str | None, want: int
+) -> tuple[list[float], list[Any]]:
+    """The scores and addresses of the best ``want`` pages by title and text: a pure disjunction, pruned.
+
+    A page's score is ``TITLE_BOOST`` times its title's BM25 plus its text's (the KB's term scores nothing)."""
     either = Query.boolean_query([*_should("title", terms, TITLE_BOOST), *_should("body", terms)])
-    _, found = _hits(searcher, either, want)
-    if kb is None or all(n == _number(kb) for n in searcher.fast_field_values("kbid", found)):
-        return found  # every one of the best is in the KB asked: they are its best
-    scoped = Query.boolean_query([(Occur.Must, either), (Occur.Must, Query.term_query(SCHEMA, "kbid", _number(kb)))])
-    return _hits(searcher, scoped, want)[1]
+    scores, found = _hits(searcher, either, want)
+    kbid = _number(kb) if kb is not None else 0
+    if kb is None or all(n == kbid for n in searcher.fast_field_values("kbid", found)):
+        return scores, found  # every one of the best is in the KB asked: they are its best
+    in_kb = Query.const_score_query(Query.term_query(SCHEMA, "kbid", kbid), 0.0)
+    return _hits(searcher, Query.boolean_query([(Occur.Must, either), (Occur.Must, in_kb)]), want)
 
 
 def _mark(text: str, matched: dict[str, bool], terms: set[str]) -> str:
     """``text`` with the words the index matches for ``terms`` between HIT_OPEN and HIT_CLOSE (``matched``:
     each word's answer, kept for the search's other passages)."""
-    out: list[str] = []
-    pos = 0
-    for found in _WORD.finditer(text):
-        word = found.group()
+    parts = _WORDS.split(text)  # the text between words, a word, the text between, ...
+    for n in range(1, len(parts), 2):
+        word = parts[n]
         hit = matched.get(word)
         if hit is None:
             hit = matched[word] = not terms.isdisjoint(_stems(word))
         if hit:
-            out += [text[pos : found.start()], HIT_OPEN, word, HIT_CLOSE]
-            pos = found.end()
-    out.append(text[pos:])
-    return "".join(out)
+            parts[n] = f"{HIT_OPEN}{word}{HIT_CLOSE}"
+    return "".join(parts)
 
 
 def _search(
     searchers: tuple[tantivy.Searcher, tantivy.Searcher],
-    store: Store,
+    store: _Changes,
     words: list[str],
     terms: list[str],
     *,
     kb: str | None,
     limit: int,
 ) -> list[SearchHit]:
+    """The second stage, over the first stage's candidates only: their title ranks and address matches (two
+    searches restricted to them), their text ranks (the first stage's score less the title's), their passages'
+    and phrases' ranks (two more), all from the index; then one read of the store for the results' rows."""
     searcher, passage_searcher = searchers
-    found = _first_stage(searcher, terms, kb, max(RERANK_PAGES, limit))
+    first, found = _first_stage(searcher, terms, kb, max(RERANK_PAGES, limit))
     if not found:
         return []
     pids = [int(pid or 0) for pid in searcher.fast_field_values("pid", found)]
     number = {pid: n for n, pid in enumerate(pids)}
-    pages = [(str(doc.get_first("kb")), str(doc.get_first("url"))) for doc in map(searcher.doc, found)]
+    # The candidates' documents, by one term query per page: a term set query of the same pages cost more
+    # (it walks the field's whole term dictionary).
+    within = Query.const_score_query(
+        Query.boolean_query([(Occur.Should, Query.term_query(SCHEMA, "pid", pid)) for pid in pids]), 0.0
+    )
 
     def by_page(clauses: list[tuple[Occur, Query]]) -> dict[int, float]:
-        scores, addresses = _hits(searcher, _among(pids, clauses), len(pids))
+        scores, addresses = _hits(searcher, _among(within, clauses), len(pids))
         owners = searcher.fast_field_values("pid", addresses)
         return {number[int(pid or 0)]: score for pid, score in zip(owners, scores, strict=True)}
 
-    title, text = by_page(_should("title", terms)), by_page(_should("body", terms))
-    candidates = [PageRank(n, url, title.get(n, 0.0), text.get(n, 0.0)) for n, (_, url) in enumerate(pages)]
+    title, named = by_page(_should("title", terms)), by_page(_named(words))
+    share = 1.0 / max(1, len(words))
+    candidates = [
+        PageRank(n, "", title.get(n, 0.0), max(0.0, score - TITLE_BOOST * title.get(n, 0.0)), named.get(n, 0.0) * share)
+        for n, score in enumerate(first)
+    ]
     addresses: list[Any] = []  # a passage's id in this search -> its address
 
     def passages(clauses: list[tuple[Occur, Query]]) -> list[tuple[int, int, int, float]]:
         if not clauses:
             return []
-        scores, found = _hits(passage_searcher, _among(pids, clauses), _PASSAGES_PER_PAGE * len(pids))
+        scores, found = _hits(passage_searcher, _among(within, clauses), _PASSAGES_PER_PAGE * len(pids))
         first = len(addresses)
         addresses.extend(found)
         owners = passage_searcher.fast_field_values("pid", found)
@@ -579,13 +616,16 @@ def _search(
         texts = {i: bytes(passage_searcher.doc(addresses[i]).get_first("shown") or b"").decode() for i in ids}
         return {i: _mark(text, matched, wanted) for i, text in texts.items()}
 
+    keys = {}
+    for n, _, _ in ranked:
+        doc = searcher.doc(found[n])
+        keys[n] = (str(doc.get_first("kb")), str(doc.get_first("url")))
+    rows = store.hit_rows(list(keys.values()))  # the store is the truth: a page that left it is not shown
     hits = []
     for n, score, best in ranked:
-        page = store.get_page(*pages[n])
-        if page is None:
-            continue  # left the KB; the follower takes it out of the index
-        row = (page.url, page.kb, page.title, page.nosnippet, page.max_snippet, page.fetched_at)
-        hits.append(search_hit(row, score, best, shown))
+        row = rows.get(keys[n])
+        if row is not None:
+            hits.append(search_hit(row, score, best, shown))
         if len(hits) == limit:
             break
     return hits

@@ -1,20 +1,10 @@
 """Search for agents over HTTP and MCP: the app ``synapsecrawl serve`` runs (YOT-RESULTS, SNA-SNIPPET).
 
-One Starlette app (the official MCP SDK's ``MCPServer``, streamable HTTP,
-stateless, JSON responses, as the on-demand fetcher's in
-``synapsecrawl.search.ondemand``) serving:
-
-- ``GET /api/search?query=...&kb=...&limit=...&offset=...`` and ``POST /api/search``
-  with the same keys in a JSON object; ``GET /api/kbs``;
-- MCP at ``/mcp`` with the tools ``search(query, kb?, limit?)``, ``fetch(url)``
-  (the stored copy, as a result may show it) and ``list_kbs``.
-
-``add_search`` puts the same routes and tools on any ``MCPServer``: the
-on-demand fetcher gains them, its ``fetch`` being the on-demand web_fetch.
-
-Safe by default: loopback only, with the Host header checked (DNS rebinding);
-any other address needs ``SEARCH_TOKEN``, a bearer token every request must
-carry (read from the environment, never the command line, where ``ps`` shows it).
+One Starlette app (the MCP SDK's ``MCPServer``, streamable HTTP, stateless) serving ``GET``/``POST /api/search``,
+``GET /api/kbs`` and MCP at ``/mcp`` (``search``, ``fetch``, ``list_kbs``); ``add_search`` puts the same on any
+``MCPServer``, as the on-demand fetcher does. Safe by default: loopback only, the Host header checked; any other
+address needs ``SEARCH_TOKEN`` (from the environment). The API: docs/search.md; more: docs/architecture.md, "Inside
+the larger modules".
 """
 
 from __future__ import annotations
@@ -182,9 +172,10 @@ class Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
+def bind_socket(host: str, port: int, *, share_port: bool = False) -> socket.socket:
     """A listening-ready TCP socket bound to ``host:port`` (port 0: a free one), its accepted
-    connections sending without delay (TCP_NODELAY); raises OSError."""
+    connections sending without delay (TCP_NODELAY); with ``share_port``, one of several processes'
+    sockets on that port (SO_REUSEPORT: the kernel spreads new connections over them). Raises OSError."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto is IPPROTO_TCP, and an
     # accepted socket inherits the listener's. With proto 0 a response's second write waited for the client's
@@ -193,6 +184,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if share_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
         sock.listen(128)  # connections wait in the backlog until the server accepts them
     except OSError:

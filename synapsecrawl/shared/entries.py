@@ -1,4 +1,4 @@
-"""A shared crawl's entries, as they travel through Redis: plain JSON, never pickle (#16).
+"""A shared crawl's entries, as they travel through Redis: plain JSON, never pickle.
 
 What a request, a source start and a lease are when they leave a worker, and how each is checked on
 the way back in (anyone who can write to Redis must not be able to run code on the workers: an entry
@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_FRONTIER_PREFIX",
     "ENQUEUE_LUA",
     "MODES",
+    "QUEUED_LUA",
     "BadEntry",
     "CrawlStatus",
     "Entry",
@@ -30,8 +31,10 @@ __all__ = [
     "Lease",
     "Source",
     "check_crawl_name",
+    "crawl_root",
     "fingerprint",
     "is_plain_json",
+    "web_root",
 ]
 
 DEFAULT_FRONTIER_PREFIX = "synapsecrawl:frontier"
@@ -51,6 +54,24 @@ local function enqueue(P, site, data, now, order)
   redis.call('ZADD', P .. ':ready', order, now, site)
 end
 """
+# How many entries of a site wait in its stream, undelivered (what ``enqueue`` counts up and a lease down).
+QUEUED_LUA = """
+local function queued(P, site)
+  return tonumber(redis.call('HGET', P .. ':queued', site) or '0')
+end
+"""
+
+
+def crawl_root(prefix: str, crawl: str) -> str:
+    """The root of a shared crawl's frontier keys (the ``P`` of the scripts above): ``prefix:crawl``."""
+    return f"{prefix}:{crawl}"
+
+
+def web_root(root: str) -> str:
+    """The root of a web crawl's own keys (``synapsecrawl.web.shared``) in the crawl at frontier ``root``."""
+    return f"{root}:web"
+
+
 MODES = ("page", "site", "sitemap", "feed", "web")
 _NAME = re.compile(r"^[\w.-]{1,100}$")
 _MAX_ENTRY_BYTES = 64 * 1024  # a request is a URL and a few fields; anything bigger is not ours
@@ -82,7 +103,8 @@ def fingerprint(method: str, url: str, body: bytes = b"") -> str:
 
 @dataclass(frozen=True)
 class Source:
-    """What ``crawl add`` put in: a mode, its URLs, a KB and its limits (strings, as typed)."""
+    """What ``crawl add`` put in: a mode, its URLs, a KB and its limits (strings, as typed); for a web crawl
+    with an allow-list, the list's lines (``sites``: the file is the operator's, the workers are elsewhere)."""
 
     id: str
     mode: str
@@ -90,19 +112,20 @@ class Source:
     kb: str = "default"
     depth: str | None = None
     max_pages: str | None = None
+    sites: tuple[str, ...] | None = None
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "id": self.id,
-                "mode": self.mode,
-                "urls": list(self.urls),
-                "kb": self.kb,
-                "depth": self.depth,
-                "max_pages": self.max_pages,
-            },
-            sort_keys=True,
-        )
+        data: dict[str, Any] = {
+            "id": self.id,
+            "mode": self.mode,
+            "urls": list(self.urls),
+            "kb": self.kb,
+            "depth": self.depth,
+            "max_pages": self.max_pages,
+        }
+        if self.sites is not None:
+            data["sites"] = list(self.sites)
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> Source:
@@ -115,6 +138,7 @@ class Source:
                 str(data.get("kb") or "default"),
                 None if data.get("depth") is None else str(data["depth"]),
                 None if data.get("max_pages") is None else str(data["max_pages"]),
+                None if data.get("sites") is None else tuple(str(line) for line in data["sites"]),
             )
         except (ValueError, TypeError, KeyError, UnicodeDecodeError) as error:
             raise BadEntry(f"not a source: {error}") from None

@@ -1,45 +1,12 @@
-"""One crawl shared by many workers: its frontier and duplicate filter in Redis (#16).
+"""One crawl shared by many workers: its frontier and duplicate filter in Redis.
 
-Built on Redis Streams with consumer groups, not on a coordinator of our own:
-each site (the pacer's site key: a registrable domain for OmniscienteBot, a
-host otherwise) has one stream of pending requests, read by the crawl's one
-consumer group; a delivered entry stays in the group's pending list until the
-worker that leased it acknowledges it (``XACK``), so a worker killed mid-crawl
-leaves its requests there, not in a lost memory. Around the streams:
-
-- ``ready``: a sorted set of the sites with pending requests, scored by when
-  each may be asked next. A worker leases one request of the first site whose
-  score has come, after checking the shared pacer's own state for that site
-  (its next start, its pause, its downloads in flight; ``synapsecrawl.pacing.shared``):
-  a site is handed out in pacing order, one request a spacing, and not while
-  ``concurrency`` of its downloads are in flight on any worker, nor while one
-  lease of it is out before its Crawl-delay is known, so none waits in one
-  worker's memory while another worker idles. The pacer's grant in the
-  downloader stays the authority; with ``grant`` (one download a site at a
-  time) the lease script is that grant too (``granted``: the site's one
-  place, ``F:`` and the stream id in the pacer's leases, kept in ``granted``
-  until the lease ends, with the request's arrival and slow spacing), so a
-  page costs one round trip. A sleeping worker claims (``claims``) the site it
-  wakes for. A lease outlives its download (it ends once
-  the answer is read and its links queued), so a site's pace does not wait on
-  extraction.
-- ``inflight``: each lease with its expiry (Redis ``TIME`` + the profile's
-  timeout + 15 s), renewed by its worker's heartbeat. A lease left to expire
-  (its worker killed) is put back at the end of its site's stream by the next
-  worker that sweeps.
-- ``seen``: the duplicate filter, one fingerprint per method, canonical URL
-  and body.
-
-Entries are JSON (``Entry``), never pickle: anyone who can write to Redis must
-not be able to run code on the workers; an entry that is not our JSON is
-refused with one log line and dropped.
-
-The entries themselves (``Entry``, ``Lease``, ``Source``) are ``synapsecrawl.shared.entries``, Redis-free,
-and imported from there. Every call is one atomic Lua script (one round trip); a lease acknowledges
-the worker's finished leases in the same call and says when the next site
-falls due, so a worker sleeps until then rather than asking. All shared
-times are the Redis server's ``TIME``. Keys need one Redis (not a Cluster: a
-lease touches the ready set and a site's stream at once).
+Each site has one Redis stream of pending requests, read by the crawl's consumer group; ``ready`` orders the sites
+by when each may be asked next (checked against ``synapsecrawl.pacing.shared``'s state), ``inflight`` holds each
+lease and its expiry, ``seen`` is the duplicate filter. With ``grant`` (one download a site at a time) a lease
+also holds the pacer's start (``granted``), ended with the lease; a sleeping worker claims the site it wakes for
+(``claims``). Every call is one atomic Lua script, all shared times are the Redis server's ``TIME``, and entries
+are JSON (``synapsecrawl.shared.entries``), never pickle. Keys need one Redis, not a Cluster. The whole design:
+docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -66,6 +33,7 @@ from synapsecrawl.shared.entries import (
     Lease,
     Source,
     check_crawl_name,
+    crawl_root,
     fingerprint,
 )
 
@@ -172,7 +140,7 @@ return added
 # Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due, granted, the
 # site's Crawl-delay spacing in the pacer ('' none yet)} or
 # {0, seconds until the next site is due (-1: none), reclaimed, sites left}: the worker sleeps until then
-# instead of asking again (one round trip a page for the lease and the last one's acknowledgement, #16).
+# instead of asking again (one round trip a page for the lease and the last one's acknowledgement).
 # With grant 1 and one download a site at a time, a lease of a site whose Crawl-delay is known holds the
 # pacer's start as well (granted 1): the checks above are the pacer's own, so its downloader does not ask.
 _LEASE = (
@@ -230,7 +198,7 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
         and tonumber(redis.call('HGET', P .. ':flight', site) or '0') > 0 then
       -- Its Crawl-delay is not known yet (robots.txt not read): handed out one lease at a time, or one worker
       -- would hold its next pages, each waiting a Crawl-delay after the other in that worker's downloader
-      -- while the others idle (#16). Due again when that lease ends (settle) or expires (the sweep).
+      -- while the others idle. Due again when that lease ends (settle) or expires (the sweep).
       redis.call('ZADD', P .. ':ready', now + lease_for, site)
     elseif (not left) and redis.call('ZCOUNT', head .. site .. leases_tail, now, '+inf') >= concurrency then
       -- Held by leases' grants only: due again when one ends (settle) or expires (the sweep), not polled.
@@ -370,7 +338,7 @@ class SharedFrontier:
 
     @property
     def root(self) -> str:
-        return f"{self.prefix}:{self.crawl}"
+        return crawl_root(self.prefix, self.crawl)
 
     def _run(self, name: str, source: str, args: Sequence[Any]) -> Any:
         script = self._scripts.get(name)

@@ -1,20 +1,10 @@
 """Putting stored captures into a knowledge base: ``kb reextract --warc`` and ``import warc``.
 
-``load`` walks WARC/WET files in the order given, judges each capture (``synapsecrawl.warc.pages``), its
-page read as a crawl reads it (``extract.pool.Reader``: worker processes, a time guard), and writes
-what it keeps in batches, one transaction each. It asks nothing of any site. Rules on top
-of the judge's:
-
-- robots.txt and tdmrep.json captures are rules, not pages: a page of an origin whose latest 2xx
-  robots.txt capture met before it disallows it to the profile's tokens is not stored, and its stored
-  copy is deleted (SYN-REMOVE); tdmrep.json feeds the TDM labels of its origin. Feeds and sitemaps
-  (XML) are left to the crawls that read their entries.
-- A URL on the removal list (REMOVAL_LIST: SNA-NEVER, YOT-REMOVAL) is deleted and never stored.
-- A capture never replaces a newer copy. An import stores only over a copy fetched before the
-  capture; a re-extraction counts a stored copy fetched within ``SAME_FETCH`` after the capture as
-  that capture's own (a crawl dates a page when it has read it, a little after its answer arrived)
-  and keeps its fetch and verification times.
-- A noindex capture deletes the copy it is newer than, as a crawl's fetch of it would (SYN-REMOVE).
+``load`` walks WARC/WET files in order, judges each capture (``synapsecrawl.warc.pages``), reads its page as a crawl
+does (``extract.pool.Reader``) and writes what it keeps in batches; it asks nothing of any site. On top of the
+judge: robots.txt and tdmrep.json captures are rules for their origin's pages, the removal list (REMOVAL_LIST)
+deletes, a capture never replaces a newer copy (``SAME_FETCH``), and a noindex capture deletes the copy it is newer
+than (SYN-REMOVE). The rules in full: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations

@@ -128,15 +128,16 @@ class WebFrontier:
         return self._admit(entry, target)
 
     def screen(self, url: str, depth: int) -> Offer:
-        """What this worker alone can judge of a link (scheme, allow-list, depth, trap shape): a cut, or
-        ``admitted`` with the canonical URL for a shared seen-set and budget to judge (a shared crawl)."""
+        """What this worker alone can judge of a link (scheme, allow-list, depth, a trap's path shape): a cut,
+        or ``admitted`` with the canonical URL for the shared seen-set, trap counts and budgets to judge (a
+        shared crawl: ``synapsecrawl.web.shared``)."""
         refused = self._refused(url)
         if refused is not None:
             return refused
         url = web_canonical(url)
         if depth > self._depth_cap:
             return self._cut("limit", url, f"beyond the depth cap {self._depth_cap}")
-        trap = self.traps.judge(url)
+        trap = self.traps.shape(url)
         if trap is not None:
             return self._cut("trap", url, trap)
         return Offer("admitted", url)

@@ -1,47 +1,19 @@
-"""When a stored page is fetched again: an interval per page that follows how often it changes.
+"""When a stored page is fetched again, as the web crawl's profiles see it: ``synapsecrawl.kb.revisit``.
 
-Bounded multiplicative adaptation (as StormCrawler's AdaptiveScheduler and Nutch's AdaptiveFetchSchedule):
-a page found changed comes back in half the interval, one found unchanged (a 304, or the same text) in
-1.5 times it, always within ``revisit_min_days`` and ``revisit_max_days`` (``WebPolicy``). Why not Cho and
-Garcia-Molina's estimators: they need each page's history of visits and changes, which the KB does not
-keep, and on a page visited a few times they are no better than this; this needs only the last interval,
-converges to about the page's change interval, and its bounds keep a page that changes on every visit from
-being fetched more than daily. A page never seen before starts at the profile's re-read interval.
+The rule lives with the KB, which times each page as it writes it (``Store.put_pages``); this names it
+from a ``WebPolicy`` (``revisit_min_days``, ``revisit_max_days``) for the web crawl's own code and tests.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
+from synapsecrawl.kb.revisit import DAY, LENGTHEN, SHORTEN, Outcome, Revisit, RevisitRule, rule_of
+from synapsecrawl.kb.revisit import next_revisit as _next_revisit
 from synapsecrawl.profiles import WebPolicy
 
-__all__ = ["DAY", "LENGTHEN", "SHORTEN", "Revisit", "next_revisit"]
-
-DAY = 86400.0
-SHORTEN = 0.5
-LENGTHEN = 1.5
-
-_Outcome = Literal["changed", "unchanged", "new"]
+__all__ = ["DAY", "LENGTHEN", "SHORTEN", "Revisit", "RevisitRule", "next_revisit", "rule_of"]
 
 
-@dataclass(frozen=True)
-class Revisit:
-    """A page's interval (seconds) and when it is next due (epoch seconds)."""
-
-    interval: float
-    due: float
-
-
-def next_revisit(policy: WebPolicy, outcome: _Outcome, *, now: float, interval: float | None, first: float) -> Revisit:
-    """The page's next interval after a fetch at ``now`` with ``outcome``; ``interval`` is its last one (None
-    for a page never revisited, which starts at ``first``, the profile's re-read interval)."""
-    low, high = policy.revisit_min_days * DAY, policy.revisit_max_days * DAY
-    if outcome == "new" or interval is None:
-        chosen = first
-    elif outcome == "changed":
-        chosen = interval * SHORTEN
-    else:
-        chosen = interval * LENGTHEN
-    chosen = min(high, max(low, chosen))
-    return Revisit(chosen, now + chosen)
+def next_revisit(policy: WebPolicy, outcome: Outcome, *, now: float, interval: float | None, first: float) -> Revisit:
+    """The page's next interval after a fetch at ``now`` with ``outcome`` under ``policy``'s rule; ``interval``
+    is its last one (None for a page that has none, which starts from ``first``, the re-read interval)."""
+    return _next_revisit(rule_of(policy, first), outcome, now=now, interval=interval)

@@ -1,89 +1,303 @@
-"""A web crawl shared by many workers: the seen-set, the budgets, the cuts and the near-duplicates in Redis.
+"""A web crawl shared by many workers: the seen-set, the trap counts, the budgets, the order within a site and
+the near-duplicates, in Redis.
 
-``SharedWebGate.admit`` judges a batch of links, and queues the admitted ones in the shared frontier, in one
-round trip (one Lua script, atomic: a link is never marked seen without being queued): each link's
-linking domain goes into a HyperLogLog of its target's registrable domain (IRLbot's STAR, counted across
-workers: about 12 KB at most per domain, exact for few linkers), its bit positions into the shared Bloom
-filter (``redis_seen``), and a link never seen before is admitted when its domain's budget, ``base +
-per_linking_domain * linkers`` up to ``max`` (``WebPolicy``), has pages left, else cut for the budget:
-dropped, not parked as in a single process (a URL over budget is not found again; coverage is lost where
-BEAST would spend storage). The filter's shape is fixed by the first worker (``shape``), so every worker
-sets the same bits whatever its page limit. Trap shapes, scope and depth are judged by each worker before
-(``frontier``); their counts are added here (``count``). ``SharedNearDuplicates`` keeps each stored page's
-SimHash in four 16-bit block buckets (two fingerprints within 3 bits agree on one): a lookup reads four sets,
-and two copies stored by two workers in the same instant can both be kept (the check and the add are two
-calls). Keys live under ``ROOT`` (the shared crawl's frontier key plus ``:web``).
+``SharedWebGate.admit`` judges a batch of links in one round trip (one Lua script, atomic: a link is never
+marked seen without being kept). For each link: its linking domain goes into a HyperLogLog of its target's
+registrable domain (IRLbot's STAR, counted across workers: about 12 KB at most per domain, exact for few
+linkers); its bit positions into the shared Bloom filter (``redis_seen``). A link already seen votes for its
+URL if that still waits (its distinct linking domains, at most ``MAX_LINKERS``). A new one is counted
+against its site's trap marks (``traps.TrapMarks``: date-bearing URLs per host as a set of 63-bit digests,
+query variants per path as 8-byte digests packed in a hash field per path, one hash a host; each at most its
+cap) and cut as a trap past them, so a trap's counts hold
+across workers; then it is admitted while its domain's budget, ``base + per_linking_domain * linkers`` up
+to ``max`` (``WebPolicy``), has pages left. Past the budget it is parked, as IRLbot's BEAST defers rather
+than discards: a domain keeps its ``min(4 * per_linking_domain, max - budget)`` best parked URLs (40 under
+our profiles, about 270 bytes each, measured: 11 KB a domain at most, about its HyperLogLog), and a new
+linking domain that grows the budget admits the best of them at once; a URL that finds no room is cut for
+the budget.
+
+Order within a site (the local crawl's ``WebFrontier.release``): an admitted URL waits in its site's sorted
+set, scored by value (``2 log2(1 + distinct linking domains) - depth / 2``, ties to the URL found first);
+the frontier's stream of the site holds at most ``window`` of them, undelivered, and is refilled with the
+best waiting ones, by the frontier's own ``ENQUEUE_LUA``, in the same atomic step as an admission, or when
+one of the site's pages is answered (``refill``). A URL moves from the sorted set to the stream in one
+script, and the stream's pending list is the lease, so a worker killed at any point loses nothing; what no
+answer refilled (a lease ended without its page read) is moved by ``refill_all`` when the crawl looks
+drained. Pacing is the frontier's: a refill queues as an add does, and the lease checks the pacer.
+
+``SharedNearDuplicates`` keeps each stored page's SimHash in four 16-bit block buckets (two fingerprints
+within 3 bits agree on one): a lookup reads four sets, and two copies stored by two workers in the same
+instant can both be kept (the check and the add are two calls). Keys live under the crawl's
+``synapsecrawl.shared.entries.web_root``; the frontier's keys are named only by that module's Lua.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from synapsecrawl.profiles import WebPolicy
-from synapsecrawl.shared.entries import ENQUEUE_LUA
+from synapsecrawl.shared.entries import ENQUEUE_LUA, QUEUED_LUA
 from synapsecrawl.web.redis_seen import RedisBloom, bloom_shape
+from synapsecrawl.web.traps import TrapGuard
 
-__all__ = ["ADMITTED", "BUDGET", "KNOWN", "SharedNearDuplicates", "SharedWebGate", "web_status"]
+__all__ = [
+    "ADMITTED",
+    "BUDGET",
+    "KNOWN",
+    "MAX_LINKERS",
+    "PARKED",
+    "PARK_PER_LINKER",
+    "TRAP",
+    "Link",
+    "SharedNearDuplicates",
+    "SharedWebGate",
+    "url_key",
+    "web_status",
+]
 
-KNOWN, ADMITTED, BUDGET = 0, 1, 2
+KNOWN, ADMITTED, BUDGET, PARKED, TRAP = 0, 1, 2, 3, 4
+MAX_LINKERS = 16  # as the local frontier's: more linking domains change a URL's rank within its site by too little
+PARK_PER_LINKER = 4  # parked URLs a domain keeps, per page a new linking domain adds to its budget
 _SEED = "(seed)"
 
-# ARGV: F (the shared frontier's root, '' for none), W (the web keys' root), base, per linker, max, hashes, then
-# for each link: domain, linker ('' none), site, entry ('' none), its bit positions. An admitted link with an
-# entry is queued in the shared frontier in the same step, by the frontier's own ENQUEUE_LUA, so a link is
-# never marked seen without being queued.
-_ADMIT = (
+
+class Link(NamedTuple):
+    """A link to judge: its canonical ``url``, registrable ``domain``, the linking page's domain (None for a
+    seed), its ``depth``, its pacing ``site`` (its domain when '') and its frontier entry's JSON (``data``:
+    '' to keep nothing)."""
+
+    url: str
+    domain: str
+    linker: str | None
+    depth: int = 0
+    site: str = ""
+    data: str = ""
+
+
+# Shared by the scripts: F (the frontier's root, '' for none), W (the web keys' root), window. A waiting URL
+# of a site is a member (its key, 16 hex digits) of W:z:SITE scored by value, with its entry in W:d:SITE and
+# "depth order linkers" in W:u:SITE (each linker 8 hex digits of its domain's SHA-1); W:waiting counts them
+# per site. A parked URL of a domain is "SITE<tab>key" in W:p:DOMAIN, its entry and fields kept as a
+# waiting one's; W:parked counts them per domain.
+_PRELUDE = (
     ENQUEUE_LUA
+    + QUEUED_LUA
     + """
-local F, W = ARGV[1], ARGV[2]
-local base, per, max, k = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+if redis.replicate_commands then redis.replicate_commands() end
+local F, W, window = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local now = nil
-local out = {}
-local i = 7
-while i <= #ARGV do
-  local domain, linker, site, data = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  if linker ~= '' then redis.call('PFADD', W .. ':in:' .. domain, linker) end
-  local new = 0
-  for j = 1, k do
-    if redis.call('SETBIT', W .. ':seen', ARGV[i + 3 + j], 1) == 0 then new = 1 end
+local function clock()
+  if now == nil then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) + tonumber(t[2]) / 1000000
   end
-  i = i + 4 + k
-  if new == 0 then
-    out[#out + 1] = 0
-  else
-    local budget = math.min(max, base + per * redis.call('PFCOUNT', W .. ':in:' .. domain))
-    redis.call('HSET', W .. ':budget', domain, budget)
-    if tonumber(redis.call('HGET', W .. ':admitted', domain) or '0') < budget then
-      redis.call('HINCRBY', W .. ':admitted', domain, 1)
-      out[#out + 1] = 1
-      if F ~= '' and data ~= '' then
-        if now == nil then
-          local t = redis.call('TIME')
-          now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-        end
-        enqueue(F, site, data, now, 'NX')
-      end
-    else
-      redis.call('HINCRBY', W .. ':cuts', 'budget', 1)
-      out[#out + 1] = 2
+  return now
+end
+local function forget(site, key)
+  redis.call('HDEL', W .. ':d:' .. site, key)
+  redis.call('HDEL', W .. ':u:' .. site, key)
+end
+-- Moves the best waiting URLs of a site into the frontier's stream until it holds `window` undelivered.
+local function refill(site)
+  if F == '' then return 0 end
+  local z = W .. ':z:' .. site
+  local moved = 0
+  while queued(F, site) < window do
+    local best = redis.call('ZPOPMIN', z)
+    if #best == 0 then break end
+    local data = redis.call('HGET', W .. ':d:' .. site, best[1])
+    forget(site, best[1])
+    if redis.call('HINCRBY', W .. ':waiting', site, -1) <= 0 then redis.call('HDEL', W .. ':waiting', site) end
+    if data then
+      enqueue(F, site, data, clock(), 'NX')
+      moved = moved + 1
     end
   end
+  return moved
 end
+"""
+)
+
+# ARGV: F, W, window, base, per linker, max, bloom hashes k, calendar cap, park cap, the site to refill ('' none),
+# then for each link: domain, linker ('' none: its own domain), site, entry ('' none), key, depth, host, its dated
+# digest ('' none), its path's digest ('' no query: 8 bytes), its query's digest (8 bytes), its variants cap, its
+# k bit positions.
+# Returns one verdict a link: 0 known, 1 admitted, 2 cut for the budget, 3 parked, 4 trap.
+_ADMIT = (
+    _PRELUDE
+    + """
+local base, per, max, k = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local calendar, park = tonumber(ARGV[8]), tonumber(ARGV[9])
+local MAX_LINKERS = $MAX_LINKERS
+local touched = {}
+local function score(depth, linkers, order)
+  local value = 2 * math.log(1 + #linkers / 8) / math.log(2) - 0.5 * depth
+  return -math.floor(10 * value + 0.5) * 1e10 + order
+end
+local function budget(domain)
+  local b = math.min(max, base + per * redis.call('PFCOUNT', W .. ':in:' .. domain))
+  redis.call('HSET', W .. ':budget', domain, b)
+  return b
+end
+local function admitted(domain)
+  return tonumber(redis.call('HGET', W .. ':admitted', domain) or '0')
+end
+local function wait(site, key, s)
+  redis.call('ZADD', W .. ':z:' .. site, s, key)
+  redis.call('HINCRBY', W .. ':waiting', site, 1)
+  touched[site] = true
+end
+local function unpark(domain)
+  local p = W .. ':p:' .. domain
+  local b = budget(domain)
+  while admitted(domain) < b do
+    local best = redis.call('ZPOPMIN', p)
+    if #best == 0 then break end
+    redis.call('HINCRBY', W .. ':parked', domain, -1)
+    redis.call('HINCRBY', W .. ':admitted', domain, 1)
+    local sep = string.find(best[1], '\\t', 1, true)
+    wait(string.sub(best[1], 1, sep - 1), string.sub(best[1], sep + 1), tonumber(best[2]))
+  end
+end
+local function vote(site, domain, key, tag)
+  local raw = redis.call('HGET', W .. ':u:' .. site, key)
+  if not raw then return end  -- not waiting (fetched, queued, or never kept)
+  local depth, order, linkers = string.match(raw, '^(%d+) (%d+) (%x*)$')
+  if #linkers >= 8 * MAX_LINKERS then return end
+  for j = 1, #linkers, 8 do
+    if string.sub(linkers, j, j + 7) == tag then return end
+  end
+  linkers = linkers .. tag
+  redis.call('HSET', W .. ':u:' .. site, key, depth .. ' ' .. order .. ' ' .. linkers)
+  local s = score(tonumber(depth), linkers, tonumber(order))
+  if redis.call('ZSCORE', W .. ':z:' .. site, key) then
+    redis.call('ZADD', W .. ':z:' .. site, s, key)
+  else
+    redis.call('ZADD', W .. ':p:' .. domain, 'XX', s, site .. '\\t' .. key)
+  end
+end
+local function counted(key, digest, cap)
+  if redis.call('SISMEMBER', key, digest) == 1 then return true end
+  if redis.call('SCARD', key) >= cap then return false end
+  redis.call('SADD', key, digest)
+  return true
+end
+-- A host's query variants: one hash a host, a field a path (8 bytes of its digest), its variants' 8-byte
+-- digests one after the other (a small hash packs its fields: about 45 bytes a path, against some 135 for a
+-- set of its own).
+local function variant_counted(host, path, digest, cap)
+  local key = W .. ':tv:' .. host
+  local known = redis.call('HGET', key, path) or ''
+  for j = 1, #known, 8 do
+    if string.sub(known, j, j + 7) == digest then return true end
+  end
+  if #known / 8 >= cap then return false end
+  redis.call('HSET', key, path, known .. digest)
+  return true
+end
+local out = {}
+local i = 11
+while i <= #ARGV do
+  local domain, linker, site, data, key = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  local depth = tonumber(ARGV[i + 5])
+  local host, dated, path, variant, cap = ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10]
+  local tag = ''
+  if linker ~= '' then
+    tag = string.sub(redis.sha1hex(linker), 1, 8)
+    if redis.call('PFADD', W .. ':in:' .. domain, linker) == 1 then unpark(domain) end
+  end
+  local new = 0
+  for j = 1, k do
+    if redis.call('SETBIT', W .. ':seen', ARGV[i + 10 + j], 1) == 0 then new = 1 end
+  end
+  i = i + 11 + k
+  if new == 0 then
+    if tag ~= '' then vote(site, domain, key, tag) end
+    out[#out + 1] = 0
+  elseif (dated ~= '' and not counted(W .. ':tc:' .. host, dated, calendar))
+      or (path ~= '' and not variant_counted(host, path, variant, tonumber(cap))) then
+    redis.call('HINCRBY', W .. ':cuts', 'trap', 1)
+    out[#out + 1] = 4
+  else
+    local order = redis.call('INCR', W .. ':order')
+    local s = score(depth, tag, order)
+    local b = budget(domain)
+    local verdict = 2
+    if admitted(domain) < b then
+      redis.call('HINCRBY', W .. ':admitted', domain, 1)
+      verdict = 1
+      if data ~= '' then wait(site, key, s) end
+    elseif data ~= '' then
+      local p = W .. ':p:' .. domain
+      local room = math.min(park, max - b)
+      if room > 0 and redis.call('ZCARD', p) >= room then
+        local worst = redis.call('ZRANGE', p, -1, -1, 'WITHSCORES')
+        if tonumber(worst[2]) > s then  -- the new one is worth more: the worst parked is cut instead
+          redis.call('ZREM', p, worst[1])
+          redis.call('HINCRBY', W .. ':parked', domain, -1)
+          local sep = string.find(worst[1], '\\t', 1, true)
+          forget(string.sub(worst[1], 1, sep - 1), string.sub(worst[1], sep + 1))
+          redis.call('HINCRBY', W .. ':cuts', 'budget', 1)
+        end
+      end
+      if room > 0 and redis.call('ZCARD', p) < room then
+        redis.call('ZADD', p, s, site .. '\\t' .. key)
+        redis.call('HINCRBY', W .. ':parked', domain, 1)
+        verdict = 3
+      end
+    end
+    if verdict == 2 then
+      redis.call('HINCRBY', W .. ':cuts', 'budget', 1)
+    elseif data ~= '' then
+      redis.call('HSET', W .. ':d:' .. site, key, data)
+      redis.call('HSET', W .. ':u:' .. site, key, depth .. ' ' .. order .. ' ' .. tag)
+    end
+    out[#out + 1] = verdict
+  end
+end
+for site in pairs(touched) do refill(site) end
+if ARGV[10] ~= '' then refill(ARGV[10]) end
 return out
+""".replace("$MAX_LINKERS", str(MAX_LINKERS))
+)
+
+# ARGV: F, W, window, then sites ('*' for every site with URLs waiting). Returns how many URLs were queued.
+_REFILL = (
+    _PRELUDE
+    + """
+local moved = 0
+if ARGV[4] == '*' then
+  for _, site in ipairs(redis.call('HKEYS', W .. ':waiting')) do moved = moved + refill(site) end
+else
+  for j = 4, #ARGV do moved = moved + refill(ARGV[j]) end
+end
+return moved
 """
 )
 
 
-class SharedWebGate:
-    """The shared seen-set and budgets of one web crawl, at ``root`` in the Redis of ``client``."""
+def url_key(url: str) -> str:
+    """A URL's key in its site's waiting set: 16 hex digits of its BLAKE2b."""
+    return hashlib.blake2b(url.encode(), digest_size=8).hexdigest()
 
-    def __init__(self, client: Any, root: str, policy: WebPolicy, *, expected: int, frontier: str = "") -> None:
+
+class SharedWebGate:
+    """The shared seen-set, trap counts, budgets and waiting URLs of one web crawl, at ``root`` in the Redis
+    of ``client``; admitted URLs go to the shared frontier at ``frontier`` (its root), ``window`` of a site's
+    undelivered at a time."""
+
+    def __init__(
+        self, client: Any, root: str, policy: WebPolicy, *, expected: int, frontier: str = "", window: int = 2
+    ) -> None:
         self._client = client
         self.root = root
-        self._frontier = frontier  # the shared frontier's root, where admitted entries are queued
+        self._frontier = frontier
         self._policy = policy
+        self._window = max(1, window)
+        self._traps = TrapGuard(policy)
         bits, hashes = bloom_shape(expected, policy.seen_false_positive)
         client.hsetnx(f"{root}:shape", "bits", bits)  # the first worker sizes the filter for all
         client.hsetnx(f"{root}:shape", "hashes", hashes)
@@ -91,30 +305,53 @@ class SharedWebGate:
         self.bloom = RedisBloom(client, f"{root}:seen", expected=expected, false_positive=policy.seen_false_positive)
         self.bloom.bits, self.bloom.hashes = shape["bits"], shape["hashes"]
         self._admit = client.register_script(_ADMIT)
+        self._refill = client.register_script(_REFILL)
 
-    def admit(self, links: Sequence[tuple[str, str, str | None]], queue: Sequence[tuple[str, str]] = ()) -> list[int]:
-        """For each (url, its registrable domain, the linking page's domain or None for a seed): ``ADMITTED``,
-        ``KNOWN`` or ``BUDGET``. ``queue`` gives each link's (site, frontier entry JSON): an admitted one is
-        queued in the shared frontier in the same step. One round trip for the batch."""
+    def _head(self) -> list[Any]:
+        return [self._frontier, self.root, self._window]
+
+    def admit(self, links: Sequence[Link], *, refill: str = "") -> list[int]:
+        """For each link: ``ADMITTED``, ``PARKED``, ``KNOWN``, ``TRAP`` or ``BUDGET`` (cut); the site
+        ``refill`` (the answered page's) is refilled in the same step. One round trip for the batch."""
         if not links:
             return []
         policy = self._policy
-        entries = list(queue) or [("", "")] * len(links)
         args: list[Any] = [
-            self._frontier if queue else "",
-            self.root,
+            *self._head(),
             policy.budget_base,
             policy.budget_per_linking_domain,
             policy.budget_max,
             self.bloom.hashes,
+            policy.calendar_pages,
+            PARK_PER_LINKER * policy.budget_per_linking_domain,
+            refill,
         ]
-        for (url, domain, linker), (site, data) in zip(links, entries, strict=True):
-            args += [domain, _SEED if linker is None else ("" if linker == domain else linker), site, data]
-            args += self.bloom.positions(url)
+        for link in links:
+            marks = self._traps.marks(link.url)
+            linker = _SEED if link.linker is None else ("" if link.linker == link.domain else link.linker)
+            args += [link.domain, linker, link.site or link.domain, link.data, url_key(link.url), link.depth]
+            args += [marks.host, "" if marks.dated is None else marks.dated]
+            if marks.path_key is None or marks.variant is None:
+                args += ["", "", marks.cap]
+            else:
+                args += [bytes.fromhex(marks.path_key), marks.variant.to_bytes(8, "big"), marks.cap]
+            args += self.bloom.positions(link.url)
         return [int(v) for v in self._admit(args=args)]
 
+    def refill(self, sites: Sequence[str]) -> int:
+        """Queue the best waiting URLs of ``sites`` until each has ``window`` undelivered in the frontier."""
+        return int(self._refill(args=[*self._head(), *sites])) if sites and self._frontier else 0
+
+    def refill_all(self) -> int:
+        """``refill`` every site with URLs waiting (what a lease ended without its page read left behind)."""
+        return int(self._refill(args=[*self._head(), "*"])) if self._frontier else 0
+
+    def waiting(self, site: str) -> list[tuple[str, float]]:
+        """(URL key, score: lower goes first) of ``site``'s waiting URLs, best first (tests, status)."""
+        return [(k.decode(), float(s)) for k, s in self._client.zrange(f"{self.root}:z:{site}", 0, -1, withscores=True)]
+
     def count(self, cuts: Counter[str]) -> None:
-        """Add a worker's own cuts (trap, scope, limit, scheme, duplicate) to the crawl's."""
+        """Add a worker's own cuts (scope, limit, scheme, a trap's shape, duplicate) to the crawl's."""
         if cuts:
             pipe = self._client.pipeline(transaction=False)
             for reason, n in cuts.items():
@@ -152,16 +389,23 @@ class SharedNearDuplicates:
 
 
 def web_status(client: Any, root: str, top: int = 10) -> dict[str, Any] | None:
-    """A web crawl's figures: domains admitted, cuts by reason, budget spent on the ``top`` domains; None when
-    the crawl is not a web crawl."""
+    """A web crawl's figures: domains admitted, cuts by reason, pages waiting their turn (in all and per site)
+    and parked, budget spent on the ``top`` domains; None when the crawl is not a web crawl."""
     admitted = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:admitted").items()}
     cuts = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:cuts").items()}
     if not admitted and not cuts:
         return None
     budgets = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:budget").items()}
+    waiting = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:waiting").items() if int(v) > 0}
+    parked = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:parked").items() if int(v) > 0}
     spent = sorted(admitted.items(), key=lambda item: (-item[1], item[0]))[:top]
     return {
         "domains_known": len(budgets),
         "cuts": cuts,
-        "budget_spent": [{"domain": d, "admitted": n, "budget": budgets.get(d, 0)} for d, n in spent],
+        "waiting": sum(waiting.values()),
+        "waiting_by_site": waiting,
+        "parked": sum(parked.values()),
+        "budget_spent": [
+            {"domain": d, "admitted": n, "budget": budgets.get(d, 0), "parked": parked.get(d, 0)} for d, n in spent
+        ],
     }

@@ -7,7 +7,8 @@ its shape and by what the crawl has already seen of its site: a path segment rep
 times (relative links that nest forever), more than ``variants_per_path`` distinct sort/filter-like queries
 under one path (ten times that for other queries), more than ``calendar_pages`` distinct date-bearing URLs
 on one site (an endless calendar). Read from the profile's ``[web]`` table (``WebPolicy``). Its memory is
-bounded: a path's query variants are counted only up to the cap, as 8-byte hashes.
+bounded: a path's query variants are counted only up to the cap, as 8-byte hashes. A shared crawl counts the
+same ``marks`` in Redis, across workers (``synapsecrawl.web.shared``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from synapsecrawl.profiles import WebPolicy
 from synapsecrawl.urls import canonical, host_of
 
-__all__ = ["SESSION_PARAMETERS", "TrapGuard", "web_canonical"]
+__all__ = ["SESSION_PARAMETERS", "TrapGuard", "TrapMarks", "web_canonical"]
 
 # Parameter names that carry a session, never a page (Heritrix's and StormCrawler's normalisers strip these too),
 # compared in lower case: w3lib's url_query_cleaner compares names case-sensitively, and sites spell them both ways.
@@ -70,42 +72,81 @@ def _dated(path: str, pairs: list[tuple[str, str]]) -> bool:
     return any(k.lower() in _DATE_PARAMS and _DATE_VALUE.match(v) for k, v in pairs)
 
 
+@dataclass(frozen=True)
+class TrapMarks:
+    """What a URL adds to its site's trap counts: a date-bearing URL's digest under its host (``dated``), and
+    a URL with a query its query's digest (``variant``) under its host and path (``path_key``, a digest),
+    of which ``cap`` may be seen. Digests are 63-bit, so Redis keeps a host's dated ones as an intset."""
+
+    host: str
+    path: str
+    dated: int | None
+    path_key: str | None
+    variant: int | None
+    cap: int
+    faceted: bool
+
+
 class TrapGuard:
-    """Remembers, per site and per path, what the crawl was offered; ``judge`` names a trap or returns None."""
+    """Remembers, per site and per path, what the crawl was offered; ``judge`` names a trap or returns None.
+
+    ``shape`` is what a URL alone shows; ``marks`` what it adds to the counts, which a shared crawl keeps in
+    Redis (``synapsecrawl.web.shared``) so that a trap's counts hold across workers."""
 
     def __init__(self, policy: WebPolicy) -> None:
         self._policy = policy
         self._variants: dict[tuple[str, str], set[int]] = {}
         self._calendar: dict[str, set[int]] = {}
 
-    def judge(self, url: str) -> str | None:
-        """Why ``url`` (canonical) is a trap, in a few words; None when it is not. A URL judged once is
-        judged the same again (its hash is remembered), so a page linked twice is not cut the second time."""
-        parts = urlsplit(url)
-        segments = [s for s in parts.path.split("/") if s]
+    def shape(self, url: str) -> str | None:
+        """Why ``url`` (canonical) is a trap by its path alone (nesting), or None."""
+        segments = [s for s in urlsplit(url).path.split("/") if s]
         if len(segments) > _MAX_SEGMENTS:
             return f"a path of {len(segments)} segments"
         if segments:
             segment, times = Counter(segments).most_common(1)[0]
             if times >= self._policy.repeated_segments:
                 return f"the path segment {segment[:40]!r} repeated {times} times"
+        return None
+
+    def marks(self, url: str) -> TrapMarks:
+        """What ``url`` (canonical) adds to its site's counts of dated URLs and of query variants."""
+        parts = urlsplit(url)
         host = host_of(url)
         pairs = parse_qsl(parts.query, keep_blank_values=True)
-        if _dated(parts.path, pairs):
-            seen = self._calendar.setdefault(host, set())
-            key = _digest(url)
-            if key not in seen:
+        dated = _digest(url) >> 1 if _dated(parts.path, pairs) else None
+        faceted = any(_FACETS.search(k.lower()) for k, _ in pairs)
+        cap = self._policy.variants_per_path * (1 if faceted else 10)
+        if not pairs:
+            return TrapMarks(host, parts.path, dated, None, None, cap, faceted)
+        path_key = f"{_digest(host + ' ' + parts.path):016x}"
+        return TrapMarks(host, parts.path, dated, path_key, _digest(parts.query) >> 1, cap, faceted)
+
+    def calendar_reason(self) -> str:
+        return f"more than {self._policy.calendar_pages} date-bearing URLs on the site (a calendar)"
+
+    @staticmethod
+    def variants_reason(marks: TrapMarks) -> str:
+        kind = "sort/filter " if marks.faceted else ""
+        return f"more than {marks.cap} {kind}query variants of {marks.path[:60]}"
+
+    def judge(self, url: str) -> str | None:
+        """Why ``url`` (canonical) is a trap, in a few words; None when it is not. A URL judged once is
+        judged the same again (its hash is remembered), so a page linked twice is not cut the second time."""
+        shape = self.shape(url)
+        if shape is not None:
+            return shape
+        marks = self.marks(url)
+        if marks.dated is not None:
+            seen = self._calendar.setdefault(marks.host, set())
+            if marks.dated not in seen:
                 if len(seen) >= self._policy.calendar_pages:
-                    return f"more than {self._policy.calendar_pages} date-bearing URLs on the site (a calendar)"
-                seen.add(key)
-        if pairs:
-            faceted = any(_FACETS.search(k.lower()) for k, _ in pairs)
-            cap = self._policy.variants_per_path * (1 if faceted else 10)
-            variants = self._variants.setdefault((host, parts.path), set())
-            key = _digest(parts.query)
-            if key not in variants:
-                if len(variants) >= cap:
-                    kind = "sort/filter " if faceted else ""
-                    return f"more than {cap} {kind}query variants of {parts.path[:60]}"
-                variants.add(key)
+                    return self.calendar_reason()
+                seen.add(marks.dated)
+        if marks.variant is not None:
+            variants = self._variants.setdefault((marks.host, marks.path), set())
+            if marks.variant not in variants:
+                if len(variants) >= marks.cap:
+                    return self.variants_reason(marks)
+                variants.add(marks.variant)
         return None

@@ -2,7 +2,8 @@
 
 ``crawler_for`` gives a crawler whose KB is a SQLite file under the test's
 ``tmp_path``, with stats and the ``runtime.target`` a spider would set
-(``kb``, ``scopes``, ``limits``). ``SideFetches`` stands in for the one
+(``kb``, ``scopes``, ``limits``); ``addon_crawler`` one with no KB and its
+add-ons applied. ``Held`` stands in for the network in a downloader. ``SideFetches`` stands in for the one
 engine call side fetches make (``engine.download_async``): the middlewares
 have no other seam for robots.txt and tdmrep.json, so it answers from a table
 and notes what was asked.
@@ -10,6 +11,7 @@ and notes what was asked.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -29,7 +31,7 @@ from synapsecrawl import settings as project_settings
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.store import Store
 
-__all__ = ["SideFetches", "crawler_for", "live_slot", "opened_store", "project"]
+__all__ = ["Held", "SideFetches", "addon_crawler", "crawler_for", "live_slot", "opened_store", "project"]
 
 
 def project(**overrides: object) -> dict[str, Any]:
@@ -57,6 +59,28 @@ def crawler_for(
     return crawler
 
 
+def addon_crawler(**overrides: object) -> Crawler:
+    """A crawler under the project's settings and ``overrides``, its add-ons applied; no KB, so no report."""
+    crawler = get_crawler(settings_dict=project(**{"REPORT_ENABLED": False, **overrides}))
+    crawler._apply_settings()
+    return crawler
+
+
+class Held:
+    """A downloader middleware standing in for the network: each request waits until the test answers it."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, asyncio.Future[None]] = {}
+
+    async def process_request(self, request: Request) -> Response:
+        self.waiting[request.url] = asyncio.get_running_loop().create_future()
+        await self.waiting[request.url]
+        return Response(request.url, request=request)
+
+    def answer(self, url: str) -> None:
+        self.waiting[url].set_result(None)
+
+
 def opened_store(of: Crawler | Runtime) -> Store:
     """The crawl's KB opened beside its gateway (``runtime.kb``), for a test to fill and read; one per crawl."""
     runtime = of if isinstance(of, Runtime) else Runtime.of(of)
@@ -69,7 +93,7 @@ def opened_store(of: Crawler | Runtime) -> Store:
 
 def live_slot(downloader: Downloader, request: Request) -> tuple[str, Slot]:
     """``request``'s slot as Scrapy's downloader has it once the request reached it: found or made
-    (``_get_slot``, pinned in test_scrapy_seam.py), then ``request_reached_downloader`` sent, on which
+    (``_get_slot``, pinned in test_engine_seam.py), then ``request_reached_downloader`` sent, on which
     PacedDownloader paces the slot. ``request`` itself is left as it was."""
     key, slot = downloader._get_slot(request)
     reached = request.replace(meta={**request.meta, downloader.DOWNLOAD_SLOT: key})

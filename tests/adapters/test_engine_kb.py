@@ -13,6 +13,7 @@ from typing import Any
 
 from middlewares.engine.kb import CrawlKb
 from synapsecrawl.kb.records import SiteIcon, UrlHold
+from synapsecrawl.kb.revisit import DAY, RevisitRule
 from synapsecrawl.kb.sqlite import SQLiteStore
 from tests.helpers import record
 
@@ -67,8 +68,7 @@ async def test_every_call_runs_on_the_gateways_threads_never_the_loops(tmp_path:
         "url_holds",
         "put_site_icon",
         "get_page",
-        "put_page",
-        "put_pages",  # put_page's own
+        "put_pages",  # the 304's copy, timed by the crawl's revisit rule
         "delete_page",
     ]
     writes = {"put_pages", "put_url_hold", "put_site_icon", "put_page", "delete_page"}
@@ -153,7 +153,7 @@ class _Listener:
 async def test_a_full_disk_holds_pages_then_journals_past_the_buffer_and_writes_the_rest_when_room_is_made(
     tmp_path: Path,
 ) -> None:
-    """SYN-MODES (what is fetched is kept), #33: on a KB whose disk is full, the first page that fails makes
+    """SYN-MODES (what is fetched is kept): on a KB whose disk is full, the first page that fails makes
     one outage (told once) and probes; the next pages wait in memory up to KB_BUFFER_PAGES and the rest go
     to the journal; once room is made the waiting pages are stored and the outage is told over; the next
     gateway on the same KB writes the journal first."""
@@ -187,7 +187,7 @@ async def test_a_full_disk_holds_pages_then_journals_past_the_buffer_and_writes_
 
 
 async def test_an_outage_past_its_limit_journals_every_waiting_page_and_raises_for_the_rest(tmp_path: Path) -> None:
-    """#33: past KB_OUTAGE_SECONDS the gateway stops waiting: every waiting page is journalled, other calls
+    """Past KB_OUTAGE_SECONDS the gateway stops waiting: every waiting page is journalled, other calls
     raise KbGone, and the crawl is told once (it closes as kb_unavailable)."""
     import shutil
 
@@ -214,3 +214,20 @@ async def test_an_outage_past_its_limit_journals_every_waiting_page_and_raises_f
             raise AssertionError("a call after the KB is gone must raise KbGone")
         assert len(list(journal.entries())) == 3
         kb.close()
+
+
+async def test_the_crawls_writes_time_each_page_by_its_revisit_rule(tmp_path: Path) -> None:
+    """A kept page is timed by the crawl's rule in its batch's transaction (new: the re-read interval), and a
+    304's verification lengthens its interval (the same text); each on the gateway's writer thread."""
+    rule = RevisitRule(7 * DAY, DAY, 30 * DAY)
+    kb, _ = _gateway(tmp_path, revisit=rule)
+    await kb.keep(record("http://a.test/1", "kettle", kb="kb1"))
+    page = await kb.page("kb1", "http://a.test/1")
+    assert page is not None and (page.revisit_outcome, page.revisit_interval) == ("new", 7 * DAY)
+    await kb.verify("kb1", "http://a.test/1", '"v2"', "")
+    page = await kb.page("kb1", "http://a.test/1")
+    assert page is not None and page.verified_at is not None
+    assert (page.revisit_outcome, page.revisit_interval) == ("unchanged", 10.5 * DAY)
+    assert page.revisit_due == page.verified_at.timestamp() + 10.5 * DAY
+    assert await kb.page_dues("kb1", rule.first) == {"http://a.test/1": page.revisit_due}
+    kb.close()

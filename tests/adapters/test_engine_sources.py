@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -106,3 +107,42 @@ def test_a_spider_that_records_no_source_switches_it_off(tmp_path: Path) -> None
     assert spider.crawl.kb == "agents"
     with pytest.raises(NotConfigured):
         build_from_crawler(SourceExtension, crawler)
+
+
+async def test_under_a_web_crawlers_profile_only_the_due_stored_pages_are_read_again(tmp_path: Path) -> None:
+    """YOT-COND: under a profile whose revisit rule adapts, the idle re-read asks only for the source's
+    stored pages whose own due time has come (a page stored before the KB kept due times is due its
+    re-read interval after its fetch); the others wait, not asked for at all."""
+    crawler, spider, extension = _site(tmp_path, BOT_PROFILE="snagabot")
+    store = opened_store(crawler)
+    rule = Runtime.of(crawler).kb.revisit
+    assert rule is not None and rule.adaptive
+    now = utcnow()
+    long_ago = now - timedelta(days=40)
+    pages = {
+        START + "due": PageRecord("kb1", START + "due", "t", "x", "text/html", 200, long_ago, depth=1),
+        START + "fresh": PageRecord("kb1", START + "fresh", "t", "x", "text/html", 200, now, depth=1),
+    }
+    store.put_pages(list(pages.values()), rule)
+    store.put_page(PageRecord("kb1", START + "old", "t", "x", "text/html", 200, long_ago, depth=1))  # no due time
+    crawled: list[Request] = []
+    crawler.engine = SimpleNamespace(crawl=crawled.append)  # type: ignore[assignment]
+    crawler.signals.send_catch_log(signals.spider_idle, spider=spider)
+    await extension._revisit  # type: ignore[misc]
+    assert sorted(r.url for r in crawled) == [START + "due", START + "old"]
+
+
+async def test_under_a_web_crawlers_profile_the_source_is_due_when_its_first_page_is(tmp_path: Path) -> None:
+    """A source whose crawl ran its course is due again when its earliest stored page is (here in 20 days,
+    past the 7-day re-read interval), never sooner than the profile's 1-day floor; under SynapseBot's fixed
+    rule it stays due 7 days after the crawl (SYN-REREAD)."""
+    for profile, expected_days in (("snagabot", 20.0), ("synapsebot", 7.0)):
+        crawler, spider, _ = _site(tmp_path / profile, BOT_PROFILE=profile)
+        store = opened_store(crawler)
+        in_20_days = utcnow().timestamp() + 20 * 86400
+        store.put_page(
+            PageRecord("kb1", START, "t", "x", "text/html", 200, utcnow(), revisit_interval=1.0, revisit_due=in_20_days)
+        )
+        await crawler.signals.send_catch_log_async(signals.spider_closed, spider=spider, reason="finished")
+        [source] = store.sources("kb1")
+        assert source.next_due - source.last_crawl == pytest.approx(expected_days * 86400, abs=60)

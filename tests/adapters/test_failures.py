@@ -1,4 +1,4 @@
-"""middlewares.failures: Twisted's and Scrapy's download errors in the crawl summary's kinds (#14 item 1)."""
+"""middlewares.failures: Twisted's and Scrapy's download errors in the crawl summary's kinds."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def wrapped(outer: Exception, inner: Exception) -> Exception:
     ],
 )
 def test_describe_names_the_kind_and_the_reason(exc: Exception, kind: str, words: str) -> None:
-    """#14 item 1: each failure is one of FAIL_KINDS with a one-line reason; a ValueError a middleware
+    """Each failure is one of FAIL_KINDS with a one-line reason; a ValueError a middleware
     raised itself is "other", not a malformed answer."""
     failure = Failure(exc)
     failure.request = Request("http://h.test/", meta={"download_timeout": 1.0})  # type: ignore[attr-defined]

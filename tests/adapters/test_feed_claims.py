@@ -1,4 +1,4 @@
-"""The feed spider's entry claims on real crawlers: an article shared by two feeds is fetched once (#36).
+"""The feed spider's entry claims on real crawlers: an article shared by two feeds is fetched once.
 
 Two feeds that carry the same new entry, without an image, are answered at the same moment: both
 answers are parsed together (``asyncio.gather`` over ``parse_feed``), against a real SQLite KB whose
@@ -85,7 +85,7 @@ def _article_fetches(results: list[Any]) -> list[str]:
 async def test_an_article_in_two_feeds_read_together_is_fetched_once(
     shared: bool, tmp_path: Path, signing_key: Path, request: pytest.FixtureRequest
 ) -> None:
-    """SER-OGIMAGE (#36 item 2): "we fetch the article page once". Two feeds of one crawl, answered at
+    """SER-OGIMAGE: "we fetch the article page once". Two feeds of one crawl, answered at
     the same moment, both carry a new imageless entry: only one of them takes it, so one request for the
     article page goes out, and the other feed's read stores nothing of it. Same for a crawl whose pacer
     is shared through Redis."""
@@ -106,7 +106,7 @@ async def test_an_article_in_two_feeds_read_together_is_fetched_once(
 async def test_an_article_in_two_feeds_read_together_by_two_machines_is_fetched_once(
     tmp_path: Path, signing_key: Path, redis_prefix: str
 ) -> None:
-    """SER-OGIMAGE (#36 item 2): two machines sharing a Redis (PACING_REDIS_URL) read two feeds that carry
+    """SER-OGIMAGE: two machines sharing a Redis (PACING_REDIS_URL) read two feeds that carry
     the same new imageless entry at the same moment, into one KB: the entry is a claim in Redis that only
     one of them wins, so the article page is requested once across both."""
     shared = {"PACING_REDIS_URL": REDIS_URL, "PACING_REDIS_PREFIX": redis_prefix}

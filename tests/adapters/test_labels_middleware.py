@@ -1,4 +1,4 @@
-"""OMN-LABELS, #14 item 5: the labels middleware parses nothing; it copies the labels the extraction
+"""OMN-LABELS: the labels middleware parses nothing; it copies the labels the extraction
 worker read (``response.meta["page_labels"]``) and adds the TDM reservation."""
 
 from __future__ import annotations

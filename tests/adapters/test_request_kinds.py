@@ -1,4 +1,4 @@
-"""What each request kind means to the middlewares that ask its row (#15 step 3): budget, type gate,
+"""What each request kind means to the middlewares that ask its row: budget, type gate,
 summary, reread. Each test names the kinds it expects, so a changed row in the table shows here."""
 
 from __future__ import annotations

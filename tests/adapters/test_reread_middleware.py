@@ -6,7 +6,9 @@ middleware with real Request and Response objects, and reads the store afterward
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from scrapy import Request
@@ -213,7 +215,7 @@ async def test_robots_txt_opt_outs_and_non_kb_crawls_are_left_alone(tmp_path: Pa
 
 
 async def test_the_kb_is_asked_once_a_host_whether_it_holds_pages_there(crawler: Crawler, mw: RereadMiddleware) -> None:
-    """SYN-REREAD, #17: a first crawl does not look up each page's validators: the KB is asked once per host
+    """SYN-REREAD: a first crawl does not look up each page's validators: the KB is asked once per host
     whether it holds any page there. A host found empty sends none for the rest of the crawl, even for a page
     stored meanwhile (this crawl's own fetch, which needs none); a host it holds pages of gets them; the next
     crawl (a new middleware) asks again."""
@@ -224,3 +226,78 @@ async def test_the_kb_is_asked_once_a_host_whether_it_holds_pages_there(crawler:
     assert (await sent(mw)).headers[b"If-None-Match"] == b'"v1"'
     next_crawl = build_from_crawler(RereadMiddleware, crawler)
     assert (await sent(next_crawl, "http://new.test/b")).headers[b"If-None-Match"] == b'"v1"'
+
+
+# -- revisits by change: a page is not asked for before its own due time (synapsecrawl.kb.revisit) --
+
+
+def _source_crawl(tmp_path: Path, profile: str) -> tuple[Crawler, RereadMiddleware]:
+    """A crawl of a source (its target records one) under ``profile``, and its middleware."""
+    crawler = crawler_for(tmp_path, BOT_PROFILE=profile)
+    runtime = Runtime.of(crawler)
+    runtime.target = replace(runtime.target, source=SimpleNamespace())  # type: ignore[arg-type]
+    return crawler, build_from_crawler(RereadMiddleware, crawler)
+
+
+def _timed(crawler: Crawler, outlinks: tuple[str, ...] = ()) -> PageRecord:
+    """A page stored by a crawl under the crawler's profile's rule, fetched now; as stored."""
+    store = opened_store(crawler)
+    page = PageRecord("kb1", URL, "Guide", "text", "text/html", 200, utcnow(), etag='"v1"', outlinks=outlinks)
+    store.put_pages([page], Runtime.of(crawler).kb.revisit)
+    kept = store.get_page("kb1", URL)
+    assert kept is not None and kept.revisit_due is not None
+    return kept
+
+
+async def test_a_page_not_yet_due_is_not_asked_for_and_leads_on_through_its_links(tmp_path: Path) -> None:
+    """YOT-COND: under a web crawler's profile, a source's crawl does not ask again for a stored
+    page before its own due time: no request, its stored links handed to the spider (as a 304's); once the
+    clock passes the due time it is asked for conditionally."""
+    crawler, mw = _source_crawl(tmp_path, "snagabot")
+    page = _timed(crawler, outlinks=("http://docs.test/next",))
+    assert page.revisit_due is not None
+    mw.clock = lambda: page.revisit_due - 60  # type: ignore[operator]
+    request = Request(URL)
+    with pytest.raises(Unchanged, match="not due again before"):
+        await mw.process_request(request)
+    assert request.meta["reread_outlinks"] == ("http://docs.test/next",)
+    assert b"If-None-Match" not in request.headers
+    assert crawler.stats.get_value("reread/not_due") == 1  # type: ignore[union-attr]
+    mw.clock = lambda: page.revisit_due + 1  # type: ignore[operator]
+    due = await sent(mw)
+    assert due.headers[b"If-None-Match"] == b'"v1"'
+
+
+async def test_a_fixed_interval_profile_still_asks_for_every_stored_page(tmp_path: Path) -> None:
+    """SYN-REREAD: SynapseBot keeps its weekly re-read of the source: a crawl of it asks for every stored
+    page, conditionally, whatever each page's due time."""
+    crawler, mw = _source_crawl(tmp_path, "synapsebot")
+    _timed(crawler)
+    request = await sent(mw)
+    assert request.headers[b"If-None-Match"] == b'"v1"'
+
+
+async def test_an_on_demand_fetch_is_never_held_to_the_due_time(tmp_path: Path) -> None:
+    """SNA-ONDEMAND: a page an agent asks for now (no source, no shared crawl) goes out, conditionally."""
+    crawler = crawler_for(tmp_path, BOT_PROFILE="snagabot")
+    mw = build_from_crawler(RereadMiddleware, crawler)
+    _timed(crawler)
+    request = await sent(mw)
+    assert request.headers[b"If-None-Match"] == b'"v1"'
+
+
+async def test_a_shared_crawl_worker_reads_its_sources_kb_and_due_times(tmp_path: Path) -> None:
+    """SYN-REREAD: a worker of a shared crawl writes to no one KB: the KB of each request's source
+    (``kb_of``) gives its stored copy, its validators and its due time."""
+    crawler = crawler_for(tmp_path, kb=None, BOT_PROFILE="snagabot")
+    runtime = Runtime.of(crawler)
+    runtime.target = replace(runtime.target, kb_of=lambda request: str(request.meta["src_kb"]))
+    mw = build_from_crawler(RereadMiddleware, crawler)
+    page = _timed(crawler)
+    with pytest.raises(Unchanged, match="not due again"):
+        await mw.process_request(Request(URL, meta={"src_kb": "kb1"}))
+    mw.clock = lambda: page.revisit_due + 1  # type: ignore[operator]
+    due = await sent(mw, src_kb="kb1")
+    assert due.headers[b"If-None-Match"] == b'"v1"'
+    elsewhere = await sent(mw, src_kb="kb2")
+    assert b"If-None-Match" not in elsewhere.headers

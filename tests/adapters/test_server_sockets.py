@@ -57,7 +57,7 @@ def _close_connections() -> Iterator[None]:
 
 
 def test_serve_accepts_connections_with_nodelay(tmp_path: Path) -> None:
-    """#38: `synapsecrawl serve`'s accepted sockets have TCP_NODELAY set, so a kept-alive client
+    """`synapsecrawl serve`'s accepted sockets have TCP_NODELAY set, so a kept-alive client
     gets each answer as soon as it is written."""
     service = SearchService(f"sqlite:///{tmp_path / 'kb.sqlite3'}", load_profile("synapsebot"))
     sock = bind_socket("127.0.0.1", 0)
@@ -87,7 +87,7 @@ def test_serve_accepts_connections_with_nodelay(tmp_path: Path) -> None:
 
 
 def test_the_ondemand_server_accepts_connections_with_nodelay() -> None:
-    """#38 SNA-ONDEMAND: the on-demand fetcher's server (its own uvicorn in the crawl's loop) sets
+    """SNA-ONDEMAND: the on-demand fetcher's server (its own uvicorn in the crawl's loop) sets
     TCP_NODELAY on its accepted sockets too."""
 
     async def fetch(url: object) -> dict[str, Any]:

@@ -158,7 +158,7 @@ class _Wire:
 
 
 async def test_a_request_is_signed_as_the_downloader_hands_it_over(key_file: Path) -> None:
-    """SER-SIGN, OMN-SIGN (#13 item 2): under the crawl's PacedDownloader the middleware chain leaves
+    """SER-SIGN, OMN-SIGN: under the crawl's PacedDownloader the middleware chain leaves
     a request unsigned and the downloader signs it at its last step, as it gives it to the download
     handler (after the slot's spacing and any pause), so `created` is the send time."""
     crawler = get_crawler(settings_dict={

@@ -1,4 +1,4 @@
-"""#17: a crawl's spider starts its extraction workers as it opens, not at its first page."""
+"""A crawl's spider starts its extraction workers as it opens, not at its first page."""
 
 from __future__ import annotations
 

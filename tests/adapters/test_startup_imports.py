@@ -1,4 +1,4 @@
-"""What a crawl imports before its first request (#15, #17): a crawl's start is paid by every `scrapy crawl`
+"""What a crawl imports before its first request: a crawl's start is paid by every `scrapy crawl`
 from cron and every Scrapyd job, so the heavy libraries a crawl may never use are imported where they are
 used, and Scrapy's remote control (off) is not imported at all."""
 

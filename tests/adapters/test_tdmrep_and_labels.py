@@ -119,7 +119,7 @@ NO_META = PAGE.replace(b'<meta name="tdm-reservation" content="1">', b"")
 
 def read_as_the_spider_does(url: str, body: bytes, **meta: Any) -> Request:
     """The request of ``url`` with ``page_labels`` as spiders/base.py sets them: the Page.labels that the
-    extraction worker's ``read_document(label=True)`` read from ``body`` (#14 item 5)."""
+    extraction worker's ``read_document(label=True)`` read from ``body``."""
     page = read_document(
         body, url, content_type="text/html; charset=utf-8", tokens=("omniscientebot",), encoding="utf-8", label=True
     )
@@ -145,7 +145,7 @@ def test_only_omniscientebot_labels_pages(tmp_path: Path, profile: str) -> None:
 async def test_a_pages_item_gets_its_kind_link_contexts_and_tdm_policy(tmp_path: Path, omni: dict[str, object]) -> None:
     """OMN-LABELS, OMN-FETCH: the item of the page that was fetched gets its kind, each link's context
     and its TDM reservation (the header's 0 supersedes the file's rule); labels only, no text added; a
-    request and another URL's item pass untouched. The labels are the worker's (#14 item 5)."""
+    request and another URL's item pass untouched. The labels are the worker's."""
     mw = build_from_crawler(LabelsMiddleware, crawler_for(tmp_path, **omni))
     request = read_as_the_spider_does("http://example.com/post", NO_META, tdmrep_file=parse_tdmrep(RESERVED))
     response = HtmlResponse(
@@ -175,7 +175,7 @@ async def test_a_later_declaration_supersedes_an_earlier(
     tmp_path: Path, omni: dict[str, object], body: bytes, headers: dict[str, str], declared: tuple[int, str]
 ) -> None:
     """OMN-FETCH (TDMRep "Processing priority"): tdmrep.json, then the header, then the meta tag (which the
-    worker read, #14 item 5)."""
+    worker read)."""
     mw = build_from_crawler(LabelsMiddleware, crawler_for(tmp_path, **omni))
     request = read_as_the_spider_does("http://example.com/news/post", body, tdmrep_file=parse_tdmrep(RESERVED))
     response = HtmlResponse(request.url, body=body, headers=headers, encoding="utf-8", request=request)

@@ -1,4 +1,4 @@
-"""One bad URL never loses the document it is in (#14 items 3 and 4): ``urls.url_problem`` says whether a
+"""One bad URL never loses the document it is in: ``urls.url_problem`` says whether a
 URL can be requested, and every parser that makes URLs (links, sitemap <loc>s, feed entries, start URLs)
 skips the bad one and keeps the rest; an unreadable <lastmod> is no lastmod."""
 
@@ -50,7 +50,7 @@ BAD = [
     ],
 )
 def test_url_problem_names_what_makes_a_url_unusable(url: str, problem: str | None) -> None:
-    """#14 item 3: a port out of range, an invalid IPv6 literal, a non-http scheme or no host makes a URL
+    """A port out of range, an invalid IPv6 literal, a non-http scheme or no host makes a URL
     unusable, with a reason in a few words; a good URL (IDN and IPv6 included) has no problem."""
     found = url_problem(url)
     assert (found is None) if problem is None else (found is not None and problem in found), found
@@ -64,7 +64,7 @@ def test_url_problem_names_what_makes_a_url_unusable(url: str, problem: str | No
     )
 )
 def test_url_problem_never_raises_and_a_usable_url_never_makes_w3lib_raise(url: str) -> None:
-    """#14 item 3: url_problem never raises on any text, and a URL it passes is one that w3lib can make
+    """url_problem never raises on any text, and a URL it passes is one that w3lib can make
     safe and canonical (what every Request and KB key needs), so a usable URL never raises later."""
     if url_problem(url) is None:
         canonical(safe_url_string(url))
@@ -88,7 +88,7 @@ _ENDS = st.sampled_from(["", "?q=1", "#f", "?", "#"])
 def test_a_url_taken_as_already_canonical_is_what_w3lib_makes_of_it(
     scheme: str, host: str, port: str, path: str, end: str
 ) -> None:
-    """#17: canonical() skips w3lib for URLs it would leave as they are; for those, that is w3lib's answer."""
+    """canonical() skips w3lib for URLs it would leave as they are; for those, that is w3lib's answer."""
     url = f"{scheme}{host}{port}{path}{end}"
     try:
         expected = canonicalize_url(url, keep_fragments=False)
@@ -115,7 +115,7 @@ def test_urls_taken_as_already_canonical() -> None:
 
 
 def test_a_bad_link_is_skipped_and_named_and_the_page_keeps_its_other_links() -> None:
-    """#14 item 3: a link with port 99999 or an invalid IPv6 literal is left out of the page's links and
+    """A link with port 99999 or an invalid IPv6 literal is left out of the page's links and
     named in one problem phrase; the page's good links and text stay."""
     body = (
         b'<html><head><title>T</title></head><body><p>Words here.</p><a href="http://h.test:99999/">bad</a>'
@@ -129,7 +129,7 @@ def test_a_bad_link_is_skipped_and_named_and_the_page_keeps_its_other_links() ->
 
 
 def test_a_repeated_href_is_read_as_if_each_were_resolved_alone() -> None:
-    """#17: hrefs are resolved once each, and that changes nothing read: a bad href repeated counts each
+    """Hrefs are resolved once each, and that changes nothing read: a bad href repeated counts each
     time, a repeated good one keeps its first text, and "#..." hrefs (one key) all lead back to the page."""
     body = (
         b'<html><head><title>T</title></head><body><p>Words here.</p><a href="http://h.test:99999/">bad</a>'
@@ -147,7 +147,7 @@ def test_a_repeated_href_is_read_as_if_each_were_resolved_alone() -> None:
 
 
 def test_a_bad_loc_is_counted_and_the_sitemap_keeps_its_other_entries() -> None:
-    """#14 item 3: a <loc> with port 99999 is counted as invalid; the sitemap's /ok entry is kept."""
+    """A <loc> with port 99999 is counted as invalid; the sitemap's /ok entry is kept."""
     body = (
         b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>http://h.test:99999/x</loc></url>'
         b"<url><loc>http://h.test/ok</loc></url><url><loc>http://[::1/</loc></url></urlset>"
@@ -157,7 +157,7 @@ def test_a_bad_loc_is_counted_and_the_sitemap_keeps_its_other_entries() -> None:
 
 
 def test_a_bad_entry_link_is_skipped_and_the_feed_keeps_its_good_entries() -> None:
-    """#14 item 3: an RSS item whose link has port 99999 is skipped (counted); the good items are kept."""
+    """An RSS item whose link has port 99999 is skipped (counted); the good items are kept."""
     items = "".join(
         f"<item><title>{t}</title><link>{link}</link><description>{t} text</description></item>"
         for t, link in [("One", "http://h.test/1"), ("Bad", "http://h.test:99999/2"), ("Three", "http://h.test/3")]
@@ -169,7 +169,7 @@ def test_a_bad_entry_link_is_skipped_and_the_feed_keeps_its_good_entries() -> No
 
 @pytest.mark.parametrize("url", ["http://host.test:99999/", "http://[::1/"])
 def test_an_unusable_start_url_is_an_argument_error(url: str) -> None:
-    """#14 item 3: -a url= with port 99999 or an invalid IPv6 literal is an ArgumentError (exit status 2)
+    """-a url= with port 99999 or an invalid IPv6 literal is an ArgumentError (exit status 2)
     with one line naming the URL and why, not a ValueError from deep inside."""
     with pytest.raises(ArgumentError) as error:
         CrawlRequest.from_args(url=url)
@@ -177,7 +177,7 @@ def test_an_unusable_start_url_is_an_argument_error(url: str) -> None:
 
 
 def test_a_bad_urls_file_line_is_skipped_and_the_others_are_kept(tmp_path: Path) -> None:
-    """#14 item 3: a urls_file line that cannot be requested is skipped with one message naming the file,
+    """A urls_file line that cannot be requested is skipped with one message naming the file,
     the line and why; the other lines are crawled. A file of only bad lines is an ArgumentError."""
     path = tmp_path / "urls.txt"
     path.write_text("http://a.test/1\nhttp://a.test:99999/2\nhttp://[::1/\nhttp://a.test/3\n")
@@ -204,13 +204,13 @@ def test_a_bad_urls_file_line_is_skipped_and_the_others_are_kept(tmp_path: Path)
     ],
 )
 def test_an_unreadable_lastmod_is_no_lastmod(value: str) -> None:
-    """#14 item 4: a <lastmod> with a zone past ±23:59 or an hour past 23 is absent (None), not a
+    """A <lastmod> with a zone past ±23:59 or an hour past 23 is absent (None), not a
     ValueError; a date past datetime's range too."""
     assert parse_lastmod(value) is None
 
 
 def test_a_bad_lastmod_keeps_its_sitemap() -> None:
-    """#14 item 4: a sitemap of 10 entries, one with lastmod +99:99, keeps all 10, the bad one ordered
+    """A sitemap of 10 entries, one with lastmod +99:99, keeps all 10, the bad one ordered
     with the entries that have no lastmod."""
     locs = [
         (f"http://h.test/{i}", "2024-01-01T00:00:00+99:99" if i == 3 else f"2024-01-{i + 1:02d}") for i in range(10)
@@ -231,7 +231,7 @@ _ZONED = st.from_regex(r"\A\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?
 @settings(max_examples=500)
 @given(st.one_of(_ZONED, st.from_regex(r"\A\d{4}(-\d{2}(-\d{2})?)?\Z"), st.text(max_size=40)))
 def test_parse_lastmod_never_raises(value: str) -> None:
-    """#14 item 4: any lastmod string, W3C-shaped with any digits (zones like +99:99, hour 99) or not, is
+    """Any lastmod string, W3C-shaped with any digits (zones like +99:99, hour 99) or not, is
     a UTC datetime or None, never an exception."""
     stamp = parse_lastmod(value)
     assert stamp is None or stamp.tzinfo == UTC
@@ -240,7 +240,7 @@ def test_parse_lastmod_never_raises(value: str) -> None:
 @settings(max_examples=100)
 @given(st.lists(_ZONED, min_size=1, max_size=10))
 def test_a_sitemap_keeps_every_entry_whatever_its_lastmod(values: list[str]) -> None:
-    """#14 item 4: a sitemap keeps every entry whatever its lastmod text; parsing never raises."""
+    """A sitemap keeps every entry whatever its lastmod text; parsing never raises."""
     body = (
         '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
         + "".join(f"<url><loc>http://h.test/{i}</loc><lastmod>{v}</lastmod></url>" for i, v in enumerate(values))

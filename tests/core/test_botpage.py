@@ -1,4 +1,4 @@
-"""Each bot's public page, written from its profile (#18 part 2): every promise has its sentence,
+"""Each bot's public page, written from its profile: every promise has its sentence,
 every number comes from the profile, and a changed profile number changes the page."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def bot(name: str, data: dict[str, Any] | None = None) -> Bot:
 
 @pytest.mark.parametrize("name", PROFILE_NAMES)
 def test_every_promise_of_the_bot_has_its_sentence_on_the_page(name: str) -> None:
-    """#18 part 2: the promises of a bot's page (its own ids and the ALL-* ones of PROMISES.md) are
+    """The promises of a bot's page (its own ids and the ALL-* ones of PROMISES.md) are
     exactly the ones the sentence table holds for it, and each one's sentence, filled from the profile,
     is on the Markdown page and marked with its id in the HTML page."""
     ids = page_ids()
@@ -56,7 +56,7 @@ def test_every_promise_of_the_bot_has_its_sentence_on_the_page(name: str) -> Non
 
 @pytest.mark.parametrize("name", PROFILE_NAMES)
 def test_no_sentence_template_holds_a_number_of_its_own(name: str) -> None:
-    """#18 part 2 ("nothing else can"): no sentence template holds a number but those of standards (RFC
+    """No sentence template holds a number but those of standards (RFC
     numbers, HTTP statuses, the signature label sig1), and with the sentences and the profile's User-Agents
     and page address taken out, no number is left on the page: every number on it is a profile value."""
     the_bot = bot(name)
@@ -205,7 +205,7 @@ def _key(path: tuple[Any, ...]) -> str:
 
 @pytest.mark.parametrize("name", PROFILE_NAMES)
 def test_each_stated_profile_number_changes_the_page_when_changed(name: str) -> None:
-    """#18 part 2: every profile number the page states (STATED) changes the Markdown page when it is
+    """Every profile number the page states (STATED) changes the Markdown page when it is
     changed in a copy of the profile, and shows up on it in its new value; every other number changes it
     only if it is one a page may state (the union of STATED), so no number sits on a page unlisted."""
     data = read_profile_data(name)
@@ -229,7 +229,7 @@ def test_each_stated_profile_number_changes_the_page_when_changed(name: str) -> 
 
 
 def test_a_changed_number_in_a_copy_of_a_profile_changes_the_rendered_page(tmp_path: Path) -> None:
-    """#18 part 2: `synapsecrawl botpage --toml COPY` with SynapseBot's timeout at 45 s and its size cap at
+    """`synapsecrawl botpage --toml COPY` with SynapseBot's timeout at 45 s and its size cap at
     7 MB states those, not the shipped 1 minute and 5 MB; nothing else on the page changes."""
     text = (ROOT / "synapsecrawl" / "profiles" / "synapsebot.toml").read_text("utf-8")
     copy_path = tmp_path / "synapsebot.toml"
@@ -248,7 +248,7 @@ def test_a_changed_number_in_a_copy_of_a_profile_changes_the_rendered_page(tmp_p
 
 
 def test_the_html_page_is_self_contained_and_escaped() -> None:
-    """#18 part 2: the HTML page loads nothing from elsewhere; code spans are <code>; markup in a User-Agent
+    """The HTML page loads nothing from elsewhere; code spans are <code>; markup in a User-Agent
     or a sentence is escaped."""
     html = render(bot("omniscientebot"), "html")
     assert "<script" not in html and "src=" not in html and "<link" not in html
@@ -257,7 +257,7 @@ def test_the_html_page_is_self_contained_and_escaped() -> None:
 
 
 def test_a_broken_profile_copy_is_one_line() -> None:
-    """#18 part 2, bad input: an unreadable --toml is one line on stderr and exit 1."""
+    """Bad input: an unreadable --toml is one line on stderr and exit 1."""
     out = synapsecrawl("botpage", "--profile", "snagabot", "--toml", "/nonexistent/snagabot.toml")
     assert out.returncode == 1 and out.stderr.count("\n") == 1 and "--toml" in out.stderr
 
@@ -266,7 +266,7 @@ BOT_PAGES = ROOT.parent / "shared" / "bot-pages"
 
 
 def test_omniscientebots_page_says_what_it_keeps_as_its_public_page_does() -> None:
-    """OMN-LABELS (#35 item 2): the public page keeps pages ("Pages are stored and processed only to run
+    """OMN-LABELS: the public page keeps pages ("Pages are stored and processed only to run
     Omnisciente's search: to index them, rank them and show links and short excerpts in results") and says
     it is the classification models that "output labels, not text"; the generated page says both, and no
     longer that the bot keeps labels, not text."""
@@ -285,7 +285,7 @@ def test_omniscientebots_page_says_what_it_keeps_as_its_public_page_does() -> No
 
 
 def test_serenereaders_page_promises_no_index() -> None:
-    """ALL-NOINDEX, SER-NOCRAWL (#35 item 2): SereneReader's public page says "We do not index sites or follow
+    """ALL-NOINDEX, SER-NOCRAWL: SereneReader's public page says "We do not index sites or follow
     links from article pages", and its crawler reads an article page only for og:image; its generated page
     says so rather than promising that noindex keeps a page out of an index it does not have."""
     md = render(bot("serenereader"))
@@ -297,7 +297,7 @@ def test_serenereaders_page_promises_no_index() -> None:
 
 @pytest.mark.parametrize("name", PROFILE_NAMES)
 def test_the_page_reads_crawl_delay_groups_as_the_matcher_does(name: str) -> None:
-    """ALL-CD, ALL-RFC9309 (#35 item 3): under RFC 9309 §2.2.4 `User-agent: OtherBot` / `Crawl-delay: 5` /
+    """ALL-CD, ALL-RFC9309: under RFC 9309 §2.2.4 `User-agent: OtherBot` / `Crawl-delay: 5` /
     (blank line) / `User-agent: <token>` / `Disallow: /x` is one group, so its Crawl-delay applies to the bot:
     the page says so, promises nowhere that another crawler's Crawl-delay does not apply, and names the
     robots check command; that command, on that file, prints the 5."""
@@ -315,7 +315,7 @@ def test_the_page_reads_crawl_delay_groups_as_the_matcher_does(name: str) -> Non
 
 
 def test_yottabots_page_states_how_long_an_unreadable_site_keeps_its_pages() -> None:
-    """YOT-STALE (#35 item 1): the public page says blocked addresses leave pages "searchable for up to 30
+    """YOT-STALE: the public page says blocked addresses leave pages "searchable for up to 30
     days"; the generated page states the profile's bound (stale_after) in those terms, and only YottaBot's
     page does (the other profiles keep a page whose robots.txt cannot be read, SYN-REMOVE)."""
     md = render(bot("yottabot"))

@@ -11,7 +11,7 @@ from tests.helpers import REDIS_URL
 
 
 def test_a_local_claim_is_won_once_among_threads_taking_it_together() -> None:
-    """SER-OGIMAGE (#36 item 2): eight threads claiming one key at the same moment: exactly one wins;
+    """SER-OGIMAGE: eight threads claiming one key at the same moment: exactly one wins;
     another key is free."""
     claims, start, won = LocalClaims(), threading.Barrier(8), []
 
@@ -29,7 +29,7 @@ def test_a_local_claim_is_won_once_among_threads_taking_it_together() -> None:
 
 
 def test_a_redis_claim_is_won_by_one_machine_and_expires(redis_prefix: str) -> None:
-    """SER-OGIMAGE (#36 item 2): two machines' claims on one Redis: the first wins, the second loses; the
+    """SER-OGIMAGE: two machines' claims on one Redis: the first wins, the second loses; the
     claim expires (a day by default), so a machine that died holding one frees it for a later refresh."""
     import redis
 

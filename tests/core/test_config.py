@@ -1,4 +1,4 @@
-"""The crawl's one configuration: every setting read and checked in one place (#15 step 1)."""
+"""The crawl's one configuration: every setting read and checked in one place."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_operator_settings_are_those_set_at_project_priority_or_above() -> None:
 
 
 def test_a_scrapy_setting_of_the_wrong_kind_is_refused_with_scrapys_defaults() -> None:
-    """#14 item 7: given Scrapy's defaults, a number or boolean of any Scrapy setting is checked too."""
+    """Given Scrapy's defaults, a number or boolean of any Scrapy setting is checked too."""
     settings = Settings()
     settings.set("ROBOTSTXT_OBEY", "yes", priority="cmdline")
     with pytest.raises(ConfigError, match=r"^ROBOTSTXT_OBEY 'yes' is neither True nor False$"):

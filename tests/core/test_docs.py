@@ -229,7 +229,7 @@ def profiles_table() -> str:
 
 
 def test_profiles_page_numbers_are_the_profiles() -> None:
-    """#15 step 6: every number in docs/profiles.md's table is the profile TOML's value (the table is
+    """Every number in docs/profiles.md's table is the profile TOML's value (the table is
     rendered from the TOMLs here; a changed profile makes the page stale, and this prints the new table)."""
     assert set(_PROFILES) == {path.stem for path in (ROOT / "synapsecrawl" / "profiles").glob("*.toml")}
     page = (ROOT / "docs" / "profiles.md").read_text("utf-8")
@@ -251,7 +251,7 @@ def _doc_pages() -> list[Path]:
 
 
 def test_every_relative_link_in_the_docs_resolves() -> None:
-    """#15 step 6: every relative markdown link in README.md, CHANGELOG.md and docs/*.md points at a file
+    """Every relative markdown link in README.md, CHANGELOG.md and docs/*.md points at a file
     that exists (relative to the page), and a #fragment into a markdown page at one of its headings, so
     moving a page or renaming a section cannot leave a dead link."""
     broken, seen = [], 0

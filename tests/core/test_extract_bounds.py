@@ -1,4 +1,4 @@
-"""Extraction's work on one page is bounded and linear (#14 item 5), and binary bytes are no text (#14 item 6).
+"""Extraction's work on one page is bounded and linear, and binary bytes are no text.
 
 No timing is asserted: the tests hold the work counters and the bounds the code reports.
 """
@@ -48,7 +48,7 @@ def most_attributes(root: lxml.html.HtmlElement) -> int:
 
 
 def test_a_div_with_200000_attributes_is_read_within_the_attribute_bound() -> None:
-    """#14 item 5: one well-formed <div> with 200,000 attributes (2.6 MB) is read: the first
+    """One well-formed <div> with 200,000 attributes (2.6 MB) is read: the first
     MAX_ATTRIBUTES of them reach the parser, the rest are cut and reported as a bound met, and the
     page's text (in the div and after it) is all there."""
     body = many_attributes(200_000)
@@ -66,7 +66,7 @@ def test_a_div_with_200000_attributes_is_read_within_the_attribute_bound() -> No
     'a{i} = "spaced"', "a{i}=\t'tab'",
 ])  # fmt: skip
 def test_no_spelling_of_attributes_gets_past_the_cap(spelling: str) -> None:
-    """#14 item 5: however the attributes are written (quoted values holding '>', no space after a
+    """However the attributes are written (quoted values holding '>', no space after a
     quoted value, '/' or '<' or '=' in names, spaces around '='), the parser never sees more than
     MAX_ATTRIBUTES on one element, and a tag within the cap is left as it was."""
     root, dropped = parse_tree(many_attributes(MAX_ATTRIBUTES * 2, spelling).decode())
@@ -78,7 +78,7 @@ def test_no_spelling_of_attributes_gets_past_the_cap(spelling: str) -> None:
 
 @given(st.lists(st.sampled_from(["a", "b", "=", '"', "'", "/", ">", "<", " ", "\t", "\n", "x", "&", "é"]), max_size=60))
 def test_the_cut_agrees_with_the_parser_on_any_tag(chars: list[str]) -> None:
-    """#14 item 5: for any tag text, repeated past the cap, libxml2 sees at most MAX_ATTRIBUTES on one
+    """For any tag text, repeated past the cap, libxml2 sees at most MAX_ATTRIBUTES on one
     element after the cut (the cut reads attributes as the HTML tokenizer does, or more strictly)."""
     tag = "".join(chars)
     text = f"<html><body><div {tag * (MAX_ATTRIBUTES + 8)} z>text</div></body></html>"
@@ -92,7 +92,7 @@ def test_the_cut_agrees_with_the_parser_on_any_tag(chars: list[str]) -> None:
     st.integers(MAX_ATTRIBUTES - 2, MAX_ATTRIBUTES + 2),
 )
 def test_looking_for_an_overfull_tag_first_changes_no_cut(chars: list[str], count: int) -> None:
-    """#17: a text in which no start tag holds MAX_ATTRIBUTES attributes is returned as it is without the
+    """A text in which no start tag holds MAX_ATTRIBUTES attributes is returned as it is without the
     whole scan; any text, overfull or near it, inside raw text or out, is cut exactly as the whole scan cuts it."""
     tag = "".join(chars)
     text = f"<html><body><div {tag * count} z>text</div><script>'<p {' q' * count}'</script></body></html>"
@@ -101,7 +101,7 @@ def test_looking_for_an_overfull_tag_first_changes_no_cut(chars: list[str], coun
 
 @pytest.mark.parametrize("letter", ["\u212a", "\u0130", "\u0131", "\u017f"])  # Kelvin, dotted I, dotless i, long s
 def test_a_letter_that_folds_to_ascii_starts_no_tag_and_no_raw_text(letter: str) -> None:
-    """#14 item 5, #17: the HTML tokenizer starts a tag only at an ASCII letter, so "<K..." (Kelvin sign) is text,
+    """The HTML tokenizer starts a tag only at an ASCII letter, so "<K..." (Kelvin sign) is text,
     as libxml2 reads it, and "<script>" spelt with a long s hides no overfull tag after it from the cut."""
     words = " ".join(f"a{i}" for i in range(MAX_ATTRIBUTES + 44))
     text = f"<{letter}b {words}>x"
@@ -112,7 +112,7 @@ def test_a_letter_that_folds_to_ascii_starts_no_tag_and_no_raw_text(letter: str)
 
 
 def test_ordinary_pages_are_not_touched_by_the_bounds() -> None:
-    """#14 item 5: the pages of the test corpora meet no bound: the cut changes nothing, nothing is reported."""
+    """The pages of the test corpora meet no bound: the cut changes nothing, nothing is reported."""
     for path in sorted(DATA.glob("**/*.html")):
         text = path.read_bytes().decode("utf-8", "replace")
         assert cap_attributes(text) == (text, 0), path
@@ -120,7 +120,7 @@ def test_ordinary_pages_are_not_touched_by_the_bounds() -> None:
 
 
 def test_a_deeply_nested_page_is_read_without_trafilatura_and_says_so() -> None:
-    """#14 item 5: 600 nested tables (trafilatura's cost is the sum of the elements' depths) are
+    """600 nested tables (trafilatura's cost is the sum of the elements' depths) are
     read by the plain walk instead, the text is there, and the bound is reported."""
     body = b"<html><body><p>Before the tables.</p>" + b"<table><tr><td>" * 600 + b"Deep cell</body></html>"
     page = parse_html(body, "https://a.test/", tokens=TOKENS)
@@ -129,7 +129,7 @@ def test_a_deeply_nested_page_is_read_without_trafilatura_and_says_so() -> None:
 
 
 def test_links_examined_are_capped() -> None:
-    """#14 item 5: a page of 12,000 distinct links yields the first MAX_LINKS, and says so."""
+    """A page of 12,000 distinct links yields the first MAX_LINKS, and says so."""
     anchors = "".join(f'<a href="/p{i}">p{i}</a> ' for i in range(12_000))
     page = parse_html(f"<html><body><p>Index.</p>{anchors}</body></html>".encode(), "https://a.test/", tokens=TOKENS)
     assert len(page.links) == MAX_LINKS
@@ -139,7 +139,7 @@ def test_links_examined_are_capped() -> None:
 
 @pytest.mark.parametrize("count", [5_000, 20_000])
 def test_link_contexts_in_one_aside_cost_a_few_looks_per_element(count: int) -> None:
-    """#14 item 5, OMN-LABELS: links in one <aside> are all navigation, and the labeller looks at
+    """OMN-LABELS: links in one <aside> are all navigation, and the labeller looks at
     each element a bounded number of times (it used to look at every child of the aside for every
     link: quadratic). 20,000 links meet MAX_LINKS: the first 10,000 are labelled and the bound reported."""
     root = parse_document(links_in_one_aside(count))
@@ -154,7 +154,7 @@ def test_link_contexts_in_one_aside_cost_a_few_looks_per_element(count: int) -> 
 
 
 def test_link_contexts_in_running_text_are_measured_once_per_element() -> None:
-    """#14 item 5, OMN-LABELS: 3,000 links set in one long paragraph are citations, and the
+    """OMN-LABELS: 3,000 links set in one long paragraph are citations, and the
     paragraph's text is measured once, not once per link."""
     words = "".join(f'Some words before <a href="https://x.test/{i}">source {i}</a> and after. ' for i in range(3_000))
     root = parse_document(f"<html><body><p>{words}</p></body></html>".encode())
@@ -166,7 +166,7 @@ def test_link_contexts_in_running_text_are_measured_once_per_element() -> None:
 
 @given(st.lists(st.text(alphabet=" \t\nab\u00a0c", max_size=8), max_size=6))
 def test_text_lengths_add_up_as_the_joined_text_measures(pieces: list[str]) -> None:
-    """#14 item 5: the labeller's additive text length equals len(" ".join(text.split())) of the
+    """The labeller's additive text length equals len(" ".join(text.split())) of the
     joined pieces, so measuring each element once gives the same labels as measuring each block."""
     total = _Length.of(None)
     for piece in pieces:
@@ -175,7 +175,7 @@ def test_text_lengths_add_up_as_the_joined_text_measures(pieces: list[str]) -> N
 
 
 def test_labels_read_in_the_worker_are_those_of_the_labeller() -> None:
-    """OMN-LABELS, #14 item 5: read_document(label=True) labels each page of the labels corpus as
+    """OMN-LABELS: read_document(label=True) labels each page of the labels corpus as
     label_html does (same kind, same links and contexts), from the tree extraction parses."""
     for path in sorted((DATA / "labels").glob("*.html")):
         url = f"https://site.test/{path.stem.replace('-', '/')}"
@@ -215,7 +215,7 @@ def test_labels_carry_the_tdm_meta_tags_and_a_pdf_is_labelled_by_its_address() -
     (b"GIF89a" + bytes(range(256)) * 4, "image/gif", "the body is a GIF image, sent as image/gif"),
 ], ids=["png-as-html", "gzip-twice", "zlib-as-text", "png-untyped", "pdf-as-html", "gif"])  # fmt: skip
 def test_binary_bytes_are_no_text(body: bytes, content_type: str, says: str) -> None:
-    """#14 item 6: a PNG sent as HTML, gzip inside gzip, zlib sent as text, a PDF sent as HTML: what
+    """A PNG sent as HTML, gzip inside gzip, zlib sent as text, a PDF sent as HTML: what
     the first bytes are is said, and no text is read from them."""
     page = read_document(body, "https://a.test/x", content_type=content_type, tokens=TOKENS, label=True)
     assert page.not_text == says
@@ -224,7 +224,7 @@ def test_binary_bytes_are_no_text(body: bytes, content_type: str, says: str) -> 
 
 @pytest.mark.parametrize("content_type", ["text/html", "text/html; charset=utf-8", "text/plain", ""])
 def test_bytes_without_a_signature_that_read_as_controls_are_no_text(content_type: str) -> None:
-    """#14 item 6: compressed bytes whose first bytes name no format (a stream cut at its header)
+    """Compressed bytes whose first bytes name no format (a stream cut at its header)
     decode to about one control character in nine: refused, with the share said."""
     body = headless_gzip()
     assert binary_signature(body) == ""
@@ -234,7 +234,7 @@ def test_bytes_without_a_signature_that_read_as_controls_are_no_text(content_typ
 
 
 def test_a_page_in_the_wrong_charset_is_still_text() -> None:
-    """#14 item 6: a Latin-1 page declared UTF-8 has replacement characters, not binary bytes: it is read."""
+    """A Latin-1 page declared UTF-8 has replacement characters, not binary bytes: it is read."""
     body = ("<html><body><p>" + "Le café était fermé à l'été. " * 100 + "</p></body></html>").encode("latin-1")
     page = read_document(body, "https://a.test/x", content_type="text/html; charset=utf-8", tokens=TOKENS)
     assert page.not_text == "" and "caf" in page.text
@@ -243,7 +243,7 @@ def test_a_page_in_the_wrong_charset_is_still_text() -> None:
 
 
 def test_the_summary_counts_bounded_pages_and_binary_ones() -> None:
-    """#14 items 5, 6: a page read within bounds is counted as bounded (and may be stored); a binary
+    """A page read within bounds is counted as bounded (and may be stored); a binary
     one is skipped for reason binary."""
     summary = CrawlSummary()
     summary.fetch("a.test")
@@ -260,7 +260,7 @@ def test_the_summary_counts_bounded_pages_and_binary_ones() -> None:
 
 
 def test_what_a_script_or_a_title_holds_is_never_cut() -> None:
-    """#14 item 5: text the tokenizer reads as text (a script, a style, a title) is passed over whole,
+    """Text the tokenizer reads as text (a script, a style, a title) is passed over whole,
     however many attribute-like words follow a '<' in it; the overfull <div> after it is still cut."""
     words = " ".join(f"w{i}" for i in range(MAX_ATTRIBUTES * 2))
     text = (
@@ -273,7 +273,7 @@ def test_what_a_script_or_a_title_holds_is_never_cut() -> None:
 
 
 def test_a_log_in_terminal_colours_is_text() -> None:
-    """#14 item 6: escape sequences of terminal colours in a text/plain log are text, not binary bytes."""
+    """Escape sequences of terminal colours in a text/plain log are text, not binary bytes."""
     log = "".join(f"\x1b[32mINFO\x1b[0m step {i} done\n\x1b[31mERR\x1b[0m x\n" for i in range(200)).encode()
     page = read_document(log, "https://a.test/ci.log", content_type="text/plain", tokens=TOKENS)
     assert page.not_text == "" and "step 199 done" in page.text

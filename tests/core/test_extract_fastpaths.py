@@ -1,4 +1,4 @@
-"""#17: extraction's faster forms say exactly what the plain forms they replaced say, on any text or tree.
+"""extraction's faster forms say exactly what the plain forms they replaced say, on any text or tree.
 
 Each fast path looks for characters through UTF-8 bytes or behind one literal character, or for
 elements with lxml's iterator instead of XPath; the plain form stays beside it (or here) as its definition.
@@ -90,7 +90,7 @@ def test_the_marked_elements_are_those_the_xpath_names(pieces: list[str]) -> Non
 
 
 def _plain_walk(element: etree._Element, text: _Text, left_out: frozenset[etree._Element] = frozenset()) -> str:
-    """visible._walk as it was before it took the text of an element that holds nothing it acts on whole (#17)."""
+    """visible._walk as it was before it took the text of an element that holds nothing it acts on whole."""
     parts = text.parts
     walker = etree.iterwalk(element, events=("start", "end"))
     for event, node in walker:
@@ -135,7 +135,7 @@ def _fragments(draw: st.DrawFn, tags: list[str], attributes: list[str], words: l
 @given(_fragments(_TAGS, _ATTRIBUTES, _WORDS), st.booleans(), st.booleans())
 def test_the_walk_reads_what_the_plain_walk_reads(fragment: str, main: bool, threads: bool) -> None:
     """Text taken whole from an element that holds nothing the walk acts on is the text the walk into it read, in
-    list items, preformatted text and table cells, around hidden elements and comment threads (#17)."""
+    list items, preformatted text and table cells, around hidden elements and comment threads."""
     source = f"<html><body><div>{fragment}</div></body></html>"
     root, _ = parse_tree(source)
     assert root is not None
@@ -163,7 +163,7 @@ _NAMES += ["type=hidden", "type='hidden'", "x='y'", 'x="y"', "x=y", "hidden=x", 
 def test_no_element_has_the_hidden_attribute_where_the_source_says_none_may(
     attributes: list[tuple[str, str]], glued: bool
 ) -> None:
-    """may_hide answers yes wherever libxml2 gives an element the hidden attribute, however it is written (#17)."""
+    """may_hide answers yes wherever libxml2 gives an element the hidden attribute, however it is written."""
     # glued: an attribute straight after a quoted value, with no white space between (the tokenizer allows it)
     written, previous = "", ""
     for separator, name in attributes:
@@ -181,7 +181,7 @@ _LINK_TAGS = ["a", "a", "p", "span", "ul", "li", "div"]
 
 @given(_fragments(_LINK_TAGS, [""], ["x", "yy", " ", "字"]))
 def test_link_text_is_measured_as_the_xpath_measures_it(fragment: str) -> None:
-    """#17: each outermost link's text taken whole counts what ".//a//text()" counts, links inside links too."""
+    """Each outermost link's text taken whole counts what ".//a//text()" counts, links inside links too."""
     root, _ = parse_tree(f"<html><body><main>{fragment}</main></body></html>")
     assert root is not None
     main = root.find(".//main")
@@ -223,7 +223,7 @@ BASES = st.builds(
 def test_a_relative_path_href_resolves_against_its_base_directory_as_against_the_base(
     base: str, href: str, encoding: str
 ) -> None:
-    """#17: hrefs are resolved once a worker for each (directory of the page, href); that is what urljoin gives."""
+    """Hrefs are resolved once a worker for each (directory of the page, href); that is what urljoin gives."""
     directory = _directory(base)
     stripped = strip_html5_whitespace(_fragmentless(href))
     if directory is None or not _RELATIVE_PATH.match(stripped):

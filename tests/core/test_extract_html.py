@@ -345,7 +345,7 @@ def test_data_nosnippet_is_left_out_of_snippet_text() -> None:
 
 @pytest.mark.parametrize("spelling", ["DATA-NOSNIPPET", "Data-NoSnippet", "data-no\x00snippet", "data-nosnippet=''"])
 def test_data_nosnippet_is_honoured_however_its_name_is_written(spelling: str) -> None:
-    """SNA-SNIPPET, #17: the attribute is looked for in the page's text before the tree is searched for it; any
+    """SNA-SNIPPET: the attribute is looked for in the page's text before the tree is searched for it; any
     ASCII case, and a name a control character splits (removed before parsing), still keep the part out."""
     page = _page(_doc(body=f"<p>{LONG}</p><div {spelling}><p>SECRET-PART of the page.</p></div>"))
     assert "SECRET-PART" in page.text and "SECRET-PART" not in page.snippet_text

@@ -1,4 +1,4 @@
-"""Reading pages in worker processes (EXTRACT_PROCESSES, #8): same Page as in-process; a worker that
+"""Reading pages in worker processes (EXTRACT_PROCESSES): same Page as in-process; a worker that
 dies or hangs costs only its own page, and the crawl's reader keeps working (never raise on content)."""
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ READ_ONE = """
 
 
 def test_the_worker_server_starts_off_the_event_loop(tmp_path: Path) -> None:
-    """#17: the first worker's start waits for the forkserver to import the extractors (0.5-1.3 s); in a new
+    """The first worker's start waits for the forkserver to import the extractors (0.5-1.3 s); in a new
     crawler process that start is made once, by a thread other than the event loop's, and pages read as before."""
     out = run_script(
         tmp_path,
@@ -129,7 +129,7 @@ def test_the_worker_server_starts_off_the_event_loop(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("as_module", [False, True], ids=["script", "module"])
 def test_a_worker_does_not_run_the_crawlers_main_script_again(tmp_path: Path, as_module: bool) -> None:
-    """#17: multiprocessing has a new process run its parent's __main__ script again (Scrapy's ``scrapy`` command:
+    """Multiprocessing has a new process run its parent's __main__ script again (Scrapy's ``scrapy`` command:
     all of Scrapy imported, 0.3 s of CPU a worker); the extraction workers are spared it."""
     marker = tmp_path / "ran-as"
     out = run_script(
@@ -180,7 +180,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_a_process_tied_to_its_parent_dies_with_it() -> None:
-    """#13 item 4: die_with_parent arms the parent-death signal: a child tied to its parent is killed by the
+    """die_with_parent arms the parent-death signal: a child tied to its parent is killed by the
     kernel when that parent is SIGKILLed, though the child itself would sleep for a minute."""
     parent = textwrap.dedent("""
         import os, subprocess, sys, time
@@ -207,7 +207,7 @@ def test_a_process_tied_to_its_parent_dies_with_it() -> None:
 
 
 def test_a_process_whose_parent_is_already_gone_ends_at_once() -> None:
-    """#13 item 4: the race prctl(2) leaves (the parent died before the signal was armed) is closed: a process
+    """The race prctl(2) leaves (the parent died before the signal was armed) is closed: a process
     told its parent is another than the one it has ends at once, without running on."""
     code = "from synapsecrawl.extract.lifeline import die_with_parent; die_with_parent(1); print('ran on')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
@@ -215,7 +215,7 @@ def test_a_process_whose_parent_is_already_gone_ends_at_once() -> None:
 
 
 def test_binding_the_server_does_nothing_in_the_crawler_itself(monkeypatch: pytest.MonkeyPatch) -> None:
-    """#13 item 4: the forkserver's tie reads the crawler's pid; run in the crawler (its own pid) or with no
+    """The forkserver's tie reads the crawler's pid; run in the crawler (its own pid) or with no
     crawler named, it does nothing, so importing it anywhere else is harmless."""
     from synapsecrawl.extract import lifeline
 
@@ -233,7 +233,7 @@ def pid_as_title(body: bytes, url: str, **kwargs: object) -> Page:
 
 
 def test_pages_that_do_not_wait_long_for_a_worker_share_one() -> None:
-    """#17: a worker the pages do not need is never started: with EXTRACT_PROCESSES 2, pages handed over
+    """A worker the pages do not need is never started: with EXTRACT_PROCESSES 2, pages handed over
     together that each wait less than the growth threshold (5 s here, for a page read in milliseconds) are
     all read by the one worker process; a second would have been started for the second page at once."""
     reader = Reader(2, function=pid_as_title, grow_after=5.0)
@@ -255,7 +255,7 @@ def test_pages_that_do_not_wait_long_for_a_worker_share_one() -> None:
 
 
 def test_pages_that_wait_for_a_worker_get_the_next_one() -> None:
-    """#17: once a page has waited GROW_AFTER for its turn, one more page is read at once, in a second worker
+    """Once a page has waited GROW_AFTER for its turn, one more page is read at once, in a second worker
     process (EXTRACT_PROCESSES 2), and never more than two."""
     reader = Reader(2, function=pid_as_title, grow_after=0.05)
     pages = read_all(reader, [f"http://a.test/{n}/slow" for n in range(4)])
@@ -265,7 +265,7 @@ def test_pages_that_wait_for_a_worker_get_the_next_one() -> None:
 
 
 def test_pages_read_one_after_another_go_to_the_same_worker() -> None:
-    """#17: once two pages have been read at once (two workers started), a page still goes to the first free
+    """Once two pages have been read at once (two workers started), a page still goes to the first free
     worker: pages read one after another are all read by the same process, its caches warm, where one pool of
     two processes handed each page to the worker that had not read the last one."""
     reader = Reader(2, function=pid_as_title, grow_after=0.05)
@@ -294,7 +294,7 @@ def raises_on_raise(body: bytes, url: str, **kwargs: object) -> Page:
 
 
 def test_an_answer_its_caller_stopped_waiting_for_goes_to_no_other_page() -> None:
-    """#17: the loop reads each worker's answers off its pipe (extract.worker); a page whose caller stopped waiting
+    """The loop reads each worker's answers off its pipe (extract.worker); a page whose caller stopped waiting
     (its crawl closing) may still be read, and its answer is dropped, not taken for the next page's."""
     reader = Reader(1, function=pid_as_title)
 
@@ -344,7 +344,7 @@ def test_closing_the_reader_leaves_no_worker_process() -> None:
 
 
 def test_a_warmed_reader_reads_the_first_pages_in_the_worker_it_started_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
-    """#17: the crawl starts the workers' server and its first worker as the spider opens (Reader.warm), before
+    """The crawl starts the workers' server and its first worker as the spider opens (Reader.warm), before
     any page: pages that come while it starts wait for that one worker, none starts one of its own or a second,
     and none waits long enough to grow the gate (a second worker with cold caches for seconds, at about one docs
     crawl's start in two)."""
@@ -402,7 +402,7 @@ def test_a_reader_closed_as_it_warms_leaves_no_process() -> None:
 
 
 def test_the_gate_grows_only_for_a_page_that_waited_and_gives_back_cancelled_turns() -> None:
-    """#17: the workers' gate (pool._Turns) on a fake clock, without processes. A page that waits less than
+    """The workers' gate (pool._Turns) on a fake clock, without processes. A page that waits less than
     grow_after leaves one page at a time; one that waits longer lets a second in, never more than ``most``.
     A waiting page cancelled before its turn leaves the queue; one cancelled as its turn came gives it back."""
     from synapsecrawl.extract.pool import _Turns
@@ -449,7 +449,7 @@ def test_the_gate_grows_only_for_a_page_that_waited_and_gives_back_cancelled_tur
 def test_the_gate_gives_back_a_place_one_worker_fewer_would_have_kept_up_with(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """#17: at the end of each window (10 s here, on a fake clock), the gate goes back down by one when the pages
+    """At the end of each window (10 s here, on a fake clock), the gate goes back down by one when the pages
     read in it would have kept one worker fewer busy at most SHRINK_BUSY (80 %) of the time; busier, it stays.
     Growing to a count is logged once; growing to it again after a shrink is a debug line."""
     from synapsecrawl.extract.pool import _Turns

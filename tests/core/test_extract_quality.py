@@ -1,12 +1,12 @@
-"""The fixed quality set (#17 item 3): what extraction reads of real pages stays what it was.
+"""The fixed quality set: what extraction reads of real pages stays what it was.
 
 Every page of tests/data/docsite (the Python-docs-like test site), tests/data/pages (charsets,
 boilerplate, broken markup, nosnippet) and tests/data/quality (long real pages, gzipped and filed under
 the URL they were served at: Python 3.11 docs, Node.js, a man page, DocBook, an API index, bench.sim) is
 read as the extraction worker reads it (``read_document``, with OMN-LABELS), and its title, text, snippet
 text, links, link labels and robots directives are compared with tests/data/extract_quality.json, written
-from the code as it was before #17's extraction changes, and rewritten once since, when pages that mark
-their main content came to be read from that element (docs/benchmarks.md, "#17: the marked main element",
+from the code as it was before extraction was made faster, and rewritten once since, when pages that mark
+their main content came to be read from that element (docs/benchmarks.md, "the marked main element",
 lists every text that changed and why). A change in what is extracted fails here and shows
 the difference; when it is meant, rewrite the file with SYNAPSECRAWL_WRITE_QUALITY=1 (without -n: one
 process writes it) and say in the commit why the text changed.
@@ -60,7 +60,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def test_the_quality_set_is_there() -> None:
-    """#17 item 3: the set holds the 16 docsite pages, the 6 odd pages and the 10 long ones, each with
+    """The set holds the 16 docsite pages, the 6 odd pages and the 10 long ones, each with
     an expectation."""
     assert len(PAGES) == 32
     if not os.environ.get("SYNAPSECRAWL_WRITE_QUALITY"):
@@ -69,7 +69,7 @@ def test_the_quality_set_is_there() -> None:
 
 @pytest.mark.parametrize("path", PAGES, ids=_key)
 def test_extraction_of_the_quality_set_is_unchanged(path: Path) -> None:
-    """#17 item 3: title, text, snippet text, links, their labels and directives of each page are those recorded."""
+    """Title, text, snippet text, links, their labels and directives of each page are those recorded."""
     got = _read(path)
     if os.environ.get("SYNAPSECRAWL_WRITE_QUALITY"):
         held = json.loads(EXPECTED.read_text("utf-8")) if EXPECTED.exists() else {}

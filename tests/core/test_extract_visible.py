@@ -1,5 +1,5 @@
-"""A page that marks its main content is read from that element, without trafilatura (#17,
-synapsecrawl.extract.visible); every other page, and a marked element that does not read as content,
+"""A page that marks its main content is read from that element, without trafilatura
+(synapsecrawl.extract.visible); every other page, and a marked element that does not read as content,
 is still trafilatura's."""
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def test_other_pages_are_still_read_by_trafilatura(body: str, trafilatura_calls:
 
 
 def test_a_table_of_contents_is_left_out_of_a_main_element_that_is_mostly_that(trafilatura_calls: list[Any]) -> None:
-    """SYN-DOCS, #17: a chapter page whose main element is mostly a table of contents (the lists of links of
+    """SYN-DOCS: a chapter page whose main element is mostly a table of contents (the lists of links of
     Sphinx's toctrees) is read without trafilatura: its prose and its other lists, without the lists of links,
     as trafilatura leaves them out (and in 60 ms a Python docs page, where the walk takes a few)."""
     toc = "".join(
@@ -133,7 +133,7 @@ def test_a_table_of_contents_is_left_out_of_a_main_element_that_is_mostly_that(t
 
 
 def test_an_empty_list_item_gives_its_mark_to_nothing(trafilatura_calls: list[Any]) -> None:
-    """SYN-DOCS, #17: a list item with no text of its own puts no "- " on the paragraph after its list."""
+    """SYN-DOCS: a list item with no text of its own puts no "- " on the paragraph after its list."""
     body = f"<main><h1>T</h1><p>{LONG}</p><ul><li>one</li><li></li></ul><p>Closing words.</p></main>"
     assert _text(body).split("\n\n") == ["T", LONG.strip(), "- one", "Closing words."]
     assert trafilatura_calls == []
@@ -141,7 +141,7 @@ def test_an_empty_list_item_gives_its_mark_to_nothing(trafilatura_calls: list[An
 
 @pytest.mark.parametrize("links", [100, 600, 20_000])
 def test_a_main_element_is_measured_alike_however_many_links_it_holds(links: int) -> None:
-    """#14 item 5, #17: libxml2 gathers link texts by ".//a//text()" in time that grows with the square of the
+    """libxml2 gathers link texts by ".//a//text()" in time that grows with the square of the
     links (7 s at 60,000); they are measured another way, linear in the page, to the same count: a table of
     contents of 20,000 entries is still left out, and mostly links is still mostly links."""
     toc = "<ul>" + "<li><a href='/x'>entry</a></li>" * links + "</ul>"

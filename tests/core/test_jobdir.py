@@ -1,4 +1,4 @@
-"""A JOBDIR's job state is trusted only after a crawl that closed (#13 item 3, SYN-MODES): what a killed
+"""A JOBDIR's job state is trusted only after a crawl that closed (SYN-MODES): what a killed
 crawl left is dropped; a live crawl's JOBDIR is not shared."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""BatchWriter (synapsecrawl.kb.batch): pages written in batches, acknowledged only once committed (#17)."""
+"""BatchWriter (synapsecrawl.kb.batch): pages written in batches, acknowledged only once committed."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import pytest
 from synapsecrawl.errors import StoreError
 from synapsecrawl.kb.batch import BatchWriter
 from synapsecrawl.kb.sqlite import SQLiteStore
-from tests.core.test_store_backends import record
+from tests.helpers import record
 
 
 def test_a_record_is_acknowledged_only_once_its_batch_is_committed(tmp_path: Path) -> None:
-    """#17 item 2: a submitted page's future stays pending while its batch is being written, and is done
+    """A submitted page's future stays pending while its batch is being written, and is done
     only after the transaction committed: then a second connection to the file sees the page."""
     store = SQLiteStore(tmp_path / "kb.sqlite3")
     entered, release = threading.Event(), threading.Event()
@@ -42,7 +42,7 @@ def test_a_record_is_acknowledged_only_once_its_batch_is_committed(tmp_path: Pat
 
 
 def test_records_arriving_together_share_one_transaction(tmp_path: Path) -> None:
-    """#17 item 2: records submitted within max_wait of the first go out in batches of at most
+    """Records submitted within max_wait of the first go out in batches of at most
     max_items, one write (one transaction) each, and all of them are stored."""
     store = SQLiteStore(tmp_path / "kb.sqlite3")
     sizes: list[int] = []
@@ -63,7 +63,7 @@ def test_records_arriving_together_share_one_transaction(tmp_path: Path) -> None
 
 
 def test_a_refused_record_fails_alone_and_its_batch_is_kept(tmp_path: Path) -> None:
-    """#17 item 2, bad input loses nothing: when a batch's transaction fails, its records are written
+    """Bad input loses nothing: when a batch's transaction fails, its records are written
     again one by one, so only the refused one fails (its submitter is told why) and the rest are stored."""
     store = SQLiteStore(tmp_path / "kb.sqlite3")
     writer = BatchWriter(store.put_pages, max_items=3, max_wait=30)
@@ -96,7 +96,7 @@ def _made_by_older_code(tmp_path: Path, script: str) -> Path:
 
 
 def test_passages_are_indexed_exactly_once_also_in_a_kb_made_by_older_code(tmp_path: Path) -> None:
-    """#17: passages go into passages_fts in one statement per page, not by a trigger per row. A KB
+    """Passages go into passages_fts in one statement per page, not by a trigger per row. A KB
     file made by older code still has that trigger; opened again it is dropped, so a written, rewritten
     or deleted page leaves the index matching the passages exactly (FTS5's integrity-check), and search
     still answers from the passages."""
@@ -130,7 +130,7 @@ def _index_data(path: Path) -> list[tuple[int, bytes]]:
 
 
 def test_a_page_written_again_unchanged_is_not_indexed_again_also_in_a_kb_made_by_older_code(tmp_path: Path) -> None:
-    """SYN-REREAD, #17: pages_fts re-indexes a page only when its title or text changed, and its passages
+    """SYN-REREAD: pages_fts re-indexes a page only when its title or text changed, and its passages
     are cut and indexed again only when they changed. A KB file made by older code has the trigger that
     re-indexes on every write; opened again it gets the new one. Pages written unchanged leave both
     indexes as they were, byte for byte; changed and deleted ones leave them matching (integrity-check)."""

@@ -1,9 +1,8 @@
-"""Never alter a database we did not create (#14 item 8): a KB is known by its marker, or, written
+"""Never alter a database we did not create: a KB is known by its marker, or, written
 before markers, by its tables; anything else is refused in one line before any write."""
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from pathlib import Path
 
@@ -13,19 +12,11 @@ from synapsecrawl.errors import StoreError
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, SCHEMA_VERSION, Found, judge
 from synapsecrawl.kb.records import PageRecord, utcnow
+from tests.helpers import other_app, sha256, strip_marker
 
 OURS = frozenset({"pages", "pages_fts", "robots_cache", "passages"})
 REQUIRED = ("pages", "pages_fts", "robots_cache")
 COLUMNS = frozenset({"id", "kb", "url", "title", "text", "fetched_at"})
-# Another application's database: its own `pages`, a trigger, an index, and rows of its own.
-OTHER_APP = """
-CREATE TABLE pages (id INTEGER PRIMARY KEY, slug TEXT UNIQUE NOT NULL, body TEXT NOT NULL);
-CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
-CREATE TABLE audit (page INTEGER, action TEXT);
-CREATE TRIGGER pages_audit AFTER DELETE ON pages BEGIN INSERT INTO audit VALUES (old.id, 'delete'); END;
-INSERT INTO pages (slug, body) VALUES ('home', 'Welcome'), ('about', 'About us');
-INSERT INTO users (name) VALUES ('ada');
-"""
 
 
 def page(url: str) -> PageRecord:
@@ -40,25 +31,6 @@ def page(url: str) -> PageRecord:
     )
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def other_app(path: Path, script: str = OTHER_APP) -> Path:
-    with sqlite3.connect(path) as db:
-        db.executescript(script)
-    db.close()
-    return path
-
-
-def strip_marker(path: Path) -> None:
-    """Make a KB of the current code into what main wrote before markers: same tables, no marker."""
-    with sqlite3.connect(path) as db:
-        db.execute("PRAGMA application_id = 0")
-        db.execute(f"DROP TABLE IF EXISTS {META_TABLE}")
-    db.close()
-
-
 @pytest.mark.parametrize(("found", "state"), [
     (Found(frozenset()), "new"),
     (Found(frozenset({"anything"}), application_id=APPLICATION_ID, schema_version=SCHEMA_VERSION), "ours"),
@@ -66,7 +38,7 @@ def strip_marker(path: Path) -> None:
     (Found(frozenset({"pages", "pages_fts", "robots_cache", META_TABLE}), COLUMNS, 0, 1), "adopt"),
 ])  # fmt: skip
 def test_our_kb_a_new_one_and_one_from_before_markers_are_opened(found: Found, state: str) -> None:
-    """#14 item 8: a marked KB is ours; nothing at all is a new KB; no marker but only our tables, with
+    """A marked KB is ours; nothing at all is a new KB; no marker but only our tables, with
     the ones every version made, is a KB from before markers (adopted, so nothing is lost)."""
     assert judge(found, where="kb.db", ours=OURS, required=REQUIRED) == state
 
@@ -79,7 +51,7 @@ def test_our_kb_a_new_one_and_one_from_before_markers_are_opened(found: Found, s
     (Found(frozenset({"pages"}), COLUMNS, APPLICATION_ID, SCHEMA_VERSION + 1), "of a newer synapsecrawl"),
 ])  # fmt: skip
 def test_any_other_database_is_refused_in_one_line(found: Found, reason: str) -> None:
-    """#14 item 8: another application's id, tables not ours, a `pages` of another shape, or a KB of a newer
+    """Another application's id, tables not ours, a `pages` of another shape, or a KB of a newer
     schema is refused in one line naming the database and why."""
     with pytest.raises(StoreError) as caught:
         judge(found, where="/srv/app.db", ours=OURS, required=REQUIRED)
@@ -88,7 +60,7 @@ def test_any_other_database_is_refused_in_one_line(found: Found, reason: str) ->
 
 
 def test_another_apps_sqlite_file_is_refused_byte_for_byte_untouched(tmp_path: Path) -> None:
-    """#14 item 8: opening another application's SQLite file as a KB is refused in one line; the file is
+    """Opening another application's SQLite file as a KB is refused in one line; the file is
     byte-identical afterwards (no table, trigger, column, WAL switch or application id added), and the
     application's own INSERT and DELETE still work."""
     app = other_app(tmp_path / "app.db")
@@ -105,7 +77,7 @@ def test_another_apps_sqlite_file_is_refused_byte_for_byte_untouched(tmp_path: P
 
 
 def test_a_file_with_another_apps_id_or_only_a_pages_table_is_refused(tmp_path: Path) -> None:
-    """#14 item 8: a file whose application_id is another application's is refused even without tables,
+    """A file whose application_id is another application's is refused even without tables,
     and so is one whose only table is a `pages` of another shape; both stay as they were."""
     marked = other_app(tmp_path / "marked.db", "PRAGMA application_id = 1299206983;")
     lone = other_app(tmp_path / "lone.db", "CREATE TABLE pages (id INTEGER PRIMARY KEY, body TEXT);")
@@ -118,7 +90,7 @@ def test_a_file_with_another_apps_id_or_only_a_pages_table_is_refused(tmp_path: 
 
 @pytest.mark.parametrize("start", ["missing", "empty file"])
 def test_a_missing_or_empty_file_becomes_a_marked_kb(tmp_path: Path, start: str) -> None:
-    """#14 item 8: a file that does not exist, or exists with nothing in it, becomes a KB carrying our
+    """A file that does not exist, or exists with nothing in it, becomes a KB carrying our
     marker: SQLite's application id and the meta table's schema version."""
     path = tmp_path / "kb.db"
     if start == "empty file":
@@ -137,7 +109,7 @@ def test_a_missing_or_empty_file_becomes_a_marked_kb(tmp_path: Path, start: str)
 
 
 def test_a_kb_written_before_markers_is_adopted_and_keeps_its_pages(tmp_path: Path) -> None:
-    """#14 item 8: a KB made by the code before markers (our exact tables, no marker) still opens,
+    """A KB made by the code before markers (our exact tables, no marker) still opens,
     keeps its pages and its search, and is marked on the way, so later opens know it at once."""
     path = tmp_path / "old.db"
     store = open_store(f"sqlite:///{path}")
@@ -156,7 +128,7 @@ def test_a_kb_written_before_markers_is_adopted_and_keeps_its_pages(tmp_path: Pa
 
 
 def test_a_foreign_postgres_schema_is_refused_untouched(postgres_schema_uri: str) -> None:
-    """#14 item 8: a PostgreSQL schema holding another application's `pages` is refused in one line and
+    """A PostgreSQL schema holding another application's `pages` is refused in one line and
     nothing of it changes (no table, column, index or row added); the application still writes it."""
     import psycopg
 
@@ -193,7 +165,7 @@ def test_a_foreign_postgres_schema_is_refused_untouched(postgres_schema_uri: str
 
 
 def test_a_postgres_database_with_other_tables_is_refused(postgres_uri: str) -> None:
-    """#14 item 8: a PostgreSQL database whose schema holds another application's tables is refused in one
+    """A PostgreSQL database whose schema holds another application's tables is refused in one
     line naming them, and none of ours is created."""
     import psycopg
 
@@ -208,7 +180,7 @@ def test_a_postgres_database_with_other_tables_is_refused(postgres_uri: str) -> 
 
 
 def test_an_empty_postgres_schema_becomes_a_kb_and_an_old_one_is_adopted(postgres_schema_uri: str) -> None:
-    """#14 item 8: an empty schema becomes a KB marked by its meta table (our application id and schema
+    """An empty schema becomes a KB marked by its meta table (our application id and schema
     version); a KB from before markers (our tables, no meta table) opens, keeps its pages, and is marked."""
     import psycopg
 
@@ -232,7 +204,7 @@ def test_an_empty_postgres_schema_becomes_a_kb_and_an_old_one_is_adopted(postgre
 
 
 def test_crawls_opening_one_new_file_at_once_all_know_it_as_ours(tmp_path: Path) -> None:
-    """#14 item 8: several crawls starting at once on one new KB file (Scrapyd jobs, a cron line) all open
+    """Several crawls starting at once on one new KB file (Scrapyd jobs, a cron line) all open
     it: the first marks it before making its tables, so no other sees a half-made KB as a foreign one."""
     from concurrent.futures import ThreadPoolExecutor
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -79,3 +80,29 @@ def test_the_adapter_packages_are_layered_over_the_core() -> None:
     assert {name.strip() for name in above.split(":")} == modules
     [acyclic] = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "acyclic_siblings"]
     assert acyclic["depth"] >= 1
+
+
+def _test_module_named(name: str) -> bool:
+    return any(part.startswith("test_") for part in name.split("."))
+
+
+def test_no_test_module_imports_from_another() -> None:
+    """CARD-LAYOUT: a test module imports no other test module, not even inside a function or in code it runs
+    in a subprocess: shared fixtures live in a conftest.py, shared helpers in a module of their own
+    (tests/helpers.py, tests/adapters/crawlers.py, tests/site/...), so moving or renaming a test file breaks
+    nothing else."""
+    dotted = re.compile(r"\btests(?:\.\w+)*\.test_\w+")
+    found = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        where = path.relative_to(ROOT)
+        for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if node.level == 0 else [node.module or "", *(a.name for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names = dotted.findall(node.value)
+            else:
+                continue
+            found += [f"{where}:{node.lineno}: {name}" for name in names if _test_module_named(name)]
+    assert found == []

@@ -108,7 +108,7 @@ def test_crawl_request_reads_urls_file(tmp_path) -> None:  # type: ignore[no-unt
 
 
 def test_start_urls_take_turns_by_site_each_sites_own_in_order() -> None:
-    """#17: a list written site by site starts every site at once; no site's own URLs change order."""
+    """A list written site by site starts every site at once; no site's own URLs change order."""
     urls = [
         "http://a.test/1",
         "http://a.test/2",

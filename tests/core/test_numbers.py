@@ -1,4 +1,4 @@
-"""The one rule for numbers an operator or KB user types (#14 item 7): finite, not negative unless signed."""
+"""The one rule for numbers an operator or KB user types: finite, not negative unless signed."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from tests.helpers import ROOT
     (-1, {}, "X -1 must be a number >= 0"),
 ])  # fmt: skip
 def test_a_bad_number_says_what_it_must_be(raw: object, options: dict[str, bool], message: str) -> None:
-    """#14 item 7: the message says what is wrong with the value (not a number, not finite, negative,
+    """The message says what is wrong with the value (not a number, not finite, negative,
     not above 0, not whole), in one line naming the setting."""
     with pytest.raises(ConfigError) as caught:
         read_number("X", raw, **options)
@@ -37,12 +37,12 @@ def test_a_bad_number_says_what_it_must_be(raw: object, options: dict[str, bool]
     ("0.1", {"positive": True}, 0.1),
 ])  # fmt: skip
 def test_a_good_number_is_read(raw: object, options: dict[str, bool], value: float) -> None:
-    """#14 item 7: what is right is read as it was typed."""
+    """What is right is read as it was typed."""
     assert read_number("X", raw, **options) == value
 
 
 def test_only_numeric_settings_are_checked_and_priorities_may_be_negative() -> None:
-    """#14 item 7: a setting whose default is a number must be a finite number >= 0, except a priority;
+    """A setting whose default is a number must be a finite number >= 0, except a priority;
     True/False, text and unknown settings are left to their own checks."""
     defaults = {
         "CONCURRENT_REQUESTS": 16,
@@ -70,7 +70,7 @@ def test_only_numeric_settings_are_checked_and_priorities_may_be_negative() -> N
 
 @given(st.one_of(st.text(max_size=20), st.floats(), st.integers()))
 def test_read_number_returns_a_finite_number_or_raises_config_error(raw: object) -> None:
-    """#14 item 7: whatever is typed, the answer is a finite number >= 0 or one ConfigError line."""
+    """Whatever is typed, the answer is a finite number >= 0 or one ConfigError line."""
     try:
         value = read_number("X", raw)
     except ConfigError as error:

@@ -106,7 +106,7 @@ def test_other_asks_are_bad_urls(url: object) -> None:
 
 
 def test_a_url_longer_than_the_crawl_follows_is_a_bad_url() -> None:
-    """SNA-ONDEMAND, #13 item 5: a URL longer, as it would be requested (escaped, without its fragment),
+    """SNA-ONDEMAND: a URL longer, as it would be requested (escaped, without its fragment),
     than URLLENGTH_LIMIT is a bad_url (400), as the crawl drops it; 0 means no limit, as in Scrapy."""
     url = "https://a.test/" + "a" * 2068  # 2083 characters
     assert check_fetch_url(url, 2083) == url

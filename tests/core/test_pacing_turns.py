@@ -1,4 +1,4 @@
-"""The frontier's site order, the event-loop lag meter, and arrival bounds under lag (#8), time passed in."""
+"""The frontier's site order, the event-loop lag meter, and arrival bounds under lag, time passed in."""
 
 from __future__ import annotations
 

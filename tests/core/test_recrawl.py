@@ -66,7 +66,7 @@ def test_a_crawl_stopped_at_a_limit_counts_as_done(reason: str) -> None:
     ],
 )
 def test_a_crawl_stopped_from_outside_is_retried_within_the_hour(reason: str) -> None:
-    """SYN-REREAD, SYN-MODES, #13 item 3: a crawl that closed before its frontier or its page budget ran out
+    """SYN-REREAD, SYN-MODES: a crawl that closed before its frontier or its page budget ran out
     (SIGTERM, cancelled, a time limit, an error or memory limit, any reason of an extension), or that is still
     running (renewed while it runs: if it is killed, this is what stays), keeps its last good crawl time and is
     tried again an hour later, not a week later."""

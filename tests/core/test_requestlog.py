@@ -1,4 +1,4 @@
-"""The request log and the report built from it (#18 part 1), without a crawl."""
+"""The request log and the report built from it, without a crawl."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from synapsecrawl.report.model import crawl_data
 
 
 def test_events_are_written_in_batches_and_read_back(tmp_path: Path) -> None:
-    """#18: appending keeps events in memory until a batch is full; close() writes the rest; every
+    """Appending keeps events in memory until a batch is full; close() writes the rest; every
     event reads back equal, in order."""
     log = RequestLog(tmp_path / LOG_NAME, batch=3)
     events = [
@@ -44,20 +44,20 @@ def test_events_are_written_in_batches_and_read_back(tmp_path: Path) -> None:
 
 @given(st.lists(st.text(max_size=80), max_size=20))
 def test_reading_never_raises_on_garbage(lines: list[str]) -> None:
-    """#18, bad input: any text reads without an exception; what is not an event is counted."""
+    """Bad input: any text reads without an exception; what is not an event is counted."""
     read = read_events(lines)
     assert len(read.events) + read.bad_lines == sum(1 for line in lines if line.strip())
 
 
 def test_unreadable_lines_are_counted_not_raised() -> None:
-    """#18, bad input: wrong JSON, an unknown event and a wrong field are three bad lines; the good one stays."""
+    """Bad input: wrong JSON, an unknown event and a wrong field are three bad lines; the good one stays."""
     good = json.dumps({"event": "store", "site": "a.test", "url": "http://a.test/", "at": 1.0})
     read = read_events(["{", '{"event": "nope"}', '{"event": "store", "colour": 1}', good, "  "])
     assert read.bad_lines == 3 and read.events == [StoreEvent("a.test", "http://a.test/", 1.0)]
 
 
 def test_the_summary_tells_its_journal_of_stores_and_skips() -> None:
-    """#18: each store and skip the crawl summary counts reaches the request log, with its URL."""
+    """Each store and skip the crawl summary counts reaches the request log, with its URL."""
     seen: list[tuple[str, str, str, str]] = []
     summary = CrawlSummary(journal=lambda *event: seen.append(event))
     summary.store("a.test", "http://a.test/")
@@ -74,7 +74,7 @@ def test_the_summary_tells_its_journal_of_stores_and_skips() -> None:
 
 
 def test_site_data_groups_gaps_pauses_and_reasons() -> None:
-    """#18 (ALL-CD, OMN-PAUSE): gaps are between successive starts to one site; a 503, a 429, a 403
+    """ALL-CD, OMN-PAUSE: gaps are between successive starts to one site; a 503, a 429, a 403
     and a Retry-After on a 3xx are pauses; a 503 is not also an error; a timeout is; skips are grouped
     by reason; the site's pacing comes from its end-of-crawl record."""
     events = [
@@ -102,13 +102,13 @@ def test_site_data_groups_gaps_pauses_and_reasons() -> None:
 
 
 def test_reports_go_beside_a_sqlite_kb() -> None:
-    """#18 REPORT_DIR default: reports/ beside a SQLite KB; under .synapsecrawl/ for PostgreSQL."""
+    """REPORT_DIR default: reports/ beside a SQLite KB; under .synapsecrawl/ for PostgreSQL."""
     assert default_report_dir("sqlite:////var/kb/main.sqlite3") == Path("/var/kb/reports")
     assert default_report_dir("postgresql://u:secret@db/kb") == Path(".synapsecrawl/reports")
 
 
 def test_a_site_page_holds_only_its_own_site_and_caps_its_rows(tmp_path: Path) -> None:
-    """#18 (size): the index has one row per site and no request rows; a site's page shows at most
+    """Size: the index has one row per site and no request rows; a site's page shows at most
     1,000 request rows and says where the rest are; no page refers to anything off the disk."""
     log = RequestLog(tmp_path / LOG_NAME)
     for i in range(1500):
@@ -127,7 +127,7 @@ def test_a_site_page_holds_only_its_own_site_and_caps_its_rows(tmp_path: Path) -
 
 
 def test_a_2000_site_report_stays_small(tmp_path: Path) -> None:
-    """#18 (size): a 2,000-site crawl's index is one row per site and stays under 2 MB; no site's page is
+    """Size: a 2,000-site crawl's index is one row per site and stays under 2 MB; no site's page is
     over a few hundred kB for a handful of requests (bench/crawl_report.py measures a bigger crawl)."""
     log = RequestLog(tmp_path / LOG_NAME)
     for n in range(2000):

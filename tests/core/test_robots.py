@@ -160,7 +160,7 @@ def test_empty_or_star_tokens_of_ours_match_nothing():
 
 GROUPING_CASES = [
     # a Crawl-delay is an "other record" (RFC 9309 §2.2.4): it neither ends nor splits the user-agent
-    # run, as Google reads it (Protego ends the run there: a deviation, #13 item 1)
+    # run, as Google reads it (Protego ends the run there: a deviation)
     ("User-agent: FooBot\nCrawl-delay: 1\nUser-agent: BarBot\nDisallow: /\n", ("FooBot",), "/x", False),
     ("User-agent: FooBot\nCrawl-delay: 2\n\nUser-agent: *\nDisallow: /\n", ("FooBot",), "/x", False),
     ("User-agent: *\nCrawl-delay: 10\n\nUser-agent: BadBot\nDisallow: /\n", ("FooBot",), "/x", False),
@@ -201,7 +201,7 @@ GROUPING_CASES = [
 
 @pytest.mark.parametrize(("robots", "tokens", "url", "expected"), GROUPING_CASES)
 def test_only_a_user_agent_line_after_a_rule_ends_a_group(robots, tokens, url, expected):
-    """ALL-RFC9309, ALL-CD, OMN-CD (#13 item 1): a group ends only at a user-agent line that follows an
+    """ALL-RFC9309, ALL-CD, OMN-CD: a group ends only at a user-agent line that follows an
     Allow or Disallow line (RFC 9309 §2.1); Crawl-delay, Sitemap, Host and garbage lines neither end
     nor split it (§2.2.4), and neither does a blank line."""
     assert allowed(robots, url, tokens) is expected
@@ -516,7 +516,7 @@ CRAWL_DELAY_CASES = [
         5.0,
     ),
     # a Crawl-delay does not end the user-agent run (RFC 9309 §2.2.4), so the user-agent lines before
-    # and after it make one group, and its longest Crawl-delay holds (#13 item 1)
+    # and after it make one group, and its longest Crawl-delay holds
     ("User-agent: *\nCrawl-delay: 5\n\nUser-agent: BarBot\nCrawl-delay: 9\n", 9.0),
     ("User-agent: *\nCrawl-delay: 60\n\nUser-agent: FooBot\nCrawl-delay: 6.5\n", 60.0),
     ("User-agent: FooBot\nCrawl-delay: 6.5\n\nUser-agent: *\nCrawl-delay: 60\n", 60.0),
@@ -541,7 +541,7 @@ def test_crawl_delay(robots, expected):
     NaN, infinite or unreadable values are ignored; across merged groups the longest one holds.
     A Crawl-delay does not end a group (RFC 9309 §2.2.4), so "User-agent: *", "Crawl-delay: 60", then
     "User-agent: FooBot", "Crawl-delay: 6.5" is one group for both, and FooBot waits 60 s: of several
-    Crawl-delays in one group the longest holds (OMN-CD, #13 item 1)."""
+    Crawl-delays in one group the longest holds (OMN-CD)."""
     assert rules(robots).crawl_delay == expected
 
 
@@ -552,7 +552,7 @@ def test_crawl_delay_of_an_alias_group():
 
 
 def test_a_crawl_delay_group_above_the_star_group_shuts_the_bot_out():
-    """ALL-RFC9309, ALL-CD, OMN-CD (#13 item 1): "User-agent: SynapseBot", "Crawl-delay: 2" above
+    """ALL-RFC9309, ALL-CD, OMN-CD: "User-agent: SynapseBot", "Crawl-delay: 2" above
     "User-agent: *", "Disallow: /" is one group under RFC 9309 (a Crawl-delay line does not end the
     user-agent run, §2.2.4), so SynapseBot is kept out and its Crawl-delay is 2, as Google reads it.
     A Disallow or Allow line in SynapseBot's group, or the groups in the other order, let it in."""
@@ -782,7 +782,7 @@ def test_agrees_with_protego_outside_its_deviations(groups, path, agent):
 
 
 def test_crawl_delay_before_any_rule_unlike_protego():
-    """ALL-RFC9309, OMN-CD (#13 item 1): Protego 0.7 ends a user-agent run at a Crawl-delay line, so it
+    """ALL-RFC9309, OMN-CD: Protego 0.7 ends a user-agent run at a Crawl-delay line, so it
     lets FooBot in below; RFC 9309 §2.2.4 says other records must not interfere with grouping, so
     FooBot and BarBot share one group and "Disallow: /" keeps FooBot out (as Google's matcher does)."""
     text = "User-agent: FooBot\nCrawl-delay: 2\nUser-agent: BarBot\nDisallow: /\n"

@@ -1,4 +1,4 @@
-"""The ranked index beside a KB (#38): it follows the store, is rebuilt when it cannot be trusted, and
+"""The ranked index beside a KB: it follows the store, is rebuilt when it cannot be trusted, and
 answers as the store would.
 
 Each test runs on SQLite and on PostgreSQL (a fresh schema, ``postgres_schema_uri``), in this process,
@@ -8,6 +8,8 @@ with the index under ``tmp_path``. Waits are polls with a deadline, never a timi
 from __future__ import annotations
 
 import logging
+import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,8 +21,7 @@ from synapsecrawl.kb.records import SearchHit
 from synapsecrawl.kb.store import Store
 from synapsecrawl.search import index as search_index
 from synapsecrawl.search.index import Follower, IndexBusy, SearchIndex, index_path
-from tests.core.test_store_backends import docsite_records
-from tests.helpers import record, wait_for
+from tests.helpers import docsite_records, record, wait_for
 
 QUERIES = (
     "restore a single file",
@@ -64,7 +65,7 @@ def test_exported_members() -> None:
 
 
 def test_a_page_stored_is_found_once_the_follower_runs(store: Store, index: SearchIndex) -> None:
-    """#38 YOT-RESULTS: with a follower running, a page stored after it started is found through the
+    """YOT-RESULTS: with a follower running, a page stored after it started is found through the
     index (polled), with its passage and anchor, and a page removed from the KB is never shown."""
     store.put_page(record("https://a.test/kettle", "The kettle boils water for tea.", title="Kettle"))
     assert index.try_writer()
@@ -84,7 +85,7 @@ def test_a_page_stored_is_found_once_the_follower_runs(store: Store, index: Sear
 
 
 def test_a_removed_page_leaves_the_index(store: Store, index: SearchIndex) -> None:
-    """#38: a page deleted from the KB (noindex, 404/410, robots, the removal list all delete it)
+    """A page deleted from the KB (noindex, 404/410, robots, the removal list all delete it)
     leaves the index at the next catch-up; a changed page is found by its new words only."""
     store.put_pages([record(f"https://a.test/{n}", f"wombat number{n} burrow", title=f"W{n}") for n in range(3)])
     assert index.try_writer()
@@ -101,7 +102,7 @@ def test_a_removed_page_leaves_the_index(store: Store, index: SearchIndex) -> No
 
 
 def test_the_index_answers_the_same_on_both_backends(tmp_path: Path, postgres_schema_uri: str) -> None:
-    """#38: the same pages in a SQLite and a PostgreSQL KB get the same results, in the same order,
+    """The same pages in a SQLite and a PostgreSQL KB get the same results, in the same order,
     with the same snippets, through their indexes."""
     answers = []
     for n, uri in enumerate((f"sqlite:///{tmp_path / 'kb.sqlite3'}", postgres_schema_uri)):
@@ -122,7 +123,7 @@ def test_the_index_answers_the_same_on_both_backends(tmp_path: Path, postgres_sc
 
 
 def test_the_index_ranks_the_defining_page_first(store: Store, index: SearchIndex) -> None:
-    """#38 YOT-RESULTS: on the test documentation site the index ranks each question's answer page first,
+    """YOT-RESULTS: on the test documentation site the index ranks each question's answer page first,
     as the store's own search does."""
     store.put_pages(list(docsite_records()))
     index.catch_up_once()
@@ -133,7 +134,7 @@ def test_the_index_ranks_the_defining_page_first(store: Store, index: SearchInde
 def test_a_torn_index_is_rebuilt_and_nothing_is_served_from_it(
     store: Store, index: SearchIndex, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """#38: an index whose files are damaged (its meta.json overwritten, as a torn write would leave it)
+    """An index whose files are damaged (its meta.json overwritten, as a torn write would leave it)
     is detected, rebuilt from the store into a fresh directory and swapped in; the search answers right."""
     store.put_pages(list(docsite_records()))
     index.catch_up_once()
@@ -153,7 +154,7 @@ def test_a_torn_index_is_rebuilt_and_nothing_is_served_from_it(
 
 
 def test_an_index_ahead_of_its_kb_is_rebuilt(tmp_path: Path) -> None:
-    """#38: an index that recorded more changes than its KB holds (the KB file was replaced) is not
+    """An index that recorded more changes than its KB holds (the KB file was replaced) is not
     trusted: it is rebuilt from the KB, so no page of the old KB is found."""
     path = tmp_path / "kb.sqlite3"
     store = open_store(f"sqlite:///{path}")
@@ -177,7 +178,7 @@ def test_an_index_ahead_of_its_kb_is_rebuilt(tmp_path: Path) -> None:
 
 
 def test_an_index_of_a_replaced_kb_with_as_many_changes_is_rebuilt(tmp_path: Path) -> None:
-    """#38: a KB file replaced by another that logged as many changes is known by the page its last change
+    """A KB file replaced by another that logged as many changes is known by the page its last change
     names (recorded with the index's commit): the index is rebuilt, so no page of the old KB is found."""
     path = tmp_path / "kb.sqlite3"
     for n, word in enumerate(("platypus", "echidna")):
@@ -195,8 +196,83 @@ def test_an_index_of_a_replaced_kb_with_as_many_changes_is_rebuilt(tmp_path: Pat
             store.close()
 
 
+def test_the_results_rows_are_one_read_of_the_pages_asked_in_every_kb(store: Store, index: SearchIndex) -> None:
+    """YOT-RESULTS, SNA-SNIPPET: the rows a search's results are made of (never a page's text) come in one read
+    for pages of several KBs, one URL in two KBs kept apart; a page the KB no longer holds has no row, so it
+    is never shown; a search of all KBs finds both copies."""
+    store.put_pages([
+        record("https://a.test/x", "wallaby one", title="A", kb="one"),
+        record("https://a.test/x", "wallaby two", title="B", kb="two", nosnippet=True),
+        record("https://a.test/y", "wallaby three", title="C", kb="two", max_snippet=20),
+    ])  # fmt: skip
+    rows = store.hit_rows([("one", "https://a.test/x"), ("two", "https://a.test/x"), ("two", "https://a.test/y"),
+                           ("two", "https://a.test/gone")])  # type: ignore[attr-defined]  # fmt: skip
+    assert sorted(rows) == [("one", "https://a.test/x"), ("two", "https://a.test/x"), ("two", "https://a.test/y")]
+    assert [rows[key][2:5] for key in sorted(rows)] == [("A", False, None), ("B", True, None), ("C", False, 20)]
+    assert store.hit_rows([]) == {}  # type: ignore[attr-defined]
+    assert index.try_writer()
+    index.catch_up()
+    hits = index.search("wallaby") or []
+    assert sorted((hit.kb, hit.url) for hit in hits) == sorted(rows)
+    assert next(hit for hit in hits if hit.kb == "two" and hit.url.endswith("x")).snippet == ""  # nosnippet
+
+
+def logged(store: Store) -> list[int]:
+    """The seqs the KB's search change log holds."""
+    return [seq for seq, _, _ in store.search_changes(0, 10_000)]  # type: ignore[attr-defined]
+
+
+def test_the_change_log_keeps_only_what_an_index_has_not_applied(
+    store: Store, index: SearchIndex, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """YOT-RESULTS: rows of the change log every index has applied and committed leave the KB, but for the
+    newest (by which an index knows its KB); an index that has applied less holds them back until it catches
+    up; one not heard from for a week does not; and an index whose record is older than what was deleted (a
+    restored copy) is rebuilt, so no page whose change is gone is missed."""
+    store.put_pages([record(f"https://a.test/{n}", f"numbat {n}", title="N") for n in range(5)])
+    assert index.try_writer()
+    index.catch_up()
+    first = logged(store)
+    assert len(first) == 1 and len(urls(index.search("numbat"))) == 5
+    store.put_pages([record(f"https://b.test/{n}", f"bilby {n}", title="B") for n in range(3)])
+    assert index.catch_up() == 3
+    assert len(logged(store)) == 1 and len(urls(index.search("bilby"))) == 3
+    copy = tmp_path / "restored"
+    shutil.copytree(index.path, copy)  # the index as it is now, restored later
+
+    second = SearchIndex(store, tmp_path / "second")
+    assert second.try_writer()
+    second.catch_up()  # built: it has applied the log up to here
+    second.close()
+    store.put_pages([record(f"https://c.test/{n}", f"quoll {n}", title="Q") for n in range(2)])
+    index.catch_up()
+    held = logged(store)
+    assert len(held) == 3  # the second index's last change and the two it has not applied
+    second = SearchIndex(store, tmp_path / "second")
+    assert second.try_writer()
+    assert second.catch_up() == 2 and len(urls(second.search("quoll"))) == 2
+    second.close()
+    store.put_page(record("https://d.test/", "dunnart", title="D"))
+    index.catch_up()
+    assert logged(store) == [max(held), max(held) + 1]  # the second index's last change held, as the newest
+
+    week_ago = time.time() - 8 * 86400
+    store.trim_search_changes("elsewhere:/gone", 1, week_ago)  # type: ignore[attr-defined]
+    store.put_page(record("https://e.test/", "echymipera", title="E"))
+    index.catch_up()
+    assert logged(store) == [max(held), max(held) + 1, max(held) + 2]  # the one gone for a week holds none
+
+    restored = SearchIndex(store, copy)
+    assert restored.try_writer()
+    with caplog.at_level(logging.WARNING):
+        restored.catch_up()
+    assert "rebuilding" in caplog.text
+    assert len(urls(restored.search("quoll"))) == 2 and urls(restored.search("dunnart")) == ["https://d.test/"]
+    restored.close()
+
+
 def test_one_writer_at_a_time_and_readers_see_its_last_commit(store: Store, tmp_path: Path) -> None:
-    """#38: a second process (here a second index object) cannot take the writer role the first holds;
+    """A second process (here a second index object) cannot take the writer role the first holds;
     reindex is refused in one line there, and it reads the first one's last commit."""
     store.put_page(record("https://a.test/", "narwhal tusk", title="N"))
     keeper = SearchIndex(store, tmp_path / "index")
@@ -215,7 +291,7 @@ def test_one_writer_at_a_time_and_readers_see_its_last_commit(store: Store, tmp_
 
 
 def test_reindex_of_one_kb_keeps_the_others(store: Store, index: SearchIndex) -> None:
-    """#38: `kb reindex --kb NAME` indexes that KB's pages again and leaves the other KBs' as they are, the
+    """`kb reindex --kb NAME` indexes that KB's pages again and leaves the other KBs' as they are, the
     changes pending for them applied, not skipped."""
     store.put_page(record("https://a.test/", "manatee", title="M", kb="one"))
     store.put_page(record("https://b.test/", "manatee", title="M", kb="two"))
@@ -228,7 +304,7 @@ def test_reindex_of_one_kb_keeps_the_others(store: Store, index: SearchIndex) ->
 
 
 def test_postgres_changes_committed_out_of_order_are_all_applied(postgres_schema_uri: str, tmp_path: Path) -> None:
-    """#38: on PostgreSQL a transaction may commit a smaller change seq after a larger one was applied;
+    """On PostgreSQL a transaction may commit a smaller change seq after a larger one was applied;
     the follower reads past the gap again, so the late page is indexed too."""
     store = open_store(postgres_schema_uri)
     index = SearchIndex(store, tmp_path / "index")
@@ -253,7 +329,7 @@ def test_postgres_changes_committed_out_of_order_are_all_applied(postgres_schema
 def test_the_index_lives_beside_a_sqlite_kb_and_under_the_working_directory_for_postgres(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """#38: without SEARCH_INDEX_DIR a SQLite KB's index is beside its file and a PostgreSQL KB's under
+    """Without SEARCH_INDEX_DIR a SQLite KB's index is beside its file and a PostgreSQL KB's under
     .synapsecrawl/search-index/, named by the URI without its password; with it, under that directory."""
     monkeypatch.delenv("SEARCH_INDEX_DIR", raising=False)
     assert index_path("sqlite:////data/kb.sqlite3") == Path("/data/kb.sqlite3.search-index")

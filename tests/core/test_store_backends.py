@@ -6,7 +6,6 @@ tests/conftest.py); without one they skip on a developer machine and fail in CI.
 
 from __future__ import annotations
 
-import functools
 import sqlite3
 import threading
 import uuid
@@ -20,27 +19,13 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import pytest
 
 from synapsecrawl.errors import ConfigError, StoreError
-from synapsecrawl.extract.html import parse_html
 from synapsecrawl.kb import open_store, rows
 from synapsecrawl.kb.postgres import PostgresStore, redact_uri
 from synapsecrawl.kb.records import LabelRecord, PageRecord, RobotsCopy, SiteIcon, SiteState, Source, UrlHold
 from synapsecrawl.kb.search import MARK_CLOSE, MARK_OPEN, split_passages
 from synapsecrawl.kb.sqlite import SQLiteStore
 from synapsecrawl.kb.store import Store
-from tests.helpers import WHEN, record
-
-DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"
-
-
-@functools.cache
-def docsite_records() -> tuple[PageRecord, ...]:
-    """The 16 pages of the test documentation site, extracted once."""
-    records = []
-    for path in sorted(DOCSITE.glob("*.html")):
-        url = f"http://docs.test/{path.name}"
-        parsed = parse_html(path.read_bytes(), url, tokens=("SynapseBot",))
-        records.append(record(url, parsed.text, title=parsed.title, snippet_text=parsed.snippet_text))
-    return tuple(records)
+from tests.helpers import WHEN, docsite_records, record
 
 
 def plain(snippet: str) -> str:
@@ -121,7 +106,7 @@ def _passage_rows(kb_uri: str) -> list[tuple[int, int, str]]:
 def test_a_page_read_again_unchanged_keeps_its_passages_and_a_changed_one_is_cut_again(
     store: Store, kb_uri: str
 ) -> None:
-    """SYN-REREAD, #17: a page fetched again with the same text (a re-read without validators) has its
+    """SYN-REREAD: a page fetched again with the same text (a re-read without validators) has its
     fields replaced but its passages kept as they were, not deleted, cut and indexed again; a changed
     text is cut again, and search follows it."""
     url = "http://a.test/guide"
@@ -141,7 +126,7 @@ def test_a_page_read_again_unchanged_keeps_its_passages_and_a_changed_one_is_cut
 
 
 def test_whether_a_kb_holds_pages_under_an_address(store: Store) -> None:
-    """SYN-REREAD, #17: a crawl asks once per host whether the KB holds any page there (a range of the
+    """SYN-REREAD: a crawl asks once per host whether the KB holds any page there (a range of the
     (kb, url) index, byte-wise on both back-ends): its own host and port and any prefix of them say yes;
     another port, scheme, host or KB says no; the empty prefix asks for any page of the KB."""
     assert not store.holds_pages_under("docs", "") and not store.holds_pages_under("docs", "http://a.test:8080")
@@ -222,7 +207,7 @@ def test_writes_from_worker_threads(store: Store) -> None:
 
 
 def test_a_batch_of_pages_commits_together_or_not_at_all(store: Store) -> None:
-    """#17 item 2: put_pages writes a batch in one transaction: every page and its passages come back
+    """put_pages writes a batch in one transaction: every page and its passages come back
     and search finds them; a batch with one page the KB refuses leaves none of that batch behind."""
     batch = [record(f"http://a.test/{i}", f"kettle number {i}", title=f"Page {i}") for i in range(20)]
     store.put_pages(batch)
@@ -307,7 +292,7 @@ def test_the_page_and_passage_that_answer_come_first(store: Store, query: str, p
 
 
 def test_the_defining_page_ranks_above_overview_pages_that_repeat_the_name(store: Store) -> None:
-    """YOT-RESULTS (#19 ranking): a module's own page, whose title and address name the module and whose
+    """YOT-RESULTS (ranking): a module's own page, whose title and address name the module and whose
     passage defines the function, ranks above a long changelog and a cookbook whose code examples
     repeat the function's name more often; its shown passage is the definition (both back-ends)."""
     others = ("teapot", "saucer", "spoon", "sugar", "milk", "lemon", "honey", "biscuit")
@@ -378,7 +363,7 @@ def test_snippets_follow_the_pages_rules(store: Store) -> None:
 
 
 def test_a_one_line_page_shows_its_line_as_a_passage(store: Store) -> None:
-    """YOT-RESULTS (#13 item 6): a text/plain page whose whole text is one line, which is also its
+    """YOT-RESULTS: a text/plain page whose whole text is one line, which is also its
     title, is found with that line as its passage, its snippet and its anchor, on both back-ends."""
     from synapsecrawl.extract.text import parse_text
 
@@ -617,7 +602,7 @@ def test_an_older_sqlite_kb_gets_the_depth_column(tmp_path: Path) -> None:
 
 
 def test_a_page_keeps_its_outlinks(store: Store) -> None:
-    """SYN-REREAD, SYN-MODES, #13 item 3: a stored page keeps the links it lets a crawl follow, in order, so a
+    """SYN-REREAD, SYN-MODES: a stored page keeps the links it lets a crawl follow, in order, so a
     304 still leads to them; a new copy replaces them, a 304's verification keeps them."""
     links = ("http://a.test/b", "http://a.test/c?x=1", "http://other.test/")
     store.put_page(replace(record("http://a.test/", "x"), depth=0, outlinks=links))
@@ -632,7 +617,7 @@ def test_a_page_keeps_its_outlinks(store: Store) -> None:
 
 
 def test_an_older_sqlite_kb_gets_the_outlinks_column(tmp_path: Path) -> None:
-    """SYN-REREAD, #13 item 3: a SQLite KB written before pages kept their outlinks opens, keeps its pages
+    """SYN-REREAD: a SQLite KB written before pages kept their outlinks opens, keeps its pages
     (with no outlinks: a 304 of theirs leads nowhere, as before) and keeps outlinks after."""
     uri = f"sqlite:///{tmp_path / 'old.sqlite3'}"
     opened = open_store(uri)
@@ -652,7 +637,7 @@ def test_an_older_sqlite_kb_gets_the_outlinks_column(tmp_path: Path) -> None:
 
 
 def test_an_older_postgres_kb_gets_the_outlinks_column(postgres_schema_uri: str) -> None:
-    """SYN-REREAD, #13 item 3: a PostgreSQL KB written before pages kept their outlinks gains the column on
+    """SYN-REREAD: a PostgreSQL KB written before pages kept their outlinks gains the column on
     open; its old pages have none, new ones keep theirs."""
     import psycopg
 
@@ -749,7 +734,7 @@ class _HeldOpen(list):  # type: ignore[type-arg]
 
 
 def test_reads_do_not_wait_for_a_batch_being_written(store: Store) -> None:
-    """#17: while a batch's transaction is open, the crawl's own lookups (a page's stored validators, before
+    """While a batch's transaction is open, the crawl's own lookups (a page's stored validators, before
     its request goes out) are answered at once, from the last commit; the batch's pages appear once it
     commits. With one connection each lookup waited out the whole batch (both back-ends)."""
     store.put_pages([record("http://a.test/1", "kettle")])

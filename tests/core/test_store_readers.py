@@ -1,4 +1,4 @@
-"""Reads of a KB run side by side (#38): a pool of read connections, no lock around a read.
+"""Reads of a KB run side by side: a pool of read connections, no lock around a read.
 
 Each test runs on SQLite and on PostgreSQL (a fresh schema, ``postgres_schema_uri``).
 """
@@ -31,7 +31,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 
 
 def test_two_threads_read_at_once(store: Store) -> None:
-    """#38: a search does not wait for another to end; two threads are inside a read transaction
+    """A search does not wait for another to end; two threads are inside a read transaction
     together (both reach a barrier from within one; behind one locked connection the second never
     could), and each reads the KB."""
     store.put_page(record("https://a.test/kettle", "The kettle boils water.", title="Kettle"))
@@ -57,7 +57,7 @@ def test_two_threads_read_at_once(store: Store) -> None:
 
 
 def test_listing_the_kbs_reads_no_page_text(tmp_path: Path) -> None:
-    """#38: `kbs()` (list_kbs) finds each KB's count and last fetch in the (kb, fetched_at) index,
+    """`kbs()` (list_kbs) finds each KB's count and last fetch in the (kb, fetched_at) index,
     never reading a page's row with its text."""
     store = SQLiteStore(tmp_path / "kb.sqlite3")
     try:

@@ -1,4 +1,4 @@
-"""synapsecrawl.crawl.summary: failed downloads counted by kind, next to the skips (#14 item 1)."""
+"""synapsecrawl.crawl.summary: failed downloads counted by kind, next to the skips."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from synapsecrawl.crawl.summary import CrawlSummary
 
 
 def test_failures_are_counted_by_kind_in_the_stats_and_the_lines() -> None:
-    """#14 item 1: a failed download counts under its kind, per site and in total, apart from the skips."""
+    """A failed download counts under its kind, per site and in total, apart from the skips."""
     summary = CrawlSummary()
     summary.fetch("a.test")
     summary.fail("a.test", "timeout")
@@ -28,7 +28,7 @@ def test_failures_are_counted_by_kind_in_the_stats_and_the_lines() -> None:
 
 
 def test_a_crawl_without_failures_reads_as_before() -> None:
-    """#14 item 1: no failure, no "failed" in the summary line."""
+    """No failure, no "failed" in the summary line."""
     summary = CrawlSummary()
     summary.skip("a.test", "scope")
     assert summary.lines() == [

@@ -48,11 +48,11 @@ def test_urls_are_new_once_across_clients_and_unknown_ones_rarely_seem_known(red
 def test_the_shared_gate_admits_each_url_once_within_its_domains_budget_across_workers(redis_prefix: str) -> None:
     """Two workers' gates share the seen-set and the budgets: a URL is admitted once; a domain's budget is
     base + per distinct linking domain (a seed counts as one), its own links earning nothing; past it, new
-    URLs are cut for the budget and counted; the status shows what was spent."""
+    URLs with nothing to keep are cut for the budget and counted; the status shows what was spent."""
     import redis
 
     from synapsecrawl.profiles import WebPolicy
-    from synapsecrawl.web.shared import ADMITTED, BUDGET, KNOWN, SharedWebGate, web_status
+    from synapsecrawl.web.shared import ADMITTED, BUDGET, KNOWN, Link, SharedWebGate, web_status
 
     policy = WebPolicy(crawl="open", budget_base=2, budget_per_linking_domain=1, budget_max=5)
     one, two = redis.Redis.from_url(REDIS_URL), redis.Redis.from_url(REDIS_URL)
@@ -60,16 +60,16 @@ def test_the_shared_gate_admits_each_url_once_within_its_domains_budget_across_w
         root = f"{redis_prefix}:web"
         first = SharedWebGate(one, root, policy, expected=1000)
         second = SharedWebGate(two, root, policy, expected=1000)
-        assert first.admit([("https://t.test/", "t.test", None)]) == [ADMITTED]  # budget 2 + 1 (the seed)
-        assert second.admit([("https://t.test/", "t.test", None)]) == [KNOWN]
-        own = [(f"https://t.test/{i}", "t.test", "t.test") for i in range(4)]
+        assert first.admit([Link("https://t.test/", "t.test", None)]) == [ADMITTED]  # budget 2 + 1 (the seed)
+        assert second.admit([Link("https://t.test/", "t.test", None)]) == [KNOWN]
+        own = [Link(f"https://t.test/{i}", "t.test", "t.test") for i in range(4)]
         assert second.admit(own) == [ADMITTED, ADMITTED, BUDGET, BUDGET]
-        assert first.admit([("https://t.test/9", "t.test", "a.test")]) == [ADMITTED]  # a.test links: budget 4
+        assert first.admit([Link("https://t.test/9", "t.test", "a.test")]) == [ADMITTED]  # a.test links: budget 4
         first.count(Counter({"trap": 3}))
         status = web_status(one, root)
         assert status is not None
         assert status["cuts"] == {"budget": 2, "trap": 3}
-        assert status["budget_spent"] == [{"domain": "t.test", "admitted": 4, "budget": 4}]
+        assert status["budget_spent"] == [{"domain": "t.test", "admitted": 4, "budget": 4, "parked": 0}]
     finally:
         one.close()
         two.close()

@@ -1,4 +1,4 @@
-"""The tests' warm process (tests/zygote.py, #15): a command forked from it behaves as the console script run
+"""The tests' warm process (tests/zygote.py): a command forked from it behaves as the console script run
 fresh, as far as a test can see, and the assumption it rests on holds for the project's code."""
 
 from __future__ import annotations

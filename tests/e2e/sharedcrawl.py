@@ -1,4 +1,4 @@
-"""Running a shared crawl in tests: ``crawl add`` and worker processes, as an operator would (#16)."""
+"""Running a shared crawl in tests: ``crawl add`` and worker processes, as an operator would."""
 
 from __future__ import annotations
 

@@ -16,18 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import gaps, store_of, write_urls
-from tests.site.pages import page
+from tests.helpers import gaps, pages_due, store_of, write_urls
+from tests.site.pages import WORDS, page, status
 from tests.site.server import Hit, Reply, TestServer
 
 pytestmark = pytest.mark.e2e
 
 
-html = partial(page, say="{title}: a page of plain words for the knowledge base.")
-
-
-def status(code: int, headers: dict[str, str] | None = None) -> Reply:
-    return Reply(f"status {code}", status=code, headers={"Content-Type": "text/plain", **(headers or {})})
+html = partial(page, say=WORDS)
 
 
 def first_then(first: Callable[[], Reply] | Reply, then: Reply) -> Callable[[object], Reply]:
@@ -111,6 +107,7 @@ def test_snagabot_leaves_a_host_asking_more_than_an_hour_and_so_does_the_next_cr
     assert state is not None
     assert 7190 <= state.paused_until - started <= 7200 + (time.time() - started)
 
+    pages_due(first.kb_uri)  # the other host's stored page is due again: it is asked for
     second = crawl("page", args={"urls_file": urls_file}, settings=settings, timeout=60)
     assert second.returncode == 0, second.stderr[-3000:]
     assert [h.path for h in server.log(host)] == asked  # nothing new

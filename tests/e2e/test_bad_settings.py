@@ -1,4 +1,4 @@
-"""Settings an operator mistypes (#14 item 7): each is one line naming the setting, before Scrapy starts,
+"""Settings an operator mistypes: each is one line naming the setting, before Scrapy starts,
 with the exit status of every other refusal, and the site sees nothing."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.e2e
 def test_a_bad_number_or_log_level_is_one_line_before_any_request(
     server: TestServer, host: str, crawl, setting: str, message: str
 ) -> None:
-    """#14 item 7, CONTRACT (one-line error): an unknown LOG_LEVEL, REREAD_DAYS=0 (the README says above
+    """CONTRACT (one-line error): an unknown LOG_LEVEL, REREAD_DAYS=0 (the README says above
     0), a DOWNLOAD_TIMEOUT that is not a positive number (told so, not "beyond the cap"), and a negative,
     nan or inf given to any numeric setting stop `scrapy crawl` before Scrapy starts: exit status 1 as
     every refusal, exactly one line on stderr naming the setting, and no request reaches the site."""
@@ -52,7 +52,7 @@ def test_a_bad_number_or_log_level_is_one_line_before_any_request(
 
 
 def test_a_negative_priority_and_a_known_log_level_still_crawl(server: TestServer, host: str, crawl) -> None:
-    """#14 item 7: the checks leave good values alone: a negative DEPTH_PRIORITY (breadth-first), a known
+    """The checks leave good values alone: a negative DEPTH_PRIORITY (breadth-first), a known
     log level, a fractional REREAD_DAYS and DOWNLOAD_TIMEOUT crawl as before."""
     server.add(host, {"/robots.txt": Reply("", status=404), "/a.html": Reply("<title>A</title><p>A.</p>")})
     run = crawl(

@@ -1,4 +1,4 @@
-"""Unusable URLs from the outside (#14 items 2, 3 and 4): a redirect to a Location that cannot be requested,
+"""Unusable URLs from the outside: a redirect to a Location that cannot be requested,
 a link, sitemap <loc>, feed entry link or robots.txt Sitemap: line with port 99999, a start URL or urls_file
 line that cannot be requested, and a sitemap entry with an unreadable lastmod. Each is one line; the rest of
 its document is kept; a bad start URL stops the crawl before any request with exit status 2."""
@@ -56,7 +56,7 @@ def assert_clean(run: CrawlRun) -> None:
 def test_an_unusable_start_url_is_one_line_and_exit_status_2(
     server: TestServer, host: str, crawl, spider: str, url: str
 ) -> None:
-    """#14 item 3, CONTRACT (one-line error): -a url= with port 99999 or an invalid IPv6 literal stops the
+    """CONTRACT (one-line error): -a url= with port 99999 or an invalid IPv6 literal stops the
     crawl before it starts: one line naming the URL and why, exit status 2, no request."""
     server.add(host, {"/robots.txt": ROBOTS})
     url = url.format(host=host)
@@ -70,7 +70,7 @@ def test_an_unusable_start_url_is_one_line_and_exit_status_2(
 def test_a_urls_file_of_only_unusable_lines_is_one_line_and_exit_status_2(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
-    """#14 item 3: a urls_file whose every line is unusable stops the crawl before it starts: one line
+    """A urls_file whose every line is unusable stops the crawl before it starts: one line
     naming the file, how many lines and the first one's reason, exit status 2, no request."""
     server.add(host, {"/robots.txt": ROBOTS})
     urls = write_urls(tmp_path / "urls.txt", [f"http://{host}:99999/a", "http://[::1/"])
@@ -88,7 +88,7 @@ def test_a_urls_file_of_only_unusable_lines_is_one_line_and_exit_status_2(
 def test_unusable_redirects_and_a_bad_urls_file_line_in_page_mode(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
-    """#14 items 2 and 3: in page mode, a redirect to javascript:, to an invalid IPv6 literal and to port
+    """In page mode, a redirect to javascript:, to an invalid IPv6 literal and to port
     99999 is one line each naming the page and the Location, counted as skipped (scheme, error); a
     urls_file line with port 99999 is one warning naming the file and line, and the other lines are
     crawled; the good page is stored; no traceback."""
@@ -109,7 +109,7 @@ def test_unusable_redirects_and_a_bad_urls_file_line_in_page_mode(
 
 
 def test_unusable_redirects_and_links_in_site_mode_keep_the_other_links(server: TestServer, host: str, crawl) -> None:
-    """#14 items 2 and 3: in site mode, a page linking to three unusable redirects, a link with port 99999
+    """In site mode, a page linking to three unusable redirects, a link with port 99999
     and a good page: each redirect is one line, the bad link is named in one line for its page, and the
     good linked page is still fetched and stored (the page's other links are not lost)."""
     bad_link = f"http://{host}:99999/bad-link"
@@ -134,7 +134,7 @@ def test_unusable_redirects_and_links_in_site_mode_keep_the_other_links(server: 
 
 
 def test_bad_sitemap_urls_and_a_bad_lastmod_keep_the_other_entries(server: TestServer, host: str, crawl) -> None:
-    """#14 items 3 and 4: robots.txt lists a sitemap at port 99999, then a good one; the good one lists a
+    """robots.txt lists a sitemap at port 99999, then a good one; the good one lists a
     <loc> at port 99999, /ok and ten pages, one with lastmod +99:99. The bad Sitemap: line is one warning;
     the good sitemap is read; the bad <loc> is counted; /ok and all ten pages are fetched and stored."""
     pages = [f"/p{i}.html" for i in range(10)]
@@ -171,7 +171,7 @@ def test_bad_sitemap_urls_and_a_bad_lastmod_keep_the_other_entries(server: TestS
 
 
 def test_a_bad_feed_entry_link_keeps_the_good_entries(server: TestServer, host: str, crawl) -> None:
-    """#14 item 3: a feed with an entry whose link has port 99999 between two good entries stores the two
+    """A feed with an entry whose link has port 99999 between two good entries stores the two
     good entries; the bad one is counted in the feed's line; no traceback."""
     items = "".join(
         f"<item><title>{t}</title><link>{link}</link><description>{t} text</description></item>"

@@ -6,20 +6,22 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from tests.e2e.test_backoff import html, status, store_of
-from tests.helpers import write_urls
+from tests.helpers import store_of, write_urls
+from tests.site.pages import WORDS, page, status
 from tests.site.server import Reply, TestServer
 
 
 def test_deferred_urls_bring_the_source_forward_and_are_fetched_once_due(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
-    """SNA-429 (#4 "picked up by the next scheduled run, not lost"): a host asking for two hours
+    """SNA-429 ("picked up by the next scheduled run, not lost"): a host asking for two hours
     is left and its URL deferred; the source's next run is brought forward to when the wait ends
     (not 7 days later); once the wait is over, the next crawl of the source fetches the deferred
     URL, stores it and releases the hold."""
     answers = iter([status(503, {"Retry-After": "7200"})])
-    server.add(host, {"/robots.txt": Reply("", status=404), "/a.html": lambda _h: next(answers, html("A at last"))})
+    server.add(
+        host, {"/robots.txt": Reply("", status=404), "/a.html": lambda _h: next(answers, page("A at last", say=WORDS))}
+    )
     urls_file = write_urls(tmp_path / "urls.txt", [server.url(host, "/a.html")])
     settings = {"BOT_PROFILE": "snagabot"}
     started = time.time()

@@ -1,4 +1,4 @@
-"""Downloads that get no usable answer (#14 item 1): a corpus of byte-level HTTP faults from a raw-socket
+"""Downloads that get no usable answer: a corpus of byte-level HTTP faults from a raw-socket
 server (tests/data/faults/cases.toml, served by tests/site/faults.py), crawled in one page-mode run with a
 urls_file, then in small site and sitemap runs. Each fault is one line naming its URL and the reason, no
 traceback, counted in the crawl summary by kind; a stored page whose re-read fails keeps its copy."""
@@ -116,7 +116,7 @@ def page_run(faults: FaultServer, tmp_path_factory: pytest.TempPathFactory) -> R
 
 
 def test_a_crawl_of_faults_exits_cleanly_without_a_traceback(page_run: Run, faults: FaultServer) -> None:
-    """#14 item 1: a page crawl of every fault in the corpus exits 0 with no traceback and no ERROR line,
+    """A page crawl of every fault in the corpus exits 0 with no traceback and no ERROR line,
     and the good page crawled with them is stored."""
     assert page_run.returncode == 0, page_run.stderr[-3000:]
     assert "Traceback" not in page_run.stderr and "Error downloading" not in page_run.stderr
@@ -128,7 +128,7 @@ def test_a_crawl_of_faults_exits_cleanly_without_a_traceback(page_run: Run, faul
 def test_each_fault_is_one_line_naming_the_url_and_the_reason(
     page_run: Run, faults: FaultServer, case: dict[str, Any]
 ) -> None:
-    """#14 item 1: each failed download (a bad status line, HTTP/0.9, bad Content-Length, bad chunks,
+    """Each failed download (a bad status line, HTTP/0.9, bad Content-Length, bad chunks,
     resets, closes, stalls, a 200 KB header, a slow drip, a timeout) is exactly one WARNING line that names
     its URL and a reason of its kind, and nothing of it is stored."""
     url = faults.url(HOST, f"/{case['name']}")
@@ -145,7 +145,7 @@ def test_each_fault_is_one_line_naming_the_url_and_the_reason(
 
 
 def test_the_summary_counts_the_failures_by_kind(page_run: Run) -> None:
-    """#14 item 1: the crawl summary counts every failed URL (the corpus and /flaky) under its kind."""
+    """The crawl summary counts every failed URL (the corpus and /flaky) under its kind."""
     kinds = Counter(case["kind"] for case in CASES)
     kinds["cut-short"] += 1  # /flaky, reset mid-body
     failed = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
@@ -153,7 +153,7 @@ def test_the_summary_counts_the_failures_by_kind(page_run: Run) -> None:
 
 
 def test_a_failed_re_read_keeps_the_stored_page(page_run: Run, faults: FaultServer) -> None:
-    """#14 item 1, SYN-REMOVE: a stored page whose re-read is cut short is one line, and the KB keeps
+    """SYN-REMOVE: a stored page whose re-read is cut short is one line, and the KB keeps
     its stored copy and text."""
     url = faults.url(HOST, "/flaky")
     [line] = page_run.lines_about(url)
@@ -162,7 +162,7 @@ def test_a_failed_re_read_keeps_the_stored_page(page_run: Run, faults: FaultServ
 
 
 def test_site_and_sitemap_entries_that_fail_are_one_line_each(faults: FaultServer, tmp_path: Path) -> None:
-    """#14 item 1: in site mode a linked page, and in sitemap mode a listed page, that fails to download
+    """In site mode a linked page, and in sitemap mode a listed page, that fails to download
     is one line naming it, no traceback; the good pages next to them are stored."""
     names = ["status-not-integer", "reset-at-once", "body-shorter-than-content-length", "chunk-bad-size"]
     broken = [f"/site/{name}" for name in names]  # under the start's directory: in the site's scope

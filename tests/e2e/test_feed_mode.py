@@ -13,15 +13,10 @@ import pytest
 from synapsecrawl.kb.records import SiteState
 from synapsecrawl.urls import origin_of
 from tests.helpers import REDIS_URL, CrawlRun, gaps, store_of, write_urls
-from tests.site.pages import NO_ROBOTS, page
+from tests.site.pages import NO_ROBOTS, feed, page
 from tests.site.server import Hit, Reply, TestServer
 
-FEEDS = Path(__file__).resolve().parent.parent / "data" / "feeds"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
-
-
-def feed(name: str, content_type: str = "application/rss+xml", headers: dict[str, str] | None = None) -> Reply:
-    return Reply((FEEDS / name).read_bytes(), headers={"Content-Type": content_type, **(headers or {})})
 
 
 def article(title: str, og_image: str = "") -> Reply:
@@ -245,7 +240,7 @@ def test_crawl_delay_spaces_article_pages(server: TestServer, host: str, crawl, 
 def test_a_first_add_does_not_wait_the_crawl_delay_and_a_refresh_does(
     server: TestServer, host: str, crawl, signing_key: Path
 ) -> None:
-    """SER-ROBOTS-FEEDS (#13 item 7): "Crawl-delay applies to scheduled feed fetches ...; the first-add
+    """SER-ROBOTS-FEEDS: "Crawl-delay applies to scheduled feed fetches ...; the first-add
     fetch ... [doesn't] wait for it". With `Crawl-delay: 20` for SereneReader, a feed the KB does not
     hold yet is asked for less than 20 s after robots.txt (the reader who subscribes gets it at once);
     the next request, the site's icon, still waits 20 s after it. A refresh of the same feed, once its
@@ -288,7 +283,7 @@ def test_every_first_add_of_one_site_skips_the_crawl_delay(
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    """SER-ROBOTS-FEEDS (#36 item 1): two feeds of one host, neither fetched before, crawled together under
+    """SER-ROBOTS-FEEDS: two feeds of one host, neither fetched before, crawled together under
     `Crawl-delay: 10` for SereneReader: the site's log shows each feed asked less than 10 s after the
     request before it, the second at least the profile's own second after the first; the next request
     (the site's icon) waits the full Crawl-delay. Same with the shared (Redis) pacer."""
@@ -346,7 +341,7 @@ def test_failed_refresh_holds_the_feed_15_minutes_and_429_waits_retry_after(
     min later, and a crawl before then does not ask; the next failure, a 429 with Retry-After 7200 s,
     waits at least that and counts as the second in a row; a good refresh clears the delay. (The
     doubling to 30 min after a second 500 is tests/adapters/test_backoff_middleware.py's, on the
-    same middleware: one crawl fewer here, #15.)"""
+    same middleware: one crawl fewer here.)"""
     back = Reply(
         '<rss version="2.0"><channel><title>Back</title><item><title>Back again</title><link>/back</link>'
         '<enclosure url="/back.png" type="image/png"/></item></channel></rss>',

@@ -1,4 +1,4 @@
-"""A KB_URI that names another application's database (#14 item 8): refused in one line before any
+"""A KB_URI that names another application's database: refused in one line before any
 request and before any write, by `scrapy crawl` and `synapsecrawl kb list`; a KB of ours from before
 markers keeps opening."""
 
@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.test_kb_marker import other_app, sha256, strip_marker
-from tests.helpers import synapsecrawl
+from tests.helpers import other_app, sha256, strip_marker, synapsecrawl
 from tests.site.pages import FAST
 from tests.site.server import Reply, TestServer
 
@@ -37,7 +36,7 @@ def one_line(stderr: str) -> str:
 def test_a_crawl_into_another_apps_sqlite_file_is_refused_before_anything(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
-    """#14 item 8, CONTRACT (KB_URI, one-line error): `scrapy crawl` with KB_URI at another application's
+    """CONTRACT (KB_URI, one-line error): `scrapy crawl` with KB_URI at another application's
     SQLite file (its own `pages`, a trigger, rows) exits 1 with one line, the site sees no request, the
     file is byte-identical (sha256) and the application's INSERT and DELETE still work; `synapsecrawl kb
     list --uri` on it also refuses in one line and writes nothing."""
@@ -63,7 +62,7 @@ def test_a_crawl_into_another_apps_sqlite_file_is_refused_before_anything(
 def test_a_crawl_into_a_foreign_postgres_schema_is_refused_before_anything(
     server: TestServer, host: str, crawl, postgres_schema_uri: str
 ) -> None:
-    """#14 item 8: the same for a PostgreSQL schema holding another application's `pages`: one line,
+    """The same for a PostgreSQL schema holding another application's `pages`: one line,
     exit 1, no request, and the schema holds only what it held."""
     import psycopg
 
@@ -82,7 +81,7 @@ def test_a_crawl_into_a_foreign_postgres_schema_is_refused_before_anything(
 def test_a_kb_from_before_markers_keeps_its_pages_and_takes_new_ones(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
-    """#14 item 8: a KB the code wrote before markers (its tables, no marker) is not refused: a crawl
+    """A KB the code wrote before markers (its tables, no marker) is not refused: a crawl
     into it keeps the page it held and adds the new one."""
     site(server, host)
     uri = f"sqlite:///{tmp_path / 'old.sqlite3'}"

@@ -1,4 +1,4 @@
-"""Hostile pages in a real crawl (#14 items 5, 6): pages written to exhaust the extractor are read
+"""Hostile pages in a real crawl: pages written to exhaust the extractor are read
 within bounds and stored, binary bytes served as text are refused, one line each, and the good pages
 of the same run are stored as always."""
 
@@ -39,7 +39,7 @@ def summary_line(stderr: str) -> str:
 def test_a_hostile_corpus_is_read_within_bounds_or_refused_one_line_each(
     server: TestServer, host: str, crawl, signing_key: Path, tmp_path: Path
 ) -> None:
-    """#14 items 5 and 6, OMN-LABELS: OmniscienteBot (which labels pages) reads the hostile corpus
+    """OMN-LABELS: OmniscienteBot (which labels pages) reads the hostile corpus
     of tests/data/hostile with two good pages in the same run. A page of 200,000 attributes, one of
     20,000 links in an <aside>, 600 nested tables and an index of 12,000 links are each stored with
     the text within the bounds, labelled (the aside's first 10,000 links, all navigation), one
@@ -92,7 +92,7 @@ def test_a_hostile_corpus_is_read_within_bounds_or_refused_one_line_each(
 def test_a_re_read_that_gets_binary_bytes_keeps_the_good_text(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
-    """#14 item 6, SYN-REMOVE ('any other failure keeps the page'): two pages stored with good text
+    """SYN-REMOVE ('any other failure keeps the page'): two pages stored with good text
     answer the next read with a PNG sent as text/html and with gzip inside one gzip Content-Encoding.
     Each is one warning line, counted as skipped binary, and the KB still holds the good text."""
     server.add(host, {"/robots.txt": NO_ROBOTS, "/logo.html": good("Logo"), "/news.html": good("News")})
@@ -123,7 +123,7 @@ def test_a_re_read_that_gets_binary_bytes_keeps_the_good_text(
 def test_a_first_crawl_of_binary_pages_stores_nothing_for_them(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
-    """#14 item 6: a first crawl of a PNG sent as text/html and of a double-gzipped page stores
+    """A first crawl of a PNG sent as text/html and of a double-gzipped page stores
     nothing for them, one warning line each, while the good page beside them is stored."""
     twice = gzip.compress(gzip.compress(b"<html><body><p>Compressed twice.</p></body></html>"))
     server.add(host, {

@@ -1,5 +1,5 @@
-"""IPv6 literal URLs (`http://[::1]:PORT/`) work wherever IPv4 literals do, in the crawl and on demand
-(#13 item 5), against the test server listening on ::1."""
+"""IPv6 literal URLs (`http://[::1]:PORT/`) work wherever IPv4 literals do, in the crawl and on demand,
+against the test server listening on ::1."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ page = partial(pages.page, say="{title} text.", main=False)
 def test_a_crawl_of_an_ipv6_literal_is_fetched_after_its_robots_txt(
     server6: TestServer, crawl, host: str, named: bool
 ) -> None:
-    """#13 item 5, ALL-RFC9309: with ALLOW_PRIVATE_ADDRESSES, `scrapy crawl page -a url=http://[::1]:PORT/`
+    """ALL-RFC9309: with ALLOW_PRIVATE_ADDRESSES, `scrapy crawl page -a url=http://[::1]:PORT/`
     fetches robots.txt, then the page, and keeps it (it failed as a DNS lookup of "::1"); so does a name
     HOST_RESOLVE maps to the IPv6 literal ::1."""
     name = host if named else "[::1]"
@@ -40,7 +40,7 @@ def test_a_crawl_of_an_ipv6_literal_is_fetched_after_its_robots_txt(
 
 
 def test_an_ipv6_literal_asked_on_demand_is_fetched(server6: TestServer, tmp_path: Path) -> None:
-    """#13 item 5, SNA-ONDEMAND: with ALLOW_PRIVATE_ADDRESSES, an agent asking for http://[::1]:PORT/... gets
+    """SNA-ONDEMAND: with ALLOW_PRIVATE_ADDRESSES, an agent asking for http://[::1]:PORT/... gets
     the page (200) after the site's robots.txt; a path it disallows is refused and never requested."""
     server6.add("[::1]", {"/robots.txt": ROBOTS, "/ask.html": page("Asked")})
     with run_ondemand(tmp_path) as fetcher:

@@ -61,7 +61,7 @@ def _oks(site: Site) -> list[str]:
 def test_postgres_stopped_mid_crawl_holds_the_crawl_and_loses_no_page(
     server: TestServer, host: str, crawl, private_postgres: PrivateCluster
 ) -> None:
-    """SYN-MODES (what is fetched is kept), #33: PostgreSQL stopped for 6 s in the middle of a 61-page site
+    """SYN-MODES (what is fetched is kept): PostgreSQL stopped for 6 s in the middle of a 61-page site
     crawl. The crawl stops starting requests once it knows (the site sees at most the few that were on
     their way), says so in one line and that the KB is back in another, and goes on by itself: every page
     the site served is in the KB, none was asked for twice, no traceback, exit status 0."""
@@ -85,7 +85,7 @@ def test_postgres_stopped_mid_crawl_holds_the_crawl_and_loses_no_page(
 def test_postgres_down_past_the_limit_ends_the_crawl_75_and_the_next_run_finishes_it(
     server: TestServer, host: str, crawl, private_postgres: PrivateCluster, tmp_path: Path
 ) -> None:
-    """#33: a KB down longer than KB_OUTAGE_SECONDS ends the crawl with exit status 75 (a temporary failure),
+    """A KB down longer than KB_OUTAGE_SECONDS ends the crawl with exit status 75 (a temporary failure),
     every page it fetched written or journalled, its source not recorded as finished; run again once the KB
     is back, the crawl writes the journal first and goes on where it stopped: every page in the KB, none
     asked for twice over the two runs (not even as a 304)."""
@@ -117,7 +117,7 @@ def test_postgres_down_past_the_limit_ends_the_crawl_75_and_the_next_run_finishe
 def test_a_sqlite_kb_on_a_full_disk_stops_the_crawl_whole_and_the_next_run_goes_on(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
-    """#33: a SQLite KB whose disk fills mid-crawl: one line names the KB and what it needs, no page's text
+    """A SQLite KB whose disk fills mid-crawl: one line names the KB and what it needs, no page's text
     reaches the log, crawling stops (exit 75 after KB_OUTAGE_SECONDS), the KB passes integrity_check and
     the held pages are journalled elsewhere; with room made, the next run finishes: every page stored,
     none asked for twice."""

@@ -200,7 +200,7 @@ async def test_mcp_client_lists_and_calls_web_fetch(fetcher: Fetcher, server: Te
 async def test_the_on_demand_server_also_searches_what_it_fetched(
     fetcher: Fetcher, server: TestServer, host: str
 ) -> None:
-    """SNA-ONDEMAND, YOT-RESULTS (#19): beside web_fetch, the on-demand server answers /api/search and the
+    """SNA-ONDEMAND, YOT-RESULTS: beside web_fetch, the on-demand server answers /api/search and the
     MCP tools search, list_kbs and fetch; fetch is web_fetch with all its rules (robots.txt first),
     and a fetched page is then found by search with its passages and anchors."""
     from mcp import Client

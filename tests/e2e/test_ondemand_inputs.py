@@ -1,4 +1,4 @@
-"""On-demand answers to what an agent may send (#13 item 5, SNA-ONDEMAND: "same rules as the crawl"):
+"""On-demand answers to what an agent may send (SNA-ONDEMAND: "same rules as the crawl"):
 a URL longer than the crawl follows, and names that resolve to a loopback address under the default
 address guard. Seen from the agent's side (the HTTP answer) and the server's (its log)."""
 
@@ -34,7 +34,7 @@ def fetcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fetcher]:
 def test_a_url_longer_than_the_crawl_follows_is_a_400_before_any_request(
     fetcher: Fetcher, server: TestServer, host: str
 ) -> None:
-    """#13 item 5, SNA-ONDEMAND: the crawl drops a URL longer than URLLENGTH_LIMIT (2083), so an ask for
+    """SNA-ONDEMAND: the crawl drops a URL longer than URLLENGTH_LIMIT (2083), so an ask for
     a 10 KB URL is answered 400 bad_url at once, and the site sees no request, not even robots.txt; a
     URL within the limit on the same host is still fetched."""
     server.add(host, {"/robots.txt": ROBOTS, "*": PAGE})
@@ -50,7 +50,7 @@ def test_a_url_longer_than_the_crawl_follows_is_a_400_before_any_request(
 def test_a_name_that_resolves_to_loopback_is_address_refused_and_never_reached(
     guarded: Fetcher, server: TestServer, host: str, form: str
 ) -> None:
-    """#13 item 5, SNA-ONDEMAND, the address guard: under the default guard, a host that is a loopback
+    """SNA-ONDEMAND, the address guard: under the default guard, a host that is a loopback
     address in another spelling (decimal, hex, short form), a name that resolves to it (localhost, a
     HOST_RESOLVE name), or the literal address is answered `403 address_refused`, the documented code,
     not `503 robots_unavailable` ("try later"), asked once or twice; nothing reaches the server."""

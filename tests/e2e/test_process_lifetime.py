@@ -1,4 +1,4 @@
-"""No process outlives its crawl (#13 item 4): the extraction forkserver, its workers and multiprocessing's
+"""No process outlives its crawl: the extraction forkserver, its workers and multiprocessing's
 resource tracker end with the crawler, whether it finishes, is stopped (SIGTERM) or is killed (SIGKILL).
 
 The crawl's processes are found by a marker this test puts in the crawl's environment, which every process
@@ -122,7 +122,7 @@ def kill_leftovers(mark: str) -> None:
 def test_no_process_outlives_a_crawl_stopped_mid_run(
     server: TestServer, host: str, tmp_path: Path, stop: signal.Signals
 ) -> None:
-    """#13 item 4: a site crawl with extraction workers, its scrapy process (alone, not its group) killed
+    """A site crawl with extraction workers, its scrapy process (alone, not its group) killed
     with SIGKILL or stopped with SIGTERM mid-run: within 30 s none of its processes is left, not the
     forkserver, a worker or the resource tracker, which were all running before."""
     mark = uuid.uuid4().hex
@@ -144,7 +144,7 @@ def test_no_process_outlives_a_crawl_stopped_mid_run(
 
 
 def test_no_process_outlives_a_crawl_that_finishes(server: TestServer, host: str, tmp_path: Path) -> None:
-    """#13 item 4: a crawl that runs to its end leaves no extraction process behind (they ran during it)."""
+    """A crawl that runs to its end leaves no extraction process behind (they ran during it)."""
     mark = uuid.uuid4().hex
     proc = start_crawl(server, host, tmp_path, mark, pages=12, delay=0.2)
     try:

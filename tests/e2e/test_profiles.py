@@ -174,7 +174,7 @@ def test_omniscientebot_crawl_delay_decimals_from_its_own_group(
 
 
 def test_a_crawl_delay_line_does_not_end_a_group(server: TestServer, host: str, crawl, tmp_path: Path) -> None:
-    """ALL-RFC9309, ALL-CD, OMN-CD (#13 item 1): a Crawl-delay line is an "other record" that must not
+    """ALL-RFC9309, ALL-CD, OMN-CD: a Crawl-delay line is an "other record" that must not
     interfere with grouping (RFC 9309 §2.2.4), and a blank line does not end a group either. On
     `shut.HOST`, "User-agent: SynapseBot", "Crawl-delay: 1.5" above "User-agent: *", "Disallow: /"
     is one group: only robots.txt is asked for, and `robots check` agrees (disallowed, Crawl-delay

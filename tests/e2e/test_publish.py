@@ -1,4 +1,4 @@
-"""What an operator publishes for site owners (#18 part 3): the bot page and the key directory as
+"""What an operator publishes for site owners: the bot page and the key directory as
 static files, and a site owner verifying a crawled request against the published directory."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def keygen(path: Path) -> Path:
 
 
 def test_publish_writes_the_page_and_the_key_directory(tmp_path: Path) -> None:
-    """#18 part 3 (OMN-SIGN): `publish --profile omniscientebot --key K` writes the page at the path of the
+    """OMN-SIGN: `publish --profile omniscientebot --key K` writes the page at the path of the
     User-Agent's link (bot/index.html and index.md: what `botpage` prints) and, at
     /.well-known/http-message-signatures-directory, exactly what `keys directory --key K` prints; each
     file is one line of output."""
@@ -40,7 +40,7 @@ def test_publish_writes_the_page_and_the_key_directory(tmp_path: Path) -> None:
 
 
 def test_publish_all_puts_each_bot_under_its_host_and_keys_only_where_they_sign(tmp_path: Path) -> None:
-    """#18 part 3 (SER-SIGN, OMN-SIGN): without --profile every bot's page goes under DIR/HOST/ at its own
+    """SER-SIGN, OMN-SIGN: without --profile every bot's page goes under DIR/HOST/ at its own
     path; the key directory only under the hosts of the two bots that sign."""
     key = keygen(tmp_path / "k.pem")
     out = synapsecrawl("publish", "--out", str(tmp_path / "all"), "--key", str(key))
@@ -70,7 +70,7 @@ def test_publish_all_puts_each_bot_under_its_host_and_keys_only_where_they_sign(
     ],
 )
 def test_publish_refuses_what_it_cannot_publish_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:
-    """#18 part 3, bad input: a key for a bot that does not sign, no key for one that does, an unreadable
+    """Bad input: a key for a bot that does not sign, no key for one that does, an unreadable
     key: one line, exit 1, and nothing written."""
     key = keygen(tmp_path / "k.pem")
     args = [str(key) if a == "KEY" else str(tmp_path / "missing.pem") if a == "MISSING" else a for a in args]
@@ -84,7 +84,7 @@ def test_publish_refuses_what_it_cannot_publish_in_one_line(tmp_path: Path, args
 def test_a_site_owner_verifies_a_crawled_request_against_the_published_directory(
     server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
-    """#18 part 3, docs/site-owners.md (OMN-SIGN): a request OmniscienteBot made to a site, saved as the
+    """docs/site-owners.md (OMN-SIGN): a request OmniscienteBot made to a site, saved as the
     site saw it (request line and headers), verifies with `synapsecrawl verify --directory` pointed at the
     published directory file; the same request claimed for another path does not."""
     key = keygen(tmp_path / "omni.pem")

@@ -5,48 +5,16 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from dataclasses import replace
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from synapsecrawl.kb import open_store
-from synapsecrawl.kb.records import Source
-from tests.e2e.test_reread import HTML, ROBOTS_ALL, html, since, validated
-from tests.helpers import bin_path
+from tests.e2e.rereads import TEST_HOSTS, cron, html, make_due, run_cron, since, sources, validated
+from tests.site.pages import HTML, ROBOTS_ALL
 from tests.site.server import Reply, TestServer
 
 pytestmark = pytest.mark.e2e
-
-TEST_HOSTS = ("--set", "HOST_RESOLVE=*.test=127.0.0.1", "--set", "ALLOW_PRIVATE_ADDRESSES=True")
-
-
-def cron(*args: str) -> list[str]:
-    """The command line a crontab entry runs: `env -i` leaves PATH alone, as cron's minimal environment."""
-    return ["env", "-i", "PATH=/usr/bin:/bin", bin_path("synapsecrawl"), "recrawl", *args]
-
-
-def run_cron(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        cron(*args), cwd="/", stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def sources(uri: str) -> list[Source]:
-    store = open_store(uri)
-    try:
-        return store.sources()
-    finally:
-        store.close()
-
-
-def make_due(uri: str) -> None:
-    """A week passes: every source of the KB is due."""
-    store = open_store(uri)
-    for source in store.sources():
-        store.put_source(replace(source, next_due=time.time() - 1))
-    store.close()
 
 
 def test_recrawl_from_cron_rereads_due_sources_only(server: TestServer, host: str, crawl, tmp_path: Path) -> None:

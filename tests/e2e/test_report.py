@@ -1,4 +1,4 @@
-"""The crawl report (#18), from a real crawl: what the server saw is what the report shows, and it
+"""The crawl report, from a real crawl: what the server saw is what the report shows, and it
 renders in headless Chromium without a script error."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def reported(server: TestServer, host: str, crawl, tmp_path: Path) -> tuple[Path
 def test_report_json_matches_what_the_server_saw(
     reported: tuple[Path, dict[str, Any]], server: TestServer, host: str
 ) -> None:
-    """#18 part 1 (ALL-CD, the design card's 429/503 backoff, ALL-NOINDEX, ALL-RFC9309): the report's
+    """ALL-CD, the design card's 429/503 backoff, ALL-NOINDEX, ALL-RFC9309: the report's
     site holds every request the server logged, in order, with its status; the Crawl-delay read from
     robots.txt and the spacing it set; the 503 as a pause with its Retry-After; robots.txt read once
     and parsed; /hidden.html skipped for noindex and /private/x.html for robots; the rest stored."""
@@ -95,7 +95,7 @@ def test_report_json_matches_what_the_server_saw(
 def test_report_renders_in_chromium_with_its_key_elements(
     reported: tuple[Path, dict[str, Any]], server: TestServer, host: str, tmp_path: Path
 ) -> None:
-    """#18 part 1: the index and the site's page load from the disk in headless Chromium with no console
+    """The index and the site's page load from the disk in headless Chromium with no console
     error or page error; the site's row shows the request count the server logged and its skip reasons;
     its page draws the gap chart with the Crawl-delay line at 1.5 s, one gap point per gap, and a pause
     marker for the 503 with Retry-After 2; the filter script hides other rows. Screenshots are kept."""
@@ -146,7 +146,7 @@ def test_report_renders_in_chromium_with_its_key_elements(
 
 
 def test_report_command_rebuilds_the_same_report(reported: tuple[Path, dict[str, Any]]) -> None:
-    """#18 part 1: `synapsecrawl report REPORT_DIR` rebuilds the latest crawl's report from its request
+    """`synapsecrawl report REPORT_DIR` rebuilds the latest crawl's report from its request
     log and stats alone: the same report.json, and a request log with a garbled line loses only that
     line (counted), never the report."""
     directory, data = reported

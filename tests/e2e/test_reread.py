@@ -13,38 +13,12 @@ import pytest
 
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.records import RobotsCopy
-from tests.helpers import write_urls
-from tests.site import pages
+from tests.e2e.rereads import ABOUT, html, since, validated
+from tests.helpers import pages_due, write_urls
 from tests.site.pages import FAST, HTML, ROBOTS_ALL, page
 from tests.site.server import Hit, Reply, TestServer
 
 pytestmark = pytest.mark.e2e
-
-
-ABOUT = " is a page about {lower} with enough words to be read as text."
-html = partial(pages.html, say="{title}" + ABOUT)
-
-
-def validated(body: str, *, etag: str = "", last_modified: str = "") -> Callable[[BaseHTTPRequestHandler], Reply]:
-    """A route that answers 304 when the request carries its current validator, as RFC 9110 §13.1 says."""
-
-    def route(handler: BaseHTTPRequestHandler) -> Reply:
-        headers = dict(HTML)
-        if etag:
-            headers["ETag"] = etag
-        if last_modified:
-            headers["Last-Modified"] = last_modified
-        if etag and handler.headers.get("If-None-Match") == etag:
-            return Reply(b"", status=304, headers={"ETag": etag})
-        if not etag and last_modified and handler.headers.get("If-Modified-Since") == last_modified:
-            return Reply(b"", status=304, headers={"Last-Modified": last_modified})
-        return Reply(body, headers=headers)
-
-    return route
-
-
-def since(server: TestServer, host: str, start: int) -> list[Hit]:
-    return server.log(host)[start:]
 
 
 def by_path(hits: list[Hit], path: str) -> list[Hit]:
@@ -274,13 +248,14 @@ def test_yottabot_removes_pages_a_new_robots_txt_disallows_at_once(
     first = crawl("page", args={"urls_file": write_urls(tmp_path / "u.txt", urls)}, settings=settings)
     assert first.returncode == 0, first.stderr[-3000:]
     assert sorted(stored(first)) == sorted(urls)
-    # A day later: YottaBot's copy of robots.txt (kept up to 24 h) has expired.
+    # A week later: YottaBot's copy of robots.txt (kept up to 24 h) has expired, and its pages are due again.
     store = open_store(first.kb_uri)
     origin = server.url(host, "").rstrip("/")
     copy = store.get_robots("yottabot", origin)
     assert copy is not None
     store.put_robots("yottabot", RobotsCopy(origin, copy.status, copy.body, time.time() - 2 * 86400))
     store.close()
+    pages_due(first.kb_uri)
     mark = len(server.log(host))
 
     server.add(
@@ -370,6 +345,7 @@ def test_removal_list_deletes_pages_and_keeps_them_out(server: TestServer, host:
     first = crawl("page", args={"urls_file": write_urls(tmp_path / "u1.txt", first_urls)}, settings=settings)
     assert first.returncode == 0, first.stderr[-3000:]
     assert len(first.kb()) == 3
+    pages_due(first.kb_uri)
     mark, mark_banned = len(server.log(host)), len(server.log(banned))
 
     removal = tmp_path / "removals.txt"

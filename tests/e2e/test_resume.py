@@ -51,7 +51,7 @@ def scrapy_command(spider: str, args: dict[str, str], kb_uri: str, extra: dict[s
 def test_a_site_crawl_killed_half_way_finishes_when_run_again(
     server: TestServer, host: str, crawl, tmp_path: Path, jobdir: bool
 ) -> None:
-    """SYN-MODES, SYN-REREAD (#13 item 3), the operator's path: a 61-page site with ETags, its crawl killed
+    """SYN-MODES, SYN-REREAD, the operator's path: a 61-page site with ETags, its crawl killed
     with SIGKILL (its process group) once 29 pages are stored, then `scrapy crawl site` again, with or
     without a JOBDIR (whose job state a kill leaves stale). Every page ends up in the KB; no page stored by
     the first run is asked for again by the second, which continues the same run of the source (its stored
@@ -105,7 +105,7 @@ def test_a_site_crawl_killed_half_way_finishes_when_run_again(
         urls = {page.url for page in store.pages()}
         [source] = store.sources()
     assert urls == {server.url(host, path) for path in pages}
-    # the run already has them: not asked for again, not even as a 304; their stored links lead on (#33)
+    # the run already has them: not asked for again, not even as a 304; their stored links lead on
     assert not {path for path, _ in again} & {urlsplit(u).path for u in stored_first}
     oks = [path for path, status in site.answers if status == 200]
     assert len(oks) == len(set(oks)) == len(pages)  # every page read once, over the two runs
@@ -116,7 +116,7 @@ def test_a_site_crawl_killed_half_way_finishes_when_run_again(
 
 
 def test_a_304_leads_to_the_stored_links_in_postgres(server: TestServer, host: str, crawl, postgres_uri: str) -> None:
-    """SYN-MODES, SYN-REREAD (#13 item 3) on PostgreSQL: a site crawl stopped at its page budget keeps each
+    """SYN-MODES, SYN-REREAD on PostgreSQL: a site crawl stopped at its page budget keeps each
     stored page's links; the next crawl's 304 for the start page and for the section it had read leads to
     the pages never reached, within depth and scope: an out-of-scope link stays unfollowed, a page deeper
     than `depth` is not requested."""

@@ -1,4 +1,4 @@
-"""The search index against the running service (#38): pages stored while `synapsecrawl serve` runs are
+"""The search index against the running service: pages stored while `synapsecrawl serve` runs are
 found over HTTP and MCP, kill -9 of a crawl or of the service mid-write leaves search consistent with
 the KB, and `synapsecrawl kb reindex` rebuilds it.
 
@@ -22,8 +22,8 @@ from synapsecrawl.kb import open_store
 from synapsecrawl.search.index import SearchIndex, index_path
 from tests import zygote
 from tests.conftest import _bin, synapsecrawl
-from tests.e2e.test_serve import WHEN, kb_search, serve
-from tests.helpers import ROOT, bin_path, record, wait_for
+from tests.e2e.service import kb_search, serve
+from tests.helpers import ROOT, WHEN, bin_path, record, wait_for
 from tests.site.pages import ROBOTS_ALL
 from tests.site.server import Reply, TestServer
 
@@ -40,7 +40,7 @@ def _urls(results: dict[str, Any]) -> list[str]:
 
 
 async def test_a_page_stored_while_served_is_found_over_http_and_mcp(kb_uri: str, tmp_path: Path) -> None:
-    """#38 YOT-RESULTS: a page stored by another process while `serve` runs is found over HTTP (polled
+    """YOT-RESULTS: a page stored by another process while `serve` runs is found over HTTP (polled
     with a deadline) and through the official MCP client; once deleted from the KB, the next search
     shows it no more."""
     from mcp import Client
@@ -134,7 +134,7 @@ def _consistent(kb_uri: str, pages: int) -> list[str]:
 def test_kill_9_of_a_crawl_mid_write_leaves_search_consistent(
     server: TestServer, host: str, kb_uri: str, tmp_path: Path
 ) -> None:
-    """#38: a crawl killed with SIGKILL while it writes pages leaves the KB and its change log alike (one
+    """A crawl killed with SIGKILL while it writes pages leaves the KB and its change log alike (one
     transaction), so search then finds exactly the pages the KB holds, each by its own word."""
     pages = 30
     proc = _start_crawl(_site(server, host, pages), kb_uri, tmp_path)
@@ -157,7 +157,7 @@ def test_kill_9_of_a_crawl_mid_write_leaves_search_consistent(
 
 
 def test_kill_9_of_the_service_while_it_follows_then_search_is_consistent(kb_uri: str, tmp_path: Path) -> None:
-    """#38: `serve` killed with SIGKILL while pages are being stored and it commits them leaves an index
+    """`serve` killed with SIGKILL while pages are being stored and it commits them leaves an index
     that is either its last commit or is rebuilt: after more writes, a new `serve` and `kb search` find
     exactly what the KB holds."""
     store = open_store(kb_uri)
@@ -196,7 +196,7 @@ def test_kill_9_of_the_service_while_it_follows_then_search_is_consistent(kb_uri
 
 
 def test_kb_reindex_rebuilds_the_index_and_is_refused_while_serve_keeps_it(kb_uri: str, tmp_path: Path) -> None:
-    """#38 (CONTRACT `synapsecrawl kb reindex --uri KB_URI [--kb NAME]`): it rebuilds the index from the
+    """CONTRACT `synapsecrawl kb reindex --uri KB_URI [--kb NAME]`: it rebuilds the index from the
     store (all of it, or one KB), saying how many pages; while `serve` keeps the index it is refused in
     one line (exit 1) and the service goes on answering."""
     store = open_store(kb_uri)
@@ -220,7 +220,7 @@ def test_kb_reindex_rebuilds_the_index_and_is_refused_while_serve_keeps_it(kb_ur
 
 
 def test_serve_with_workers_answers_from_each_and_stops_them_all(tmp_path: Path) -> None:
-    """#38: `serve --workers 2` answers from two processes on one port (one keeps the index, the other reads
+    """`serve --workers 2` answers from two processes on one port (one keeps the index, the other reads
     its last commits), so a page stored meanwhile is found on every answer once committed; SIGINT to the
     first process ends both."""
     uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
@@ -250,7 +250,7 @@ def _zombie(pid: int) -> bool:
 
 
 def test_jsonl_of_kb_search_is_one_object_a_line(tmp_path: Path) -> None:
-    """#38: `kb search` through the index still prints one JSON object a result (the service's shape)."""
+    """`kb search` through the index still prints one JSON object a result (the service's shape)."""
     uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
     store = open_store(uri)
     try:

@@ -7,102 +7,31 @@ PostgreSQL. HTTP goes through urllib, MCP through the official SDK's client.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
 import re
-import signal
-import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.records import PageRecord
 from tests import zygote
-from tests.conftest import _bin, synapsecrawl, write_urls
+from tests.conftest import _bin, write_urls
+from tests.e2e.service import kb_search, serve
+from tests.helpers import WHEN
 from tests.site.server import Reply, TestServer
 
 DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"
 NO_ROBOTS = Reply("", status=404, headers={"Content-Type": "text/plain"})
 FAST = {"DOWNLOAD_DELAY": "0.1"}  # synapsebot self-hosted floor
-_LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
-WHEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-
-
-@dataclass
-class Service:
-    """A running `synapsecrawl serve` and where it listens."""
-
-    proc: zygote.Forked | subprocess.Popen[bytes]
-    base: str
-    log: Path
-
-    def call(
-        self, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
-    ) -> tuple[int, dict[str, Any]]:
-        request = urllib.request.Request(
-            f"{self.base}{path}",
-            data=body,
-            method="POST" if body is not None else "GET",
-            headers={"Content-Type": "application/json", **(headers or {})},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            with error:
-                return error.code, json.loads(error.read())
-
-    def search(self, **params: object) -> tuple[int, dict[str, Any]]:
-        return self.call(f"/api/search?{urllib.parse.urlencode(params)}")
-
-
-@contextmanager
-def serve(tmp: Path, uri: str, *args: str, env: dict[str, str] | None = None) -> Iterator[Service]:
-    """`synapsecrawl serve --uri URI --port 0`; stopped with SIGINT, as Ctrl-C would."""
-    log = tmp / f"serve-{time.monotonic_ns()}.log"
-    environment = {k: v for k, v in os.environ.items() if k not in ("SEARCH_TOKEN", "BOT_PROFILE")}
-    with log.open("wb") as out:
-        proc = zygote.popen(
-            [_bin("synapsecrawl"), "serve", "--uri", uri, "--port", "0", *args],
-            cwd=tmp,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**environment, **(env or {})},
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while not (found := _LISTENING.search(log.read_text(errors="replace"))):
-            assert proc.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "serve did not listen within 60 s"
-            time.sleep(0.05)
-        yield Service(proc, found.group(1), log)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            returncode = proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
-    text = log.read_text(errors="replace")
-    assert returncode == 0, text[-3000:]
-    assert "Traceback" not in text, text[-3000:]
-
-
-def kb_search(uri: str, query: str, *extra: str) -> list[dict[str, Any]]:
-    out = synapsecrawl("kb", "search", query, "--uri", uri, "--format", "jsonl", *extra)
-    assert out.returncode == 0, out.stderr
-    return [json.loads(line) for line in out.stdout.splitlines()]
 
 
 def page(title: str, body: str, head: str = "", headers: dict[str, str] | None = None) -> Reply:
@@ -204,7 +133,7 @@ def test_results_follow_snagabots_rules(server: TestServer, host: str, crawl, tm
 
 
 def test_a_wrong_query_or_parameter_is_a_400_with_one_message(tmp_path: Path) -> None:
-    """YOT-RESULTS (#19 safe by default): a missing or empty query, a query of no words, an unknown or
+    """YOT-RESULTS (safe by default): a missing or empty query, a query of no words, an unknown or
     repeated parameter, a limit or offset out of range or not a number, a bad KB name and a body
     that is not a JSON object each get a 400 with one clear line; an unknown KB is a 404."""
     uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
@@ -239,7 +168,7 @@ def test_a_wrong_query_or_parameter_is_a_400_with_one_message(tmp_path: Path) ->
 
 
 def test_an_unopenable_kb_is_a_503_and_the_service_keeps_running(tmp_path: Path) -> None:
-    """YOT-RESULTS (#19): a KB file that is not a database is a 503 with one line (and one line in
+    """YOT-RESULTS: a KB file that is not a database is a 503 with one line (and one line in
     the service's log); the service keeps running and answers once the KB can be opened."""
     path = tmp_path / "kb.sqlite3"
     path.write_bytes(b"this is not a database, it is a shopping list " * 100)
@@ -257,12 +186,64 @@ def test_an_unopenable_kb_is_a_503_and_the_service_keeps_running(tmp_path: Path)
         store.close()
         status, body = service.search(query="kettle")
         assert status == 200 and [r["url"] for r in body["results"]] == ["http://a.test/k"]
-    lines = [line for line in service.log.read_text().splitlines() if "503" in line]
+    # 503 as a status, not inside the port number of the "listening on" line
+    lines = [line for line in service.log.read_text().splitlines() if re.search(r"(?<!\d)503(?!\d)", line)]
     assert len(lines) == 3 and all("cannot open knowledge base" in line for line in lines)
 
 
+def _connections_by_process(root: int, port: int) -> dict[int, int]:
+    """How many established TCP connections on local ``port`` each process of ``root``'s tree holds (from /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":  # 01: ESTABLISHED
+                inodes.add(fields[9])
+    tree, held = {root}, {}
+    for stat in sorted(Path("/proc").glob("[0-9]*/stat")):
+        with contextlib.suppress(OSError, ValueError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) in tree:  # the parent's pid
+                tree.add(int(stat.parent.name))
+    for pid in tree:
+        with contextlib.suppress(OSError):
+            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+            held[pid] = sum(1 for link in links if link.startswith("socket:[") and link[8:-1] in inodes)
+    return held
+
+
+def test_workers_share_kept_alive_clients(tmp_path: Path) -> None:
+    """YOT-RESULTS: with `serve --workers 2`, sixteen clients that keep their connections alive (as httpx and the
+    MCP SDK do) are answered by both processes, each listening with its own socket (SO_REUSEPORT), not all by
+    the one that woke first, as with one shared socket. Asserted on which process holds each connection (the
+    kernel spreads them by address: all on one has a chance of 2 in 65,536)."""
+    uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
+    store = open_store(uri)
+    store.put_page(PageRecord("docs", "http://a.test/k", "Kettle", "Kettles boil water.", "text/html", 200, WHEN))
+    store.close()
+    with serve(tmp_path, uri, "--workers", "2") as service:
+        host, port = urllib.parse.urlsplit(service.base).hostname, urllib.parse.urlsplit(service.base).port
+        assert host and port
+        clients = [http.client.HTTPConnection(host, port, timeout=60) for _ in range(16)]
+
+        def ask(client: http.client.HTTPConnection) -> list[str]:
+            urls = []
+            for _ in range(3):
+                client.request("GET", "/api/search?query=kettle")
+                urls += [result["url"] for result in json.loads(client.getresponse().read())["results"]]
+            return urls
+
+        with ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(ask, clients))
+        held = _connections_by_process(service.proc.pid, port)
+        for client in clients:
+            client.close()
+    assert answers == [["http://a.test/k"] * 3] * 16
+    assert sum(held.values()) == 16, held
+    assert len([pid for pid, count in held.items() if count]) == 2, held  # both processes, each some of them
+
+
 def test_a_token_is_required_when_set_and_a_public_bind_needs_one(tmp_path: Path) -> None:
-    """#19 safe by default: with SEARCH_TOKEN set, a request without `Authorization: Bearer TOKEN` (or
+    """Safe by default: with SEARCH_TOKEN set, a request without `Authorization: Bearer TOKEN` (or
     with a wrong one) is a 401, with it a 200, over HTTP and MCP alike; a request naming another
     Host is refused (DNS rebinding); binding an address other than loopback without a token is
     refused at start in one line."""

@@ -1,4 +1,4 @@
-"""One crawl shared by several worker processes through Redis, its KB in PostgreSQL (#16).
+"""One crawl shared by several worker processes through Redis, its KB in PostgreSQL.
 
 Everything is asserted from the outside: what the test server saw (every URL
 once, per-site gaps and concurrency across workers) and what the KB holds.
@@ -23,7 +23,7 @@ NO_ROBOTS = Reply("", status=404)
 def test_three_workers_fetch_a_url_list_once_each_with_every_sites_gaps_held(
     server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path
 ) -> None:
-    """#16 (frontier and duplicate filter in Redis; SYN-RATE across machines): a URL list over 4 sites
+    """Frontier and duplicate filter in Redis; SYN-RATE across machines: a URL list over 4 sites
     (6 pages each, one listed twice) added once and crawled by 3 workers: the server sees every page
     exactly once and each robots.txt once (not once per worker), gaps of at least 1 s between
     requests to one site whichever worker sent them, never two in flight at a site; the PostgreSQL KB
@@ -58,7 +58,7 @@ def test_three_workers_fetch_a_url_list_once_each_with_every_sites_gaps_held(
 def test_a_site_crawl_shared_by_three_workers_keeps_its_depth_and_its_page_limit_across_them(
     server: TestServer, host: str, shared: SharedCrawl
 ) -> None:
-    """#16 (site mode shared; SYN-LIMITS, SYN-SCOPE): `crawl add --mode site --depth 2 --max-pages 6`
+    """Site mode shared; SYN-LIMITS, SYN-SCOPE: `crawl add --mode site --depth 2 --max-pages 6`
     on a site whose pages link to each other (a tree 3 wide, 3 deep, plus links back to the start):
     3 workers together fetch 6 pages, each once, none deeper than 2 links from the start, robots.txt
     once; a second start added on another site with no limit is crawled to its depth in full, once
@@ -96,10 +96,10 @@ def test_a_site_crawl_shared_by_three_workers_keeps_its_depth_and_its_page_limit
 def test_a_sitemap_and_a_feed_shared_by_three_workers_are_read_once_and_their_pages_fetched_once(
     server: TestServer, host: str, shared: SharedCrawl
 ) -> None:
-    """#16 (sitemap and feed modes shared; SYN-MODES, SER-FEEDS): a sitemap listing 8 pages and an
+    """Sitemap and feed modes shared; SYN-MODES, SER-FEEDS: a sitemap listing 8 pages and an
     RSS feed of 2 entries, added to one crawl of 3 workers: the sitemap, the feed, each listed page
     and robots.txt are each fetched once; the KB holds the 8 pages, the feed and its 2 entries."""
-    from tests.e2e.test_feed_mode import feed
+    from tests.site.pages import feed
 
     maps, feeds = f"maps.{host}", f"feeds.{host}"
     pages = [server.url(maps, f"/p{n}.html") for n in range(8)]
@@ -137,7 +137,7 @@ def test_a_sitemap_and_a_feed_shared_by_three_workers_are_read_once_and_their_pa
 def test_three_403s_on_different_workers_are_one_streak_and_leave_the_site_for_every_worker(
     server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path, signing_key: Path
 ) -> None:
-    """#16 (403 counts hold for all workers; OMN-PAUSE "repeated 403" = three in a row -> 24 h): a site
+    """403 counts hold for all workers; OMN-PAUSE "repeated 403" = three in a row -> 24 h: a site
     answering 403 to every page, crawled by 3 OmniscienteBot workers: the server sees 3 pages, not 3
     per worker; the third 403 leaves the site for the crawl on every worker (its other pages deferred,
     not fetched, and the crawl ends instead of waiting a day)."""
@@ -164,7 +164,7 @@ def test_three_403s_on_different_workers_are_one_streak_and_leave_the_site_for_e
 def test_a_429_seen_by_one_worker_pauses_the_site_for_all_of_them(
     server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path
 ) -> None:
-    """#16 (pauses hold for all workers; SYN-BACKOFF): the first page of a site answers 429 with
+    """Pauses hold for all workers; SYN-BACKOFF: the first page of a site answers 429 with
     Retry-After: 6; 3 workers crawl its 6 pages: no request of any worker reaches the site within
     6 s after the 429, then every page is fetched (the 429'd one retried) and stored."""
     site = f"busy.{host}"
@@ -190,12 +190,12 @@ def test_a_429_seen_by_one_worker_pauses_the_site_for_all_of_them(
 def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
     server: TestServer, host: str, shared: SharedCrawl
 ) -> None:
-    """#16 (recrawl of a shared source; SYN-REREAD): a site crawled by 2 workers is recorded in the KB
+    """Recrawl of a shared source; SYN-REREAD: a site crawled by 2 workers is recorded in the KB
     as a source; a week later `synapsecrawl recrawl --crawl NAME` queues it in the shared crawl again
     (a new round: the crawl was drained) instead of crawling it here, and 2 workers read it again:
     every page fetched once per round, the source's next re-read due a week on."""
     from synapsecrawl.kb import open_store
-    from tests.e2e.test_recrawl import make_due
+    from tests.e2e.rereads import make_due
 
     site = f"again.{host}"
     server.add(site, {"/robots.txt": NO_ROBOTS, "/": page("start", ("/a.html", "/b.html")), "*": page("leaf")})
@@ -222,7 +222,7 @@ def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
 def test_a_crawl_delay_read_by_one_worker_holds_for_all_of_them(
     server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path
 ) -> None:
-    """#16 (Crawl-delays hold for all workers; SYN-RATE, ALL-CD; JSON, never pickle): a site whose
+    """Crawl-delays hold for all workers; SYN-RATE, ALL-CD; JSON, never pickle: a site whose
     robots.txt says Crawl-delay: 3, its 5 pages crawled by 3 workers: robots.txt fetched once (by one
     worker), and every request to the site, whichever worker sent it, at least 3 s after the one
     before. A pickle put in the site's stream by anyone who can write to Redis (its loading would
@@ -230,7 +230,7 @@ def test_a_crawl_delay_read_by_one_worker_holds_for_all_of_them(
     import pickle
 
     from synapsecrawl.shared.frontier import SharedFrontier
-    from tests.core.test_frontier_redis import _Exploit
+    from tests.helpers import PickleExploit
 
     site = f"slowly.{host}"
     server.add(
@@ -244,7 +244,7 @@ def test_a_crawl_delay_read_by_one_worker_holds_for_all_of_them(
     assert shared.add("--urls-file", write_urls(tmp_path / "urls.txt", urls), "--mode", "page").returncode == 0
     marker = tmp_path / "pwned"
     attacker = SharedFrontier(shared.redis_url, shared.name, prefix=shared.frontier_prefix)
-    attacker.add_raw(site, pickle.dumps(_Exploit(marker)))  # the site key: its host
+    attacker.add_raw(site, pickle.dumps(PickleExploit(marker)))  # the site key: its host
     attacker.close()
     shared.start(3)
     shared.wait()

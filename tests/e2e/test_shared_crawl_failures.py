@@ -1,4 +1,4 @@
-"""A shared crawl when a worker or Redis fails (#16): a worker killed with SIGKILL loses nothing, and
+"""A shared crawl when a worker or Redis fails: a worker killed with SIGKILL loses nothing, and
 Redis gone for a minute costs nothing but the wait. Asserted from the test server's log and the KB."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ NO_ROBOTS = Reply("", status=404)
 def test_a_worker_killed_mid_crawl_loses_nothing_its_leases_go_back_and_are_fetched_once_more_at_most(
     server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path
 ) -> None:
-    """#16 (failure: SIGKILL): 3 workers on 3 sites x 10 slow pages (0.8 s an answer); one is killed
+    """Failure: SIGKILL: 3 workers on 3 sites x 10 slow pages (0.8 s an answer); one is killed
     with SIGKILL once the server has seen 6 pages. The others finish the crawl: every URL answered
     200 at least once; a URL fetched twice is one the killed worker held at the kill, so at most 3
     of them (one per site: concurrency 1), each fetched again only after its lease expired
@@ -62,7 +62,7 @@ def test_a_worker_killed_mid_crawl_loses_nothing_its_leases_go_back_and_are_fetc
 def test_a_worker_stopped_with_ctrl_c_ends_its_leases_at_once_every_url_fetched_once(
     server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path, sig: signal.Signals
 ) -> None:
-    """#16 (a worker stopped: Ctrl-C, SIGTERM): 2 workers on 3 sites x 8 pages; once the server has seen
+    """A worker stopped: Ctrl-C, SIGTERM: 2 workers on 3 sites x 8 pages; once the server has seen
     6 pages one worker gets SIGINT (or SIGTERM) and shuts down as Scrapy does, finishing what it had
     started. Once it has exited it holds no lease (every one acknowledged or put back, none left to
     expire in 45 s), the other worker finishes the crawl with every URL fetched exactly once, all of it
@@ -95,7 +95,7 @@ def test_a_worker_stopped_with_ctrl_c_ends_its_leases_at_once_every_url_fetched_
 def test_redis_gone_for_a_minute_mid_crawl_workers_say_so_once_wait_and_go_on_losing_nothing(
     server: TestServer, host: str, postgres_schema_uri: str, tmp_path: Path
 ) -> None:
-    """#16 (failure: Redis unreachable for a minute): 2 workers on 3 sites x 8 pages, on a redis-server
+    """Failure: Redis unreachable for a minute: 2 workers on 3 sites x 8 pages, on a redis-server
     of the test's own with appendonly; once the server has seen 6 pages the Redis is stopped for 60 s
     and started again from its AOF. Each worker says so in one warning line and one line when Redis
     is back, and the crawl goes on: every page fetched exactly once (what was in flight finished

@@ -1,4 +1,4 @@
-"""Scrapyd running the workers of a shared crawl, as an operator would deploy them (#16)."""
+"""Scrapyd running the workers of a shared crawl, as an operator would deploy them."""
 
 from __future__ import annotations
 
@@ -9,16 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REDIS_URL, synapsecrawl, write_urls
+from tests.e2e.scrapyd_env import TEST_SETTINGS, job_log, schedule, wait_finished
 from tests.e2e.sharedcrawl import SharedCrawl, fetched, page
-from tests.e2e.test_scrapyd import (  # noqa: F401 - the module's Scrapyd fixtures
-    TEST_SETTINGS,
-    deployed,
-    job_log,
-    schedule,
-    scrapyd,
-    scrapyd_venv,
-    wait_finished,
-)
 from tests.site.server import Reply, TestServer
 
 # The first test of a fresh checkout may build the Scrapyd virtualenv inside its setup (tests/e2e/test_scrapyd.py).
@@ -26,14 +18,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 
 def test_two_scrapyd_worker_jobs_share_one_crawl(
-    deployed: str,  # noqa: F811 - the imported fixture
+    deployed: str,
     server: TestServer,
     host: str,
     redis_prefix: str,
     postgres_schema_uri: str,
     tmp_path: Path,
 ) -> None:
-    """#16 (Scrapyd running N workers; CARD-USE): a URL list added to a shared crawl, and 2 worker jobs
+    """Scrapyd running N workers; CARD-USE: a URL list added to a shared crawl, and 2 worker jobs
     of the project deployed with scrapyd-deploy, scheduled through schedule.json (as `recrawl --crawl
     NAME --scrapyd URL --workers 2` does): both join the crawl, each page is fetched once, the
     PostgreSQL KB holds every page, neither job logs an error."""
@@ -79,17 +71,17 @@ def test_two_scrapyd_worker_jobs_share_one_crawl(
 
 
 def test_recrawl_with_scrapyd_schedules_n_workers_that_read_the_shared_source_again(
-    deployed: str,  # noqa: F811 - the imported fixture
+    deployed: str,
     server: TestServer,
     host: str,
     shared: SharedCrawl,
 ) -> None:
-    """#16 (a source crawled shared is re-read by recrawl shared; Scrapyd running N workers; SYN-REREAD):
+    """A source crawled shared is re-read by recrawl shared; Scrapyd running N workers; SYN-REREAD:
     a site crawled by 2 local workers is recorded in the KB; once it is due, `synapsecrawl recrawl --crawl
     NAME --scrapyd URL --workers 2` queues it in the shared crawl again (a new round) and schedules 2
     worker jobs on the real Scrapyd; both join the crawl, and between them every page is fetched once
     more (twice in all, once a round), with no error in either job's log."""
-    from tests.e2e.test_recrawl import make_due
+    from tests.e2e.rereads import make_due
 
     site = f"sched.{host}"
     server.add(

@@ -236,7 +236,7 @@ def _first_then(first: Reply, then: Reply) -> Callable[[object], Reply]:
 def test_a_request_is_signed_as_it_leaves_after_every_wait(
     profile: str, server: TestServer, host: str, crawl, tmp_path: Path
 ) -> None:
-    """SER-SIGN, OMN-SIGN (#13 item 2): a signature is made when its request goes on the wire, after
+    """SER-SIGN, OMN-SIGN: a signature is made when its request goes on the wire, after
     the site's spacing (OmniscienteBot's 5 s; SereneReader's 3 s Crawl-delay here), the side fetches
     before a page (robots.txt, tdmrep.json) and a 503 Retry-After: 6 pause that holds the site, so
     every request's `created` is within a second of when the server saw it (`created` counts whole

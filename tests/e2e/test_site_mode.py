@@ -300,7 +300,7 @@ def test_yottabot_follows_redirects_within_the_site_at_most_five_in_a_row(
 def test_crawl_summary_counts_fetched_stored_and_skipped_by_reason_per_site(
     server: TestServer, host: str, crawl
 ) -> None:
-    """Crawl summary (issue 3; SYN-SCOPE, ALL-NOINDEX, SYN-LIMITS, SYN-DOCS): at the end of the
+    """Crawl summary (SYN-SCOPE, ALL-NOINDEX, SYN-LIMITS, SYN-DOCS): at the end of the
     crawl the log gives pages fetched and stored and the pages skipped by reason (robots,
     noindex, scope, type, limit), in total and per site."""
     server.add(host, {

@@ -99,7 +99,7 @@ def test_robots_txt_with_sitemap_lines_and_a_text_sitemap(server: TestServer, ho
 
 
 def test_malformed_and_oversized_sitemaps_do_not_stop_the_rest(server: TestServer, host: str, crawl) -> None:
-    """Sitemap safety (issue 3): a truncated XML sitemap, a billion-laughs sitemap, an XXE
+    """Sitemap safety: a truncated XML sitemap, a billion-laughs sitemap, an XXE
     sitemap, a gzip bomb (.xml.gz), a Content-Encoding gzip bomb, an HTML page and a 404 are
     each one log line naming the sitemap; what they held before the damage and the good
     sitemap's pages are still fetched; no entity is expanded, no file read, no crash."""

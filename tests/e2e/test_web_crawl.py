@@ -211,7 +211,7 @@ def test_a_web_crawl_shared_by_three_workers_holds_its_budgets_copies_and_never_
     assert spent[farm]["budget"] == 20 and spent[farm]["admitted"] == 20
     table = synapsecrawl("crawl", "status", *shared.target)
     assert table.returncode == 0, table.stderr
-    assert "registrable domains; cut: budget" in table.stdout
+    assert "parked for a budget to grow; cut: budget" in table.stdout
     assert f"  {farm}: 20 of 20 pages" in table.stdout
 
 
@@ -269,3 +269,215 @@ def test_max_pages_bounds_a_web_crawl(server: TestServer, host: str, crawl) -> N
     pages = [h for site in sites for h in server.log(site) if h.path != "/robots.txt"]
     assert len(pages) == 4
     assert "'summary/skipped/limit'" in run.stderr
+
+
+def test_a_calendars_trap_count_holds_across_three_workers(
+    server: TestServer, host: str, shared, tmp_path: Path
+) -> None:
+    """A calendar linked from five other domains (a budget of 60 pages) is still held to snagabot's 20
+    date-bearing URLs when 3 workers crawl it: its trap count is the crawl's, in Redis, not each worker's
+    (each worker reads other days' links); the cuts show in `crawl status` as traps."""
+    from tests.e2e.sharedcrawl import fetched
+
+    cal = f"cal-{host}"
+    linkers = [f"l{i}-{host}" for i in range(5)]
+    server.add(cal, {"/robots.txt": ROBOTS_ALL, "*": _calendar(server, cal)})
+    for name in linkers:
+        server.add(
+            name, {"/robots.txt": ROBOTS_ALL, "/": Reply(html(name, _words(name), links=[server.url(cal, "/")]))}
+        )
+    seeds = write_urls(tmp_path / "seeds.txt", [server.url(name, "/") for name in linkers])
+    shared.settings.update({"BOT_PROFILE": "snagabot"})
+    assert shared.add("--urls-file", seeds, "--mode", "web").returncode == 0
+    shared.start(3)
+    shared.wait()
+    hits = _pages(server.log(cal))
+    assert all(n == 1 for n in fetched(hits).values())
+    dated = [h.path for h in hits if h.path != "/"]
+    assert 10 < len(dated) <= 20, dated
+    [web] = [row["web"] for row in shared.status() if "web" in row]
+    assert web["cuts"].get("trap", 0) > 0  # type: ignore[index,union-attr]
+    spent = {row["domain"]: row for row in web["budget_spent"]}  # type: ignore[index]
+    assert spent[cal]["budget"] == 60 and spent[cal]["admitted"] == len(dated) + 1
+
+
+def test_yottabot_shares_a_web_crawl_within_its_allow_list_only(
+    tls_server: TestServer, host: str, shared, tmp_path: Path
+) -> None:
+    """YottaBot crawls a reviewed list (its page), over HTTPS only: `crawl add --mode web --sites FILE` carries the list to
+    every worker, and no worker asks anything of a site off it, robots.txt included, however it was found
+    (a link from the hub or from a listed site); a URL prefix on the list admits only what starts with it.
+    Without --sites the source is refused in one line and nothing is fetched; --sites with another mode is
+    refused by `crawl add`."""
+    hub, docs, api, off, far = (f"{name}-{host}" for name in ("hub", "docs", "api", "off", "far"))
+    tls_server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        tls_server.url(docs, "/"), tls_server.url(api, "/v1/"), tls_server.url(api, "/v2/"), tls_server.url(off, "/"),
+    ]))})  # fmt: skip
+    tls_server.add(docs, {
+        "/robots.txt": ROBOTS_ALL,
+        "/": Reply(html("Docs", _words("docs"), links=["/guide.html", tls_server.url(far, "/")])),
+        "/guide.html": Reply(html("Guide", _words("guide"))),
+    })  # fmt: skip
+    tls_server.add(api, {
+        "/robots.txt": ROBOTS_ALL,
+        "/v1/": Reply(html("API v1", _words("v1"))),
+        "/v2/": Reply(html("API v2", _words("v2"))),
+    })  # fmt: skip
+    for name in (off, far):
+        tls_server.add(name, {"/robots.txt": ROBOTS_ALL, "/": Reply(html(name, _words(name)))})
+    listed = tmp_path / "sites.txt"
+    listed.write_text(f"# reviewed\n{hub}\n{docs}\n{tls_server.url(api, '/v1/')}\n")
+    refused = shared.add("--url", tls_server.url(hub, "/"), "--mode", "site", "--sites", str(listed))
+    assert refused.returncode != 0 and "--sites is the web crawl's allow-list" in refused.stderr
+    shared.settings.update({"BOT_PROFILE": "yottabot"})
+    assert shared.add("--url", tls_server.url(hub, "/"), "--mode", "web", "--sites", str(listed)).returncode == 0
+    shared.start(3)
+    shared.wait()
+    assert [h.path for h in _pages(tls_server.log(docs))] == ["/", "/guide.html"]
+    assert [h.path for h in _pages(tls_server.log(api))] == ["/v1/"]
+    assert tls_server.log(off) == [] and tls_server.log(far) == []
+    assert [h.path for h in _pages(tls_server.log(hub))] == ["/"]
+
+
+def test_a_web_source_of_yottabot_without_its_list_is_refused_before_any_request(
+    server: TestServer, host: str, shared
+) -> None:
+    """YottaBot's web source added without --sites: the worker that leases it refuses it in one line naming
+    --sites, and nothing is fetched; the crawl ends."""
+    server.add(host, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Home", _words("home")))})
+    shared.settings.update({"BOT_PROFILE": "yottabot"})
+    assert shared.add("--url", server.url(host, "/"), "--mode", "web").returncode == 0
+    shared.start(1)
+    shared.wait()
+    assert server.log(host) == []
+    assert "yottabot crawls only a reviewed list of sites: add the source with --sites PATH" in shared.log(0)
+
+
+def test_a_shared_web_crawl_fetches_a_sites_pages_by_value(server: TestServer, host: str, shared) -> None:
+    """The order within a site holds across workers as in a local web crawl: a site's ten pages found on a
+    hub in order p0-p9, while its robots.txt is slow to answer, then p9 linked from three other domains:
+    p9 is fetched right after the two already handed to the frontier (p0, p1), not last as in the order
+    found. Each page once, robots.txt first, one request at a time at the site (SNA-RATE)."""
+    from tests.e2e.sharedcrawl import fetched, in_flight
+
+    hub, site = f"hub-{host}", f"site-{host}"
+    voters = [f"v{i}-{host}" for i in range(3)]
+    pages = [server.url(site, f"/p{n}.html") for n in range(10)]
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        *pages, *(server.url(name, "/") for name in voters),
+    ]))})  # fmt: skip
+    for name in voters:
+        server.add(name, {"/robots.txt": ROBOTS_ALL, "/": Reply(html(name, _words(name), links=[pages[9]]))})
+    server.add(site, {"/robots.txt": Reply(ROBOTS_ALL.body, headers=ROBOTS_ALL.headers, delay=4.0)} | {
+        f"/p{n}.html": Reply(html(f"Page {n}", _words(f"{site}{n}"))) for n in range(10)
+    })  # fmt: skip
+    shared.settings.update({"BOT_PROFILE": "snagabot"})
+    assert shared.add("--url", server.url(hub, "/"), "--mode", "web").returncode == 0
+    shared.start(2)
+    shared.wait()
+    hits = server.log(site)
+    assert hits[0].path == "/robots.txt" and in_flight(hits) == 1
+    order = [h.path for h in _pages(hits)]
+    assert sorted(order) == sorted(f"/p{n}.html" for n in range(10)) and all(n == 1 for n in fetched(hits).values())
+    assert order.index("/p9.html") <= 3, order  # in the order found it would be last
+
+
+def test_links_over_a_budget_are_fetched_when_a_new_linking_domain_grows_it(
+    server: TestServer, host: str, shared
+) -> None:
+    """IRLbot's BEAST across workers: a domain linked from the hub alone has a budget of 20 pages (snagabot:
+    10 + 10 a linking domain) and links to 29 pages of its own; the 9 past its budget are parked, not
+    dropped, and fetched once a second domain, found later through a slow page, links to it (budget 30):
+    all 30 pages are fetched, each once, one at a time (SNA-RATE), and nothing is left parked or cut for
+    the budget."""
+    from tests.e2e.sharedcrawl import fetched, in_flight
+
+    hub, big, slow, late = (f"{name}-{host}" for name in ("hub", "big", "slow", "late"))
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        server.url(big, "/"), server.url(slow, "/"),
+    ]))})  # fmt: skip
+    server.add(big, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Big", _words("big"), links=[
+        f"/p{n}.html" for n in range(29)
+    ]))} | {f"/p{n}.html": Reply(html(f"Big {n}", _words(f"big{n}"))) for n in range(29)})  # fmt: skip
+    server.add(slow, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Slow", _words("slow"), links=[server.url(late, "/")]),
+                                                             delay=4.0)})  # fmt: skip
+    server.add(
+        late, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Late", _words("late"), links=[server.url(big, "/")]))}
+    )
+    shared.settings.update({"BOT_PROFILE": "snagabot"})
+    assert shared.add("--url", server.url(hub, "/"), "--mode", "web").returncode == 0
+    shared.start(2)
+    shared.wait()
+    hits = server.log(big)
+    pages = _pages(hits)
+    assert len(pages) == 30 and all(n == 1 for n in fetched(hits).values()) and in_flight(hits) == 1
+    late_page = next(h for h in server.log(late) if h.path == "/")
+    assert sum(1 for h in pages if h.start < late_page.end) <= 20  # the budget held until the late linker came
+    [web] = [row["web"] for row in shared.status() if "web" in row]
+    assert web["parked"] == 0 and "budget" not in web["cuts"]  # type: ignore[index,operator]
+    spent = {row["domain"]: row for row in web["budget_spent"]}  # type: ignore[index]
+    assert spent[big]["budget"] == 30 and spent[big]["admitted"] == 30
+
+
+def test_a_sites_waiting_pages_are_fetched_when_its_pages_in_the_frontier_all_redirected_away(
+    server: TestServer, host: str, shared
+) -> None:
+    """A site's first two pages (those in the frontier's stream) both redirect to another site, so no page
+    of the site itself is answered: the answer at the end of each redirect refills the site it came from, and
+    its two pages still waiting are fetched, each once (nothing discovered is lost)."""
+    from tests.e2e.sharedcrawl import fetched
+
+    hub, site, other = f"hub-{host}", f"site-{host}", f"other-{host}"
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        server.url(site, f"/{name}.html") for name in ("r0", "r1", "p2", "p3")
+    ]))})  # fmt: skip
+    server.add(site, {"/robots.txt": ROBOTS_ALL} | {
+        f"/r{n}.html": Reply(status=301, headers={"Location": server.url(other, f"/t{n}.html")}) for n in range(2)
+    } | {f"/p{n}.html": Reply(html(f"Page {n}", _words(f"{site}{n}"))) for n in (2, 3)})  # fmt: skip
+    server.add(other, {"/robots.txt": ROBOTS_ALL} | {
+        f"/t{n}.html": Reply(html(f"Target {n}", _words(f"{other}{n}"))) for n in range(2)
+    })  # fmt: skip
+    shared.settings.update({"BOT_PROFILE": "snagabot"})
+    assert shared.add("--url", server.url(hub, "/"), "--mode", "web").returncode == 0
+    shared.start(2)
+    shared.wait()
+    pages = fetched(_pages(server.log(site)))
+    assert pages == {(site, f"/{name}.html"): 1 for name in ("r0", "r1", "p2", "p3")}, pages
+    assert fetched(_pages(server.log(other))) == {(other, "/t0.html"): 1, (other, "/t1.html"): 1}
+
+
+def test_a_worker_killed_while_pages_wait_their_turn_loses_none(server: TestServer, host: str, shared) -> None:
+    """A hub links to 8 slow pages of each of 3 sites, so each site has 2 pages in the frontier and 6 waiting
+    their turn by value; one of 3 workers is killed with SIGKILL mid-crawl: every page is still fetched (a
+    page moves from the waiting set to the frontier in one Redis step, and the killed worker's leases come
+    back when they expire), a page fetched twice is one the killed worker held, at most one a site, and
+    each page is stored once."""
+    import time
+
+    from tests.e2e.sharedcrawl import fetched, stored_pages
+
+    hub = f"hub-{host}"
+    sites = [f"w{i}-{host}" for i in range(3)]
+    server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
+        server.url(site, f"/p{n}.html") for site in sites for n in range(8)
+    ]))})  # fmt: skip
+    for site in sites:
+        server.add(site, {"/robots.txt": ROBOTS_ALL} | {
+            f"/p{n}.html": Reply(html(f"{site} {n}", _words(f"{site}{n}")), delay=0.8) for n in range(8)
+        })  # fmt: skip
+    shared.settings.update({"BOT_PROFILE": "snagabot", "DOWNLOAD_TIMEOUT": "5"})
+    assert shared.add("--url", server.url(hub, "/"), "--mode", "web").returncode == 0
+    victim, *_ = shared.start(3)
+    deadline = time.monotonic() + 120
+    while sum(1 for s in sites for h in server.log(s) if h.path != "/robots.txt") < 6:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    victim.kill()
+    victim.wait(timeout=30)
+    shared.wait()
+    pages = {key: n for key, n in fetched([h for s in sites for h in server.log(s)]).items() if key[1] != "/robots.txt"}
+    assert set(pages) == {(s, f"/p{n}.html") for s in sites for n in range(8)}
+    twice = [key for key, n in pages.items() if n > 1]
+    assert len(twice) <= 3 and len({site for site, _ in twice}) == len(twice), twice
+    urls = sorted(str(row["url"]) for row in stored_pages(shared) if str(row["url"]).startswith("http://w"))
+    assert urls == sorted(server.url(s, f"/p{n}.html") for s in sites for n in range(8))

@@ -3,9 +3,11 @@ every page shape the tests serve, instead of a copy per test file."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.site.server import Reply
 
-__all__ = ["FAST", "HTML", "NO_ROBOTS", "ROBOTS_ALL", "TEXT", "html", "page"]
+__all__ = ["FAST", "FEEDS", "HTML", "NO_ROBOTS", "ROBOTS_ALL", "TEXT", "WORDS", "feed", "html", "page", "status"]
 
 TEXT = {"Content-Type": "text/plain"}
 HTML = {"Content-Type": "text/html; charset=utf-8"}
@@ -19,6 +21,11 @@ NO_ROBOTS = Reply("", status=404, headers=TEXT)
 
 # A robots.txt that allows everything, for tests where its being read (and read once) matters.
 ROBOTS_ALL = Reply("User-agent: *\nAllow: /\n", headers=TEXT)
+
+# What a page of plain words says, for ``page(..., say=WORDS)``.
+WORDS = "{title}: a page of plain words for the knowledge base."
+
+FEEDS = Path(__file__).resolve().parent.parent / "data" / "feeds"
 
 
 def html(
@@ -99,3 +106,13 @@ def page(
         tail=tail,
     )
     return Reply(body, status=status, headers={**HTML, **(headers or {})})
+
+
+def status(code: int, headers: dict[str, str] | None = None) -> Reply:
+    """An answer of status ``code`` in plain text, with ``headers`` (Retry-After, say)."""
+    return Reply(f"status {code}", status=code, headers={"Content-Type": "text/plain", **(headers or {})})
+
+
+def feed(name: str, content_type: str = "application/rss+xml", headers: dict[str, str] | None = None) -> Reply:
+    """The feed file ``name`` of tests/data/feeds, served as ``content_type``."""
+    return Reply((FEEDS / name).read_bytes(), headers={"Content-Type": content_type, **(headers or {})})

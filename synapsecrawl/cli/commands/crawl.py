@@ -31,9 +31,9 @@ class Command(ScrapyCrawl):
         # Before Scrapy builds its process (and logs its banner): a refusal is one line.
         super().process_options(args, opts)
         # A crawl allocates short-lived containers by the thousand a page (Deferreds, dicts, headers): at Python's
-        # default young-generation threshold (700) a 500-page crawl ran ~350 collections and 2-3 full ones through
-        # the crawler's ~90,000 long-lived objects, 0.11-0.17 s of CPU; at 5,000, 0.045 s (#17). What a cycle holds
-        # waits at most a few thousand allocations longer to be freed.
+        # default young-generation threshold (700) a crawl runs hundreds of collections, and full ones through the
+        # crawler's long-lived objects (the CPU it cost: docs/benchmarks.md). What a cycle holds waits at most a
+        # few thousand allocations longer to be freed.
         gc.set_threshold(5000, *gc.get_threshold()[1:])
         assert self.settings is not None
         arguments: dict[str, Any] = dict(getattr(opts, "spargs", None) or {})
@@ -47,7 +47,7 @@ class Command(ScrapyCrawl):
             if args[:1] == ["ondemand"]:  # serves agents' asks: no start URLs (spiders.ondemand)
                 check_arguments(**arguments)
                 check_serving(config.profile, config.serving.host, config.serving.port)
-            elif args[:1] == ["worker"]:  # joins a shared crawl: its work is in Redis (spiders.worker, #16)
+            elif args[:1] == ["worker"]:  # joins a shared crawl: its work is in Redis (spiders.worker)
                 from synapsecrawl.cli.crawl import check_worker_arguments  # Redis: imported only when it is used
 
                 check_worker_arguments(config.shared.redis_url, **arguments)

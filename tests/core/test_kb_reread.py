@@ -84,7 +84,7 @@ def test_reread_interval_is_the_profiles_unless_the_operator_sets_one(setting: o
 
 @pytest.mark.parametrize("setting", ["-1", "soon", "nan", "inf", -2, 0, "0"])
 def test_a_bad_reread_interval_is_one_line(setting: object) -> None:
-    """SYN-REREAD, #14 item 7: REREAD_DAYS that is not a number of days above 0 (0 too, as the README
+    """SYN-REREAD: REREAD_DAYS that is not a number of days above 0 (0 too, as the README
     says) is refused with a one-line error."""
     with pytest.raises(ConfigError, match=r"^REREAD_DAYS .+ (is not|must be)") as caught:
         reread_interval(setting, 7)

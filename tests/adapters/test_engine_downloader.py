@@ -22,7 +22,7 @@ from scrapy.utils.test import get_crawler
 from middlewares.engine.downloader import PacedDownloader
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.pacing.clock import gap, next_start
-from tests.adapters.crawlers import live_slot
+from tests.adapters.crawlers import Held, live_slot
 from tests.helpers import REDIS_URL
 
 _SIGNING = ("omniscientebot", "serenereader")  # profiles that sign every request need a key
@@ -36,21 +36,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-class Held:
-    """A downloader middleware standing in for the network: each request waits until the test answers it."""
-
-    def __init__(self) -> None:
-        self.waiting: dict[str, asyncio.Future[None]] = {}
-
-    async def process_request(self, request: Request) -> Response:
-        self.waiting[request.url] = asyncio.get_running_loop().create_future()
-        await self.waiting[request.url]
-        return Response(request.url, request=request)
-
-    def answer(self, url: str) -> None:
-        self.waiting[url].set_result(None)
 
 
 async def downloader_for(profile: str, signing_key: Path, clock: FakeClock, **settings: Any) -> PacedDownloader:
@@ -156,7 +141,7 @@ async def test_a_site_with_all_it_may_have_in_flight_is_not_due_until_one_leaves
     """OMN-SITE: two requests at most per site in flight (robots.txt's included); while both are in the
     downloader the site is not due; when one leaves it is, and the frontier hears when the last has left."""
     clock = FakeClock()
-    settings = {"DOWNLOADER_MIDDLEWARES_BASE": {}, "DOWNLOADER_MIDDLEWARES": {f"{__name__}.Held": 1}}
+    settings = {"DOWNLOADER_MIDDLEWARES_BASE": {}, "DOWNLOADER_MIDDLEWARES": {"tests.adapters.crawlers.Held": 1}}
     downloader = await downloader_for("omniscientebot", signing_key, clock, **settings)
     [held] = downloader.middleware.middlewares
     assert isinstance(held, Held)

@@ -1,4 +1,4 @@
-"""SharedScheduler on a real crawler and the real test Redis: requests in and out of the shared frontier (#16).
+"""SharedScheduler on a real crawler and the real test Redis: requests in and out of the shared frontier.
 
 The frontier is a real ``SharedFrontier`` under a key prefix of the test's own (``redis_prefix``, its
 keys deleted after); the spider is a stand-in with what the scheduler reads of the worker spider
@@ -72,7 +72,7 @@ def _counts(scheduler: SharedScheduler, site: str = SITE) -> tuple[int, int, int
 
 
 async def test_a_request_goes_through_the_shared_frontier_and_back(scheduler: SharedScheduler) -> None:
-    """#16: an enqueued request goes to Redis as JSON (its transient meta left out) and comes back out
+    """An enqueued request goes to Redis as JSON (its transient meta left out) and comes back out
     of next_request as a request of the same URL and meta, holding a lease (in flight) and flagged as a
     frontier's turn, so the pacing gate may send it back."""
     assert scheduler.enqueue_request(Request(f"http://{SITE}/p", meta={"depth": 2, "download_slot": "x"}))
@@ -86,7 +86,7 @@ async def test_a_request_goes_through_the_shared_frontier_and_back(scheduler: Sh
 
 
 async def test_a_done_request_acks_its_lease_once(scheduler: SharedScheduler) -> None:
-    """#16: once its answer is read and handed on (``done``), the lease is acknowledged: the site counts
+    """Once its answer is read and handed on (``done``), the lease is acknowledged: the site counts
     it done, nothing in flight; a second ``done`` for the same request acknowledges nothing more."""
     scheduler.enqueue_request(Request(f"http://{SITE}/p"))
     request = scheduler.next_request()
@@ -102,7 +102,7 @@ async def test_a_done_request_acks_its_lease_once(scheduler: SharedScheduler) ->
 async def test_a_bad_entry_is_dropped_with_one_line(
     scheduler: SharedScheduler, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """#16 (JSON, never pickle): an entry that is not ours (not JSON, a callback no shared crawl runs) is
+    """JSON, never pickle: an entry that is not ours (not JSON, a callback no shared crawl runs) is
     refused with one warning line each, its lease acknowledged so no worker takes it again, and the
     next good entry is handed out in the same call."""
     assert scheduler.frontier is not None
@@ -121,7 +121,7 @@ async def test_a_bad_entry_is_dropped_with_one_line(
 async def test_close_gives_back_the_leases_still_held(
     scheduler: SharedScheduler, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """#16: a worker stopping with leases not yet answered puts them back for the others at once (pending
+    """A worker stopping with leases not yet answered puts them back for the others at once (pending
     again, nothing in flight), and says how many; an answered one is acknowledged instead (no second fetch)."""
     sites = ("a.test", "b.test", "c.test")  # one lease out per site at a time
     for site in sites:
@@ -157,7 +157,7 @@ async def test_a_request_whose_meta_cannot_travel_stays_local(scheduler: SharedS
 async def test_a_frontier_redis_that_stops_answering_loses_nothing_and_is_used_again_once_back(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """#16 (Redis unreachable): on a redis-server of the test's own, stopped and started again. While it does
+    """Redis unreachable: on a redis-server of the test's own, stopped and started again. While it does
     not answer, a queued request stays in this worker (counted as pending, so the crawl does not end), no
     request comes out, and the outage is said once however many tries fail; once it answers, the request goes
     in, comes out with its lease, and the return is said once."""

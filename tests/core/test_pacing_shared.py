@@ -183,7 +183,7 @@ async def test_unreachable_redis_means_not_yet(machine: Machine) -> None:
 async def test_a_crawl_delay_learned_after_a_start_pushes_the_next_start_for_every_machine(
     machine: Machine, redis_prefix: str
 ) -> None:
-    """ALL-CD, OMN-SITE, #16: robots.txt is fetched at the profile's spacing (1 s here), and its
+    """ALL-CD, OMN-SITE: robots.txt is fetched at the profile's spacing (1 s here), and its
     Crawl-delay: 20 is learned once it has answered; another machine, which has no local record of
     that fetch, must not be granted the site's next start 1 s after it but 20 s after it."""
     a, b = machine(delay=1.0), machine(delay=1.0)
@@ -199,7 +199,7 @@ async def test_a_crawl_delay_learned_after_a_start_pushes_the_next_start_for_eve
 async def test_a_feeds_first_add_skips_the_crawl_delay_on_every_machine_and_its_refresh_waits_it(
     machine: Machine, redis_prefix: str
 ) -> None:
-    """SER-ROBOTS-FEEDS (#16, shared pacer): after the site's robots.txt start and its Crawl-delay of
+    """SER-ROBOTS-FEEDS (shared pacer): after the site's robots.txt start and its Crawl-delay of
     600 s learned, a start that skips the Crawl-delay (a feed's first add) is granted at once on another
     machine (the crawl's delay, 0 s here, has passed), while an ordinary start is told to wait the
     Crawl-delay; after the first add the next start (a refresh) waits the full Crawl-delay from it."""
@@ -279,7 +279,7 @@ async def test_a_burst_of_turns_past_the_connection_pools_size_is_granted_not_re
     machine: Machine, caplog: pytest.LogCaptureFixture
 ) -> None:
     """OMN-SITE, OMN-RESPECT: a worker's downloader asks for many sites' turns at once (a grant, a send, a
-    release for each of its downloads, 400 sites in #16's benchmark). redis-py's asyncio pool refused the
+    release for each of its downloads, 400 sites in the scale-out benchmark). redis-py's asyncio pool refused the
     101st connection in use ("Too many connections"), which the pacer reads as Redis down: each such site
     was held a second, and one whose send failed stayed held until its lease expired. A burst waits for a
     free connection instead."""

@@ -1,4 +1,4 @@
-"""The request kind (#15 step 3): one row per kind, read from one meta key, set by every request we build."""
+"""The request kind: one row per kind, read from one meta key, set by every request we build."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ _UNKINDED = {
 
 
 def test_every_kind_has_one_row() -> None:
-    """#15: the table has a row for every kind and no other."""
+    """The table has a row for every kind and no other."""
     assert set(KINDS) == set(RequestKind)
     assert all(isinstance(row, KindRules) for row in KINDS.values())
     assert all(kind.rules is KINDS[kind] for kind in RequestKind)
@@ -38,12 +38,12 @@ def test_every_kind_has_one_row() -> None:
     ],
 )
 def test_a_request_without_a_known_kind_is_a_page(meta: dict[str, object], expected: RequestKind) -> None:
-    """#15: no kind, or one this version does not know, is a page: the kind every rule applies to."""
+    """No kind, or one this version does not know, is a page: the kind every rule applies to."""
     assert kind_of(meta) is expected
 
 
 def test_a_kind_travels_as_json_and_comes_back() -> None:
-    """#16: a shared crawl's entry holds meta as JSON; the kind goes as its value and reads back as the kind."""
+    """A shared crawl's entry holds meta as JSON; the kind goes as its value and reads back as the kind."""
     for kind in RequestKind:
         assert kind_of(json.loads(json.dumps({KIND: kind}))) is kind
 
@@ -79,7 +79,7 @@ def _sets_kind(call: ast.Call) -> bool:
 
 
 def test_every_request_we_build_sets_its_kind() -> None:
-    """#15: each request a spider or middleware builds names its kind in its meta literal, so no side
+    """Each request a spider or middleware builds names its kind in its meta literal, so no side
     fetch is a page by accident (a new one fails here until it picks its row)."""
     calls = _request_calls()
     assert len(calls) >= 10  # the scan sees the spiders' and middlewares' requests
@@ -93,7 +93,7 @@ def test_every_request_we_build_sets_its_kind() -> None:
 
 
 def test_every_kind_we_set_is_its_plain_value() -> None:
-    """#15: a request's kind goes into its meta as the kind's value, a str: a JOBDIR pickles its pending requests,
+    """A request's kind goes into its meta as the kind's value, a str: a JOBDIR pickles its pending requests,
     and a pickled enum member names its class's module, so a JOBDIR written before that module moved would not
     load; the value needs no module, and kind_of() reads it back as the kind."""
     calls = _request_calls()

@@ -1,4 +1,4 @@
-"""The compact in-memory frontier queue (#8): requests come back as they went in; when a site is due."""
+"""The compact in-memory frontier queue: requests come back as they went in; when a site is due."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_a_request_that_cannot_be_pickled_is_kept_as_it_is() -> None:
 
 
 async def test_a_first_add_is_due_without_the_crawl_delay_but_not_without_a_pause(signing_key: Path) -> None:
-    """SER-ROBOTS-FEEDS (#13 item 7): a request flagged pacing_skip_crawl_delay (a feed's first add) is due
+    """SER-ROBOTS-FEEDS: a request flagged pacing_skip_crawl_delay (a feed's first add) is due
     right after robots.txt, where the site's other requests wait its Crawl-delay (20 s); a pause holds it
     like any other request."""
     crawler = get_crawler(settings_dict={"BOT_PROFILE": "serenereader", "SIGNING_KEY": str(signing_key)})
@@ -94,7 +94,7 @@ async def test_a_first_add_is_due_without_the_crawl_delay_but_not_without_a_paus
 
 
 async def test_a_site_whose_request_left_wakes_the_engine_when_it_falls_due() -> None:
-    """SYN-RATE (#17): Scrapy's engine looks at its frontier again only once a response's items are done,
+    """SYN-RATE: Scrapy's engine looks at its frontier again only once a response's items are done,
     and the KB acknowledges a page up to half a second after its download; so when a site's request
     leaves the downloader, the frontier sets its own wake for when the site falls due, and the next
     request goes out on time instead of with some other page's items."""
@@ -103,13 +103,13 @@ async def test_a_site_whose_request_left_wakes_the_engine_when_it_falls_due() ->
     from scrapy.utils.defer import maybe_deferred_to_future
 
     from middlewares.engine.scheduler import PacedPriorityQueue
-    from tests.adapters.test_paced_downloader import Held
+    from tests.adapters.crawlers import Held
 
     settings = {
         "BOT_PROFILE": "synapsebot",
         "DOWNLOADER": "middlewares.engine.downloader.PacedDownloader",
         "DOWNLOADER_MIDDLEWARES_BASE": {},
-        "DOWNLOADER_MIDDLEWARES": {"tests.adapters.test_paced_downloader.Held": 1},
+        "DOWNLOADER_MIDDLEWARES": {"tests.adapters.crawlers.Held": 1},
     }
     crawler = get_crawler(settings_dict=settings)
     crawler.engine = ExecutionEngine(crawler, lambda spider: None)
@@ -158,7 +158,7 @@ class _HeldWire:
 async def test_every_first_add_of_a_site_skips_its_crawl_delay_and_a_refresh_waits_it(
     shared: bool, signing_key: Path, request: pytest.FixtureRequest
 ) -> None:
-    """SER-ROBOTS-FEEDS (#36 item 1): two feeds of one host, neither fetched before, each skip the
+    """SER-ROBOTS-FEEDS: two feeds of one host, neither fetched before, each skip the
     site's Crawl-delay (20 s): the second goes out once the first is answered, the profile's own spacing
     (1 s) after it, not 20 s later; a scheduled refresh of the same host, after them, is still held by
     the frontier until the Crawl-delay has passed. Same under the shared (Redis) pacer."""

@@ -113,7 +113,7 @@ def test_a_redirect_without_a_location_is_the_answer_itself(tmp_path: Path) -> N
 def test_a_redirect_to_an_unusable_location_skips_the_page_in_one_line(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, location: str, reason: str
 ) -> None:
-    """#14 item 2, CONTRACT (one-line error): a redirect to a Location that cannot be requested (another
+    """CONTRACT (one-line error): a redirect to a Location that cannot be requested (another
     scheme, an invalid IPv6 literal, port 99999) is one line naming the page and the Location; the page is
     skipped (IgnoreRequest, no traceback) and counted, as "scheme" or "error"."""
     crawler = crawler_for(tmp_path)

@@ -1,8 +1,7 @@
-"""The shared frontier's Redis scripts, against the real test Redis (#16)."""
+"""The shared frontier's Redis scripts, against the real test Redis."""
 
 from __future__ import annotations
 
-import os
 import pickle
 import time
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from synapsecrawl.pacing.shared import RedisPacing
 from synapsecrawl.shared.entries import BadEntry, Entry
 from synapsecrawl.shared.frontier import SharedFrontier
 from tests.conftest import REDIS_URL
+from tests.helpers import PickleExploit
 
 
 @pytest.fixture
@@ -32,20 +32,12 @@ def frontier(redis_prefix: str) -> Iterator[SharedFrontier]:
     f.close()
 
 
-class _Exploit:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __reduce__(self):  # type: ignore[no-untyped-def]
-        return (os.mkdir, (str(self.path),))
-
-
 def test_a_pickled_entry_written_by_anyone_is_refused_not_unpickled(frontier: SharedFrontier, tmp_path: Path) -> None:
-    """#16 (serialization JSON, never pickle): a pickle whose loading would run code (os.mkdir), put in
+    """Serialization JSON, never pickle: a pickle whose loading would run code (os.mkdir), put in
     a site's stream as anyone who can write to Redis could, is leased like any entry but read as JSON
     only: BadEntry, and the code never ran (no directory)."""
     marker = tmp_path / "pwned"
-    payload = pickle.dumps(_Exploit(marker))
+    payload = pickle.dumps(PickleExploit(marker))
     assert not marker.exists()
     frontier.add_raw("evil.test", payload)
     lease, _, _ = frontier.lease("w1")
@@ -65,7 +57,7 @@ def test_a_pickled_entry_written_by_anyone_is_refused_not_unpickled(frontier: Sh
 
 
 def test_an_entry_round_trips_as_json() -> None:
-    """#16, #15: what the frontier holds is the request's own fields, JSON, read back unchanged, its kind
+    """What the frontier holds is the request's own fields, JSON, read back unchanged, its kind
     included."""
     entry = Entry(
         url="https://a.test/x?q=1",
@@ -82,7 +74,7 @@ def test_an_entry_round_trips_as_json() -> None:
 
 
 def test_the_duplicate_filter_keeps_one_request_per_canonical_url(frontier: SharedFrontier) -> None:
-    """#16 (duplicate filter in Redis): the same page added twice, or with a #fragment or another host
+    """Duplicate filter in Redis: the same page added twice, or with a #fragment or another host
     case, is queued once across all adders; a dont_filter copy goes in."""
     first = frontier.add([("a.test", Entry("http://a.test/p", "s"))])
     again = frontier.add([("a.test", Entry("http://A.test/p#top", "s")), ("a.test", Entry("http://a.test/p", "s"))])
@@ -93,7 +85,7 @@ def test_the_duplicate_filter_keeps_one_request_per_canonical_url(frontier: Shar
 def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_flight(
     frontier: SharedFrontier, redis_prefix: str
 ) -> None:
-    """#16 (requests handed out in pacing order, never waiting in one worker's memory): once a site's
+    """Requests handed out in pacing order, never waiting in one worker's memory: once a site's
     Crawl-delay is known, its second request is not leased to any worker within a spacing of its first,
     nor while the shared pacer counts the site's one allowed download in flight (concurrency 1), nor
     before the pacer's next start once that download is given back; another site's request is leased
@@ -128,7 +120,7 @@ def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_fli
 
 
 def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_not(redis_prefix: str) -> None:
-    """#16 (leases): a request leased by a worker that stops renewing (killed) is put back once its
+    """Leases: a request leased by a worker that stops renewing (killed) is put back once its
     lease expires and leased again by another worker; a lease its worker's heartbeat renews stays."""
     f = SharedFrontier(
         REDIS_URL,
@@ -158,7 +150,7 @@ def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_no
 
 
 def test_a_site_whose_crawl_delay_is_unknown_has_one_lease_out_until_it_ends_or_expires(redis_prefix: str) -> None:
-    """#16 (requests handed out in pacing order, never waiting in one worker's memory): until a site's
+    """Requests handed out in pacing order, never waiting in one worker's memory: until a site's
     robots.txt is read (the shared pacer knows no Crawl-delay for it), at most one of its requests is
     leased, on any worker, though its spacing has passed, while other sites' are leased meanwhile; its
     next is leasable once that lease is acknowledged, or once a lease never acknowledged nor renewed (a
@@ -198,7 +190,7 @@ def test_a_site_whose_crawl_delay_is_unknown_has_one_lease_out_until_it_ends_or_
 
 
 def test_a_lease_acknowledges_the_last_ones_and_says_when_the_next_site_is_due(frontier: SharedFrontier) -> None:
-    """#16 (round trips): one lease call acknowledges the worker's finished leases (counted done, not
+    """Round trips: one lease call acknowledges the worker's finished leases (counted done, not
     pending, not in flight) and says how long until the next site falls due, so the worker sleeps until
     then instead of asking again."""
     frontier.add([("a.test", Entry("http://a.test/1", "s")), ("a.test", Entry("http://a.test/2", "s"))])
@@ -216,7 +208,7 @@ def test_a_lease_acknowledges_the_last_ones_and_says_when_the_next_site_is_due(f
 
 
 def test_redis_down_is_frontier_unreachable() -> None:
-    """#16 (Redis unreachable): every frontier call that cannot reach Redis raises one exception the
+    """Redis unreachable: every frontier call that cannot reach Redis raises one exception the
     scheduler turns into one line and a wait."""
     from synapsecrawl.shared.entries import FrontierUnreachable
 
@@ -232,7 +224,7 @@ _unused = redis
 
 
 def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_spacing(redis_prefix: str) -> None:
-    """#37 (one round trip a page; OMN-SITE, SYN-RATE, SNA-SLOW): with ``grant``, a lease of a site whose
+    """One round trip a page (OMN-SITE, SYN-RATE, SNA-SLOW): with ``grant``, a lease of a site whose
     Crawl-delay is known holds the shared pacer's start as well: the pacer grants no other start at the site
     while it is out (its downloader need not ask), the site's next page is not leased though its spacing has
     passed, and a lease renewed by its worker's heartbeat keeps the start past the lease's first expiry.
@@ -293,7 +285,7 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
 def test_pages_counted_in_a_block_never_pass_the_limit_and_those_not_fetched_are_given_back(
     frontier: SharedFrontier,
 ) -> None:
-    """#37 (SYN-LIMITS across workers, one round trip for many pages): a block of pages counted against a
+    """SYN-LIMITS across workers, one round trip for many pages: a block of pages counted against a
     source's limit in one call is cut at the limit (what is over is not counted), a call past it counts
     none, one page at a time still works, and pages a stopping worker counted but never fetched are given
     back for the others."""

@@ -1,4 +1,4 @@
-"""The search service's decisions: which searches are asked right, and where it may listen (#19)."""
+"""The search service's decisions: which searches are asked right, and where it may listen."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_exported_members() -> None:
     ],
 )
 def test_a_search_is_read_from_strings_or_json_values(params: dict[str, object], args: SearchArgs) -> None:
-    """YOT-RESULTS (#19): a query string's text and a JSON body's numbers ask for the same search."""
+    """YOT-RESULTS: a query string's text and a JSON body's numbers ask for the same search."""
     assert check_search_args(params) == args
 
 
@@ -49,7 +49,7 @@ def test_a_search_is_read_from_strings_or_json_values(params: dict[str, object],
     ],
 )
 def test_a_wrong_search_is_one_bad_request(params: dict[str, object], message: str) -> None:
-    """#19: anything wrong in a search is one line naming it, answered with a 400."""
+    """Anything wrong in a search is one line naming it, answered with a 400."""
     with pytest.raises(FetchError) as raised:
         check_search_args(params)
     assert raised.value.code == "bad_request" and http_status(raised.value.code) == 400
@@ -72,12 +72,12 @@ def test_a_wrong_search_is_one_bad_request(params: dict[str, object], message: s
     ],
 )
 def test_only_loopback_addresses_count_as_private(host: str, loopback: bool) -> None:
-    """#19 safe by default: a name is taken as reachable from other machines (fail toward safety)."""
+    """Safe by default: a name is taken as reachable from other machines (fail toward safety)."""
     assert is_loopback(host) is loopback
 
 
 def test_a_public_bind_needs_a_token() -> None:
-    """#19: serving beyond loopback without SEARCH_TOKEN is refused in one line; with one, or on loopback, not."""
+    """Serving beyond loopback without SEARCH_TOKEN is refused in one line; with one, or on loopback, not."""
     check_bind("127.0.0.1", "")
     check_bind("0.0.0.0", "token")
     with pytest.raises(ConfigError, match=r"^serve --host 0.0.0.0 is reachable from other machines: set SEARCH_TOKEN"):

@@ -1,4 +1,4 @@
-"""The guarded resolver: IP literals as they are, and why a refused name was refused (#13 item 5)."""
+"""The guarded resolver: IP literals as they are, and why a refused name was refused."""
 
 from __future__ import annotations
 
@@ -38,13 +38,13 @@ def make(allow_private: bool, spec: str = "") -> GuardedResolver:
 
 @pytest.mark.parametrize("literal", ["::1", "127.0.0.1", "fe80::1"])
 def test_an_ip_literal_is_its_own_address(literal: str) -> None:
-    """#13 item 5: an IPv6 literal is not looked up by name (gethostbyname knows no IPv6: "no results for
+    """An IPv6 literal is not looked up by name (gethostbyname knows no IPv6: "no results for
     hostname lookup: ::1"); with ALLOW_PRIVATE_ADDRESSES it resolves to itself, as IPv4 literals do."""
     assert resolve(make(allow_private=True), literal) == literal
 
 
 def test_a_refused_name_keeps_its_reason_until_it_resolves_elsewhere(installed: None) -> None:
-    """#13 item 5, the address guard: a name refused at resolution is refused with its reason, which
+    """The address guard: a name refused at resolution is refused with its reason, which
     `refusal(host)` gives the adapters (Twisted drops it on its way up); once the name resolves to an
     allowed address the reason is gone, so a later failure is not called a refusal."""
     resolver = make(allow_private=False, spec="kb.test=127.0.0.1,ok.test=93.184.216.34")
@@ -62,7 +62,7 @@ def test_a_refused_name_keeps_its_reason_until_it_resolves_elsewhere(installed: 
 
 
 def test_a_page_whose_name_is_refused_at_resolution_is_an_address_refusal(installed: None) -> None:
-    """#13 item 5, the address guard: a page request (robots.txt already judged) whose name the resolver
+    """The address guard: a page request (robots.txt already judged) whose name the resolver
     refused comes back from the download as a plain lookup failure; the guard middleware turns it into
     the address refusal with the resolver's reason, which on-demand answers as `address_refused`."""
     from scrapy import Request
@@ -71,12 +71,12 @@ def test_a_page_whose_name_is_refused_at_resolution_is_an_address_refusal(instal
 
     from middlewares.netguard import NetGuardMiddleware
     from spiders.ondemand import _fetch_error
-    from tests.adapters.test_addon import crawler_for
+    from tests.adapters.crawlers import addon_crawler
 
     resolver = make(allow_private=False, spec="rebound.test=10.0.0.7")
     GuardedResolver.installed = resolver
     assert isinstance(resolve(resolver, "rebound.test"), AddressRefused)
-    crawler = crawler_for(BOT_PROFILE="snagabot")
+    crawler = addon_crawler(BOT_PROFILE="snagabot")
     guard = build_from_crawler(NetGuardMiddleware, crawler)
     request = Request("http://rebound.test/page")
     with pytest.raises(IgnoreRequest) as caught:

@@ -122,7 +122,7 @@ def test_lastmod_w3c_datetimes(value: str, expected: datetime | None) -> None:
 
 
 def test_entries_newest_lastmod_first_then_document_order() -> None:
-    """Issue 3 priorities: entries with a lastmod, newest first (ties in document order), then
+    """Priorities: entries with a lastmod, newest first (ties in document order), then
     the entries without one in document order."""
     day = datetime(2024, 1, 1, tzinfo=UTC)
     entries = [

@@ -57,7 +57,7 @@ def test_headings_stay_with_what_they_head() -> None:
 
 
 def test_a_title_heading_that_is_the_whole_text_stays_a_passage() -> None:
-    """YOT-RESULTS (#13 item 6): the title heading is left out of the passages only when other text
+    """YOT-RESULTS: the title heading is left out of the passages only when other text
     follows it; a page whose only text is its title line keeps that line as its one passage."""
     assert split_passages("quokka notes in plain text", title="quokka notes in plain text") == [
         "quokka notes in plain text"
@@ -88,7 +88,7 @@ def test_passages_keep_every_word_and_never_raise(text: str, title: str) -> None
 
 @given(st.text(alphabet=st.sampled_from("ab .!?…。\u3000"), max_size=40))
 def test_a_paragraph_that_fits_is_its_sentences_joined_again(words: str) -> None:
-    """#17: a paragraph of at most PASSAGE_MAX_CHARS is kept whole without cutting it into sentences, which is
+    """A paragraph of at most PASSAGE_MAX_CHARS is kept whole without cutting it into sentences, which is
     what cutting and joining again would give once its spaces are single (as split_passages makes them)."""
     paragraph = " ".join(words.split())
     assert " ".join(search._SENTENCE_END.split(paragraph)) == paragraph
@@ -289,7 +289,7 @@ def test_labels_round_trip(tmp_path: Path) -> None:
 
 
 def test_address_words_and_phrase_pairs() -> None:
-    """YOT-RESULTS (#19 ranking): a page's address names its last path segment's words, extension
+    """YOT-RESULTS (ranking): a page's address names its last path segment's words, extension
     dropped; phrase proximity looks at the query words side by side, in order."""
     assert search.address_words("http://d.test/library/asyncio-task.html#x") == {"asyncio", "task"}
     assert search.address_words("http://d.test/library/os.path.html?v=2") == {"os", "path"}
@@ -301,7 +301,7 @@ def test_address_words_and_phrase_pairs() -> None:
 
 
 def test_each_rank_is_scaled_so_none_swamps_the_others() -> None:
-    """YOT-RESULTS (#19 ranking): a passage rank ten times larger than the pages' ranks does not decide
+    """YOT-RESULTS (ranking): a passage rank ten times larger than the pages' ranks does not decide
     alone; the page whose text, title and address answer wins over one with a single loud passage,
     and the shortlist keeps the best pages by title and text."""
     pages = [
@@ -326,5 +326,5 @@ _PARAGRAPH_EDGES = [" ", "\t", "\n", "\r", "\x00", "\x1f", "\x7f", "\x85", "\xa0
     )
 )
 def test_a_paragraph_kept_as_it_is_is_the_one_squashing_makes(block: str) -> None:
-    """#17: a block extraction wrote already squashed is kept; any other is squashed as before."""
+    """A block extraction wrote already squashed is kept; any other is squashed as before."""
     assert search._squashed(block) == " ".join(search._CONTROL.sub(" ", block).split())

@@ -77,7 +77,7 @@ def test_crawl_delay_and_pause_hold_only_their_site() -> None:
 
 
 def test_spacing_without_crawl_delay_keeps_the_delay_and_a_slow_servers_spacing() -> None:
-    """SER-ROBOTS-FEEDS (#13 item 7): a request the Crawl-delay does not hold (a feed's first add) is
+    """SER-ROBOTS-FEEDS: a request the Crawl-delay does not hold (a feed's first add) is
     still spaced by the crawl's delay and by a slow server's spacing (SNA-SLOW), never by the Crawl-delay."""
     clock = SiteClock(delay=1.0, crawl_delay_cap=60.0)
     clock.set_crawl_delay("a.test", 20.0)

@@ -1,4 +1,4 @@
-"""RequestLogExtension: what each signal adds to the request log, and REPORT_ENABLED (#18 part 1)."""
+"""RequestLogExtension: what each signal adds to the request log, and REPORT_ENABLED."""
 
 from __future__ import annotations
 
@@ -28,14 +28,14 @@ def extension(tmp_path: Path, **settings: object) -> RequestLogExtension:
 
 
 def test_report_enabled_off_leaves_it_out(tmp_path: Path) -> None:
-    """#18 REPORT_ENABLED: False switches the extension off (Scrapy logs it as disabled), no files written."""
+    """REPORT_ENABLED: False switches the extension off (Scrapy logs it as disabled), no files written."""
     with pytest.raises(NotConfigured):
         extension(tmp_path, REPORT_ENABLED=False)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_each_signal_lands_in_the_log(tmp_path: Path) -> None:
-    """#18: an answered request is logged with its status, bytes and Retry-After; a request that left
+    """An answered request is logged with its status, bytes and Retry-After; a request that left
     the downloader unanswered is logged with no status, and an unanswered robots.txt also as a robots
     read judged as the profile judges it (SYN-ROBOTS-5XX: unreachable, nothing allowed); a Crawl-delay
     read from robots.txt is the site's; the report is written when the spider closes."""
@@ -90,7 +90,7 @@ def test_each_signal_lands_in_the_log(tmp_path: Path) -> None:
 def test_an_unwritable_report_dir_is_one_line_and_the_crawl_goes_on(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """#18, bad input: a REPORT_DIR that cannot be made (a file is in the way) switches the report off for
+    """Bad input: a REPORT_DIR that cannot be made (a file is in the way) switches the report off for
     this crawl with one error line naming it; the crawl itself is not stopped."""
     blocker = tmp_path / "reports"
     blocker.write_text("a file, not a directory")

@@ -13,15 +13,7 @@ from scrapy.utils.test import get_crawler
 
 from middlewares.engine.runtime import Runtime
 from synapsecrawl import settings as project_settings
-
-
-def crawler_for(**overrides: object):  # type: ignore[no-untyped-def]
-    values = {k: v for k, v in vars(project_settings).items() if k.isupper()}
-    values["REPORT_ENABLED"] = False  # no KB path here: a report would be written into the checkout
-    values.update(overrides)
-    crawler = get_crawler(settings_dict=values)
-    crawler._apply_settings()
-    return crawler
+from tests.adapters.crawlers import addon_crawler
 
 
 @pytest.mark.parametrize(
@@ -34,11 +26,11 @@ def test_addon_derives_scrapy_settings_from_the_profile(
     """ALL-UA, SYN-RATE, ALL-TIMEOUT, ALL-NOJS: the add-on sets the exact User-Agent, the per-site
     concurrency, the timeout, and leaves the delay and jitter to the paced downloader (one owner of each
     slot value); cookies, AutoThrottle, telnet and remote control stay off."""
-    crawler = crawler_for(BOT_PROFILE=profile)
+    crawler = addon_crawler(BOT_PROFILE=profile)
     settings = crawler.settings
     runtime = Runtime.of(crawler)
     assert settings["USER_AGENT"] == runtime.profile.user_agent
-    # the slot's delay and jitter are PacedDownloader's (test_paced_downloader.py); Scrapy's settings keep theirs
+    # the slot's delay and jitter are PacedDownloader's (test_engine_downloader.py); Scrapy's settings keep theirs
     assert settings.getpriority("DOWNLOAD_DELAY") == settings.getpriority("DOWNLOAD_DELAY_JITTER") == 0
     assert runtime.limits.delay == delay
     assert settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") == concurrency
@@ -55,18 +47,18 @@ def test_addon_derives_scrapy_settings_from_the_profile(
 
 def test_addon_keeps_operator_values_within_caps() -> None:
     """SYN-LIMITS: a self-hosted operator's DEPTH_LIMIT and DOWNLOAD_DELAY stand."""
-    settings = crawler_for(DEPTH_LIMIT=5, DOWNLOAD_DELAY=0.1).settings
+    settings = addon_crawler(DEPTH_LIMIT=5, DOWNLOAD_DELAY=0.1).settings
     assert settings.getint("DEPTH_LIMIT") == 5 and settings.getfloat("DOWNLOAD_DELAY") == 0.1
 
 
 def test_omniscientebot_sends_from(signing_key) -> None:  # type: ignore[no-untyped-def]
     """OMN-UA: the From header goes with every request through DEFAULT_REQUEST_HEADERS."""
-    crawler = crawler_for(BOT_PROFILE="omniscientebot", SIGNING_KEY=str(signing_key))
+    crawler = addon_crawler(BOT_PROFILE="omniscientebot", SIGNING_KEY=str(signing_key))
     assert crawler.settings.getdict("DEFAULT_REQUEST_HEADERS")["From"] == "crawler@omnisciente.dev"
 
 
 def test_the_configuration_is_built_once_per_crawler(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    """#15 step 1: a real crawler, its spider, the add-on and every component of the project's settings
+    """A real crawler, its spider, the add-on and every component of the project's settings
     built from it read the settings once: CrawlConfig.from_settings runs once, and all share that config."""
     from scrapy.utils.misc import build_from_crawler, load_object
 
@@ -105,8 +97,8 @@ _POOL = """
 from scrapy.utils.reactor import install_reactor
 install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")  # as a real crawl does
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
-from tests.adapters.test_addon import crawler_for
-crawler = crawler_for(BOT_PROFILE="snagabot", TWISTED_REACTOR_ENABLED=True)
+from tests.adapters.crawlers import addon_crawler
+crawler = addon_crawler(BOT_PROFILE="snagabot", TWISTED_REACTOR_ENABLED=True)
 print(HTTP11DownloadHandler(crawler)._pool.maxPersistentPerHost)
 """
 
@@ -119,4 +111,4 @@ def test_the_http_handler_keeps_as_many_connections_per_host_as_a_site_may_have_
     done = subprocess.run(
         [sys.executable, "-c", _POOL], capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2]
     )
-    assert done.stdout.split() == [str(Runtime.of(crawler_for(BOT_PROFILE="snagabot")).profile.concurrency)]
+    assert done.stdout.split() == [str(Runtime.of(addon_crawler(BOT_PROFILE="snagabot")).profile.concurrency)]
