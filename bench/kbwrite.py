@@ -29,10 +29,11 @@ from synapsecrawl.kb.revisit import DAY, RevisitRule, rule_of
 from synapsecrawl.kb.sqlite import SQLiteStore
 from synapsecrawl.profiles import load_profile
 
-__all__ = ["main"]
+__all__ = ["main", "sim_pages"]
 
 
-def _pages(hosts: int, per_host: int) -> list[PageRecord]:
+def sim_pages(hosts: int, per_host: int) -> list[PageRecord]:
+    """bench.sim's generated pages as the extraction worker reads them, ready for a store."""
     specs = make_hosts(hosts, per_host, [0.2])
     made = _Pages(8, per_host, [h.name for h in specs])
     pages = []
@@ -112,7 +113,7 @@ def main() -> None:
     parser.add_argument("--parts", action="store_true")
     parser.add_argument("--revisit", action="store_true")
     args = parser.parse_args()
-    pages = _pages(args.hosts, args.pages)
+    pages = sim_pages(args.hosts, args.pages)
     chars = sum(len(p.text) for p in pages) / len(pages)
     print(f"KB write (SQLite), {len(pages)} pages of {chars:.0f} chars of text")
     for batch in (int(b) for b in args.batches.split(",")):

@@ -1,9 +1,9 @@
-"""Scale-out: one crawl shared by 1, 2 and 4 workers, from the server's log and Redis's own counts.
+"""Scale-out: one crawl shared by 1 to 16 workers, from the server's log, Redis's and /proc's counts.
 
     python -m bench.scaleout --hosts 100 --pages 5 --delay 60 --workers 1,2,4   # politeness-bound (2 requests/s)
     python -m bench.scaleout --hosts 400 --pages 5 --delay 1 --workers 1,2,4    # CPU-bound
-    python -m bench.scaleout --hosts 480 --pages 4 --delay 1 --latency 1 --concurrency 8 --workers 1,2,4,8,16
-                                                                               # bound by each worker's concurrency
+    python -m bench.scaleout --adds-up      # 480 sites x 4 pages answering after 1 s, CONCURRENT_REQUESTS 8,
+                                            # 1, 2, 4, 8, 16 workers: bound by each worker's concurrency
 
 Each run: a fresh redis-server of the benchmark's own (no other client's
 commands in its counts), a fresh PostgreSQL schema as the KB, the URL list
@@ -22,7 +22,18 @@ runs inside Redis are not round trips and are left out. Redis's own CPU per
 page (``INFO cpu``, user + system) gives one Redis core's ceiling in pages a
 second. With ``--latency`` every page is answered that many seconds late and
 each worker may keep ``--concurrency`` requests in flight: the regime where
-workers should add up, since neither sites nor cores are the bound.
+workers should add up, since neither sites nor cores should be the bound;
+its ideal is then pages x latency / (workers x concurrency) (``ideal_inflight``;
+the table shows the larger of the two ideals and the efficiency against it).
+
+Where it stops adding up is read from CPU per page, each process's own:
+the workers with their extraction processes (``getrusage`` of the children
+once waited for), Redis (``INFO cpu``), the KB's PostgreSQL backends (their
+``/proc/<pid>/stat``, found by the run's own ``application_name``), and the
+simulated web (this process). ``cores_busy`` is all of it over the makespan:
+near the machine's cores, CPU is the bound. ``first_request_s`` is how long
+the workers took to start (process start to the first request). Redis memory
+per URL (``used_memory``) is read after ``crawl add`` and after the crawl.
 """
 
 from __future__ import annotations
@@ -30,8 +41,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import resource
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
@@ -39,26 +53,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, judge, machine, scrapy_bin
+from bench.pgwrite import drop_schema, proc_cpu, schema_uri
 from bench.redisserver import free_port, redis_server
 from bench.sim import SimWeb, make_hosts
 
 __all__ = ["main", "run_scaleout"]
 
 POSTGRES = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
-# Commands a client sends (one round trip each); what scripts call inside Redis is not counted, so neither is
-# a command scripts also call (HINCRBY: a worker's page-limit give-back at exit, once a source).
-_CLIENT_COMMANDS = (
-    "evalsha",
-    "eval",
-    "multi",
-    "ping",
-    "hgetall",
-    "set",
-    "script",
-    "hello",
-    "client",
-    "select",
-)
+# Commands a client sends (one round trip each); what scripts call inside Redis is not counted.
+_CLIENT_COMMANDS = ("evalsha", "eval", "multi", "ping", "hgetall", "set", "script", "hello", "client", "select")
 
 
 def _script_names() -> dict[str, str]:
@@ -125,21 +128,39 @@ def _round_trips(port: int) -> int:
     )
 
 
-def _schema() -> tuple[str, str]:
-    import psycopg
+class _Backends:
+    """The CPU of the PostgreSQL backends whose application_name is ``name`` (the workers' KB connections),
+    read from ``/proc`` every ``every`` seconds on a thread: a backend's last reading stands once it is
+    gone (at most ``every`` of its CPU is missed, while it closes)."""
 
-    name = f"bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES, autocommit=True) as admin:
-        admin.execute(f'CREATE SCHEMA "{name}"')
-    sep = "&" if "?" in POSTGRES else "?"
-    return name, f"{POSTGRES}{sep}options=-csearch_path%3D{name}"
+    def __init__(self, name: str, every: float = 0.25) -> None:
+        self._name, self._every = name, every
+        self.cpu: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="pg-backends")
 
+    def start(self) -> _Backends:
+        self._thread.start()
+        return self
 
-def _drop(name: str) -> None:
-    import psycopg
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
-    with psycopg.connect(POSTGRES, autocommit=True) as admin:
-        admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+    def _run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(POSTGRES, autocommit=True) as conn:
+            while True:
+                rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", (self._name,))
+                for (pid,) in rows.fetchall():
+                    self.cpu[pid] = max(self.cpu.get(pid, 0.0), proc_cpu(pid))
+                if self._stop.wait(self._every):
+                    return
+
+    @property
+    def total(self) -> float:
+        return sum(self.cpu.values())
 
 
 def _redis_cpu(port: int) -> float:
@@ -151,38 +172,119 @@ def _redis_cpu(port: int) -> float:
     return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
+def _redis_memory(port: int) -> int:
+    import redis
+
+    client = redis.Redis(port=port)
+    used = int(client.info("memory")["used_memory"])
+    client.close()
+    return used
+
+
+def _redis_keys(port: int) -> dict[str, dict[str, int]]:
+    """Keys left in Redis by pattern (site names and numbers as ``*``): how many, and their MEMORY USAGE."""
+    import redis
+
+    client = redis.Redis(port=port)
+    kinds: dict[str, dict[str, int]] = {}
+    for key in client.scan_iter(count=1000):
+        name = re.sub(r"\d+", "*", re.sub(r"site-\d+\.test", "SITE", key.decode(errors="replace")))
+        kind = kinds.setdefault(name, {"keys": 0, "bytes": 0})
+        kind["keys"] += 1
+        kind["bytes"] += int(client.memory_usage(key) or 0)
+    client.close()
+    return dict(sorted(kinds.items(), key=lambda item: -item[1]["bytes"]))
+
+
+def _redis_peak(port: int) -> int:
+    import redis
+
+    client = redis.Redis(port=port)
+    peak = int(client.info("memory")["used_memory_peak"])
+    client.close()
+    return peak
+
+
+def _children_cpu() -> float:
+    """User + system CPU of the children waited for so far (the workers, with their extraction processes)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _own_cpu() -> float:
+    """This process's CPU: the simulated web's server thread, and the PostgreSQL poller."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _workers(
+    count: int, settings: dict[str, str], tmp: Path, env: dict[str, str], timeout: float
+) -> tuple[list[int], list[Path]]:
+    """Start ``count`` workers at once and wait for them all: their exit codes and log files."""
+    procs, logs = [], []
+    started = time.monotonic()
+    for index in range(count):
+        log = tmp / f"w{count}-{index}-{uuid.uuid4().hex[:6]}.log"
+        logs.append(log)
+        cmd = [scrapy_bin(), "crawl", "worker", "-a", "crawl=bench"]
+        for key, value in {**settings, "LOG_FILE": str(log)}.items():
+            cmd += ["-s", f"{key}={value}"]
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    codes = []
+    for proc in procs:
+        try:
+            codes.append(proc.wait(timeout=max(1.0, timeout - (time.monotonic() - started))))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            codes.append(proc.wait())
+    return codes, logs
+
+
 def _one(
-    web: SimWeb, urls_file: Path, tmp: Path, workers: int, timeout: float, *, concurrency: int, by_script: bool
+    web: SimWeb,
+    urls_file: Path | None,
+    tmp: Path,
+    workers: int,
+    timeout: float,
+    *,
+    concurrency: int,
+    latency: float,
+    by_script: bool = False,
 ) -> dict[str, Any]:
+    """One run of ``workers`` workers; with no ``urls_file``, one idle worker's start and stop alone."""
     port = free_port()
-    data = tmp / f"redis-{workers}"
+    data = tmp / f"redis-{workers}-{port}"
     data.mkdir()
     redis_proc = redis_server(port, data)
     monitor = _Monitor(port) if by_script else None
-    schema, kb_uri = _schema()
+    schema, kb_uri = schema_uri()
+    kb_uri += f"&application_name={schema}"  # its backends, told apart from other clients of the server
     url = f"redis://127.0.0.1:{port}/0"
     try:
+        memory_empty = _redis_memory(port)
         env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-        added = subprocess.run(
-            [
-                str(Path(scrapy_bin()).parent / "synapsecrawl"),
-                "crawl",
-                "add",
-                "--crawl",
-                "bench",
-                "--redis",
-                url,
-                "--urls-file",
-                str(urls_file),
-                "--mode",
-                "page",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-            env=env,
-        )
-        assert added.returncode == 0, added.stderr
+        if urls_file is not None:
+            added = subprocess.run(
+                [
+                    str(Path(scrapy_bin()).parent / "synapsecrawl"),
+                    "crawl",
+                    "add",
+                    "--crawl",
+                    "bench",
+                    "--redis",
+                    url,
+                    "--urls-file",
+                    str(urls_file),
+                    "--mode",
+                    "page",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+                env=env,
+            )
+            assert added.returncode == 0, added.stderr
+        memory_queued = _redis_memory(port)
         before, cpu_before = _round_trips(port), _redis_cpu(port)
         web.reset()
         settings = {
@@ -194,33 +296,28 @@ def _one(
             "PACING_REDIS_URL": url,
             **({"CONCURRENT_REQUESTS": str(concurrency)} if concurrency else {}),
         }
-        procs, logs = [], []
+        backends = _Backends(schema).start()
+        workers_cpu, own_cpu = _children_cpu(), _own_cpu()
         started = time.monotonic()
-        for index in range(workers):
-            log = tmp / f"w{workers}-{index}.log"
-            logs.append(log)
-            cmd = [scrapy_bin(), "crawl", "worker", "-a", "crawl=bench"]
-            for key, value in {**settings, "LOG_FILE": str(log)}.items():
-                cmd += ["-s", f"{key}={value}"]
-            procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        codes = []
-        for proc in procs:
-            try:
-                codes.append(proc.wait(timeout=max(1.0, timeout - (time.monotonic() - started))))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                codes.append(proc.wait())
+        codes, logs = _workers(workers, settings, tmp, env, timeout)
         wall = time.monotonic() - started
+        workers_cpu, own_cpu = _children_cpu() - workers_cpu, _own_cpu() - own_cpu
+        backends.stop()
         after, cpu_after = _round_trips(port), _redis_cpu(port)
+        memory_after, memory_peak, keys_after = _redis_memory(port), _redis_peak(port), _redis_keys(port)
     finally:
         redis_proc.terminate()
         redis_proc.wait(timeout=30)
-        _drop(schema)
+        drop_schema(schema)
+    if urls_file is None:
+        return {"cpu_s": round(workers_cpu, 2), "wall_s": round(wall, 2), "exit_codes": codes}
     hits = web.log()
     spacing = {host: float(spec.crawl_delay or 0.0) for host, spec in web.hosts.items()}
     figures = judge(hits, spacing)
     pages = [h for h in hits if h.path != "/robots.txt"]
     repeated = sum(n - 1 for n in Counter((h.host, h.path) for h in pages).values() if n > 1)
+    ok = max(1, figures.pages_ok)
+    first = min((h.start for h in hits), default=started) - started
     return {
         "workers": workers,
         "exit_codes": codes,
@@ -228,6 +325,9 @@ def _one(
         "makespan": round(figures.makespan, 2),
         "ideal": round(figures.ideal, 2),
         "efficiency": round(figures.efficiency, 3),
+        "ideal_inflight": round(figures.pages_ok * latency / (workers * concurrency), 2)
+        if latency and concurrency
+        else 0.0,
         "requests": figures.requests,
         "pages_ok": figures.pages_ok,
         "robots": figures.robots,
@@ -238,15 +338,40 @@ def _one(
         "violation_examples": figures.examples[:5],
         "redis_round_trips": after - before,
         "round_trips_per_page": round((after - before) / max(1, figures.pages_ok), 2),
-        "redis_cpu_ms_per_page": round(1000 * (cpu_after - cpu_before) / max(1, figures.pages_ok), 3),
+        "redis_cpu_ms_per_page": round(1000 * (cpu_after - cpu_before) / ok, 3),
+        "worker_cpu_ms_per_page": round(1000 * workers_cpu / ok, 2),
+        "pg_cpu_ms_per_page": round(1000 * backends.total / ok, 2),
+        "pg_backends": len(backends.cpu),
+        "web_cpu_ms_per_page": round(1000 * own_cpu / ok, 2),
+        "first_request_s": round(first, 2),
+        "redis_bytes_per_url_queued": round((memory_queued - memory_empty) / max(1, len(web.page_urls()))),
+        "redis_bytes_per_url_done": round((memory_after - memory_empty) / max(1, len(web.page_urls()))),
+        "redis_bytes_per_url_peak": round((memory_peak - memory_empty) / max(1, len(web.page_urls()))),
+        "redis_keys_after": keys_after,
+        "cores_busy": round(
+            (workers_cpu + own_cpu + backends.total + cpu_after - cpu_before) / max(0.01, figures.makespan), 2
+        ),
         "errors": sum(path.read_text(errors="replace").count(" ERROR: ") for path in logs if path.exists()),
         "load": os.getloadavg()[0],
+        "stats": _stats(logs),
         **(
             {"calls_per_page": {k: round(v / max(1, figures.pages_ok), 3) for k, v in monitor.counts.most_common()}}
             if monitor is not None
             else {}
         ),
     }
+
+
+def _stats(logs: list[Path]) -> dict[str, float]:
+    """The workers' final Scrapy stats, numbers only, summed over the workers (maxima kept as the largest)."""
+    total: dict[str, float] = {}
+    for path in logs:
+        text = path.read_text(errors="replace") if path.exists() else ""
+        dump = text.rpartition("Dumping Scrapy stats:")[2]
+        for key, value in re.findall(r"'([^']+)': (-?\d+(?:\.\d+)?)[,}]", dump):
+            number = float(value)
+            total[key] = max(total.get(key, number), number) if "max" in key else total.get(key, 0.0) + number
+    return dict(sorted(total.items()))
 
 
 def run_scaleout(
@@ -272,15 +397,24 @@ def run_scaleout(
     }
     with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-scaleout-") as tmpdir:
         tmp = Path(tmpdir)
+        # One worker with nothing to do: the CPU and time a worker takes to start and stop, apart from pages
+        result["startup"] = _one(web, None, tmp, 1, timeout, concurrency=concurrency, latency=latency)
+        print(json.dumps({"startup": result["startup"]}), flush=True)
         urls_file = tmp / "urls.txt"
         urls_file.write_text("\n".join(web.page_urls()) + "\n")
         for count in workers:
-            run = _one(web, urls_file, tmp, count, timeout, concurrency=concurrency, by_script=by_script)
+            run = _one(
+                web, urls_file, tmp, count, timeout, concurrency=concurrency, latency=latency, by_script=by_script
+            )
             result["runs"].append(run)
             print(json.dumps(run), flush=True)
     base = result["runs"][0]["makespan"] if result["runs"] else 0.0
     for run in result["runs"]:
         run["speedup"] = round(base / run["makespan"], 3) if run["makespan"] else 0.0
+        steady = run["worker_cpu_ms_per_page"] - 1000 * run["workers"] * result["startup"]["cpu_s"] / max(
+            1, run["pages_ok"]
+        )
+        run["worker_cpu_ms_per_page_past_startup"] = round(steady, 2)
     return result
 
 
@@ -290,12 +424,25 @@ def print_result(result: dict[str, Any]) -> None:
         f"answers after {result.get('latency', 0):g} s, CONCURRENT_REQUESTS {result.get('concurrency') or 'default'} "
         f"({result['machine'].get('cpus', '?')} CPUs)"
     )
-    print("workers  makespan  ideal  efficiency  speedup  violations  repeated  round trips/page  Redis CPU ms/page")
+    if "startup" in result:
+        print(
+            f"one idle worker: {result['startup']['cpu_s']:.2f} s CPU, {result['startup']['wall_s']:.1f} s "
+            "from start to exit"
+        )
+    print(
+        "workers  makespan  ideal  efficiency  speedup  violations  repeated  round trips/page  "
+        "CPU ms/page: worker (past start-up)  Redis     PG    web  cores busy  first request s  load"
+    )
     for run in result["runs"]:
         print(
-            f"{run['workers']:7d}  {run['makespan']:8.1f}  {run['ideal']:5.0f}  {run['efficiency']:10.2f}  "
+            f"{run['workers']:7d}  {run['makespan']:8.1f}  {max(run['ideal'], run.get('ideal_inflight', 0)):5.0f}  "
+            f"{max(run['ideal'], run.get('ideal_inflight', 0)) / max(0.01, run['makespan']):10.2f}  "
             f"{run['speedup']:7.2f}  {run['gap_violations'] + run['concurrency_violations']:10d}  "
-            f"{run['repeated_fetches']:8d}  {run['round_trips_per_page']:16.2f}  {run['redis_cpu_ms_per_page']:17.3f}"
+            f"{run['repeated_fetches']:8d}  {run['round_trips_per_page']:16.2f}  "
+            f"{run.get('worker_cpu_ms_per_page', 0):19.2f} {run.get('worker_cpu_ms_per_page_past_startup', 0):15.2f}  "
+            f"{run['redis_cpu_ms_per_page']:5.2f}  "
+            f"{run.get('pg_cpu_ms_per_page', 0):5.2f}  {run.get('web_cpu_ms_per_page', 0):5.2f}  "
+            f"{run.get('cores_busy', 0):10.2f}  {run.get('first_request_s', 0):15.1f}  {run['load']:4.1f}"
         )
         if run.get("calls_per_page"):
             print("         calls a page: " + ", ".join(f"{k} {v:g}" for k, v in run["calls_per_page"].items()))
@@ -314,7 +461,16 @@ def main() -> None:
     parser.add_argument(
         "--by-script", action="store_true", help="count each client call by script (MONITOR: costs Redis CPU)"
     )
+    parser.add_argument(
+        "--adds-up",
+        action="store_true",
+        help="the regime where workers should add up: --hosts 480 --pages 4 --delay 1 --latency 1 "
+        "--concurrency 8 --workers 1,2,4,8,16",
+    )
     args = parser.parse_args()
+    if args.adds_up:
+        args.hosts, args.pages, args.delay, args.latency, args.concurrency = 480, 4, 1.0, 1.0, 8
+        args.workers = "1,2,4,8,16"
     result = run_scaleout(
         args.hosts,
         args.pages,

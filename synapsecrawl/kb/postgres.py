@@ -181,6 +181,27 @@ _ADDED_PAGE_COLUMNS = (
 _ADDED_SOURCE_COLUMNS = (("run_started", "DOUBLE PRECISION NOT NULL DEFAULT 0"),)
 _ADDED_ROBOTS_COLUMNS = (("unreadable_since", "DOUBLE PRECISION NOT NULL DEFAULT 0"),)  # a KB made before YOT-STALE
 
+# A page's columns as PostgreSQL types, for the arrays a batch's upsert reads its rows from (text unless named)
+_PAGE_TYPES = {
+    "status": "integer",
+    "fetched_at": "timestamptz",
+    "verified_at": "timestamptz",
+    "nosnippet": "boolean",
+    "max_snippet": "integer",
+    "depth": "integer",
+    **{column: kind.lower() for column, kind in REVISIT_COLUMNS},
+}
+# A batch's rows, one array a column; what follows (ON CONFLICT ...) is the one upsert's of kb.rows
+_UPSERT_PAGES = (
+    f"INSERT INTO pages ({', '.join(PAGE_COLUMNS)}) SELECT * FROM unnest("  # noqa: S608 (fixed names)
+    + ", ".join(f"%s::{_PAGE_TYPES.get(column, 'text')}[]" for column in PAGE_COLUMNS)
+    + ")"
+)
+_STORED_PASSAGES = "SELECT page_id, ordinal, text FROM passages WHERE page_id = ANY(%s)"
+_INSERT_PASSAGES = (
+    "INSERT INTO passages (page_id, ordinal, text) SELECT * FROM unnest(%s::bigint[], %s::integer[], %s::text[])"
+)
+
 # ts_rank_cd weights {D, C, B, A}: the title (A) and the text (B) are ranked apart (kb.search.rank_results).
 _TITLE_WEIGHTS = "{0, 0, 0, 1.0}"
 _TEXT_WEIGHTS = "{0, 0, 1.0, 0}"
@@ -347,7 +368,12 @@ class PostgresStore(SharedTables):
             raise
 
     def _connect(self) -> psycopg.Connection[tuple[Any, ...]]:
-        conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=10, application_name="synapsecrawl")
+        # "synapsecrawl" in pg_stat_activity unless the URI names its workers apart (application_name=...);
+        # psycopg leaves out a keyword given as None
+        named = "application_name" in psycopg.conninfo.conninfo_to_dict(self._dsn)
+        conn = psycopg.connect(
+            self._dsn, autocommit=True, connect_timeout=10, application_name=None if named else "synapsecrawl"
+        )
         try:
             conn.execute("SET TIME ZONE 'UTC'")
             conn.execute("SET client_min_messages = warning")
@@ -421,23 +447,47 @@ class PostgresStore(SharedTables):
         self.put_pages([page], revisit)
 
     def put_pages(self, pages: Sequence[PageRecord], revisit: RevisitRule | None = None) -> None:
-        """Insert or replace each page and its passages, all in one transaction."""
-        upsert = self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url")) + " RETURNING id"
+        """Insert or replace each page and its passages, all in one transaction.
+
+        Four statements a batch whatever its size (five with a revisit rule), each text the same every
+        time (so psycopg prepares it after a few runs): the pages in one upsert from arrays, their stored
+        passages read in one query, the changed pages' passages deleted in one and inserted in one. Four a
+        page cost the writer more CPU and, across a network, a round trip each (docs/scale.md). Rows go in
+        (kb, url) order, so two writers' batches that share a page lock it in the same order and never
+        deadlock.
+        """
+        if not pages:
+            return
+        upsert = self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url"))
+        upsert = _UPSERT_PAGES + upsert[upsert.index(" ON CONFLICT") :] + " RETURNING id, kb, url"
         with self._transaction() as conn:
-            for page in self._revisited(conn, pages, revisit):  # timed by the rule (kb.revisit)
+            timed = self._revisited(conn, pages, revisit)  # timed by the rule (kb.revisit)
+            latest = {(page.kb, page.url): page for page in timed}  # one statement cannot upsert a row twice
+            batch = [latest[key] for key in sorted(latest, key=lambda key: (key[0] or "", key[1] or ""))]
+            columns = [list(column) for column in zip(*map(self._page_values, batch), strict=True)]
+            ids = {(kb, url): page_id for page_id, kb, url in conn.execute(upsert, columns).fetchall()}
+            page_ids = [ids[(page.kb, page.url)] for page in batch]
+            stored: dict[int, list[tuple[int, str]]] = {}
+            for page_id, ordinal, text in conn.execute(_STORED_PASSAGES, (page_ids,)):
+                stored.setdefault(page_id, []).append((ordinal, text))
+            owners: list[int] = []
+            ordinals: list[int] = []
+            texts: list[str] = []
+            replaced: list[int] = []
+            for page, page_id in zip(batch, page_ids, strict=True):
                 passages = split_passages(page.snippet_text or page.text, page.title)
-                row = conn.execute(upsert, self._page_values(page)).fetchone()
-                assert row is not None
-                stored = conn.execute("SELECT ordinal, text FROM passages WHERE page_id=%s", (row[0],))
-                if same_passages(stored, passages):
-                    continue  # a page read again unchanged: its passages and their index stand
-                conn.execute("DELETE FROM passages WHERE page_id=%s", (row[0],))
-                # One statement for all the page's passages, not one each (docs/benchmarks.md)
-                conn.execute(
-                    "INSERT INTO passages (page_id, ordinal, text)"
-                    " SELECT %s, ordinal - 1, text FROM unnest(%s::text[]) WITH ORDINALITY AS p(text, ordinal)",
-                    (row[0], passages),
-                )
+                if page_id in stored:
+                    if same_passages(stored[page_id], passages):
+                        continue  # a page read again unchanged: its passages and their index stand
+                    replaced.append(page_id)
+                owners += [page_id] * len(passages)
+                ordinals += range(len(passages))
+                texts += passages
+            if replaced:
+                conn.execute("DELETE FROM passages WHERE page_id = ANY(%s)", (replaced,))
+            if texts:
+                # All the batch's passages (~60 a page) in one statement, not one each (docs/benchmarks.md)
+                conn.execute(_INSERT_PASSAGES, (owners, ordinals, texts))
 
     def delete_page(self, kb: str, url: str) -> bool:
         """Remove a page with its passages and labels; True when there was one."""

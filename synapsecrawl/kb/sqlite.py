@@ -13,7 +13,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -222,6 +222,27 @@ def _page_trigger(db: sqlite3.Connection) -> None:
     db.execute("COMMIT")
 
 
+def _add_columns(db: sqlite3.Connection, table: str, columns: Iterable[tuple[str, str]]) -> None:
+    """Add the ``columns`` a KB made by an older version lacks; under the write lock, looking again once it is
+    held, since two crawls opening one new file at once would otherwise both add a column (and one fail)."""
+    wanted = list(columns)
+
+    def missing() -> list[tuple[str, str]]:
+        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        return [(column, declaration) for column, declaration in wanted if column not in present]
+
+    if not missing():
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for column, declaration in missing():
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
 class SQLiteStore(SharedTables):
     """A knowledge base in one SQLite file (the tables and methods both back-ends share: kb.rows)."""
 
@@ -239,20 +260,13 @@ class SQLiteStore(SharedTables):
                 _mark(self._db)
             self._db.executescript(_SCHEMA)
             _page_trigger(self._db)
-            present = {row[1] for row in self._db.execute("PRAGMA table_info(pages)")}
-            for column, declaration in _ADDED_PAGE_COLUMNS:
-                if column not in present:
-                    self._db.execute(f"ALTER TABLE pages ADD COLUMN {column} {declaration}")
-            robots = {row[1] for row in self._db.execute("PRAGMA table_info(robots_cache)")}
-            if "unreadable_since" not in robots:  # a KB made before YOT-STALE
-                self._db.execute("ALTER TABLE robots_cache ADD COLUMN unreadable_since REAL NOT NULL DEFAULT 0")
+            _add_columns(self._db, "pages", _ADDED_PAGE_COLUMNS)
+            # a KB made before YOT-STALE
+            _add_columns(self._db, "robots_cache", (("unreadable_since", "REAL NOT NULL DEFAULT 0"),))
             self._db.executescript(_ICONS_SCHEMA)
             self._db.executescript(_BACKOFF_SCHEMA)
             self._db.executescript(_SOURCES_SCHEMA)
-            present = {row[1] for row in self._db.execute("PRAGMA table_info(sources)")}
-            for column, declaration in _ADDED_SOURCE_COLUMNS:
-                if column not in present:
-                    self._db.execute(f"ALTER TABLE sources ADD COLUMN {column} {declaration}")
+            _add_columns(self._db, "sources", _ADDED_SOURCE_COLUMNS)
             self._db.executescript(changes.SQLITE_SCHEMA)  # what the search index follows (search.index)
             cut = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='passages'").fetchone()
             self._db.executescript(content.SCHEMA)  # passages and labels (kb.content)

@@ -125,6 +125,35 @@ def test_a_page_read_again_unchanged_keeps_its_passages_and_a_changed_one_is_cut
     assert store.search("teapot") == [] and [h.url for h in store.search("samovar")] == [url]
 
 
+def test_one_batch_of_new_unchanged_changed_and_repeated_pages(store: Store, kb_uri: str) -> None:
+    """SYN-MODES, SYN-REREAD, #17: one put_pages with a page read again unchanged (its passages stand), a
+    changed one (cut again), a new one, and one URL twice (the later wins, as written one by one)."""
+    same = "How to fill the kettle with water.\n\nHow to warm the teapot first."
+    store.put_pages([record("http://a.test/same", same), record("http://a.test/changed", "The old samovar.")])
+    kept = [row for row in _passage_rows(kb_uri) if row[2] in split_passages(same)]
+    store.put_pages(
+        [
+            record("http://a.test/twice", "A first thermos."),
+            record("http://a.test/changed", "The new percolator."),
+            record("http://a.test/same", same, etag='"v2"'),
+            record("http://a.test/new", "A fresh cafetiere."),
+            record("http://a.test/twice", "A second flask."),
+        ]
+    )
+    assert [row for row in _passage_rows(kb_uri) if row[2] in split_passages(same)] == kept
+    twice = store.get_page("docs", "http://a.test/twice")
+    assert twice is not None and twice.text == "A second flask."
+    unchanged = store.get_page("docs", "http://a.test/same")
+    assert unchanged is not None and unchanged.etag == '"v2"'
+    for gone in ("samovar", "thermos"):
+        assert store.search(gone) == []
+    for word, url in (("percolator", "changed"), ("cafetiere", "new"), ("flask", "twice"), ("teapot", "same")):
+        assert [h.url for h in store.search(word)] == [f"http://a.test/{url}"]
+    assert sorted(text for _, _, text in _passage_rows(kb_uri)) == sorted(
+        [*split_passages(same), "The new percolator.", "A fresh cafetiere.", "A second flask."]
+    )
+
+
 def test_whether_a_kb_holds_pages_under_an_address(store: Store) -> None:
     """SYN-REREAD: a crawl asks once per host whether the KB holds any page there (a range of the
     (kb, url) index, byte-wise on both back-ends): its own host and port and any prefix of them say yes;
@@ -569,6 +598,24 @@ def test_a_user_who_may_not_create_tables_is_one_line(postgres_schema_uri: str) 
             assert "\n" not in str(caught.value) and ":pw@" not in str(caught.value)
         finally:
             raw.execute(f"DROP ROLE {role}")
+
+
+def test_postgres_connections_carry_the_uris_application_name(postgres_schema_uri: str) -> None:
+    """Operations: a KB's connections show as "synapsecrawl" in pg_stat_activity, or by the name the URI
+    gives them (application_name=...), so an operator (and bench.scaleout) tells workers apart."""
+    import psycopg
+
+    name = f"kbtest_{uuid.uuid4().hex[:8]}"
+    for uri, shown in ((postgres_schema_uri, "synapsecrawl"), (f"{postgres_schema_uri}&application_name={name}", name)):
+        store = PostgresStore(uri)
+        try:
+            store.put_page(record("http://a.test/1", "kettle"))
+            backend = store._conn.info.backend_pid  # the write connection's server process
+            with psycopg.connect(postgres_schema_uri, autocommit=True) as conn:
+                row = conn.execute("SELECT application_name FROM pg_stat_activity WHERE pid = %s", (backend,))
+                assert row.fetchone() == (shown,)
+        finally:
+            store.close()
 
 
 @pytest.mark.parametrize(
