@@ -64,6 +64,57 @@ POSTGRES = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@1
 _CLIENT_COMMANDS = ("evalsha", "eval", "multi", "ping", "hgetall", "set", "script", "hello", "client", "select")
 
 
+def _script_names() -> dict[str, str]:
+    """sha1 -> module.NAME of every Lua script the workers run (the frontier's, the pacer's, redis-py's lock)."""
+    import hashlib
+
+    from redis.asyncio.lock import Lock
+
+    from synapsecrawl.pacing import shared as pacing
+    from synapsecrawl.shared import frontier
+
+    names = {hashlib.sha1(Lock.LUA_RELEASE_SCRIPT.encode(), usedforsecurity=False).hexdigest(): "robots lock release"}
+    for module in (frontier, pacing):
+        for name, value in vars(module).items():
+            if name.startswith("_") and isinstance(value, str) and "redis.call" in value:
+                names[hashlib.sha1(value.encode(), usedforsecurity=False).hexdigest()] = (
+                    f"{module.__name__.rsplit('.', 1)[-1]}.{name}"
+                )
+    return names
+
+
+class _Monitor:
+    """Every command clients send, counted by name (a script by its module and name), through MONITOR: one
+    client's view of which calls cost the round trips. It costs Redis CPU, so it is opt-in (``--by-script``)."""
+
+    def __init__(self, port: int) -> None:
+        import threading
+
+        import redis
+
+        self.counts: Counter[str] = Counter()
+        self._names = _script_names()
+        self._client = redis.Redis(port=port, socket_timeout=None)
+        self._thread = threading.Thread(target=self._listen, daemon=True)
+        self._thread.start()
+
+    def _listen(self) -> None:
+        import redis
+
+        try:
+            with self._client.monitor() as monitor:
+                for command in monitor.listen():
+                    if command.get("client_type") == "lua":
+                        continue
+                    parts = str(command.get("command", "")).split()
+                    name = parts[0].lower() if parts else "?"
+                    if name == "evalsha" and len(parts) > 1:
+                        name = self._names.get(parts[1].strip('"'), "evalsha (other)")
+                    self.counts[name] += 1
+        except redis.RedisError:
+            return  # the benchmark's Redis stopped
+
+
 def _round_trips(port: int) -> int:
     import redis
 
@@ -198,12 +249,14 @@ def _one(
     *,
     concurrency: int,
     latency: float,
+    by_script: bool = False,
 ) -> dict[str, Any]:
     """One run of ``workers`` workers; with no ``urls_file``, one idle worker's start and stop alone."""
     port = free_port()
     data = tmp / f"redis-{workers}-{port}"
     data.mkdir()
     redis_proc = redis_server(port, data)
+    monitor = _Monitor(port) if by_script else None
     schema, kb_uri = schema_uri()
     kb_uri += f"&application_name={schema}"  # its backends, told apart from other clients of the server
     url = f"redis://127.0.0.1:{port}/0"
@@ -301,6 +354,11 @@ def _one(
         "errors": sum(path.read_text(errors="replace").count(" ERROR: ") for path in logs if path.exists()),
         "load": os.getloadavg()[0],
         "stats": _stats(logs),
+        **(
+            {"calls_per_page": {k: round(v / max(1, figures.pages_ok), 3) for k, v in monitor.counts.most_common()}}
+            if monitor is not None
+            else {}
+        ),
     }
 
 
@@ -325,6 +383,7 @@ def run_scaleout(
     *,
     latency: float = 0.0,
     concurrency: int = 0,
+    by_script: bool = False,
 ) -> dict[str, Any]:
     specs = make_hosts(hosts, pages, [delay], slow=hosts if latency else 0, slow_seconds=latency)
     result: dict[str, Any] = {
@@ -344,7 +403,9 @@ def run_scaleout(
         urls_file = tmp / "urls.txt"
         urls_file.write_text("\n".join(web.page_urls()) + "\n")
         for count in workers:
-            run = _one(web, urls_file, tmp, count, timeout, concurrency=concurrency, latency=latency)
+            run = _one(
+                web, urls_file, tmp, count, timeout, concurrency=concurrency, latency=latency, by_script=by_script
+            )
             result["runs"].append(run)
             print(json.dumps(run), flush=True)
     base = result["runs"][0]["makespan"] if result["runs"] else 0.0
@@ -383,6 +444,8 @@ def print_result(result: dict[str, Any]) -> None:
             f"{run.get('pg_cpu_ms_per_page', 0):5.2f}  {run.get('web_cpu_ms_per_page', 0):5.2f}  "
             f"{run.get('cores_busy', 0):10.2f}  {run.get('first_request_s', 0):15.1f}  {run['load']:4.1f}"
         )
+        if run.get("calls_per_page"):
+            print("         calls a page: " + ", ".join(f"{k} {v:g}" for k, v in run["calls_per_page"].items()))
 
 
 def main() -> None:
@@ -395,6 +458,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each page is answered")
     parser.add_argument("--concurrency", type=int, default=0, help="CONCURRENT_REQUESTS per worker (0: the default)")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    parser.add_argument(
+        "--by-script", action="store_true", help="count each client call by script (MONITOR: costs Redis CPU)"
+    )
     parser.add_argument(
         "--adds-up",
         action="store_true",
@@ -413,6 +479,7 @@ def main() -> None:
         timeout=args.timeout,
         latency=args.latency,
         concurrency=args.concurrency,
+        by_script=args.by_script,
     )
     print_result(result)
     if args.out is not None:

@@ -5,8 +5,8 @@ before it is due; on the way through the middlewares the site may stop being
 due (the first page, once robots.txt has given a Crawl-delay; a pause). Then
 the request goes back to the queue instead of waiting in the downloader's
 slot, where it would hold one of the ``CONCURRENT_REQUESTS`` global slots.
-Meta keys: reads ``pacing_turn``; the copy sent back leaves out every key of one download
-(synapsecrawl.crawl.meta.PER_DOWNLOAD).
+Meta keys: reads ``pacing_turn`` and ``pacing_granted`` (a start Redis granted with the frontier's lease
+goes through); the copy sent back leaves out every key of one download (synapsecrawl.crawl.meta.PER_DOWNLOAD).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from time import monotonic
 from typing import TYPE_CHECKING
 
 from middlewares.engine.seam import paced_downloader
-from synapsecrawl.crawl.meta import LEAD_SECONDS, TURN, drop_per_download
+from synapsecrawl.crawl.meta import LEAD_SECONDS, PACING_GRANTED, TURN, drop_per_download
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -40,8 +40,8 @@ class PacingGateMiddleware:
         return cls(crawler)
 
     def process_request(self, request: Request) -> Request | None:
-        if not request.meta.get(TURN):
-            return None
+        if not request.meta.get(TURN) or request.meta.get(PACING_GRANTED):
+            return None  # a shared frontier lease that holds the pacer's start: Redis booked it for now
         downloader = paced_downloader(self._crawler)
         if downloader is None:
             return None

@@ -24,9 +24,11 @@ from middlewares.engine.resolver import refusal
 from middlewares.engine.runtime import Runtime
 from middlewares.removals import Removals
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
+from synapsecrawl.crawl.meta import LEASE, PACING_GRANTED
 from synapsecrawl.kb.records import RobotsCopy
 from synapsecrawl.kb.removals import unreadable_since
 from synapsecrawl.pacing.clock import site_crawl_delay
+from synapsecrawl.pacing.keys import grant_lease
 from synapsecrawl.rules.robots_policy import RobotsOutcome, is_fresh, judge_fetch
 from synapsecrawl.urls import origin_of
 
@@ -58,9 +60,9 @@ class RobotsMiddleware:
     async def process_request(self, request: Request) -> None:
         if kind_of(request.meta).rules.robots == "self" or request.meta.get("dont_obey_robotstxt"):
             return
-        outcome = await self.outcome_for(request.url)
+        outcome = await self.outcome_for(request.url, holding=request)
         if outcome.rules.allows(request.url):
-            outcome = await self._failed_elsewhere(request.url) or outcome
+            outcome = await self._failed_elsewhere(request) or outcome
         if not outcome.rules.allows(request.url) and not self._feed_exempt(request, outcome):
             assert self._crawler.stats is not None
             site = self._runtime.site(request.url)
@@ -77,23 +79,25 @@ class RobotsMiddleware:
             request.meta["robots_outcome"] = outcome.kind  # only "parsed" rules remove a stored page
             raise IgnoreRequest(f"robots.txt ({reason}) forbids {request.url}")
 
-    async def _failed_elsewhere(self, url: str) -> RobotsOutcome | None:
+    async def _failed_elsewhere(self, request: Request) -> RobotsOutcome | None:
         """The failed robots.txt of another host of ``url``'s site, if the profile stops a site for it.
 
         OMN-ROBOTS: a robots.txt answering 5xx or nothing makes "the whole site" disallowed, and a site
         is the registrable domain with all its hostnames; for a profile whose site is one host, the other
         origin is that host's other scheme. A failed copy is asked again once stale ("until it answers").
         """
+        url = request.url
         origin = origin_of(url)
         for other in sorted(self._sites.get(self._runtime.site(url), {}).keys() - {origin}):
             known = self._outcomes.get(other)
             if known is None:
                 continue
             if not known[1].done():  # being asked now (a site may have two requests in flight): wait for it
+                await self._free_grant(request)
                 await asyncio.wait([known[1]])
             elif not known[1].result().failed:
                 continue
-            outcome = await self.outcome_for(other + "/")
+            outcome = await self.outcome_for(other + "/", holding=request)
             if outcome.failed and not outcome.rules.allows("/"):
                 return outcome
         return None
@@ -114,14 +118,16 @@ class RobotsMiddleware:
         )
         return True
 
-    async def outcome_for(self, url: str) -> RobotsOutcome:
-        """The robots outcome for ``url``'s origin, fetching it when no fresh copy exists."""
+    async def outcome_for(self, url: str, holding: Request | None = None) -> RobotsOutcome:
+        """The robots outcome for ``url``'s origin, fetching it when no fresh copy exists. ``holding``: the
+        request that waits for it, whose start a shared frontier lease may hold (freed before the wait)."""
         origin = origin_of(url)
         now = self.clock()
         known = self._outcomes.get(origin)
         if known is not None:
             fetched_at, future = known
             if not future.done():
+                await self._free_grant(holding)
                 return await future
             outcome = future.result()
             if is_fresh(
@@ -138,7 +144,7 @@ class RobotsMiddleware:
         origins = self._sites.setdefault(site, {})
         origins.setdefault(origin, None)
         try:
-            fetched_at, outcome = await self._load(origin, now)
+            fetched_at, outcome = await self._load(origin, now, holding)
         except BaseException as exc:  # keep waiters from hanging, then let it rise
             future.set_exception(exc)
             future.exception()  # mark retrieved
@@ -150,28 +156,49 @@ class RobotsMiddleware:
         self._runtime.pacer.set_crawl_delay(site, site_crawl_delay(origins.values()))
         return outcome
 
-    async def _load(self, origin: str, now: float) -> tuple[float, RobotsOutcome]:
+    async def _load(self, origin: str, now: float, holding: Request | None) -> tuple[float, RobotsOutcome]:
         shared = self._runtime.shared_crawl
         if shared is None:
             return await self._load_copy(origin, now, stored=not self._profile.robots.once_per_crawl)
         # A shared crawl: one worker fetches a site's robots.txt, the others wait and read its copy from
         # the KB (fresh from the crawl's start, so "once per crawl" holds across workers).
+        # A copy already there is read without the lock (two Redis round trips a site and worker less).
+        known = await self._stored_copy(origin, time.time())
+        if known is not None:
+            return known
+        await self._free_grant(holding)
         async with shared.robots_lock(self._profile.name, origin, self._runtime.config.lease_seconds):
             return await self._load_copy(origin, time.time(), stored=True)
 
+    async def _free_grant(self, request: Request | None) -> None:
+        """Give back the site's start that ``request``'s frontier lease holds (PACING_GRANTED), before it waits
+        for a robots.txt fetch: that fetch needs the site's one place. The request then asks for its own."""
+        if request is None or not request.meta.pop(PACING_GRANTED, None):
+            return
+        pacer, lease = self._runtime.shared_pacer, request.meta.get(LEASE)
+        if pacer is not None and isinstance(lease, list) and len(lease) == 2:
+            await pacer.release(self._runtime.site(request.url), grant_lease(str(lease[1])))
+
+    async def _stored_copy(self, origin: str, now: float) -> tuple[float, RobotsOutcome] | None:
+        copy = await self._runtime.kb.robots_copy(self._profile.name, origin)
+        if copy is None:
+            return None
+        outcome = judge_fetch(self._profile.robots, self._profile.tokens, copy.status, copy.body)
+        if not is_fresh(
+            self._profile.robots,
+            fetched_at=copy.fetched_at,
+            failed=outcome.failed,
+            now=now,
+            crawl_started_at=self._runtime.started_at,
+        ):
+            return None
+        return copy.fetched_at, outcome
+
     async def _load_copy(self, origin: str, now: float, *, stored: bool) -> tuple[float, RobotsOutcome]:
         if stored:
-            copy = await self._runtime.kb.robots_copy(self._profile.name, origin)
-            if copy is not None:
-                outcome = judge_fetch(self._profile.robots, self._profile.tokens, copy.status, copy.body)
-                if is_fresh(
-                    self._profile.robots,
-                    fetched_at=copy.fetched_at,
-                    failed=outcome.failed,
-                    now=now,
-                    crawl_started_at=self._runtime.started_at,
-                ):
-                    return copy.fetched_at, outcome
+            known = await self._stored_copy(origin, now)
+            if known is not None:
+                return known
         status, body = await self._fetch(origin)
         outcome = judge_fetch(self._profile.robots, self._profile.tokens, status, body)
         if outcome.kind == "parsed":  # YOT-ROBOTS, SYN-REMOVE: stored pages it disallows leave the KB at once

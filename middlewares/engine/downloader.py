@@ -23,12 +23,12 @@ from scrapy.utils.defer import _schedule_coro
 
 from middlewares.engine.logformat import secs
 from middlewares.engine.runtime import Runtime
+from synapsecrawl.crawl.meta import LEASE, PACING_GRANTED, SKIP_CRAWL_DELAY
 from synapsecrawl.crawl.meta import PACING_LEASE as _LEASE
-from synapsecrawl.crawl.meta import SKIP_CRAWL_DELAY
 from synapsecrawl.pacing.clock import LagMeter, gap, next_start, reached_server_by, slow_spacing
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
@@ -70,6 +70,10 @@ class PacedDownloader(Downloader):
         self._asking: set[str] = set()  # sites whose turn is being asked of Redis
         self._shared_closed = False
         self._releasing: dict[str, set[asyncio.Task[None]]] = {}  # site -> its sends and answers being told Redis
+        self._sent_at: dict[str, float] = {}  # pacer lease -> when its request went out (one a site: no `sent`)
+        # A shared frontier lease that holds the pacer's start (PACING_GRANTED): when its request reached the
+        # server (None: no answer) and the slow spacing its answer asks for, told Redis as the lease ends.
+        self._ends: dict[str, tuple[float | None, float]] = {}
         if self._shared is not None:
             crawler.signals.connect(self._release_answered, signal=signals.response_downloaded)
             crawler.signals.connect(self._close_shared, signal=signals.engine_stopped)
@@ -149,7 +153,13 @@ class PacedDownloader(Downloader):
         latency = request.meta.get("download_latency")
         site, pacer = self._runtime.site(request.url), self._runtime.pacer
         before = pacer.spacing(site)
-        pacer.set_spacing(site, slow_spacing(profile.slow_factor, latency, profile.crawl_delay_cap))
+        spacing = slow_spacing(profile.slow_factor, latency, profile.crawl_delay_cap)
+        member = self._granted(request)
+        if member is not None and self._shared is not None:  # told Redis with the lease's end, not now
+            self._shared.note_spacing(site, spacing)
+            self._ends[member] = (self._ends.get(member, (None, 0.0))[0], spacing)
+        else:
+            pacer.set_spacing(site, spacing)
         self.refresh(site)
         after = pacer.spacing(site)
         if after > before * 1.1:
@@ -168,6 +178,7 @@ class PacedDownloader(Downloader):
         lag = _TURNS_TO_SEND * self.loop_lag()
         arrived = reached_server_by(now - latency, now, self._runtime.pacer.spacing(key), loop_lag=lag)
         slot.lastseen = max(slot.lastseen, arrived)
+        self._arrived(request, arrived)
 
     async def _download(self, slot: Slot, request: Request) -> Response:
         for on_send in self._on_send:  # may raise IgnoreRequest: then nothing is sent
@@ -175,7 +186,10 @@ class PacedDownloader(Downloader):
         dispatched = self._clock()
         lease = request.meta.get(_LEASE)
         if lease is not None:
-            self._say_sent(request.meta.get(self.DOWNLOAD_SLOT, ""), lease)
+            if self._runtime.profile.concurrency > 1:
+                self._say_sent(request.meta.get(self.DOWNLOAD_SLOT, ""), lease)
+            else:  # its place holds the site until the release, which says when it went out: no `sent` call
+                self._sent_at[lease] = dispatched
         try:
             return await super()._download(slot, request)
         except Exception:
@@ -187,6 +201,7 @@ class PacedDownloader(Downloader):
                 dispatched, now, self._runtime.pacer.spacing(key), loop_lag=_TURNS_TO_SEND * self.loop_lag()
             )
             slot.lastseen = max(slot.lastseen, arrived)
+            self._arrived(request, arrived)
             raise
 
     def get_slot_key(self, request: Request) -> str:
@@ -243,19 +258,7 @@ class PacedDownloader(Downloader):
 
     def _process_queue(self, slot: Slot) -> None:
         if self._shared is None:
-            head = slot.queue[0][0] if slot.queue else None
-            if head is None or not self._skips_crawl_delay(head):
-                super()._process_queue(slot)
-                return
-            key = head.meta[self.DOWNLOAD_SLOT]
-            if self._runtime.pacer.paused_until(key) > self._clock():
-                super()._process_queue(slot)  # a pause holds it, Crawl-delay and all: the polite reading
-                return
-            spaced, slot.delay = slot.delay, self._delay_for(key, crawl_delay=False)
-            try:
-                super()._process_queue(slot)
-            finally:
-                slot.delay = spaced
+            self._process_local_queue(slot)
             return
         if slot.latercall or not slot.queue or slot.free_transfer_slots() <= 0:
             return
@@ -269,8 +272,30 @@ class PacedDownloader(Downloader):
         if penalty > 0:  # this process's own spacing first: no need to ask Redis before it
             slot.latercall = call_later(penalty, self._latercall, slot)
             return
+        if self._granted(head) is not None:  # its frontier lease holds the start: no need to ask
+            slot.lastseen = self._clock()
+            request, queue_dfd = slot.queue.popleft()
+            _schedule_coro(self._wait_for_download(slot, request, queue_dfd))
+            self._process_queue(slot)
+            return
         self._asking.add(key)
         _schedule_coro(self._ask(key, slot, skips))
+
+    def _process_local_queue(self, slot: Slot) -> None:
+        """This process's own pacing (no PACING_REDIS_URL)."""
+        head = slot.queue[0][0] if slot.queue else None
+        if head is None or not self._skips_crawl_delay(head):
+            super()._process_queue(slot)
+            return
+        key = head.meta[self.DOWNLOAD_SLOT]
+        if self._runtime.pacer.paused_until(key) > self._clock():
+            super()._process_queue(slot)  # a pause holds it, Crawl-delay and all: the polite reading
+            return
+        spaced, slot.delay = slot.delay, self._delay_for(key, crawl_delay=False)
+        try:
+            super()._process_queue(slot)
+        finally:
+            slot.delay = spaced
 
     async def _ask(self, key: str, slot: Slot, skips: bool = False) -> None:
         assert self._shared is not None
@@ -302,12 +327,42 @@ class PacedDownloader(Downloader):
         finally:
             lease = request.meta.pop(_LEASE, None)
             if lease is not None:  # no answer (refused, timed out): the place is free, the spacing stands
-                self._release(key, lease, None)
+                sent = self._sent_at.pop(lease, None)
+                ago = None
+                if sent is not None:  # from when it may have reached the server, at the latest
+                    now, lag = self._clock(), _TURNS_TO_SEND * self.loop_lag()
+                    ago = now - reached_server_by(sent, now, self._runtime.pacer.spacing(key), loop_lag=lag)
+                self._release(key, lease, ago)
+
+    def _granted(self, request: Request) -> str | None:
+        """The shared frontier lease (its member) that holds ``request``'s start, if one does."""
+        lease = request.meta.get(LEASE)
+        if not request.meta.get(PACING_GRANTED) or not isinstance(lease, list) or len(lease) != 2:
+            return None
+        return f"{lease[0]}\t{lease[1]}"
+
+    def _arrived(self, request: Request, arrived: float) -> None:
+        member = self._granted(request)
+        if member is not None:
+            self._ends[member] = (arrived, self._ends.get(member, (None, 0.0))[1])
+
+    def lease_end(self, member: str) -> tuple[float, float]:
+        """How the request of frontier lease ``member`` ended, for the lease's end in Redis: seconds since it
+        reached the server (-1: unknown) and the slow spacing its answer asks for (0: none). Kept until
+        ``forget``: a lease's end that Redis did not take is told again with the next try."""
+        arrived, slow = self._ends.get(member, (None, 0.0))
+        return (-1.0 if arrived is None else max(0.0, self._clock() - arrived)), slow
+
+    def forget(self, members: Iterable[str]) -> None:
+        """These leases' ends are in Redis."""
+        for member in members:
+            self._ends.pop(member, None)
 
     def _release_answered(self, response: Response, request: Request, **_: Any) -> None:
         lease = request.meta.pop(_LEASE, None)
         if lease is None or self._shared is None:
             return
+        self._sent_at.pop(lease, None)
         key, latency = request.meta.get(self.DOWNLOAD_SLOT, ""), request.meta.get("download_latency")
         ago = None
         if latency is not None:

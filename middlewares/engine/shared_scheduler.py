@@ -28,14 +28,16 @@ from middlewares.engine.backoffstate import left_elsewhere
 from middlewares.engine.exceptions import SiteLeft
 from middlewares.engine.runtime import Runtime
 from middlewares.engine.seam import paced_downloader, wake_engine
-from synapsecrawl.crawl.meta import LEAD_SECONDS, LEASE, LEFT_OUT_OF_ENTRY, META, ORIGIN, TURN
+from synapsecrawl.crawl.meta import LEAD_SECONDS, LEASE, LEFT_OUT_OF_ENTRY, META, ORIGIN, PACING_GRANTED, TURN
 from synapsecrawl.shared.entries import BadEntry, Entry, FrontierUnreachable, Lease, is_plain_json
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
-    from synapsecrawl.shared.frontier import SharedFrontier
+    from synapsecrawl.shared.frontier import End, SharedFrontier
 
 __all__ = ["LEASE", "ORIGIN", "SharedScheduler", "plain_meta", "worker_name"]
 
@@ -107,7 +109,7 @@ class SharedScheduler(BaseScheduler):
         self._ack_pending()
         if left and self.frontier is not None:
             try:
-                given = self.frontier.give_back(self.worker, left)
+                given = self.frontier.give_back(self.worker, left, self._ends(left))
                 logger.info("frontier: %d requests this worker held put back for the others", given)
             except FrontierUnreachable as error:
                 logger.warning(
@@ -126,6 +128,7 @@ class SharedScheduler(BaseScheduler):
     def enqueue_request(self, request: Request) -> bool:
         assert self.spider is not None
         ending = None
+        request.meta.pop(PACING_GRANTED, None)  # its lease, and the start it held, end here: it asks anew
         member = _member(request.meta.get(LEASE))
         entry = self.spider.entry_for(request)
         if entry is None:  # cannot travel as JSON: kept here; the lease it came with is over
@@ -167,7 +170,9 @@ class SharedScheduler(BaseScheduler):
                 batch.append((site, entry))
                 self._out.popleft()
             try:
-                self.frontier.add(batch, worker=self.worker, ending=ending)
+                ends = self._ends([ending] if ending is not None else [])
+                self.frontier.add(batch, worker=self.worker, ending=ending, ends=ends)
+                self._ended(ends)
             except FrontierUnreachable as error:
                 for site, entry in reversed(batch):
                     self._out.appendleft((site, entry, ending))
@@ -202,6 +207,9 @@ class SharedScheduler(BaseScheduler):
                 self._try_ack([lease])
                 continue
             self.held[lease.member] = lease
+            pacer = Runtime.of(self.crawler).shared_pacer
+            if lease.spacing is not None and pacer is not None:
+                pacer.heard_crawl_delay(lease.site, lease.spacing)
             if lease.left is not None:  # another worker left the site: this one defers it too
                 left_elsewhere(self.crawler, lease.site, *lease.left)
             if request is not None:
@@ -209,6 +217,8 @@ class SharedScheduler(BaseScheduler):
                 # queued) when its site stopped being due on its way (its robots.txt just fetched, a
                 # Crawl-delay to wait), instead of it holding one of CONCURRENT_REQUESTS in a slot.
                 request.meta[TURN] = True
+                if lease.granted:  # the lease holds the pacer's start: its downloader does not ask Redis
+                    request.meta[PACING_GRANTED] = True
                 return request
             # a source's start, run by the spider: it ends the lease itself
         return None
@@ -219,7 +229,9 @@ class SharedScheduler(BaseScheduler):
         acks, self._acks = self._acks, []  # acknowledged in the same step
         try:
             asked = time.monotonic()
-            lease, hint, reclaimed = self.frontier.lease(self.worker, sweep=sweep, acks=acks)
+            ends = self._ends(acks)
+            lease, hint, reclaimed = self.frontier.lease(self.worker, sweep=sweep, acks=acks, ends=ends)
+            self._ended(ends)
             Runtime.of(self.crawler).timer("redis", time.monotonic() - asked)
         except FrontierUnreachable as error:
             self._acks = acks + self._acks
@@ -301,12 +313,26 @@ class SharedScheduler(BaseScheduler):
     def _try_ack(self, leases: list[Lease]) -> bool:
         assert self.frontier is not None
         try:
-            self.frontier.ack(self.worker, leases)
+            ends = self._ends(leases)
+            self.frontier.ack(self.worker, leases, ends)
+            self._ended(ends)
         except FrontierUnreachable as error:
             self._down(error)
             return False
         self._up()
         return True
+
+    def _ends(self, leases: Iterable[Lease]) -> dict[str, End]:
+        """How the requests of these leases that held the pacer's start ended (the downloader measured it)."""
+        downloader = paced_downloader(self.crawler)
+        if downloader is None:
+            return {}
+        return {lease.member: downloader.lease_end(lease.member) for lease in leases if lease.granted}
+
+    def _ended(self, ends: dict[str, End]) -> None:
+        downloader = paced_downloader(self.crawler)
+        if downloader is not None and ends:
+            downloader.forget(ends)
 
     # Liveness.
 

@@ -25,6 +25,7 @@ __all__ = [
     "LEFT_OUT_OF_ENTRY",
     "META",
     "ORIGIN",
+    "PACING_GRANTED",
     "PACING_LEASE",
     "PER_DOWNLOAD",
     "RENDER_STATE",
@@ -42,6 +43,7 @@ LEAD_SECONDS = 0.05
 
 TURN = "pacing_turn"  # handed out by a queue when its site was due, so the pacing gate may send it back
 PACING_LEASE = "pacing_lease"  # the start the shared pacer granted (PACING_REDIS_URL), given back on the answer
+PACING_GRANTED = "pacing_granted"  # the shared frontier's lease holds the pacer's start: the downloader does not ask
 SKIP_CRAWL_DELAY = "pacing_skip_crawl_delay"  # the site's Crawl-delay does not hold it (a feed's first add)
 JUDGED = "backoff_judged"  # the answer's backoff decision, made at download time, settled by the retry middleware
 LEASE = "frontier_lease"  # [site, stream id] of the shared frontier's lease the request holds
@@ -71,6 +73,7 @@ META: Mapping[str, MetaKey] = {
     # one download's
     TURN: _DOWNLOAD,
     PACING_LEASE: _DOWNLOAD,
+    PACING_GRANTED: _DOWNLOAD,
     JUDGED: MetaKey(per_download=True, travels=False),
     "gate_refused_type": _DOWNLOAD,  # the type gate refused the answer's Content-Type
     "size_truncated": _DOWNLOAD,  # the answer was cut at its size limit

@@ -12,7 +12,7 @@ Reads no setting and no meta key.
 
 from __future__ import annotations
 
-__all__ = ["LEASES", "SPACING_LUA", "STATE", "UNSENT", "lua_key_parts", "site_keys"]
+__all__ = ["LEASES", "SPACING_LUA", "STATE", "UNSENT", "grant_lease", "lua_key_parts", "lua_tail", "site_keys"]
 
 STATE, LEASES, UNSENT = "state", "leases", "unsent"
 
@@ -35,5 +35,15 @@ def site_keys(prefix: str, site: str) -> list[str]:
 
 def lua_key_parts(prefix: str) -> tuple[str, str, str]:
     """``(head, state tail, leases tail)``: a Lua script's ``head .. site .. tail`` is ``site_keys``' key."""
-    head = f"{prefix}:{{"
-    return head, f"}}:{STATE}", f"}}:{LEASES}"
+    return f"{prefix}:{{", lua_tail(STATE), lua_tail(LEASES)
+
+
+def lua_tail(name: str) -> str:
+    """The tail of a site's pacer key ``name`` (``STATE``, ``LEASES``, ``UNSENT``) after ``head .. site``."""
+    return f"}}:{name}"
+
+
+def grant_lease(stream_id: str) -> str:
+    """The pacer lease of a start granted with a shared frontier lease (``synapsecrawl.shared.frontier``, whose
+    Lua spells the same ``'F:' .. id``): never one of the pacer's own (uuid hex) leases."""
+    return f"F:{stream_id}"

@@ -232,6 +232,7 @@ class RedisPacing:
     _shared_spacing: dict[str, float] = field(init=False, default_factory=dict)
     _written: dict[tuple[str, str], float] = field(init=False, default_factory=dict)
     _failing: set[str] = field(init=False, default_factory=set)
+    _streaks: dict[str, tuple[int, int]] = field(init=False, default_factory=dict)  # as this machine last saw
     failures: int = field(init=False, default=0)  # calls Redis failed to answer (the crawl's stats say so)
     _sync: redis.Redis = field(init=False)
     _async: redis.asyncio.Redis | None = field(init=False, default=None)
@@ -280,6 +281,13 @@ class RedisPacing:
         """The slow-server spacing (SNA-SLOW), for every machine."""
         self._local.set_spacing(site, spacing)
         self._write(site, "slow", spacing)
+
+    def note_spacing(self, site: str, spacing: float) -> None:
+        """The slow-server spacing of an answer whose start a shared frontier lease holds: this machine's at
+        once; Redis is told as the lease ends (``synapsecrawl.shared.frontier``), in the same round trip,
+        before the site's place is free for another start."""
+        self._local.set_spacing(site, spacing)
+        self._written[site, "slow"] = spacing
 
     def pause(self, site: str, until: float) -> None:
         """Hold ``site`` on every machine until ``until`` (this machine's clock); a longer pause stands."""
@@ -344,7 +352,15 @@ class RedisPacing:
 
     def streaks(self, site: str, *, signal: bool, status: int | None, forbidden_limit: int) -> tuple[int, int] | None:
         """Count one answer in the site's shared streaks (pauses in a row, 403s in a row); return them as
-        they stood before it, so every machine's 403s count toward one streak. None if Redis failed."""
+        they stood before it, so every machine's 403s count toward one streak. None if Redis failed.
+
+        An answer that adds to no streak and would reset none this machine knows of (a 200 at a site whose
+        streaks it last saw at zero) is not sent: one round trip a page less. A streak another machine began
+        meanwhile then stays, which pauses the site sooner, never later (fail toward politeness).
+        """
+        known = self._streaks.get(site, (0, 0))
+        if not signal and status != 403 and _counted(known, signal, status, forbidden_limit) == known:
+            return known
         try:
             slow, forbidden = self._script("streaks", _STREAKS)(
                 keys=self._keys(site), args=self._args(1 if signal else 0, status or 0, forbidden_limit)
@@ -352,18 +368,26 @@ class RedisPacing:
         except redis.RedisError as error:
             self._unreachable(site, error)
             return None
+        self._streaks[site] = _counted((int(slow), int(forbidden)), signal, status, forbidden_limit)
         return int(slow), int(forbidden)
 
     def seed_streaks(self, site: str, slow: int, forbidden: int) -> None:
         """What the store remembers of the site's streaks, unless another machine already counts them."""
+        if slow or forbidden:  # an answer that resets them is then told Redis (streaks)
+            self._streaks[site] = (slow, forbidden)
         try:
             self._script("seed", _SEED)(keys=self._keys(site), args=self._args(slow, forbidden))
         except redis.RedisError as error:
             self._unreachable(site, error)
 
+    def heard_crawl_delay(self, site: str, spacing: float) -> None:
+        """Redis holds ``spacing`` as ``site``'s Crawl-delay spacing (a shared frontier's lease said so): the
+        same value read again from its robots.txt copy is not written again."""
+        self._written[site, "spacing"] = spacing
+
     def _write(self, site: str, name: str, value: float) -> None:
-        if name == "slow" and math.isclose(self._written.get((site, name), -1.0), value):
-            return  # measured on every answer: write only a change
+        if math.isclose(self._written.get((site, name), -1.0), value):
+            return  # slow: measured on every answer; spacing: read by every worker: write only a change
         try:
             self._script("set", _SET)(keys=self._keys(site), args=self._args(name, value))
         except redis.RedisError as error:
@@ -393,6 +417,23 @@ class RedisPacing:
             self._async = None
             self._scripts = {key: script for key, script in self._scripts.items() if key.endswith("/sync")}
         self._sync.close()
+
+
+def _counted(streaks: tuple[int, int], signal: bool, status: int | None, forbidden_limit: int) -> tuple[int, int]:
+    """The streaks after one answer: ``_STREAKS``' arithmetic, for the answers this machine need not send."""
+    slow, forbidden = streaks
+    code = status or 0
+    if signal:
+        slow += 1
+    elif 0 < code < 400:
+        slow = 0
+    if code == 403:
+        forbidden += 1
+    elif code > 0:
+        forbidden = 0
+    if forbidden_limit > 0 and forbidden >= forbidden_limit:
+        forbidden = 0
+    return slow, forbidden
 
 
 # redis-py's asyncio pool (8.x) refuses a command when 100 connections are in use ("Too many connections")

@@ -256,6 +256,8 @@ class Lease:
     id: str
     data: bytes
     left: tuple[float, str] | None = None  # the site was left to a later crawl: (paused until, why)
+    granted: bool = False  # holds the shared pacer's start for its request too, ended with the lease
+    spacing: float | None = None  # the site's Crawl-delay spacing as the shared pacer held it at the lease
 
     @property
     def member(self) -> str:

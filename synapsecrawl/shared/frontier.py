@@ -2,9 +2,11 @@
 
 Each site has one Redis stream of pending requests, read by the crawl's consumer group; ``ready`` orders the sites
 by when each may be asked next (checked against ``synapsecrawl.pacing.shared``'s state), ``inflight`` holds each
-lease and its expiry, ``seen`` is the duplicate filter. Every call is one atomic Lua script, all shared times are
-the Redis server's ``TIME``, and entries are JSON (``synapsecrawl.shared.entries``), never pickle. Keys need one
-Redis, not a Cluster. The whole design: docs/architecture.md, "Inside the larger modules".
+lease and its expiry, ``seen`` is the duplicate filter. With ``grant`` (one download a site at a time) a lease
+also holds the pacer's start (``granted``), ended with the lease; a sleeping worker claims the site it wakes for
+(``claims``). Every call is one atomic Lua script, all shared times are the Redis server's ``TIME``, and entries
+are JSON (``synapsecrawl.shared.entries``), never pickle. Keys need one Redis, not a Cluster. The whole design:
+docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any
 import redis
 import redis.asyncio
 
-from synapsecrawl.pacing.keys import SPACING_LUA, lua_key_parts
+from synapsecrawl.pacing.clock import MARGIN
+from synapsecrawl.pacing.keys import SPACING_LUA, UNSENT, lua_key_parts, lua_tail
 from synapsecrawl.pacing.shared import async_redis
 from synapsecrawl.shared.entries import (
     DEFAULT_FRONTIER_PREFIX,
@@ -34,10 +37,16 @@ from synapsecrawl.shared.entries import (
     fingerprint,
 )
 
-__all__ = ["SharedFrontier"]
+__all__ = ["NO_END", "End", "SharedFrontier"]
+
+# How a granted lease's request ended, told when the lease ends: seconds since it reached the server
+# (-1: not known, it never went out) and the slow-server spacing its answer asks for (0: none).
+End = tuple[float, float]
+NO_END: End = (-1.0, 0.0)
 
 _PRELUDE = (
     ENQUEUE_LUA
+    + SPACING_LUA
     + """
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
@@ -50,8 +59,35 @@ end
 local function requeue(site, data)
   enqueue(P, site, data, now, 'LT')
 end
+-- The pacer's start granted with a lease (the lease's grant), as P:granted holds it: its site's pacer state
+-- and leases keys, the delay and the margin (ratio, cap, seconds), tab-separated. Ended with its lease: the
+-- site's place is free, and its next start is due a spacing after the request reached the server (``ago``
+-- seconds before now, -1 unknown: the start booked at the grant stands), with the slow spacing its answer
+-- measured (``slow``, 0 none) set first, as the pacer's release and set would (synapsecrawl.pacing.shared).
+local function ungrant(member, ago, slow)
+  local g = redis.call('HGET', P .. ':granted', member)
+  if not g then return end
+  redis.call('HDEL', P .. ':granted', member)
+  local f = {}
+  for part in string.gmatch(g, '[^\t]+') do f[#f + 1] = part end
+  local state = f[1]
+  local _, id = split(member)
+  redis.call('ZREM', f[2], 'F:' .. id)
+  if slow > 0 then redis.call('HSET', state, 'slow', string.format('%.6f', slow)) end
+  local s = site_spacing(state, f[3])
+  local gap = s + math.min(s * tonumber(f[4]), tonumber(f[5])) + tonumber(f[6])
+  local arrived = tonumber(redis.call('HGET', state, 'last') or '0')
+  if ago >= 0 and now - ago > arrived then
+    arrived = now - ago
+    redis.call('HSET', state, 'last', string.format('%.6f', arrived))
+  end
+  if arrived + gap > tonumber(redis.call('HGET', state, 'next') or '0') then
+    redis.call('HSET', state, 'next', string.format('%.6f', arrived + gap))
+  end
+end
 -- Ends a lease: acknowledged (counted done for worker) or given back (its entry queued again).
-local function settle(member, worker, give_back)
+local function settle(member, worker, give_back, ago, slow)
+  ungrant(member, tonumber(ago or '-1'), tonumber(slow or '0'))
   local site, id = split(member)
   local q = P .. ':q:' .. site
   local data = nil
@@ -78,13 +114,14 @@ end
 """
 )
 
-# ARGV: P, worker, lease member to end first ('' none), then (site, fingerprint or '', data) triples.
+# ARGV: P, worker, lease member to end first ('' none), its seconds since arrival and slow spacing (as the
+# lease's acknowledgements), then (site, fingerprint or '', data) triples.
 _ADD = (
     _PRELUDE
     + """
-if ARGV[3] ~= '' then settle(ARGV[3], '', false) end
+if ARGV[3] ~= '' then settle(ARGV[3], '', false, ARGV[4], ARGV[5]) end
 local added = 0
-for i = 4, #ARGV, 3 do
+for i = 6, #ARGV, 3 do
   local site, fp, data = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if fp == '' or redis.call('SADD', P .. ':seen', fp) == 1 then
     enqueue(P, site, data, now, 'NX')
@@ -97,22 +134,45 @@ return added
 
 # ARGV: P, the pacer's site keys as head, state tail and leases tail (synapsecrawl.pacing.keys.lua_key_parts:
 # head .. site .. tail), worker, lease seconds, concurrency, sites to look at, poll seconds, sweep (0|1),
-# spacing when the pacer has none yet, then the worker's finished leases to acknowledge first (members).
-# Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due} or
+# spacing when the pacer has none yet, grant (0|1), the unsent keys' tail, the margin (ratio, cap, seconds),
+# then the worker's finished leases to acknowledge first: (member, seconds since its request reached the
+# server or -1, slow spacing its answer measured or 0) triples.
+# Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due, granted, the
+# site's Crawl-delay spacing in the pacer ('' none yet)} or
 # {0, seconds until the next site is due (-1: none), reclaimed, sites left}: the worker sleeps until then
 # instead of asking again (one round trip a page for the lease and the last one's acknowledgement).
+# With grant 1 and one download a site at a time, a lease of a site whose Crawl-delay is known holds the
+# pacer's start as well (granted 1): the checks above are the pacer's own, so its downloader does not ask.
 _LEASE = (
     _PRELUDE
-    + SPACING_LUA
     + """
 local head, state_tail, leases_tail = ARGV[2], ARGV[3], ARGV[4]
 local worker, lease_for = ARGV[5], tonumber(ARGV[6])
 local concurrency, scan, poll = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-for i = 12, #ARGV do settle(ARGV[i], worker, false) end
+local grant, unsent_tail = ARGV[12] == '1' and concurrency == 1, ARGV[13]
+local margin = {tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])}
+for i = 17, #ARGV, 3 do settle(ARGV[i], worker, false, ARGV[i + 1], ARGV[i + 2]) end
+-- A site another worker was told to wake for (claimed until its due time and half a second): passed over.
+local function claimed(site)
+  local c = redis.call('HGET', P .. ':claims', site)
+  if not c then return false end
+  local sep = string.find(c, '\t', 1, true)
+  return string.sub(c, 1, sep - 1) ~= worker and tonumber(string.sub(c, sep + 1)) > now
+end
+-- When the next site falls due, claimed for this worker if it is not due yet: each sleeping worker wakes for
+-- a site of its own, not all of them for the first (every worker but one would ask in vain).
 local function next_due()
-  local first = redis.call('ZRANGE', P .. ':ready', 0, 0, 'WITHSCORES')
+  local first = redis.call('ZRANGE', P .. ':ready', 0, 15, 'WITHSCORES')
   if #first == 0 then return '-1' end
-  return string.format('%.3f', math.max(tonumber(first[2]) - now, 0))
+  for i = 1, #first, 2 do
+    if not claimed(first[i]) then
+      local due = tonumber(first[i + 1])
+      if due <= now then return '0.000' end  -- due already: anyone's who asks
+      redis.call('HSET', P .. ':claims', first[i], worker .. '\t' .. string.format('%.3f', due + 0.5))
+      return string.format('%.3f', due - now)
+    end
+  end
+  return string.format('%.3f', math.max(tonumber(first[#first]) - now, poll))
 end
 local reclaimed = 0
 if ARGV[10] == '1' then
@@ -121,7 +181,9 @@ if ARGV[10] == '1' then
   end
 end
 for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'LIMIT', 0, scan)) do
-  if tonumber(redis.call('HGET', P .. ':queued', site) or '0') <= 0 then
+  if claimed(site) then
+    -- another worker wakes for it now
+  elseif tonumber(redis.call('HGET', P .. ':queued', site) or '0') <= 0 then
     redis.call('ZREM', P .. ':ready', site)
   else
     local state = head .. site .. state_tail
@@ -139,7 +201,12 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
       -- while the others idle. Due again when that lease ends (settle) or expires (the sweep).
       redis.call('ZADD', P .. ':ready', now + lease_for, site)
     elseif (not left) and redis.call('ZCOUNT', head .. site .. leases_tail, now, '+inf') >= concurrency then
-      redis.call('ZADD', P .. ':ready', now + poll, site)
+      -- Held by leases' grants only: due again when one ends (settle) or expires (the sweep), not polled.
+      local later = now + lease_for
+      for _, held in ipairs(redis.call('ZRANGEBYSCORE', head .. site .. leases_tail, now, '+inf')) do
+        if string.sub(held, 1, 2) ~= 'F:' then later = now + poll end
+      end
+      redis.call('ZADD', P .. ':ready', later, site)
     else
       local q = P .. ':q:' .. site
       local got = redis.call('XREADGROUP', 'GROUP', 'workers', worker, 'COUNT', 1, 'STREAMS', q, '>')
@@ -148,19 +215,37 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
         redis.call('ZREM', P .. ':ready', site)
       else
         local id, data = got[1][2][1][1], got[1][2][1][2][2]
+        redis.call('HDEL', P .. ':claims', site)
         redis.call('HINCRBY', P .. ':queued', site, -1)
         redis.call('HINCRBY', P .. ':flight', site, 1)
         local member = site .. '\\t' .. id
         redis.call('ZADD', P .. ':inflight', now + lease_for, member)
         redis.call('HSET', P .. ':owner', member, worker)
         local spacing = site_spacing(state, ARGV[11])
+        local granted = 0
+        if grant and (not left) and redis.call('HEXISTS', state, 'spacing') == 1
+            and redis.call('ZCOUNT', head .. site .. unsent_tail, now, '+inf') == 0 then
+          -- The pacer's grant (synapsecrawl.pacing.shared's acquire): the next start booked a gap on, and
+          -- the site's one place held until the lease ends (settle) or expires with it (the sweep).
+          local gap = spacing + math.min(spacing * margin[1], margin[2]) + margin[3]
+          local leases = head .. site .. leases_tail
+          redis.call('HSET', state, 'next', string.format('%.6f', now + gap), 'last', string.format('%.6f', now))
+          redis.call('ZADD', leases, string.format('%.6f', now + lease_for), 'F:' .. id)
+          redis.call('HSET', P .. ':granted', member, table.concat({state, leases, ARGV[11], ARGV[14], ARGV[15],
+            ARGV[16]}, '\t'))
+          local keep = math.ceil((lease_for + 86400) * 1000)
+          if redis.call('PTTL', state) < keep then redis.call('PEXPIRE', state, keep) end
+          if redis.call('PTTL', leases) < keep then redis.call('PEXPIRE', leases, keep) end
+          granted = 1
+        end
         if left then spacing = 0 end
         if tonumber(redis.call('HGET', P .. ':queued', site)) <= 0 then
           redis.call('ZREM', P .. ':ready', site)  -- none left: no worker wakes for it (an add puts it back)
         else
           redis.call('ZADD', P .. ':ready', now + spacing, site)
         end
-        return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left'), next_due()}
+        return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left'), next_due(), granted,
+          redis.call('HGET', state, 'spacing') or ''}
       end
     end
   end
@@ -169,13 +254,13 @@ return {0, next_due(), reclaimed, redis.call('HLEN', P .. ':left')}
 """
 )
 
-# ARGV: P, worker, give back (0|1), members.
+# ARGV: P, worker, give back (0|1), then (member, seconds since arrival or -1, slow spacing or 0) triples.
 _SETTLE = (
     _PRELUDE
     + """
 local n = 0
-for i = 4, #ARGV do
-  n = n + settle(ARGV[i], ARGV[2], ARGV[3] == '1')
+for i = 4, #ARGV, 3 do
+  n = n + settle(ARGV[i], ARGV[2], ARGV[3] == '1', ARGV[i + 1], ARGV[i + 2])
 end
 return n
 """
@@ -188,22 +273,28 @@ _HEARTBEAT = (
 redis.call('HSET', P .. ':workers', ARGV[2], string.format('%.3f', now))
 local renewed = 0
 for i = 4, #ARGV do
-  renewed = renewed + redis.call('ZADD', P .. ':inflight', 'XX', 'CH', now + tonumber(ARGV[3]), ARGV[i])
+  local n = redis.call('ZADD', P .. ':inflight', 'XX', 'CH', now + tonumber(ARGV[3]), ARGV[i])
+  renewed = renewed + n
+  local g = redis.call('HGET', P .. ':granted', ARGV[i])
+  if n == 1 and g then  -- its grant lives as long as the lease
+    local _, id = split(ARGV[i])
+    redis.call('ZADD', string.match(g, '^[^\t]+\t([^\t]+)'), 'XX', now + tonumber(ARGV[3]), 'F:' .. id)
+  end
 end
 return renewed
 """
 )
 
-# ARGV: P, source id, limit: 1 if one more page of the source may be fetched (and counts it), else 0.
+# ARGV: P, source id, limit, pages wanted: how many of them may be fetched (counted now), and the source's
+# pages counted after this call.
 _BUDGET = (
     _PRELUDE
     + """
-local spent = redis.call('HINCRBY', P .. ':budget', ARGV[2], 1)
-if spent > tonumber(ARGV[3]) then
-  redis.call('HINCRBY', P .. ':budget', ARGV[2], -1)
-  return 0
-end
-return 1
+local wanted = tonumber(ARGV[4])
+local spent = redis.call('HINCRBY', P .. ':budget', ARGV[2], wanted)
+local over = math.min(math.max(spent - tonumber(ARGV[3]), 0), wanted)
+if over > 0 then spent = redis.call('HINCRBY', P .. ':budget', ARGV[2], -over) end
+return {wanted - over, spent}
 """
 )
 
@@ -235,6 +326,7 @@ class SharedFrontier:
     delay: float = 1.0
     scan: int = 64
     poll_seconds: float = 0.25
+    grant: bool = False  # a lease holds the pacer's start too (one download a site at a time; spiders.worker)
     left_count: int = field(init=False, default=0)
     _client: redis.Redis = field(init=False)
     _async: redis.asyncio.Redis | None = field(init=False, default=None)
@@ -259,11 +351,19 @@ class SharedFrontier:
 
     # Putting work in.
 
-    def add(self, entries: Iterable[tuple[str, Entry]], *, worker: str = "", ending: Lease | None = None) -> int:
+    def add(
+        self,
+        entries: Iterable[tuple[str, Entry]],
+        *,
+        worker: str = "",
+        ending: Lease | None = None,
+        ends: Mapping[str, End] | None = None,
+    ) -> int:
         """Queue ``(site, entry)`` pairs, dropping those the duplicate filter has seen; end ``ending`` first,
-        in the same step (a request that comes back as a new copy: a redirect, a retry). Returns how many
-        were queued."""
-        args: list[Any] = [worker, ending.member if ending is not None else ""]
+        in the same step (a request that comes back as a new copy: a redirect, a retry), with its ``End``
+        from ``ends``. Returns how many were queued."""
+        args: list[Any] = [worker]
+        args += _ended([ending], ends) if ending is not None else ["", -1, 0]
         for site, entry in entries:
             fp = "" if entry.dont_filter else fingerprint(entry.method, entry.url, entry.body)
             args += [site, fp, entry.to_json()]
@@ -271,7 +371,7 @@ class SharedFrontier:
 
     def add_raw(self, site: str, data: bytes) -> None:
         """Queue bytes as they are (tests: what anyone who can write to Redis could put there)."""
-        self._run("add", _ADD, ["", "", site, "", data])
+        self._run("add", _ADD, ["", "", -1, 0, site, "", data])
 
     def add_source(self, source: Source) -> None:
         try:
@@ -311,9 +411,12 @@ class SharedFrontier:
 
     # Working.
 
-    def lease(self, worker: str, *, sweep: bool = True, acks: Sequence[Lease] = ()) -> tuple[Lease | None, float, int]:
+    def lease(
+        self, worker: str, *, sweep: bool = True, acks: Sequence[Lease] = (), ends: Mapping[str, End] | None = None
+    ) -> tuple[Lease | None, float, int]:
         """One request of the first site that is due, for ``worker``, after acknowledging ``acks`` (its
-        finished leases, as ``ack`` does) in the same step.
+        finished leases, as ``ack`` does, with their ``ends``) in the same step. With ``grant``, a lease
+        may hold the pacer's start for its request (``Lease.granted``): ended with the lease.
 
         Returns (lease or None, seconds until the next site is due after this
         lease or -1 when nothing is pending, leases of dead workers put back
@@ -332,7 +435,10 @@ class SharedFrontier:
                 self.poll_seconds,
                 1 if sweep else 0,
                 self.delay,
-                *(lease.member for lease in acks),
+                1 if self.grant else 0,
+                lua_tail(UNSENT),
+                *MARGIN,
+                *_ended(acks, ends),
             ],
         )
         if int(reply[0]) == 1:
@@ -340,7 +446,9 @@ class SharedFrontier:
             data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
             left = reply[5].decode("utf-8") if isinstance(reply[5], bytes) else str(reply[5])
             self.left_count = int(reply[6])
-            return Lease(site, ident, data, _left(left)), float(reply[7]), int(reply[4])
+            spacing = reply[9].decode() if isinstance(reply[9], bytes) else str(reply[9])
+            lease = Lease(site, ident, data, _left(left), int(reply[8]) == 1, float(spacing) if spacing else None)
+            return lease, float(reply[7]), int(reply[4])
         self.left_count = int(reply[3])
         return None, float(reply[1]), int(reply[2])
 
@@ -359,13 +467,13 @@ class SharedFrontier:
             )
         return found
 
-    def ack(self, worker: str, leases: Sequence[Lease]) -> int:
-        """These leases are done (fetched, or refused before the network)."""
-        return int(self._run("settle", _SETTLE, [worker, 0, *(lease.member for lease in leases)])) if leases else 0
+    def ack(self, worker: str, leases: Sequence[Lease], ends: Mapping[str, End] | None = None) -> int:
+        """These leases are done (fetched, or refused before the network); ``ends`` as ``End`` says."""
+        return int(self._run("settle", _SETTLE, [worker, 0, *_ended(leases, ends)])) if leases else 0
 
-    def give_back(self, worker: str, leases: Sequence[Lease]) -> int:
+    def give_back(self, worker: str, leases: Sequence[Lease], ends: Mapping[str, End] | None = None) -> int:
         """Put these leases' requests back in the frontier, not done (a worker stopping)."""
-        return int(self._run("settle", _SETTLE, [worker, 1, *(lease.member for lease in leases)])) if leases else 0
+        return int(self._run("settle", _SETTLE, [worker, 1, *_ended(leases, ends)])) if leases else 0
 
     def heartbeat(self, worker: str, leases: Sequence[Lease]) -> int:
         """The worker is alive: renew its leases. Returns how many were still its own."""
@@ -386,7 +494,20 @@ class SharedFrontier:
 
     def take_page(self, source: str, limit: int) -> bool:
         """Count one page of ``source`` against its limit across all workers; False when it is spent."""
-        return bool(int(self._run("budget", _BUDGET, [source, limit])))
+        return self.take_pages(source, limit, 1)[0] == 1
+
+    def take_pages(self, source: str, limit: int, wanted: int) -> tuple[int, int]:
+        """Count up to ``wanted`` pages of ``source`` against its limit across all workers: how many were
+        counted (0 when it is spent), and the source's pages counted now."""
+        taken, spent = self._run("budget", _BUDGET, [source, limit, wanted])
+        return int(taken), int(spent)
+
+    def untake_pages(self, source: str, count: int) -> None:
+        """Give back ``count`` pages counted by ``take_pages`` and not fetched (a worker stopping)."""
+        try:
+            self._client.hincrby(f"{self.root}:budget", source, -count)
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
 
     def pages_spent(self, source: str) -> int:
         try:
@@ -478,6 +599,15 @@ class SharedFrontier:
             await self._async.aclose()
             self._async = None
         self._client.close()
+
+
+def _ended(leases: Iterable[Lease], ends: Mapping[str, End] | None) -> list[Any]:
+    """The (member, seconds since arrival, slow spacing) triples a script settles leases with."""
+    args: list[Any] = []
+    for lease in leases:
+        ago, slow = (ends or {}).get(lease.member, NO_END)
+        args += [lease.member, f"{ago:.6f}" if ago >= 0 else -1, f"{slow:.6f}" if slow > 0 else 0]
+    return args
 
 
 def _left(raw: str) -> tuple[float, str] | None:

@@ -221,3 +221,79 @@ def test_redis_down_is_frontier_unreachable() -> None:
 
 
 _unused = redis
+
+
+def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_spacing(redis_prefix: str) -> None:
+    """One round trip a page (OMN-SITE, SYN-RATE, SNA-SLOW): with ``grant``, a lease of a site whose
+    Crawl-delay is known holds the shared pacer's start as well: the pacer grants no other start at the site
+    while it is out (its downloader need not ask), the site's next page is not leased though its spacing has
+    passed, and a lease renewed by its worker's heartbeat keeps the start past the lease's first expiry.
+    Its end (the acknowledgement in the next lease call) frees the place and books the next start a
+    spacing after the request reached the server, the slow spacing its answer measured included. A site
+    whose Crawl-delay is not known yet is leased without a start (its robots.txt goes first)."""
+    import asyncio
+
+    f = SharedFrontier(
+        REDIS_URL,
+        "core",
+        prefix=f"{redis_prefix}:frontier",
+        pacer_prefix=f"{redis_prefix}:pacing",
+        lease_seconds=1.0,
+        delay=0.2,
+        grant=True,
+    )
+    pacer = RedisPacing(
+        REDIS_URL, delay=0.2, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
+    )
+
+    loop = asyncio.new_event_loop()  # one loop: the pacer's asyncio client is bound to it
+
+    def turn(site: str) -> tuple[bool, float]:
+        got = loop.run_until_complete(pacer.acquire(site))
+        if got.lease is not None:
+            loop.run_until_complete(pacer.release(site, got.lease))
+        return got.granted, got.wait
+
+    f.add([("a.test", Entry(f"http://a.test/{n}", "s")) for n in range(2)])
+    f.add([("new.test", Entry("http://new.test/0", "s"))])
+    pacer.set_crawl_delay("a.test", None)  # its robots.txt read
+    first, _, _ = f.lease("w1")
+    fresh, _, _ = f.lease("w1")
+    assert first is not None and first.site == "a.test" and first.granted
+    assert fresh is not None and fresh.site == "new.test" and not fresh.granted
+    for _ in range(3):  # past the lease's 1 s, renewed by the heartbeat
+        time.sleep(0.4)
+        assert f.heartbeat("w1", [first, fresh]) == 2
+        assert turn("a.test")[0] is False  # the place is the lease's
+        assert f.lease("w2")[0] is None  # a.test's spacing passed, its one place held
+    second, _, _ = f.lease("w2", acks=[], ends={})
+    assert second is None
+    assert f.ack("w1", [first], {first.member: (0.0, 1.5)}) == 1  # reached the server just now; 1.5 s slow
+    granted, wait = turn("a.test")
+    assert not granted and 1.3 < wait <= 1.6  # the slow spacing from its arrival
+    assert f.lease("w2")[0] is None
+    time.sleep(wait + 0.1)
+    second, _, _ = f.lease("w2")
+    assert second is not None and second.granted and Entry.from_json(second.data).url == "http://a.test/1"
+    assert f.give_back("w2", [second]) == 1  # a worker stopping: the start is freed with the lease
+    assert f.lease("w3")[0] is not None  # due at once (given back), its place free again
+    loop.run_until_complete(pacer.aclose())
+    loop.close()
+    f.close()
+
+
+def test_pages_counted_in_a_block_never_pass_the_limit_and_those_not_fetched_are_given_back(
+    frontier: SharedFrontier,
+) -> None:
+    """SYN-LIMITS across workers, one round trip for many pages: a block of pages counted against a
+    source's limit in one call is cut at the limit (what is over is not counted), a call past it counts
+    none, one page at a time still works, and pages a stopping worker counted but never fetched are given
+    back for the others."""
+    assert frontier.take_pages("s1", 20, 16) == (16, 16)
+    assert frontier.take_pages("s1", 20, 16) == (4, 20)  # cut at the limit
+    assert frontier.take_pages("s1", 20, 16) == (0, 20)
+    assert not frontier.take_page("s1", 20)
+    frontier.untake_pages("s1", 3)  # a worker stopping with 3 counted, not fetched
+    assert frontier.pages_spent("s1") == 17
+    assert frontier.take_page("s1", 20) and frontier.pages_spent("s1") == 18
+    assert frontier.take_pages("other", 5, 16) == (5, 5)  # each source its own limit
