@@ -1,25 +1,12 @@
 """A web crawl's frontier: every discovered URL judged once, and each site's pending URLs in priority order.
 
-``offer`` canonicalises a link (``traps.web_canonical``) and cuts it, in this order, for its scheme, the
-allow-list (``-a sites=FILE``), the depth cap, as already known (the seen-set, ``seen``), as a trap
-(``traps.TrapGuard``). What is left waits in its site's queue. ``release(site)`` hands out the site's most
-valuable pending URL and spends a page of its registrable domain's budget (``budgets``) on it: the budget
-is spent when a page is handed out, not when a URL is found, so it buys a domain's best pages known by then
-rather than its first found (IRLbot's BEAST delays what is over budget in the same spirit). A domain whose
-budget is spent keeps at most ``budget_max`` URLs waiting (more are cut at once) until a new linking domain
-grows it; what is still waiting for budget when the crawl ends was cut for the budget.
-
-Priority: an in-degree estimate, not OPIC. A URL's value is the number of distinct registrable domains that
-linked to it while it waited (links from its own domain count for nothing, so a farm cannot vote for
-itself), on a log scale, less half a point per link of depth (its shortest path found so far); ties go to
-the URL found first (breadth-first, which Najork and Wiener found brings the important pages early). That
-value ranks a site's next page against the next pages of the other due sites (``rank``). Within one site
-the links from the site's own domain count too, at half the weight: they cannot take a page of another site's
-turn nor the domain more budget, only say which of its own pages the site links most (its navigation's hubs).
-OPIC would need every page's cash kept and passed on for each link, and its cash can be pumped by a farm of
-pages inside one domain unless links are filtered exactly as here: with that filter, a count of linking
-domains is most of its signal for one number a URL. Memory: a pending URL keeps at most ``_MAX_LINKERS``
-linker hashes and a count of its own domain's links.
+``offer`` canonicalises a link and cuts it for its scheme, the allow-list (``-a sites``), the depth cap, as
+already seen, or as a trap; what is left waits in its site's queue. ``release(site)`` hands out the site's most
+valuable pending URL and spends a page of its domain's budget on it then (so the budget buys the domain's best
+pages, not its first found). Value: distinct linking domains on a log scale (links from a URL's own domain
+count half within its site and never across sites), less half a point a link of depth; ``rank`` compares a
+site's next page with other due sites'. Reads no setting or meta key (``WebPolicy`` comes from the profile).
+More: docs/architecture.md, "Inside the larger modules", and docs/operations.md (why not OPIC).
 """
 
 from __future__ import annotations

@@ -1,34 +1,13 @@
-"""A web crawl shared by many workers: the seen-set, the trap counts, the budgets, the order within a site and
-the near-duplicates, in Redis.
+"""A web crawl shared by many workers: the seen-set, trap counts, budgets, order within a site and
+near-duplicates, in Redis.
 
-``SharedWebGate.admit`` judges a batch of links in one round trip (one Lua script, atomic: a link is never
-marked seen without being kept). For each link: its linking domain goes into a HyperLogLog of its target's
-registrable domain (IRLbot's STAR, counted across workers: about 12 KB at most per domain, exact for few
-linkers); its bit positions into the shared Bloom filter (``redis_seen``). A link already seen votes for its
-URL if that still waits (its distinct linking domains, at most ``MAX_LINKERS``). A new one is counted
-against its site's trap marks (``traps.TrapMarks``: date-bearing URLs per host as a set of 63-bit digests,
-query variants per path as 8-byte digests packed in a hash field per path, one hash a host; each at most its
-cap) and cut as a trap past them, so a trap's counts hold
-across workers; then it is admitted while its domain's budget, ``base + per_linking_domain * linkers`` up
-to ``max`` (``WebPolicy``), has pages left. Past the budget it is parked, as IRLbot's BEAST defers rather
-than discards: a domain keeps its ``min(4 * per_linking_domain, max - budget)`` best parked URLs (40 under
-our profiles, about 270 bytes each, measured: 11 KB a domain at most, about its HyperLogLog), and a new
-linking domain that grows the budget admits the best of them at once; a URL that finds no room is cut for
-the budget.
-
-Order within a site (the local crawl's ``WebFrontier.release``): an admitted URL waits in its site's sorted
-set, scored by value (``2 log2(1 + distinct linking domains) - depth / 2``, ties to the URL found first);
-the frontier's stream of the site holds at most ``window`` of them, undelivered, and is refilled with the
-best waiting ones, by the frontier's own ``ENQUEUE_LUA``, in the same atomic step as an admission, or when
-one of the site's pages is answered (``refill``). A URL moves from the sorted set to the stream in one
-script, and the stream's pending list is the lease, so a worker killed at any point loses nothing; what no
-answer refilled (a lease ended without its page read) is moved by ``refill_all`` when the crawl looks
-drained. Pacing is the frontier's: a refill queues as an add does, and the lease checks the pacer.
-
-``SharedNearDuplicates`` keeps each stored page's SimHash in four 16-bit block buckets (two fingerprints
-within 3 bits agree on one): a lookup reads four sets, and two copies stored by two workers in the same
-instant can both be kept (the check and the add are two calls). Keys live under the crawl's
-``synapsecrawl.shared.entries.web_root``; the frontier's keys are named only by that module's Lua.
+``SharedWebGate.admit`` judges a batch of links in one atomic Lua script: linking domains into a HyperLogLog
+per target domain (IRLbot's STAR), the shared Bloom seen-set, trap counts across workers, then the domain's
+budget; past it a link is parked (IRLbot's BEAST), bounded per domain. Admitted URLs wait in a per-site
+sorted set by value, and the frontier's stream of the site holds at most ``window`` of them, refilled in the
+same step or when a page is answered, so a killed worker loses nothing. ``SharedNearDuplicates`` keeps SimHash
+block buckets. Keys live under ``synapsecrawl.shared.entries.web_root``; reads no setting or meta key.
+More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
