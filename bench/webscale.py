@@ -32,7 +32,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -40,31 +39,17 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, judge, machine, scrapy_bin
+from bench.pgwrite import drop_schema, schema_uri
 from bench.redisserver import free_port, redis_server
-from bench.scaleout import _drop, _redis_cpu, _round_trips, _schema
+from bench.scaleout import _redis_cpu, _round_trips
 from bench.sim import Hit
-from bench.webcrawl import _spacing, _violations_by_site, _workdir
+from bench.webcrawl import _spacing, _start_server, _violations_by_site, _workdir
 from bench.webgen import TRAP_KINDS, Web, read_log
 
 __all__ = ["main", "run_webscale"]
 
 _SEEDS = 10
 _AGENT = "SnagaBot"
-
-
-def _serve(web_args: list[str], log: Path) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.webgen", "serve", *web_args, "--log", str(log)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("port "):
-        proc.kill()
-        raise SystemExit("bench: the generated web did not start")
-    return proc, int(line.split()[1])
 
 
 def _stop(procs: list[subprocess.Popen[bytes]], grace: float = 60.0) -> list[int]:
@@ -109,7 +94,7 @@ def _one(
     data = tmp / f"redis-{workers}"
     data.mkdir()
     redis_proc = redis_server(port, data)
-    schema, kb_uri = _schema()
+    schema, kb_uri = schema_uri()
     url = f"redis://127.0.0.1:{port}/0"
     offset = log.stat().st_size
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
@@ -146,7 +131,7 @@ def _one(
     finally:
         redis_proc.terminate()
         redis_proc.wait(timeout=30)
-        _drop(schema)
+        drop_schema(schema)
     lines = [line for line in read_log(log, offset) if _AGENT in line.user_agent]
     pages = [line for line in lines if line.path != "/robots.txt"]
     in_window = [line for line in pages if window_start <= line.start < window_end]
@@ -214,7 +199,7 @@ def run_webscale(
     with tempfile.TemporaryDirectory(prefix="bench-webscale-") as tmpdir:
         tmp = _workdir(Path(tmpdir), keep)
         log = tmp / "web.log"
-        server, port = _serve(web_args, log)
+        server, port = _start_server(web_args, log)
         try:
             seeds = tmp / "seeds.txt"
             seeds.write_text("".join(f"http://{h}:{port}{p}\n" for h, p in web.seeds(_SEEDS)))

@@ -22,6 +22,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from hypothesis import HealthCheck, settings
 
+from synapsecrawl.kb import open_store
+from synapsecrawl.kb.store import Store
 from tests import zygote
 from tests.costs import cost
 from tests.faults_env import PrivateCluster, private_cluster
@@ -208,6 +210,22 @@ def postgres_schema_uri() -> Iterator[str]:
             yield f"{POSTGRES_ADMIN_URI}{sep}options=-csearch_path%3D{name}"
         finally:
             admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def kb_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The URI of an empty knowledge base of each kind (PostgreSQL: a schema of its own)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'kb.sqlite3'}"
+    return str(request.getfixturevalue("postgres_schema_uri"))
+
+
+@pytest.fixture
+def store(kb_uri: str) -> Iterator[Store]:
+    """That knowledge base, open."""
+    opened = open_store(kb_uri)
+    yield opened
+    opened.close()
 
 
 @pytest.fixture

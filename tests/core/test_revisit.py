@@ -7,12 +7,9 @@ clock is each page's own fetch or 304 time, passed in through the record.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-
-import pytest
 
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.records import PageRecord
@@ -24,20 +21,6 @@ from tests.helpers import WHEN, record
 WEEK = 7 * DAY
 SNAGA = rule_of(load_profile("snagabot").web, WEEK)  # adapts within 1 and 30 days
 URL = "http://a.test/p"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def kb_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'kb.sqlite3'}"
-    return str(request.getfixturevalue("postgres_schema_uri"))
-
-
-@pytest.fixture
-def store(kb_uri: str) -> Iterator[Store]:
-    opened = open_store(kb_uri)
-    yield opened
-    opened.close()
 
 
 def _at(days: float) -> PageRecord:

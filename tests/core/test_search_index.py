@@ -33,20 +33,6 @@ QUERIES = (
 )
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def kb_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'kb.sqlite3'}"
-    return str(request.getfixturevalue("postgres_schema_uri"))
-
-
-@pytest.fixture
-def store(kb_uri: str) -> Iterator[Store]:
-    opened = open_store(kb_uri)
-    yield opened
-    opened.close()
-
-
 @pytest.fixture
 def index(store: Store, tmp_path: Path) -> Iterator[SearchIndex]:
     opened = SearchIndex(store, tmp_path / "index")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
 from dataclasses import fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,22 +29,6 @@ from tests.helpers import WHEN, docsite_records, record
 
 def plain(snippet: str) -> str:
     return snippet.replace(MARK_OPEN, "").replace(MARK_CLOSE, "")
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def kb_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The URI of an empty knowledge base of each kind."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'kb.sqlite3'}"
-    return str(request.getfixturevalue("postgres_schema_uri"))
-
-
-@pytest.fixture
-def store(kb_uri: str) -> Iterator[Store]:
-    """That knowledge base, open."""
-    opened = open_store(kb_uri)
-    yield opened
-    opened.close()
 
 
 def test_postgres_covers_the_whole_store_interface() -> None:

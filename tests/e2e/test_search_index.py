@@ -16,8 +16,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from synapsecrawl.kb import open_store
 from synapsecrawl.search.index import SearchIndex, index_path
 from tests import zygote
@@ -26,13 +24,6 @@ from tests.e2e.service import kb_search, serve
 from tests.helpers import ROOT, WHEN, bin_path, record, wait_for
 from tests.site.pages import ROBOTS_ALL
 from tests.site.server import Reply, TestServer
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def kb_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'kb.sqlite3'}"
-    return str(request.getfixturevalue("postgres_schema_uri"))
 
 
 def _urls(results: dict[str, Any]) -> list[str]:

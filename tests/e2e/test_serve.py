@@ -42,14 +42,6 @@ def page(title: str, body: str, head: str = "", headers: dict[str, str] | None =
     )
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def kb_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """An empty knowledge base of each kind."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'kb.sqlite3'}"
-    return str(request.getfixturevalue("postgres_schema_uri"))
-
-
 def test_http_search_answers_as_kb_search_does(
     server: TestServer, host: str, crawl, kb_uri: str, tmp_path: Path
 ) -> None:
