@@ -2,9 +2,10 @@
 
 Replaces Scrapy's RedirectMiddleware (order 600) with a subclass whose hops are judged by
 ``synapsecrawl.crawl.scope.redirect_refusal`` (SYN-SCOPE; YOT-REDIRECT: same site, at most ``REDIRECT_MAX_TIMES``,
-which the profile add-on sets); robots.txt fetches follow theirs up to the profile's limit (RFC 9309 §2.3.1.2). A
-Location that cannot be requested is one line and a skip. Meta keys it reads: ``dont_redirect``, ``redirect_urls``,
-``handle_httpstatus_list``, ``handle_httpstatus_all``. More: docs/architecture.md, "Inside the larger modules".
+which the profile add-on sets) and kept to a web crawl's allow-list of sites (``CrawlTarget.listed``); robots.txt
+fetches follow theirs up to the profile's limit (RFC 9309 §2.3.1.2). A Location that cannot be requested is one
+line and a skip. Meta keys it reads: ``dont_redirect``, ``redirect_urls``, ``handle_httpstatus_list``,
+``handle_httpstatus_all``. More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ class ScopedRedirectMiddleware(RedirectMiddleware):
         chain_start = (result.meta.get("redirect_urls") or [request.url])[0]
         scopes = self._runtime.target.scopes or ()
         reason = redirect_refusal(self._runtime.profile.redirect_scope, chain_start, result.url, scopes)
+        listed = self._runtime.target.listed
+        if reason is None and listed is not None and not listed(request, result.url):
+            reason = "not on the crawl's list of sites"
         if reason is None:
             return result
         self._skip(request, "scope", f"redirect from {request.url} to {result.url} not followed: {reason}")

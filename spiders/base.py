@@ -80,7 +80,12 @@ class SynapseSpider(scrapy.Spider):
             source=self if self.records_source else None,
             by_value=self.sites_by_value,
             site_value=self.site_value if self.sites_by_value else None,
+            listed=self.listed,
         )
+
+    def listed(self, request: scrapy.Request, url: str) -> bool:
+        """Whether ``url``, where ``request`` was redirected, is within the crawl's allow-list (none here)."""
+        return True
 
     def site_value(self, site: str, queued: float) -> float:
         """How much ``site`` is worth asking now, its next request in the queue having priority ``queued``."""

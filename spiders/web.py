@@ -71,6 +71,11 @@ class WebSpider(SynapseSpider):
         crawler.signals.connect(spider._left_downloader, signal=signals.request_left_downloader)
         return spider
 
+    def listed(self, request: scrapy.Request, url: str) -> bool:
+        """A redirect stays within ``-a sites`` (``crawl add --sites``) as a link does: a list kept by the
+        frontier's judgement of links alone would let a listed page redirect anywhere."""
+        return self.sites is None or self.sites.matches(url)
+
     def prepare(self, sites: RemovalList | None) -> None:
         """The frontier and near-duplicate index of this crawl (its runtime and limits set)."""
         policy = self.runtime.profile.web

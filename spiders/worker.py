@@ -130,7 +130,11 @@ class WorkerSpider(scrapy.Spider):
         pacer.report_outages = False  # the scheduler says in one line that Redis does not answer, and when it does
         spider.limits = replace(runtime.limits, pages=0)  # each source's limit is counted in Redis
         runtime.target = CrawlTarget(
-            name=spider.name, limits=spider.limits, take_page=spider.take_page, kb_of=spider.kb_of
+            name=spider.name,
+            limits=spider.limits,
+            take_page=spider.take_page,
+            kb_of=spider.kb_of,
+            listed=spider.listed,
         )
         spider.stay = arguments.stay
         spider._delegates = {}
@@ -209,6 +213,14 @@ class WorkerSpider(scrapy.Spider):
             return self.delegate(str(source)).crawl.kb if source else None
         except BadEntry:
             return None
+
+    def listed(self, request: scrapy.Request, url: str) -> bool:
+        """Within the allow-list of the source ``request`` was made for (``crawl add --sites``), if any."""
+        source = (request.meta.get(ORIGIN) or {}).get("src")
+        try:
+            return self.delegate(str(source)).listed(request, url) if source else True
+        except BadEntry:
+            return True  # a request of no known source has no list to keep to
 
     # Requests to and from the frontier.
 

@@ -53,7 +53,8 @@ class CrawlTarget:
     ``scopes`` None when the mode keeps to no scope (a redirect anywhere the profile allows);
     ``take_page`` counts a page against a limit kept elsewhere (a shared crawl's, in Redis);
     ``source`` the spider whose source is recorded (None: an on-demand crawl, a shared crawl's worker);
-    ``kb_of`` a shared crawl worker's KB of each request (its source's).
+    ``kb_of`` a shared crawl worker's KB of each request (its source's);
+    ``listed`` whether a redirect of a request to a URL stays within the crawl's allow-list of sites.
     """
 
     name: str = ""
@@ -65,6 +66,7 @@ class CrawlTarget:
     by_value: bool = False  # of the sites due, the queue hands out the one whose next request ranks highest
     site_value: Callable[[str, float], float] | None = None  # (site, its next request's priority) -> its value now
     kb_of: Callable[[Request], str | None] | None = None  # with no one ``kb``: the KB a request's page goes to
+    listed: Callable[[Request, str], bool] | None = None  # (request, redirect target) -> within the allow-list?
 
 
 @dataclass

@@ -144,3 +144,29 @@ def test_a_site_is_worth_its_best_waiting_page_once_that_outranks_its_released_r
         spider._offer("http://big.example/1", f"http://l{n}.example/", 1)
     assert spider.site_value("big.example", queued) > queued
     assert spider.site_value("empty.example", queued) == queued
+
+
+def test_a_redirect_off_the_allow_list_is_refused_like_a_link(tmp_path: Path) -> None:
+    """SNA-NEVER, YOT-REDIRECT: a web crawl's allow-list (-a sites) holds for redirects as for links: under
+    SnagaBot, whose redirects may cross sites, a listed page that redirects to an unlisted site is not
+    followed (one count, never requested); a redirect to another listed site is."""
+    from scrapy.http import Response
+
+    from middlewares.redirects import ScopedRedirectMiddleware
+
+    sites = tmp_path / "sites.txt"
+    sites.write_text("docs.example\nhttps://blog.example/posts/\n")
+    spider = _spider(tmp_path, url="https://docs.example/", sites=str(sites))
+    redirects = build_from_crawler(ScopedRedirectMiddleware, spider.crawler)
+    request = scrapy.Request("https://docs.example/moved")
+
+    def moved(location: str) -> Response:
+        return Response(request.url, status=301, headers={"Location": location}, request=request)
+
+    hop = redirects.process_response(request, moved("https://blog.example/posts/1"))
+    assert isinstance(hop, scrapy.Request) and hop.url == "https://blog.example/posts/1"
+    with pytest.raises(IgnoreRequest, match="not on the crawl's list of sites"):
+        redirects.process_response(request, moved("https://blog.example/about"))
+    with pytest.raises(IgnoreRequest, match="not on the crawl's list of sites"):
+        redirects.process_response(request, moved("https://elsewhere.example/"))
+    assert spider.crawler.stats.get_value("redirect/refused/scope") == 2  # type: ignore[union-attr]
