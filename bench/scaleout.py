@@ -217,19 +217,29 @@ def _own_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _workers(
-    count: int, settings: dict[str, str], tmp: Path, env: dict[str, str], timeout: float
-) -> tuple[list[int], list[Path]]:
-    """Start ``count`` workers at once and wait for them all: their exit codes and log files."""
+def start_workers(
+    count: int, settings: dict[str, str], tmp: Path, env: dict[str, str]
+) -> tuple[list[subprocess.Popen[bytes]], list[Path]]:
+    """Start ``count`` workers of the crawl ``bench`` at once: the processes and their log files. What they write
+    (logs, reports, journals) goes under ``tmp``, never into the checkout."""
     procs, logs = [], []
-    started = time.monotonic()
     for index in range(count):
         log = tmp / f"w{count}-{index}-{uuid.uuid4().hex[:6]}.log"
         logs.append(log)
         cmd = [scrapy_bin(), "crawl", "worker", "-a", "crawl=bench"]
-        for key, value in {**settings, "LOG_FILE": str(log)}.items():
+        written = {"LOG_FILE": str(log), "REPORT_DIR": str(tmp / "reports"), "KB_JOURNAL_DIR": str(tmp / "journal")}
+        for key, value in {**settings, **written}.items():
             cmd += ["-s", f"{key}={value}"]
         procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return procs, logs
+
+
+def _workers(
+    count: int, settings: dict[str, str], tmp: Path, env: dict[str, str], timeout: float
+) -> tuple[list[int], list[Path]]:
+    """Start ``count`` workers at once and wait for them all: their exit codes and log files."""
+    started = time.monotonic()
+    procs, logs = start_workers(count, settings, tmp, env)
     codes = []
     for proc in procs:
         try:

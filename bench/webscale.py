@@ -38,10 +38,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, judge, machine, scrapy_bin
+from bench.common import judge, machine, scrapy_bin
 from bench.pgwrite import drop_schema, schema_uri
 from bench.redisserver import free_port, redis_server
-from bench.scaleout import _redis_cpu, _round_trips
+from bench.scaleout import _redis_cpu, _round_trips, start_workers
 from bench.sim import Hit
 from bench.webcrawl import _spacing, _start_server, _violations_by_site, _workdir
 from bench.webgen import TRAP_KINDS, Web, read_log
@@ -112,15 +112,8 @@ def _one(
             "PACING_REDIS_URL": url,
             "CONCURRENT_REQUESTS": str(concurrency),
         }
-        procs, logs = [], []
         started = time.monotonic()
-        for index in range(workers):
-            worker_log = tmp / f"w{workers}-{index}.log"
-            logs.append(worker_log)
-            cmd = [scrapy_bin(), "crawl", "worker", "-a", "crawl=bench"]
-            for key, value in {**settings, "LOG_FILE": str(worker_log)}.items():
-                cmd += ["-s", f"{key}={value}"]
-            procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs, logs = start_workers(workers, settings, tmp, env)
         first = _first_fetch(log, offset, deadline=started + 300)
         time.sleep(max(0.0, first + warmup - time.monotonic()))
         window_start, trips_before, cpu_before = time.monotonic(), _round_trips(port), _redis_cpu(port)
