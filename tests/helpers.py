@@ -9,7 +9,9 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from synapsecrawl.kb.marker import META_TABLE
 from synapsecrawl.kb.records import PageRecord
@@ -37,6 +40,7 @@ __all__ = [
     "bin_path",
     "docsite_records",
     "gaps",
+    "listening",
     "make_pdf",
     "other_app",
     "record",
@@ -253,3 +257,28 @@ class PickleExploit:
 
     def __reduce__(self) -> tuple[Callable[[str], None], tuple[str]]:
         return (os.mkdir, (str(self.path),))
+
+
+@contextmanager
+def listening(proc: Any, log: Path, pattern: re.Pattern[str], *, within: float) -> Iterator[str]:
+    """The address a service started as ``proc`` (a Popen or a zygote fork) says it listens on (``pattern``'s first group, read from
+    ``log`` within ``within`` seconds); afterwards the service is stopped with SIGINT, as Ctrl-C would, and
+    must exit 0 without a traceback."""
+    try:
+        deadline = time.monotonic() + within
+        while not (found := pattern.search(log.read_text(errors="replace"))):
+            assert proc.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"{proc.args!r} did not listen within {within:g} s"
+            time.sleep(0.05)
+        yield found.group(1)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            returncode = proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+    text = log.read_text(errors="replace")
+    assert returncode == 0, text[-3000:]
+    assert "Traceback" not in text, text[-3000:]

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -18,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests import zygote
-from tests.helpers import ROOT, bin_path, synapsecrawl
+from tests.helpers import ROOT, bin_path, listening, synapsecrawl
 
 __all__ = ["Fetcher", "run_ondemand"]
 
@@ -84,21 +82,6 @@ def run_ondemand(tmp: Path, extra: dict[str, str] | None = None) -> Iterator[Fet
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     with log.open("wb") as out:
         proc = zygote.popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 90  # a loaded machine (the suite on xdist) starts slowly
-        while not (found := _LISTENING.search(log.read_text(errors="replace"))):
-            assert proc.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "ondemand did not listen within 90 s"
-            time.sleep(0.05)
-        yield Fetcher(proc, found.group(1), kb_uri, log)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            returncode = proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
-    text = log.read_text(errors="replace")
-    assert returncode == 0, text[-3000:]
-    assert "Traceback" not in text, text[-3000:]
+    # a loaded machine (the suite on xdist) starts slowly
+    with listening(proc, log, _LISTENING, within=90) as address:
+        yield Fetcher(proc, address, kb_uri, log)

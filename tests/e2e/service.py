@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 import urllib.error
@@ -19,6 +18,7 @@ from typing import Any
 
 from tests import zygote
 from tests.conftest import _bin, synapsecrawl
+from tests.helpers import listening
 
 __all__ = ["Service", "kb_search", "serve"]
 
@@ -66,24 +66,8 @@ def serve(tmp: Path, uri: str, *args: str, env: dict[str, str] | None = None) ->
             stderr=subprocess.STDOUT,
             env={**environment, **(env or {})},
         )
-    try:
-        deadline = time.monotonic() + 60
-        while not (found := _LISTENING.search(log.read_text(errors="replace"))):
-            assert proc.poll() is None, log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "serve did not listen within 60 s"
-            time.sleep(0.05)
-        yield Service(proc, found.group(1), log)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            returncode = proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
-    text = log.read_text(errors="replace")
-    assert returncode == 0, text[-3000:]
-    assert "Traceback" not in text, text[-3000:]
+    with listening(proc, log, _LISTENING, within=60) as address:
+        yield Service(proc, address, log)
 
 
 def kb_search(uri: str, query: str, *extra: str) -> list[dict[str, Any]]:

@@ -215,6 +215,31 @@ def test_a_web_crawl_shared_by_three_workers_holds_its_budgets_copies_and_never_
     assert f"  {farm}: 20 of 20 pages" in table.stdout
 
 
+def _kill_one_of_three_workers_then_every_page_once(shared, server: TestServer, sites: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """Start 3 workers, SIGKILL one once 6 pages were asked, let the others finish; then every page
+    ``/p0.html`` .. ``/p7.html`` of ``sites`` was fetched, a page twice only if the killed worker held it (at
+    most one a site), and each stored once."""
+    import time
+
+    from tests.e2e.sharedcrawl import fetched, stored_pages
+
+    victim, *_ = shared.start(3)
+    deadline = time.monotonic() + 120
+    while sum(1 for s in sites for h in server.log(s) if h.path != "/robots.txt") < 6:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    victim.kill()
+    victim.wait(timeout=30)
+    shared.wait()
+    pages = {key: n for key, n in fetched([h for s in sites for h in server.log(s)]).items() if key[1] != "/robots.txt"}
+    assert set(pages) == {(s, f"/p{n}.html") for s in sites for n in range(8)}
+    twice = [key for key, n in pages.items() if n > 1]
+    assert len(twice) <= 3 and len({site for site, _ in twice}) == len(twice), twice
+    ours = tuple(server.url(s, "/") for s in sites)
+    urls = sorted(str(row["url"]) for row in stored_pages(shared) if str(row["url"]).startswith(ours))
+    assert urls == sorted(server.url(s, f"/p{n}.html") for s in sites for n in range(8))
+
+
 def test_a_worker_killed_mid_web_crawl_loses_no_discovered_page(
     server: TestServer, host: str, shared, tmp_path: Path
 ) -> None:
@@ -222,10 +247,6 @@ def test_a_worker_killed_mid_web_crawl_loses_no_discovered_page(
     (a chain of slow pages, each found only through the one before it) is still fetched, since a link marked
     seen is queued in the same Redis step; a page fetched twice is one the killed worker held, at most one a
     site; each page stored once."""
-    import time
-
-    from tests.e2e.sharedcrawl import fetched, stored_pages
-
     hub = f"hub-{host}"
     sites = [f"k{i}-{host}" for i in range(3)]
     server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
@@ -239,20 +260,7 @@ def test_a_worker_killed_mid_web_crawl_loses_no_discovered_page(
         })  # fmt: skip
     shared.settings.update({"BOT_PROFILE": "snagabot", "DOWNLOAD_TIMEOUT": "5", "DEPTH_LIMIT": "10"})  # a chain of 9
     assert shared.add("--url", server.url(hub, "/"), "--mode", "web").returncode == 0
-    victim, *_ = shared.start(3)
-    deadline = time.monotonic() + 120
-    while sum(1 for s in sites for h in server.log(s) if h.path != "/robots.txt") < 6:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    victim.kill()
-    victim.wait(timeout=30)
-    shared.wait()
-    pages = {key: n for key, n in fetched([h for s in sites for h in server.log(s)]).items() if key[1] != "/robots.txt"}
-    assert set(pages) == {(s, f"/p{n}.html") for s in sites for n in range(8)}
-    twice = [key for key, n in pages.items() if n > 1]
-    assert len(twice) <= 3 and len({site for site, _ in twice}) == len(twice), twice
-    urls = sorted(str(row["url"]) for row in stored_pages(shared) if str(row["url"]).startswith("http://k"))
-    assert urls == sorted(server.url(s, f"/p{n}.html") for s in sites for n in range(8))
+    _kill_one_of_three_workers_then_every_page_once(shared, server, sites)
 
 
 def test_max_pages_bounds_a_web_crawl(server: TestServer, host: str, crawl) -> None:
@@ -452,10 +460,6 @@ def test_a_worker_killed_while_pages_wait_their_turn_loses_none(server: TestServ
     page moves from the waiting set to the frontier in one Redis step, and the killed worker's leases come
     back when they expire), a page fetched twice is one the killed worker held, at most one a site, and
     each page is stored once."""
-    import time
-
-    from tests.e2e.sharedcrawl import fetched, stored_pages
-
     hub = f"hub-{host}"
     sites = [f"w{i}-{host}" for i in range(3)]
     server.add(hub, {"/robots.txt": ROBOTS_ALL, "/": Reply(html("Hub", _words("hub"), links=[
@@ -467,17 +471,4 @@ def test_a_worker_killed_while_pages_wait_their_turn_loses_none(server: TestServ
         })  # fmt: skip
     shared.settings.update({"BOT_PROFILE": "snagabot", "DOWNLOAD_TIMEOUT": "5"})
     assert shared.add("--url", server.url(hub, "/"), "--mode", "web").returncode == 0
-    victim, *_ = shared.start(3)
-    deadline = time.monotonic() + 120
-    while sum(1 for s in sites for h in server.log(s) if h.path != "/robots.txt") < 6:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    victim.kill()
-    victim.wait(timeout=30)
-    shared.wait()
-    pages = {key: n for key, n in fetched([h for s in sites for h in server.log(s)]).items() if key[1] != "/robots.txt"}
-    assert set(pages) == {(s, f"/p{n}.html") for s in sites for n in range(8)}
-    twice = [key for key, n in pages.items() if n > 1]
-    assert len(twice) <= 3 and len({site for site, _ in twice}) == len(twice), twice
-    urls = sorted(str(row["url"]) for row in stored_pages(shared) if str(row["url"]).startswith("http://w"))
-    assert urls == sorted(server.url(s, f"/p{n}.html") for s in sites for n in range(8))
+    _kill_one_of_three_workers_then_every_page_once(shared, server, sites)
