@@ -82,6 +82,10 @@ def _session(sid: int) -> dict[int, tuple[float, float]]:
 # source, in the crawler and in the fork server, where stock Scrapy's modules come compiled with their install.
 _BYTECODE = {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(ROOT / ".venv" / "pycache")}
 
+# A crawl run with a temporary directory as its working directory finds the project through these (there is no
+# scrapy.cfg there), and what it writes by default (.synapsecrawl/: reports, journal, search index) stays there.
+OUTSIDE_CHECKOUT = {"PYTHONPATH": str(ROOT), "SCRAPY_SETTINGS_MODULE": "synapsecrawl.settings"}
+
 
 def run_process(
     cmd: list[str],

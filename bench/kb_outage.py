@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bench.common import OUTSIDE_CHECKOUT
 from bench.resume import HOST, _page, _route
 from tests.faults_env import PrivateCluster, urls_in_postgres
 from tests.site.server import Reply, TestServer
 
-ROOT = Path(__file__).resolve().parent.parent
 _SAID_DOWN = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) .*knowledge base cannot take pages", re.MULTILINE)
 
 
@@ -78,8 +78,7 @@ def _one(down: float, pages: dict[str, list[str]], limit: float) -> Outcome:
             cwd = Path(tmp)
             log = cwd / "crawl.log"
             env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-            env["PYTHONPATH"] = str(ROOT)
-            env["SCRAPY_SETTINGS_MODULE"] = "synapsecrawl.settings"  # run outside the checkout: its journal is ours
+            env.update(OUTSIDE_CHECKOUT)  # its journal lands in ``cwd``
             command = _command(server, cluster.uri, limit)
             with log.open("w") as out, subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=out) as proc:
                 while proc.poll() is None and len(urls_in_postgres(cluster.uri)) < len(pages) // 3:

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, machine, run_process, scrapy_bin
+from bench.common import OUTSIDE_CHECKOUT, ROOT, machine, run_process, scrapy_bin
 from bench.sim import SimWeb, make_hosts, page_path
 
 __all__ = ["main", "run_memory"]
@@ -64,7 +64,7 @@ def run_memory(size: int, *, disk: bool, label: str = "", extra: list[str] | Non
         ]
         for item in settings:
             cmd += ["-s", item]
-        run = run_process(cmd, cwd=ROOT, timeout=1200)
+        run = run_process(cmd, cwd=tmp, env=OUTSIDE_CHECKOUT, timeout=1200)
         steps = [(int(n), float(now)) for n, now in re.findall(r"frontier (\d+) rss_mb ([\d.]+)", run.log)]
         if not steps:
             print(run.log[-3000:])

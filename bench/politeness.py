@@ -32,7 +32,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, Figures, Run, judge, machine, projected, run_process, scrapy_bin
+from bench.common import OUTSIDE_CHECKOUT, ROOT, Figures, Run, judge, machine, projected, run_process, scrapy_bin
 from bench.sim import DOCS_DIR, Hit, SimWeb, doc_files, make_hosts
 
 __all__ = ["main", "run_politeness"]
@@ -72,7 +72,7 @@ def _ours(
         cmd += ["-s", f"{key}={value}"]
     for item in extra:
         cmd += ["-s", item]
-    return run_process(cmd, cwd=ROOT, timeout=timeout)
+    return run_process(cmd, cwd=tmp, env=OUTSIDE_CHECKOUT, timeout=timeout)
 
 
 def _stock(urls_file: Path, tmp: Path, delay: float, timeout: float, *, extract: bool = False) -> Run:

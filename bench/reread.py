@@ -23,9 +23,9 @@ import tempfile
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
+from bench.common import OUTSIDE_CHECKOUT
 from tests.site.server import Reply, TestServer
 
-ROOT = Path(__file__).resolve().parent.parent
 HOST = "reread-bench.test"
 LAST_MODIFIED = "Mon, 02 Mar 2026 09:00:00 GMT"
 GOAL = 0.02
@@ -55,7 +55,7 @@ def _stat(log: str, name: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def _crawl(server: TestServer, kb_uri: str) -> str:
+def _crawl(server: TestServer, kb_uri: str, cwd: Path) -> str:
     scrapy = Path(sys.executable).parent / "scrapy"
     command = [
         str(scrapy if scrapy.exists() else "scrapy"),
@@ -77,7 +77,8 @@ def _crawl(server: TestServer, kb_uri: str) -> str:
         "LOG_LEVEL=INFO",
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    env.update(OUTSIDE_CHECKOUT)
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800, check=False)
     if done.returncode != 0:
         raise SystemExit(f"bench.reread: the crawl failed: {done.stderr[-2000:]}")
     return done.stderr
@@ -103,7 +104,7 @@ def main() -> None:
             rounds = []
             for name in ("first crawl", "re-read"):
                 mark = len(server.log(HOST))
-                log = _crawl(server, kb_uri)
+                log = _crawl(server, kb_uri, Path(tmp))
                 hits = [h for h in server.log(HOST)[mark:] if h.path != "/robots.txt"]
                 rounds.append(
                     (

@@ -31,9 +31,9 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
+from bench.common import OUTSIDE_CHECKOUT
 from tests.site.server import Hit, Reply, TestServer
 
-ROOT = Path(__file__).resolve().parent.parent
 HOST = "resume-bench.test"
 
 
@@ -91,8 +91,8 @@ def _run(server: TestServer, kb: Path, jobdir: Path | None, kill_at: int | None 
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     with subprocess.Popen(
         _command(server, kb, jobdir),
-        cwd=ROOT,
-        env=env,
+        cwd=kb.parent,
+        env={**env, **OUTSIDE_CHECKOUT},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, judge, machine, run_process, scrapy_bin
+from bench.common import OUTSIDE_CHECKOUT, judge, machine, run_process, scrapy_bin
 from bench.sim import SimWeb, make_hosts
 
 __all__ = ["main", "run_throughput"]
@@ -90,7 +90,7 @@ def run_throughput(
             *(extra or []),
         ]:
             cmd += ["-s", item]
-        run = run_process(cmd, cwd=ROOT)
+        run = run_process(cmd, cwd=tmp, env=OUTSIDE_CHECKOUT)
         figures = judge(web.log(), spacing)
         if run.returncode != 0:
             print(run.log[-3000:])
