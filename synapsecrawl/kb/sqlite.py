@@ -135,7 +135,7 @@ CREATE TABLE IF NOT EXISTS sources (
 """
 
 
-# The full-text tables (FTS5) and their triggers a KB made before the search index held (#38): dropped on open.
+# The full-text tables (FTS5) and their triggers a KB made before the search index held: dropped on open.
 _FULL_TEXT = ("pages_fts", "passages_fts")
 _FULL_TEXT_TRIGGERS = ("pages_ai", "pages_ad", "pages_au", "passages_ai", "passages_ad")
 
