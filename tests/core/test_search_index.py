@@ -328,9 +328,7 @@ def test_the_index_lives_beside_a_sqlite_kb_and_under_the_working_directory_for_
     assert index_path("sqlite:////data/kb.sqlite3").parent == Path("/srv/indexes")
 
 
-def test_while_no_index_can_be_read_a_search_is_unavailable_not_answered_from_the_kb(
-    store: Store, kb_uri: str
-) -> None:
+def test_while_no_index_can_be_read_a_search_is_unavailable_not_answered_from_the_kb(store: Store, kb_uri: str) -> None:
     """YOT-RESULTS: the KB has no search of its own. While another process keeps the index and has not yet
     built it, the service answers ``unavailable`` (HTTP 503) saying the index is being built, and ``kb search``
     raises IndexUnavailable in one line; once it is built, both answer."""
