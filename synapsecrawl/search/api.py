@@ -40,7 +40,7 @@ __all__ = [
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
-MAX_OFFSET = 950  # offset + limit stays within 1,000 pages ranked a search
+MAX_OFFSET = 950  # offset + limit stays within 1,000: the most pages a search ranks (its first stage)
 MAX_QUERY_CHARS = 500
 _PARAMETERS = ("query", "kb", "limit", "offset")
 _KB_NAME = re.compile(r"^[\w.-]{1,100}$")
