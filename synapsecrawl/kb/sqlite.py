@@ -199,7 +199,7 @@ def _mark(db: sqlite3.Connection) -> None:
 def _drop_full_text(db: sqlite3.Connection, found: Found) -> None:
     """Drop the FTS5 tables and their triggers of a KB made by an older version, and mark it as this version's
     (which an older one refuses to open: it would search tables that no longer follow the pages). Under the
-    write lock, looking again once it is held, since two crawls may open one old file at once."""
+    write lock, each DROP ... IF EXISTS, since two crawls may open one old file at once."""
     names = (*_FULL_TEXT, *_FULL_TEXT_TRIGGERS)
     marks = ", ".join("?" * len(names))
 
