@@ -166,7 +166,11 @@ class SearchService:
         index = self._index
         hits = index.search(args.query, args.kb, limit=args.offset + args.limit) if index is not None else None
         if hits is None:  # not a store failure: the store stays open, and the follower builds the index
-            raise FetchError("unavailable", "the search index of this knowledge base is being built: search again soon")
+            raise FetchError(
+                "unavailable",
+                "the search index of this knowledge base is being built (or cannot be read: the service's "
+                "log says why); search again soon",
+            )
         return hits
 
     def _drop(self) -> tuple[Store | None, SearchIndex | None, Follower | None]:

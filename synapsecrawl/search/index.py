@@ -83,7 +83,9 @@ class IndexUnavailable(StoreError):
     """No index can be read yet: another process is building it, or it cannot be built here (logged)."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(f"search index {path} is being built: search again in a moment")
+        super().__init__(
+            f"search index {path} is being built (or cannot be read: a warning above says why); search again soon"
+        )
 
 
 class _Changes(Protocol):
