@@ -1,14 +1,14 @@
 """The KB write alone: CPU ms a page for SQLite, one transaction a page against batches.
 
     python -m bench.kbwrite                    # 400 bench.sim pages, batches of 1 (put_page) and 64
-    python -m bench.kbwrite --batches 1,8,64 --parts
+    python -m bench.kbwrite --batches 1,8,64
     python -m bench.kbwrite --revisit          # + a re-read's rewrite, without and with the revisit rule
 
 The pages are bench.sim's generated pages (about 33 KB of text each), read by
 ``read_document`` as the extraction worker reads them, then written in-process,
-so the figure is the writer thread's CPU without the crawl around it.
-``--parts`` repeats the batched write with the FTS5 indexing left out
-(passages, then pages too), to show what each index costs. ``--revisit`` times a re-read's
+so the figure is the writer thread's CPU without the crawl around it (the KB keeps no full-text
+tables since the search index answers every search: ``--parts``, which left them out, went with them).
+``--revisit`` times a re-read's
 write (every page written again, its text unchanged) without and with SnagaBot's revisit rule,
 which reads the copies it replaces in the same transaction (synapsecrawl.kb.revisit).
 """
@@ -16,14 +16,12 @@ which reads the copies it replaces in the same transaction (synapsecrawl.kb.revi
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import tempfile
 import time
 from pathlib import Path
 
 from bench.sim import _Pages, make_hosts
 from synapsecrawl.extract.read import read_document
-from synapsecrawl.kb import sqlite_content as content
 from synapsecrawl.kb.records import PageRecord, utcnow
 from synapsecrawl.kb.revisit import DAY, RevisitRule, rule_of
 from synapsecrawl.kb.sqlite import SQLiteStore
@@ -63,25 +61,11 @@ def sim_pages(hosts: int, per_host: int) -> list[PageRecord]:
     return pages
 
 
-def _write(
-    pages: list[PageRecord],
-    batch: int,
-    *,
-    drop: tuple[str, ...] = (),
-    revisit: RevisitRule | None = None,
-    again: bool = False,
-) -> float:
+def _write(pages: list[PageRecord], batch: int, *, revisit: RevisitRule | None = None, again: bool = False) -> float:
     """CPU seconds a page to write ``pages`` in batches of ``batch`` into a new KB (``again``: into one that
     holds them already, the write timed being the second), timed by ``revisit`` when given."""
     with tempfile.TemporaryDirectory(prefix="bench-kb-") as tmp:
         store = SQLiteStore(Path(tmp) / "kb.sqlite3")
-        if drop:  # leave indexing out: no pages_fts trigger, no passages_fts statement
-            with sqlite3.connect(store.path) as db:
-                for trigger in drop:
-                    db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
-        index_passages = content.write_passages
-        if "passages" in drop:
-            content.write_passages = _unindexed
         try:
             if again:
                 store.put_pages(pages, revisit)
@@ -90,19 +74,7 @@ def _write(
                 store.put_pages(pages[at : at + batch], revisit)
             return (time.process_time() - started) / len(pages)
         finally:
-            content.write_passages = index_passages
             store.close()
-
-
-def _unindexed(db: sqlite3.Connection, kb: str, url: str, text: str, title: str = "") -> None:
-    from synapsecrawl.kb.search import split_passages
-
-    (page_id,) = db.execute("SELECT id FROM pages WHERE kb=? AND url=?", (kb, url)).fetchone()
-    db.execute("DELETE FROM passages WHERE page_id=?", (page_id,))
-    db.executemany(
-        "INSERT INTO passages (page_id, ordinal, text) VALUES (?, ?, ?)",
-        [(page_id, n, passage) for n, passage in enumerate(split_passages(text, title))],
-    )
 
 
 def main() -> None:
@@ -110,7 +82,6 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=20)
     parser.add_argument("--pages", type=int, default=20, help="per host")
     parser.add_argument("--batches", default="1,64")
-    parser.add_argument("--parts", action="store_true")
     parser.add_argument("--revisit", action="store_true")
     args = parser.parse_args()
     pages = sim_pages(args.hosts, args.pages)
@@ -118,9 +89,6 @@ def main() -> None:
     print(f"KB write (SQLite), {len(pages)} pages of {chars:.0f} chars of text")
     for batch in (int(b) for b in args.batches.split(",")):
         print(f"  batches of {batch:3d}: {_write(pages, batch) * 1000:5.2f} ms CPU/page")
-    if args.parts:
-        print(f"  without passages_fts:  {_write(pages, 64, drop=('passages',)) * 1000:5.2f} ms CPU/page")
-        print(f"  without any FTS5:      {_write(pages, 64, drop=('passages', 'pages_ai')) * 1000:5.2f} ms CPU/page")
     if args.revisit:
         rule = rule_of(load_profile("snagabot").web, 7 * DAY)
         for batch in (int(b) for b in args.batches.split(",")):

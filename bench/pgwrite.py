@@ -1,8 +1,7 @@
 """PostgreSQL under N writers: pages a second into one KB, and the server's CPU and bytes per page.
 
     python -m bench.pgwrite                                  # 1, 2, 4, 8 writers, 400 pages each, batches of 8
-    python -m bench.pgwrite --writers 1,4 --without-fts      # the same with the KB's tsvector columns dropped
-    python -m bench.pgwrite --out bench/results/pgwrite-after.json
+    python -m bench.pgwrite --writers 1,4 --out bench/results/pgwrite-after.json
 
 Each writer is a process as a crawl worker's KB gateway is: one ``PostgresStore``
 and the ``BatchWriter`` thread of middlewares/engine/kb.py, batches of
@@ -18,8 +17,8 @@ user + system, read before and after by the writer itself, from
 ``pg_backend_pid()``: other clients of the shared server are not in it; the
 walwriter and checkpointer are not either), the writers' own CPU per page, and
 bytes per page (``pg_total_relation_size`` of the schema's tables and indexes).
-``--without-fts`` makes the two generated tsvector columns plain ones left
-empty (their GIN indexes then hold nothing): what the search index costs a page.
+The KB keeps no full-text columns since the search index answers every search; reports made before hold a
+``fts`` key (``--without-fts`` then left its two tsvector columns empty).
 """
 
 from __future__ import annotations
@@ -111,17 +110,10 @@ def _writer(
     store.close()
 
 
-def _one(pool: list[PageRecord], writers: int, per_writer: int, batch: int, *, fts: bool) -> dict[str, Any]:
+def _one(pool: list[PageRecord], writers: int, per_writer: int, batch: int) -> dict[str, Any]:
     schema, uri = schema_uri()
     try:
         PostgresStore(uri).close()  # the tables, made once before the writers start
-        if not fts:
-            import psycopg
-
-            with psycopg.connect(uri, autocommit=True) as conn:
-                for table in ("pages", "passages"):  # a plain column of NULLs: the GIN indexes hold nothing
-                    conn.execute(f"ALTER TABLE {table} DROP COLUMN fts")
-                    conn.execute(f"ALTER TABLE {table} ADD COLUMN fts tsvector")
         ctx = multiprocessing.get_context("fork")
         barrier, out = ctx.Barrier(writers), ctx.Queue()
         procs = []
@@ -151,7 +143,6 @@ def _one(pool: list[PageRecord], writers: int, per_writer: int, batch: int, *, f
         "writers": writers,
         "pages": pages_total,
         "batch": batch,
-        "fts": fts,
         "seconds": round(span, 2),
         "pages_per_second": round(pages_total / span, 1),
         "pg_cpu_ms_per_page": round(1000 * sum(r["pg_cpu"] for r in results) / pages_total, 2),
@@ -163,20 +154,17 @@ def _one(pool: list[PageRecord], writers: int, per_writer: int, batch: int, *, f
     }
 
 
-def run_pgwrite(
-    writers: list[int], per_writer: int, batch: int, *, fts: bool = True, pool: int = 100
-) -> dict[str, Any]:
+def run_pgwrite(writers: list[int], per_writer: int, batch: int, *, pool: int = 100) -> dict[str, Any]:
     pages = sim_pages(max(1, pool // 20), 20)
     result: dict[str, Any] = {
         "per_writer": per_writer,
         "batch": batch,
-        "fts": fts,
         "text_chars_per_page": round(sum(len(p.text) for p in pages) / len(pages)),
         "machine": machine(),
         "runs": [],
     }
     for count in writers:
-        run = _one(pages, count, per_writer, batch, fts=fts)
+        run = _one(pages, count, per_writer, batch)
         result["runs"].append(run)
         print(json.dumps(run), flush=True)
     return result
@@ -185,8 +173,7 @@ def run_pgwrite(
 def print_result(result: dict[str, Any]) -> None:
     print(
         f"\nPostgreSQL KB write: {result['per_writer']} pages a writer, batches of {result['batch']}, "
-        f"{result['text_chars_per_page']} chars of text a page, tsvectors {'on' if result['fts'] else 'dropped'} "
-        f"({result['machine'].get('cpus', '?')} CPUs)"
+        f"{result['text_chars_per_page']} chars of text a page ({result['machine'].get('cpus', '?')} CPUs)"
     )
     print("writers  pages/s  PG CPU ms/page  writer CPU ms/page  bytes/page  transactions  load")
     for run in result["runs"]:
@@ -202,10 +189,9 @@ def main() -> None:
     parser.add_argument("--writers", default="1,2,4,8")
     parser.add_argument("--pages", type=int, default=400, help="pages each writer writes")
     parser.add_argument("--batch", type=int, default=8, help="pages a transaction at most (KB_BATCH_PAGES)")
-    parser.add_argument("--without-fts", action="store_true", help="leave the tsvector columns empty")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args()
-    result = run_pgwrite([int(w) for w in args.writers.split(",")], args.pages, args.batch, fts=not args.without_fts)
+    result = run_pgwrite([int(w) for w in args.writers.split(",")], args.pages, args.batch)
     print_result(result)
     if args.out is not None:
         args.out.write_text(json.dumps(result, indent=1) + "\n")

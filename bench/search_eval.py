@@ -196,9 +196,16 @@ def evaluate(questions: list[Question], rank: Callable[[str], list[tuple[str, st
     return figures
 
 
-def ours(store: Store) -> Callable[[str], list[tuple[str, str]]]:
+def ours(store: Store, uri: str) -> Callable[[str], list[tuple[str, str]]]:
+    """Our search, through the KB's index (built or caught up first), as ``serve`` and ``kb search`` answer."""
+    from synapsecrawl.search.index import SearchIndex, index_path
+
+    index = SearchIndex(store, index_path(uri))
+    index.catch_up_once()
+
     def rank(query: str) -> list[tuple[str, str]]:
-        return [(hit.url, hit.passages[0].text if hit.passages else "") for hit in store.search(query, KB, limit=K)]
+        hits = index.search(query, KB, limit=K) or []
+        return [(hit.url, hit.passages[0].text if hit.passages else "") for hit in hits]
 
     return rank
 
@@ -273,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         store = open_store(uri)
         try:
             fill(store, pages)
-            results[f"ours ({backend})"] = evaluate(questions, ours(store))
+            results[f"ours ({backend})"] = evaluate(questions, ours(store, uri))
         finally:
             store.close()
             if backend != "sqlite":

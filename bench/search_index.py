@@ -16,13 +16,13 @@ Measured, in one run, per back-end:
 - ``floor``: tantivy's own ranked top-10 for the query's words (a pure disjunction over title and
   text, ``count=False``), in this process: what no search of ours can beat;
 - ``index``: ``SearchIndex.search`` (both stages, snippets, the store's rows), in this process;
-- ``today``: ``Store.search``, the code path before the index, in this process (fewer queries: slow);
 - ``http-1`` and ``http-8``: GET /api/search against ``synapsecrawl serve`` from 1 and from 8 threads,
   each keeping its connection alive (as httpx and the MCP SDK do); again against ``serve --workers 2``;
 
 and quality, MRR@10 and recall@10 on both question sets (bench/data/search_questions.jsonl, the Python
-docs, answers under python/; bench/data/search_questions_other.jsonl, the other four) for the index,
-today's store search and a plain BM25 (bm25s, title + text, with and without a stemmer).
+docs, answers under python/; bench/data/search_questions_other.jsonl, the other four) for the index
+and a plain BM25 (bm25s, title + text, with and without a stemmer). The store's own search it was measured
+against until the KB's full-text tables were dropped is gone (its figures: docs/search.md).
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ from bench.common import ROOT, machine
 from bench.search_eval import Question, _drop_schema, _fresh_schema, bm25, evaluate, load_questions
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.records import PageRecord
-from synapsecrawl.kb.store import Store
 
 __all__ = ["DOC_SETS", "main"]
 
@@ -264,16 +263,12 @@ def bench_http(uri: str, queries: list[str], clients: int, workdir: Path, worker
         proc.wait(timeout=60)
 
 
-def quality(store: Store, index: Any, pages: list[PageRecord], sets: dict[str, list[Question]]) -> dict[str, Any]:
+def quality(index: Any, pages: list[PageRecord], sets: dict[str, list[Question]]) -> dict[str, Any]:
     def through_index(query: str) -> list[tuple[str, str]]:
         return [(h.url, h.passages[0].text if h.passages else "") for h in index.search(query, KB, limit=10) or []]
 
-    def through_store(query: str) -> list[tuple[str, str]]:
-        return [(h.url, h.passages[0].text if h.passages else "") for h in store.search(query, KB, limit=10)]
-
     systems = {
         "index": through_index,
-        "today (store.search)": through_store,
         "bm25s": bm25(pages, stem=False),
         "bm25s+stemmer": bm25(pages, stem=True),
     }
@@ -308,13 +303,11 @@ def bench_backend(uri: str, pages: list[PageRecord], sets: dict[str, list[Questi
     index.catch_up_once()
     figures["index_build_s"] = round(time.perf_counter() - started, 1)
     print(f"filled in {figures['fill_s']} s, indexed in {figures['index_build_s']} s", flush=True)
-    some = asked[:: max(1, len(asked) // args.today_queries)]
     figures["floor"] = _timed(floor(index), asked * args.rounds)
     figures["index"] = _timed(lambda q: index.search(q, KB, limit=10), asked * args.rounds)
-    figures["today"] = _timed(lambda q: store.search(q, KB, limit=10), some)
-    print(f"floor {figures['floor']}\n  index {figures['index']}\n  today {figures['today']}", flush=True)
+    print(f"floor {figures['floor']}\n  index {figures['index']}", flush=True)
     if uri.startswith("sqlite") and not args.skip_quality:
-        figures["quality"] = quality(store, index, pages, sets)
+        figures["quality"] = quality(index, pages, sets)
     index.close()
     store.close()
     for workers in (1, 2):
@@ -325,8 +318,6 @@ def bench_backend(uri: str, pages: list[PageRecord], sets: dict[str, list[Questi
     one, eight, eight_two = figures["http-1"], figures["http-8"], figures["http-8-workers-2"]
     figures["ratios"] = {
         "http-1 p50 / floor p50": round(one["p50_ms"] / figures["floor"]["p50_ms"], 1),
-        "today p50 / index p50": round(figures["today"]["p50_ms"] / figures["index"]["p50_ms"], 1),
-        "today p50 / http-1 p50": round(figures["today"]["p50_ms"] / one["p50_ms"], 1),
         "http-8 q/s / http-1 q/s": round(eight["queries_per_s"] / one["queries_per_s"], 2),
         "http-8 (2 workers) q/s / http-1 q/s": round(eight_two["queries_per_s"] / one["queries_per_s"], 2),
     }
@@ -339,7 +330,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "synapsecrawl-search-index")
     parser.add_argument("--limit-pages", type=int, default=None, help="only the first N pages (a quick look)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of all the questions, over HTTP")
-    parser.add_argument("--today-queries", type=int, default=40, help="queries asked through today's store search")
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument(

@@ -1,14 +1,15 @@
 """Search latency and throughput on a 10,000-page knowledge base: queries/s, p50 and p95.
 
     python -m bench.search_eval                 # first: crawls the Python 3.11 docs (499 pages)
-    python -m bench.search_latency              # SQLite and PostgreSQL, the store and the HTTP service
+    python -m bench.search_latency              # SQLite and PostgreSQL, the index and the HTTP service
     python -m bench.search_latency --pages 10000 --clients 4 --backends sqlite
 
 The KB is the crawled docs replicated under other hosts (``http://copyN.docs.test/...``)
 up to ``--pages``, written through the store API. The queries are the 75 of
 bench/data/search_questions.jsonl, in order, round after round. Measured:
 
-- ``store``: ``Store.search(query, kb, limit=10)`` in this process, one at a time;
+- ``index``: ``SearchIndex.search(query, kb, limit=10)`` in this process, one at a time (the index built
+  first; ``store`` in reports made before the KB's own full-text search was dropped);
 - ``http``: GET /api/search against ``synapsecrawl serve`` (a subprocess on
   loopback), from ``--clients`` threads at once, each waiting for its answer.
 
@@ -68,17 +69,24 @@ def _figures(latencies: list[float], wall: float) -> dict[str, float]:
     }
 
 
-def bench_store(store: Store, queries: list[str], rounds: int) -> dict[str, float]:
-    for query in queries[:5]:
-        store.search(query, KB)  # warm the caches
-    latencies = []
-    started = time.perf_counter()
-    for _ in range(rounds):
-        for query in queries:
-            t = time.perf_counter()
-            store.search(query, KB, limit=10)
-            latencies.append(time.perf_counter() - t)
-    return _figures(latencies, time.perf_counter() - started)
+def bench_index(store: Store, uri: str, queries: list[str], rounds: int) -> dict[str, float]:
+    from synapsecrawl.search.index import SearchIndex, index_path
+
+    index = SearchIndex(store, index_path(uri))
+    try:
+        index.catch_up_once()
+        for query in queries[:5]:
+            index.search(query, KB)  # warm the caches
+        latencies = []
+        started = time.perf_counter()
+        for _ in range(rounds):
+            for query in queries:
+                t = time.perf_counter()
+                index.search(query, KB, limit=10)
+                latencies.append(time.perf_counter() - t)
+        return _figures(latencies, time.perf_counter() - started)
+    finally:
+        index.close()
 
 
 def bench_http(uri: str, queries: list[str], rounds: int, clients: int, workdir: Path) -> dict[str, float]:
@@ -164,11 +172,11 @@ def main(argv: list[str] | None = None) -> int:
                 store.put_page(page)
             filled = time.perf_counter() - started
             print(f"{backend}: {len(pages)} pages written in {filled:.0f} s", file=sys.stderr, flush=True)
-            figures = {"fill_s": round(filled), "store": bench_store(store, queries, args.rounds)}
+            figures = {"fill_s": round(filled), "index": bench_index(store, uri, queries, args.rounds)}
             store.close()
             figures["http"] = bench_http(uri, queries, args.rounds, args.clients, args.workdir)
             report["results"][backend] = figures
-            print(f"{backend}: store {figures['store']}  http {figures['http']}", flush=True)
+            print(f"{backend}: index {figures['index']}  http {figures['http']}", flush=True)
         finally:
             if backend != "sqlite":
                 _drop_schema(args.postgres)

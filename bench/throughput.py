@@ -6,7 +6,7 @@
 
 Many hosts with a short Crawl-delay ask for far more pages a second than the
 crawler can take, so the crawl runs at the speed of the pipeline: download,
-robots.txt, extraction (trafilatura), the KB write (SQLite, FTS5). Pages/s is
+robots.txt, extraction (trafilatura), the KB write (SQLite). Pages/s is
 pages over the time from the first to the last request; CPU s/page is the
 crawler process's user + system time over the pages (start-up included).
 """

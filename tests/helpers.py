@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from synapsecrawl.kb.marker import META_TABLE
-from synapsecrawl.kb.records import PageRecord
+from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.sqlite import SQLiteStore
+from synapsecrawl.kb.store import Store
 from tests import zygote
 
 __all__ = [
@@ -177,6 +178,19 @@ def record(url: str, text: str, **kw: object) -> PageRecord:
         fetched_at=WHEN,
         **kw,
     )  # type: ignore[arg-type]
+
+
+def kb_uri_of(store: Store) -> str:
+    """The KB_URI of an open store (a PostgreSQL one's without its password: enough to name its index)."""
+    return f"sqlite:///{store.path}" if isinstance(store, SQLiteStore) else str(getattr(store, "uri", ""))
+
+
+def indexed_search(store: Store, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit]:
+    """``query`` through the search index of ``store``'s KB, caught up first, as ``kb search`` runs it: the
+    only search a KB has. The index goes under SEARCH_INDEX_DIR (the session's temporary directory)."""
+    from synapsecrawl.search.index import search_kb
+
+    return search_kb(store, kb_uri_of(store), query, kb, limit)
 
 
 def pages_due(uri: str) -> None:

@@ -1,18 +1,15 @@
 """The PostgreSQL knowledge base: the same Store as SQLite, for many crawlers and large KBs.
 
 Tables mirror ``synapsecrawl.kb.sqlite`` and ``synapsecrawl.kb.sqlite_content`` and are created on open; the methods
-that read and write them alike are ``kb.rows``'s. Search uses a stored ``tsvector`` per page and per passage (the
-``english`` configuration), ranked with ``ts_rank_cd`` and combined by ``kb.search.rank_results``, so both back-ends
-show the same kind of result. One write connection per store, guarded by a lock; reads take a connection of a small
-pool (``READERS``). More: docs/architecture.md, "Inside the larger modules".
+that read and write them alike are ``kb.rows``'s. Search goes through the index beside the KB
+(``synapsecrawl.search.index``), as for SQLite. One write connection per store, guarded by a lock; reads take a
+connection of a small pool (``READERS``). More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
 
-import math
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -22,37 +19,17 @@ import psycopg
 
 from synapsecrawl.errors import StoreError, StoreUnavailable
 from synapsecrawl.kb import changes
-from synapsecrawl.kb.marker import META_TABLE, Found, judge, meta_rows
-from synapsecrawl.kb.records import PageRecord, SearchHit
+from synapsecrawl.kb.marker import META_TABLE, SCHEMA_VERSION, Found, judge, meta_rows
+from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.revisit import REVISIT_COLUMNS, RevisitRule
-from synapsecrawl.kb.rows import (
-    HIT_COLUMNS,
-    PAGE_CANDIDATES,
-    PAGE_COLUMNS,
-    PASSAGE_CANDIDATES,
-    SharedTables,
-    search_hit,
-)
-from synapsecrawl.kb.search import (
-    HIT_CLOSE,
-    HIT_OPEN,
-    PageRank,
-    phrase_pairs,
-    rank_results,
-    same_passages,
-    search_terms,
-    shortlist,
-    split_passages,
-)
+from synapsecrawl.kb.rows import PAGE_COLUMNS, SharedTables
+from synapsecrawl.kb.search import same_passages, split_passages
 
 __all__ = ["READERS", "PostgresStore", "redact_uri"]
 
 READERS = 8  # read connections kept open between reads; more are opened while more threads read at once
-_TOTAL_SECONDS = 60.0  # how long a KB's page count (BM25's N) is reused before it is counted again
 
 # Keys compare and sort byte-wise (COLLATE "C"), as in SQLite, whatever the database's locale.
-# A tsvector holds at most 1 MB: the page-level vector reads the first 400,000 characters of the
-# text; passages index all of it.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
     id BIGSERIAL PRIMARY KEY,
@@ -77,10 +54,6 @@ CREATE TABLE IF NOT EXISTS pages (
     feed TEXT NOT NULL DEFAULT '',
     depth INTEGER,
     outlinks TEXT NOT NULL DEFAULT '',
-    fts TSVECTOR GENERATED ALWAYS AS (
-        setweight(to_tsvector('english'::regconfig, title), 'A')
-        || setweight(to_tsvector('english'::regconfig, left(text, 400000)), 'B')
-    ) STORED,
     UNIQUE (kb, url)
 );
 CREATE TABLE IF NOT EXISTS passages (
@@ -88,7 +61,6 @@ CREATE TABLE IF NOT EXISTS passages (
     page_id BIGINT NOT NULL REFERENCES pages (id) ON DELETE CASCADE,
     ordinal INTEGER NOT NULL,
     text TEXT NOT NULL,
-    fts TSVECTOR GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED,
     UNIQUE (page_id, ordinal)
 );
 CREATE TABLE IF NOT EXISTS page_labels (
@@ -164,8 +136,6 @@ CREATE TABLE IF NOT EXISTS sources (
 
 # CREATE INDEX locks its table against writes even when the index exists: created only when missing.
 _INDEXES = {
-    "pages_fts_idx": "CREATE INDEX pages_fts_idx ON pages USING GIN (fts)",
-    "passages_fts_idx": "CREATE INDEX passages_fts_idx ON passages USING GIN (fts)",
     "pages_kb_fetched_idx": "CREATE INDEX pages_kb_fetched_idx ON pages (kb, fetched_at)",
 }
 
@@ -202,11 +172,6 @@ _INSERT_PASSAGES = (
     "INSERT INTO passages (page_id, ordinal, text) SELECT * FROM unnest(%s::bigint[], %s::integer[], %s::text[])"
 )
 
-# ts_rank_cd weights {D, C, B, A}: the title (A) and the text (B) are ranked apart (kb.search.rank_results).
-_TITLE_WEIGHTS = "{0, 0, 0, 1.0}"
-_TEXT_WEIGHTS = "{0, 0, 1.0, 0}"
-_RANK_NORMALIZATION = 33  # 1 | 32: divided by 1 + log(length), then rank / (rank + 1): per word, as BM25 saturates
-_HEADLINE = f"HighlightAll=true, StartSel={HIT_OPEN}, StopSel={HIT_CLOSE}"
 _SCHEMA_LOCK = 0x5E_C4_A7  # advisory lock: one process creates the tables at a time
 
 
@@ -301,6 +266,7 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> Non
             for column, declaration in added:
                 if column not in present:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+        _drop_full_text(conn)
         for name, create in _INDEXES.items():
             if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() == (None,):
                 conn.execute(create)
@@ -309,6 +275,28 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> Non
             "SELECT 1 FROM pg_trigger WHERE tgrelid = 'pages'::regclass AND tgname = 'search_changes_note'"
         ).fetchone():
             conn.execute(changes.POSTGRES_TRIGGER)
+
+
+def _drop_full_text(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+    """Drop the tsvector columns (and so their GIN indexes) of a KB made by an older version, and mark it as this
+    version's (which an older one refuses to open: it would search columns no longer there). A catalogue change,
+    not a rewrite of the tables; under the schema's advisory lock."""
+    held = conn.execute(
+        "SELECT 1 FROM pg_attribute WHERE attrelid IN ('pages'::regclass, 'passages'::regclass) "
+        "AND attname = 'fts' AND NOT attisdropped"
+    ).fetchone()
+    version = conn.execute(f"SELECT value FROM {META_TABLE} WHERE key = 'schema_version'").fetchone()  # noqa: S608
+    if held is None and version is not None and version[0] == str(SCHEMA_VERSION):
+        return
+    conn.execute("DROP INDEX IF EXISTS pages_fts_idx, passages_fts_idx")
+    conn.execute("ALTER TABLE pages DROP COLUMN IF EXISTS fts")
+    conn.execute("ALTER TABLE passages DROP COLUMN IF EXISTS fts")
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {META_TABLE} (key, value) VALUES (%s, %s) "  # noqa: S608
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            meta_rows(),
+        )
 
 
 _OURS = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA + changes.POSTGRES_SCHEMA))
@@ -351,7 +339,6 @@ class PostgresStore(SharedTables):
         self._pool_lock = threading.Lock()
         self._readers: list[psycopg.Connection[tuple[Any, ...]]] = []
         self._closed = False
-        self.totals: dict[str | None, tuple[float, int]] = {}  # scope -> (monotonic time, pages): _weighted
         try:
             self._conn = self._connect()
         except psycopg.OperationalError as exc:  # the server cannot be reached: as any write that fails so
@@ -505,16 +492,6 @@ class PostgresStore(SharedTables):
             params += (kb,)
         return [(row[0], row[1]) for row in self._rows(sql + " ORDER BY kb, url", params)]
 
-    # -- search ---------------------------------------------------------------
-
-    def search(self, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit]:
-        """Pages for ``query``, best first, each with its best passages (as ``kb.content.search``)."""
-        terms = search_terms(query)
-        if not terms or limit <= 0:
-            return []
-        with self._reading() as conn:
-            return _search(conn, terms, kb, limit, self.totals)
-
     def close(self) -> None:
         """Close the connections."""
         with self._lock:
@@ -524,134 +501,3 @@ class PostgresStore(SharedTables):
             readers, self._readers = self._readers, []
         for reader in readers:
             reader.close()
-
-
-def _tsquery(conn: psycopg.Connection[tuple[Any, ...]], function: str, parts: list[str]) -> str:
-    """The OR of ``function(part)`` for each part, as tsquery text ("" when the configuration ignores them all)."""
-    if not parts:
-        return ""
-    either = " || ".join([f"{function}('english', %s)"] * len(parts))
-    row = conn.execute(f"SELECT ({either})::text", tuple(parts)).fetchone()
-    return str(row[0]) if row is not None and row[0] else ""
-
-
-def _weighted(
-    conn: psycopg.Connection[tuple[Any, ...]],
-    terms: list[str],
-    where: str,
-    scope: tuple[Any, ...],
-    totals: dict[str | None, tuple[float, int]],
-) -> list[tuple[str, float]]:
-    """Each query word's tsquery and its BM25 inverse document frequency among the pages in scope.
-
-    ts_rank_cd knows no document frequency: a word on every page would count as much as a rare one.
-    The pages in scope are counted once a ``_TOTAL_SECONDS`` (``totals``), not on every search: a
-    count is a pass over the whole KB, and BM25's N need not be exact.
-    """
-    words = [(word, _tsquery(conn, "plainto_tsquery", [word])) for word in terms]
-    words = [(word, query) for word, query in words if query]
-    if not words:
-        return []
-    key = str(scope[0]) if scope else None
-    counted = totals.get(key)
-    if counted is None or time.monotonic() - counted[0] > _TOTAL_SECONDS:
-        clause = where.replace(" AND ", " WHERE ", 1)
-        total_row = conn.execute(f"SELECT count(*) FROM pages{clause}", scope).fetchone()  # noqa: S608
-        counted = totals[key] = (time.monotonic(), int(total_row[0]) if total_row else 0)
-    total = counted[1]
-    weighted = []
-    for _, query in words:  # one count per word: each an index scan (GIN), not a pass over every page
-        row = conn.execute(f"SELECT count(*) FROM pages WHERE fts @@ %s::tsquery{where}", (query, *scope)).fetchone()  # noqa: S608
-        df = int(row[0]) if row else 0
-        weighted.append((query, math.log(1 + (total - df + 0.5) / (df + 0.5))))
-    return weighted
-
-
-def _rank_sql(weighted: list[tuple[str, float]], vector: str, weights: str | None) -> tuple[str, tuple[Any, ...]]:
-    """SQL adding each word's ts_rank_cd times its inverse document frequency, and its parameters."""
-    parts, params = [], []
-    for query, idf in weighted:
-        if weights is None:
-            parts.append(f"%s * ts_rank_cd({vector}, %s::tsquery, {_RANK_NORMALIZATION})")
-            params += [idf, query]
-        else:
-            parts.append(f"%s * ts_rank_cd(%s::float4[], {vector}, %s::tsquery, {_RANK_NORMALIZATION})")
-            params += [idf, weights, query]
-    return " + ".join(parts), tuple(params)
-
-
-def _passages(
-    conn: psycopg.Connection[tuple[Any, ...]],
-    match: str,
-    rank: tuple[str, tuple[Any, ...]],
-    where: str,
-    scope: tuple[Any, ...],
-) -> list[tuple[int, int, int, float]]:
-    """(page id, ordinal, passage id, rank) of the passages matching ``match``, best first."""
-    if not match:
-        return []
-    return [
-        (int(row[0]), int(row[1]), int(row[2]), float(row[3]))
-        for row in conn.execute(
-            f"SELECT passages.page_id, passages.ordinal, passages.id, {rank[0]} AS rank FROM passages "  # noqa: S608
-            "JOIN pages ON pages.id = passages.page_id "
-            f"WHERE passages.fts @@ %s::tsquery{where} ORDER BY rank DESC, passages.id LIMIT %s",
-            (*rank[1], match, *scope, PASSAGE_CANDIDATES),
-        ).fetchall()
-    ]
-
-
-def _search(
-    conn: psycopg.Connection[tuple[Any, ...]],
-    terms: list[str],
-    kb: str | None,
-    limit: int,
-    totals: dict[str | None, tuple[float, int]],
-) -> list[SearchHit]:
-    match = _tsquery(conn, "plainto_tsquery", terms)  # each word, any of them
-    if not match:
-        return []  # only words the configuration ignores
-    phrases = _tsquery(conn, "phraseto_tsquery", [f"{a} {b}" for a, b in phrase_pairs(terms)])
-    where = " AND pages.kb = %s" if kb is not None else ""
-    scope: tuple[Any, ...] = (kb,) if kb is not None else ()
-    weighted = _weighted(conn, terms, where, scope, totals)
-    title, title_params = _rank_sql(weighted, "fts", _TITLE_WEIGHTS)
-    text, text_params = _rank_sql(weighted, "fts", _TEXT_WEIGHTS)
-    pages = [
-        PageRank(int(row[0]), str(row[1]), float(row[2]), float(row[3]))
-        for row in conn.execute(
-            f"SELECT * FROM (SELECT id, url, {title} AS title, {text} AS text FROM pages "  # noqa: S608
-            f"WHERE fts @@ %s::tsquery{where}) ranked ORDER BY text + title DESC, id LIMIT %s",
-            (*title_params, *text_params, match, *scope, PAGE_CANDIDATES),
-        ).fetchall()
-    ]
-    pages = shortlist(pages, limit)
-    among = where + " AND passages.page_id = ANY(%s)"
-    within = (*scope, [page.page_id for page in pages])
-    passage_rank = _rank_sql(weighted, "passages.fts", None)
-    phrase_rank = ("ts_rank_cd(passages.fts, %s::tsquery, 1)", (phrases,))
-    ranked = rank_results(
-        pages,
-        _passages(conn, match, passage_rank, among, within),
-        _passages(conn, phrases, phrase_rank, among, within),
-        terms,
-        limit,
-    )
-
-    def highlight(passage_ids: list[int]) -> dict[int, str]:
-        return dict(
-            conn.execute(
-                "SELECT id, ts_headline('english', text, %s::tsquery, %s) FROM passages WHERE id = ANY(%s)",
-                (match, _HEADLINE, passage_ids),
-            ).fetchall()
-        )
-
-    return [
-        search_hit(
-            conn.execute(f"SELECT {HIT_COLUMNS} FROM pages WHERE id=%s", (page_id,)).fetchone(),  # noqa: S608
-            score,
-            best,
-            highlight,
-        )
-        for page_id, score, best in ranked
-    ]

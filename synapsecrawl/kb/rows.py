@@ -1,15 +1,12 @@
-"""What both knowledge-base back-ends share: rows into records, ranks into search hits.
+"""What both knowledge-base back-ends share: rows into records, and a search's ranked pages into its results.
 
 SQLite (``kb.sqlite``) and PostgreSQL (``kb.postgres``) keep the same tables
-with the same columns. They differ in the placeholder (``?``, ``%s``), in how a
+with the same columns. They differ in the placeholder (``?``, ``%s``) and in how a
 few values are held (SQLite: ISO 8601 text, 0/1, URLs one a line; PostgreSQL:
-timestamptz, boolean, text[], no NUL in text) and in how they rank (bm25,
-ts_rank_cd). ``SharedTables`` writes every Store method whose SQL does not
-differ, once, over the back-end's connection; ``search_hit`` turns either
-engine's hits into the same results (their ranks are combined by
-``kb.search.rank_results``).
-
-The one convention: a rank here is larger-is-better (negate SQLite's bm25).
+timestamptz, boolean, text[], no NUL in text). ``SharedTables`` writes every Store
+method whose SQL does not differ, once, over the back-end's connection;
+``search_hit`` turns a page the index ranked (``search.index``, its ranks combined
+by ``kb.search.rank_results``) and its row into a result.
 """
 
 from __future__ import annotations
@@ -28,9 +25,7 @@ from synapsecrawl.kb.search import compose_snippet
 
 __all__ = [
     "HIT_COLUMNS",
-    "PAGE_CANDIDATES",
     "PAGE_COLUMNS",
-    "PASSAGE_CANDIDATES",
     "SharedTables",
     "page_record",
     "search_hit",
@@ -44,8 +39,6 @@ PAGE_COLUMNS = (
 # Kept as stored when a write gives none (a page written by no crawl: an import, a re-extraction).
 _KEPT_WHEN_NONE = frozenset({"revisit_interval", "revisit_due", "revisit_outcome"})
 HIT_COLUMNS = "url, kb, title, nosnippet, max_snippet, fetched_at"  # what ``search_hit`` reads of a page
-PAGE_CANDIDATES = 1000
-PASSAGE_CANDIDATES = 3000
 
 
 def _columns(record: type) -> tuple[str, ...]:

@@ -39,7 +39,6 @@ __all__ = [
     "rank_results",
     "same_passages",
     "search_terms",
-    "shortlist",
     "snippet_limit",
     "split_passages",
     "text_fragment",
@@ -85,7 +84,7 @@ def search_terms(query: str) -> list[str]:
 
 # Weights of the ranks a score adds, each divided by its best among the candidates.
 RANK_WEIGHTS = {"text": 1.0, "title": 0.5, "passage": 0.5, "phrase": 0.25, "address": 0.25}
-RERANK_PAGES = 100  # pages whose passages are ranked (``shortlist``)
+RERANK_PAGES = 100  # pages the first stage gives the second, whose passages are ranked (search.index)
 _PASSAGES_PER_HIT = 2
 _PASSAGE_CANDIDATES_PER_PAGE = 8
 
@@ -100,22 +99,6 @@ class PageRank:
     title: float
     text: float
     address: float | None = None
-
-
-def shortlist(pages: Iterable[PageRank], limit: int) -> list[PageRank]:
-    """The candidates whose passages are ranked: the best ``RERANK_PAGES`` (or ``limit``) by title and text.
-
-    Ranking every passage that holds a common word costs seconds on a large KB; the page
-    that answers is among the best pages by its own title and text.
-    """
-    candidates = list(pages)
-    title = _scaled({n: page.title for n, page in enumerate(candidates)})
-    text = _scaled({n: page.text for n, page in enumerate(candidates)})
-    order = sorted(
-        range(len(candidates)),
-        key=lambda n: -(RANK_WEIGHTS["text"] * text.get(n, 0.0) + RANK_WEIGHTS["title"] * title.get(n, 0.0)),
-    )
-    return [candidates[n] for n in order[: max(RERANK_PAGES, limit)]]
 
 
 def phrase_pairs(terms: Sequence[str]) -> list[tuple[str, str]]:

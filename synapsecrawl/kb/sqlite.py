@@ -1,4 +1,4 @@
-"""The SQLite knowledge base (the default): WAL, FTS5 with BM25 ranking.
+"""The SQLite knowledge base (the default), in WAL mode; searched through its index (synapsecrawl.search.index).
 
 One write connection per store, guarded by a lock, so the crawler's pipeline
 can call it from a worker thread (``asyncio.to_thread``) while the CLI reads the
@@ -22,24 +22,14 @@ from typing import Any
 from synapsecrawl.errors import StoreError, StoreUnavailable
 from synapsecrawl.kb import changes
 from synapsecrawl.kb import sqlite_content as content
-from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, Found, judge, meta_rows
-from synapsecrawl.kb.records import PageRecord, SearchHit
+from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, SCHEMA_VERSION, Found, judge, meta_rows
+from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.revisit import REVISIT_COLUMNS, RevisitRule
 from synapsecrawl.kb.rows import PAGE_COLUMNS, SharedTables
 
 __all__ = ["READERS", "SQLiteStore"]
 
 READERS = 8  # read connections kept open between reads; more are opened while more threads read at once
-
-# A page read again unchanged (a re-read without validators, or a crawl run twice) is not indexed again: the
-# trigger re-indexes only a changed title or text. A KB made before it has the trigger without its WHEN; that
-# one is replaced in one transaction, so no other connection ever writes a page with neither in place; a new KB
-# gets it the same way (_page_trigger, after _SCHEMA).
-_PAGES_AU = """CREATE TRIGGER IF NOT EXISTS pages_au AFTER UPDATE ON pages
-WHEN old.title IS NOT new.title OR old.text IS NOT new.text BEGIN
-    INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
-    INSERT INTO pages_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
-END;"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
@@ -67,15 +57,6 @@ CREATE TABLE IF NOT EXISTS pages (
     outlinks TEXT NOT NULL DEFAULT '',
     UNIQUE (kb, url)
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS pages_fts USING fts5(
-    title, text, content='pages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER IF NOT EXISTS pages_ai AFTER INSERT ON pages BEGIN
-    INSERT INTO pages_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS pages_ad AFTER DELETE ON pages BEGIN
-    INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
-END;
 CREATE INDEX IF NOT EXISTS pages_kb_fetched ON pages (kb, fetched_at);
 CREATE TABLE IF NOT EXISTS robots_cache (
     profile TEXT NOT NULL,
@@ -154,16 +135,19 @@ CREATE TABLE IF NOT EXISTS sources (
 """
 
 
-# Knowing our KB (kb.marker): every table our schemas create, FTS5's shadow tables, and those every KB had.
+# The full-text tables (FTS5) and their triggers a KB made before the search index held: dropped on open.
+_FULL_TEXT = ("pages_fts", "passages_fts")
+_FULL_TEXT_TRIGGERS = ("pages_ai", "pages_ad", "pages_au", "passages_ai", "passages_ad")
+
+# Knowing our KB (kb.marker): every table our schemas create, and those older versions made (FTS5's with their
+# shadow tables).
 _OURS = frozenset(
-    f"{name}{shadow}"
-    for name in re.findall(
-        r"CREATE (?:VIRTUAL )?TABLE IF NOT EXISTS (\w+)",
+    re.findall(
+        r"CREATE TABLE IF NOT EXISTS (\w+)",
         _SCHEMA + _ICONS_SCHEMA + _BACKOFF_SCHEMA + _SOURCES_SCHEMA + content.SCHEMA + changes.SQLITE_SCHEMA,
     )
-    for shadow in ("", *(("_data", "_idx", "_content", "_docsize", "_config") if name.endswith("_fts") else ()))
-)
-_REQUIRED = frozenset({"pages", "pages_fts", "robots_cache"})
+) | {f"{name}{shadow}" for name in _FULL_TEXT for shadow in ("", "_data", "_idx", "_content", "_docsize", "_config")}
+_REQUIRED = frozenset({"pages", "robots_cache"})
 
 
 def _found(path: Path) -> Found:
@@ -212,13 +196,30 @@ def _mark(db: sqlite3.Connection) -> None:
     db.execute("COMMIT")
 
 
-def _page_trigger(db: sqlite3.Connection) -> None:
-    row = db.execute("SELECT sql FROM sqlite_master WHERE type='trigger' AND name='pages_au'").fetchone()
-    if row is not None and "WHEN" in row[0]:
+def _drop_full_text(db: sqlite3.Connection, found: Found) -> None:
+    """Drop the FTS5 tables and their triggers of a KB made by an older version, and mark it as this version's
+    (which an older one refuses to open: it would search tables that no longer follow the pages). Under the
+    write lock, each DROP ... IF EXISTS, since two crawls may open one old file at once."""
+    names = (*_FULL_TEXT, *_FULL_TEXT_TRIGGERS)
+    marks = ", ".join("?" * len(names))
+
+    def held() -> bool:
+        return db.execute(f"SELECT 1 FROM sqlite_master WHERE name IN ({marks})", names).fetchone() is not None  # noqa: S608
+
+    older = found.schema_version is not None and found.schema_version < SCHEMA_VERSION
+    if not held() and not older:
         return
     db.execute("BEGIN IMMEDIATE")
-    db.execute("DROP TRIGGER IF EXISTS pages_au")
-    db.execute(_PAGES_AU)
+    try:
+        for trigger in _FULL_TEXT_TRIGGERS:
+            db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        for table in _FULL_TEXT:
+            db.execute(f"DROP TABLE IF EXISTS {table}")
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name=?", (META_TABLE,)).fetchone():
+            db.executemany(f"INSERT OR REPLACE INTO {META_TABLE} (key, value) VALUES (?, ?)", meta_rows())  # noqa: S608
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
     db.execute("COMMIT")
 
 
@@ -252,14 +253,15 @@ class SQLiteStore(SharedTables):
         self.path = path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            state = judge(_found(path), where=str(path), ours=_OURS, required=_REQUIRED)  # before any write
+            found = _found(path)
+            state = judge(found, where=str(path), ours=_OURS, required=_REQUIRED)  # before any write
             self._db = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
             _use_wal(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
             if state == "new":  # marked first: a crawl opening it meanwhile knows it as ours, not half-made
                 _mark(self._db)
             self._db.executescript(_SCHEMA)
-            _page_trigger(self._db)
+            _drop_full_text(self._db, found)
             _add_columns(self._db, "pages", _ADDED_PAGE_COLUMNS)
             # a KB made before YOT-STALE
             _add_columns(self._db, "robots_cache", (("unreadable_since", "REAL NOT NULL DEFAULT 0"),))
@@ -374,11 +376,6 @@ class SQLiteStore(SharedTables):
             sql += " AND kb=?"
             params += (kb,)
         return [(row[0], row[1]) for row in self._rows(sql + " ORDER BY kb, url", params)]
-
-    def search(self, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit]:
-        """Pages for ``query``, best first, each with its best passages (kb.content)."""
-        with self._reading() as db:
-            return content.search(db, query, kb, limit)
 
     def close(self) -> None:
         """Close the connection."""

@@ -1,9 +1,9 @@
 """The search service's decisions: what a search may ask, what a result shows, which KB answers.
 
 ``synapsecrawl serve`` and the on-demand fetcher's server both answer through a ``SearchService``: a search is
-checked into ``SearchArgs``, run through the KB's ranked index (``synapsecrawl.search.index``, the store's own
-search while it is built) and shaped by ``hit_json``, as ``kb search`` prints it. The KB is opened on first use and
-again after a failure, so a KB that cannot be opened is one ``unavailable`` answer (HTTP 503). Failures are
+checked into ``SearchArgs``, run through the KB's ranked index (``synapsecrawl.search.index``) and shaped by
+``hit_json``, as ``kb search`` prints it. The KB is opened on first use and again after a failure, so a KB that
+cannot be opened, like an index not yet built, is one ``unavailable`` answer (HTTP 503). Failures are
 ``FetchError``s, the on-demand fetch's. More: docs/architecture.md, "Inside the larger modules".
 """
 
@@ -40,7 +40,7 @@ __all__ = [
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
-MAX_OFFSET = 950  # offset + limit stays within the store's page candidates (kb.rows.PAGE_CANDIDATES)
+MAX_OFFSET = 950  # offset + limit stays within 1,000: the most pages a search ranks (its first stage)
 MAX_QUERY_CHARS = 500
 _PARAMETERS = ("query", "kb", "limit", "offset")
 _KB_NAME = re.compile(r"^[\w.-]{1,100}$")
@@ -165,7 +165,13 @@ class SearchService:
     def _search(self, store: Store, args: SearchArgs) -> Any:
         index = self._index
         hits = index.search(args.query, args.kb, limit=args.offset + args.limit) if index is not None else None
-        return store.search(args.query, args.kb, limit=args.offset + args.limit) if hits is None else hits
+        if hits is None:  # not a store failure: the store stays open, and the follower builds the index
+            raise FetchError(
+                "unavailable",
+                "the search index of this knowledge base is being built (or cannot be read: the service's "
+                "log says why); search again soon",
+            )
+        return hits
 
     def _drop(self) -> tuple[Store | None, SearchIndex | None, Follower | None]:
         """Forget the store and its index (the caller holds the lock and closes what it gets)."""

@@ -55,6 +55,7 @@ __all__ = [
     "VERSION",
     "Follower",
     "IndexBusy",
+    "IndexUnavailable",
     "SearchIndex",
     "index_path",
     "search_kb",
@@ -65,7 +66,7 @@ logger = logging.getLogger(__name__)
 COMMIT_SECONDS = 0.5  # the follower looks for changes this often and commits what it applied
 VERSION = 5  # of the index's schema and analysis; another is rebuilt
 GAP_SECONDS = 30.0  # a missing seq (a PostgreSQL transaction still open, or rolled back) is waited for this long
-TITLE_BOOST = 5.0  # the title's weight against the text's in the first stage (FTS5's bm25 weights in kb.sqlite)
+TITLE_BOOST = 5.0  # the title's weight against the text's in the first stage (as the KB's FTS5 search weighed them)
 _BATCH = 2000  # changes read at once
 _PASSAGES_PER_PAGE = 4  # passage candidates per candidate page (as good as 8 on both question sets: docs/benchmarks.md)
 _WRITER_HEAP = 64_000_000
@@ -76,6 +77,15 @@ _SEP = "\x1f"
 
 class IndexBusy(StoreError):
     """Another process holds the index's writer role."""
+
+
+class IndexUnavailable(StoreError):
+    """No index can be read yet: another process is building it, or it cannot be built here (logged)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"search index {path} is being built (or cannot be read: a warning above says why); search again soon"
+        )
 
 
 class _Changes(Protocol):
@@ -315,7 +325,7 @@ class SearchIndex:
 
     def catch_up_once(self) -> None:
         """Take the writer role if free and catch up (building the index if need be); a failure is logged:
-        the store's own search answers until the index can be read."""
+        searches are unavailable until the index can be read."""
         try:
             if self.try_writer():
                 self.catch_up()
@@ -461,7 +471,7 @@ class SearchIndex:
         return self._pair
 
     def search(self, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit] | None:
-        """Pages for ``query``, best first (as ``Store.search``); None when there is no index to search."""
+        """Pages for ``query``, best first, each with its best passages; None when there is no index to search."""
         pair = self._reader()
         if pair is None:
             return None
@@ -475,7 +485,7 @@ class SearchIndex:
             searchers = (pair.pages.searcher(), pair.passages.searcher())
             return _search(searchers, self._changes, words, terms, kb=kb, limit=limit)
         except (ValueError, OSError, RuntimeError) as exc:
-            logger.warning("search index %s failed (%s): searching the KB", self.path, _line(exc))
+            logger.warning("search index %s failed (%s): opening it again", self.path, _line(exc))
             self._pair = None
             return None
 
@@ -667,11 +677,13 @@ class Follower:
 
 def search_kb(store: Store, uri: str, query: str, kb: str | None = None, limit: int = 10) -> list[SearchHit]:
     """One search through the index of KB ``uri``, caught up first when no other process keeps it (else its
-    last commit, at most about a second behind); the store's own search when there is no index to read."""
+    last commit, at most about a second behind); raises IndexUnavailable when there is no index to read."""
     index = SearchIndex(store, index_path(uri))
     try:
         index.catch_up_once()
         hits = index.search(query, kb, limit)
     finally:
         index.close()
-    return store.search(query, kb, limit) if hits is None else hits
+    if hits is None:
+        raise IndexUnavailable(index.path)
+    return hits

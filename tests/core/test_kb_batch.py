@@ -14,7 +14,7 @@ import pytest
 from synapsecrawl.errors import StoreError
 from synapsecrawl.kb.batch import BatchWriter
 from synapsecrawl.kb.sqlite import SQLiteStore
-from tests.helpers import record
+from tests.helpers import indexed_search, record
 
 
 def test_a_record_is_acknowledged_only_once_its_batch_is_committed(tmp_path: Path) -> None:
@@ -95,11 +95,10 @@ def _made_by_older_code(tmp_path: Path, script: str) -> Path:
     return path
 
 
-def test_passages_are_indexed_exactly_once_also_in_a_kb_made_by_older_code(tmp_path: Path) -> None:
-    """Passages go into passages_fts in one statement per page, not by a trigger per row. A KB
-    file made by older code still has that trigger; opened again it is dropped, so a written, rewritten
-    or deleted page leaves the index matching the passages exactly (FTS5's integrity-check), and search
-    still answers from the passages."""
+def test_passages_are_written_exactly_once_also_in_a_kb_made_by_older_code(tmp_path: Path) -> None:
+    """A KB file made by older code has a trigger per passage row (into the FTS5 table passages_fts,
+    since dropped); opened again it is dropped, so a written, rewritten or deleted page leaves its passages
+    exactly once, and search (through the index) answers from them."""
     path = _made_by_older_code(
         tmp_path,
         "CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN "
@@ -111,52 +110,50 @@ def test_passages_are_indexed_exactly_once_also_in_a_kb_made_by_older_code(tmp_p
     assert store.delete_page("docs", "http://a.test/2")
     store.close()
     with closing(sqlite3.connect(path)) as db:
-        db.execute("INSERT INTO passages_fts(passages_fts, rank) VALUES ('integrity-check', 1)")
-        indexed = db.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH 'teapot'").fetchone()[0]
+        assert (
+            db.execute("SELECT name FROM sqlite_master WHERE type='trigger' AND name='passages_ai'").fetchone() is None
+        )
         held = db.execute("SELECT count(*) FROM passages WHERE text LIKE '%Teapot%'").fetchone()[0]
-    assert indexed == held == 3
+    assert held == 3
     reopened = SQLiteStore(path)
-    assert [hit.url for hit in reopened.search("samovar")] == ["http://a.test/1"]
+    assert [hit.url for hit in indexed_search(reopened, "samovar")] == ["http://a.test/1"]
     reopened.close()
 
 
-def _index_data(path: Path) -> list[tuple[int, bytes]]:
-    """FTS5's own records of both indexes: any page or passage indexed again adds or rewrites some."""
+def _written(path: Path) -> tuple[list[tuple[int, int, str]], int]:
+    """The passages rows, and the rows of the search change log (what the index re-reads)."""
     with closing(sqlite3.connect(path)) as db:
-        return [
-            *db.execute("SELECT id, block FROM pages_fts_data ORDER BY id"),
-            *db.execute("SELECT id, block FROM passages_fts_data ORDER BY id"),
-        ]
+        passages = list(db.execute("SELECT id, ordinal, text FROM passages ORDER BY id"))
+        return passages, db.execute("SELECT count(*) FROM search_changes").fetchone()[0]
 
 
 def test_a_page_written_again_unchanged_is_not_indexed_again_also_in_a_kb_made_by_older_code(tmp_path: Path) -> None:
-    """SYN-REREAD: pages_fts re-indexes a page only when its title or text changed, and its passages
-    are cut and indexed again only when they changed. A KB file made by older code has the trigger that
-    re-indexes on every write; opened again it gets the new one. Pages written unchanged leave both
-    indexes as they were, byte for byte; changed and deleted ones leave them matching (integrity-check)."""
+    """SYN-REREAD: a page is indexed again only when its title or text changed, and its passages are cut
+    again only when they changed. A KB file made by older code has a trigger that re-indexed every write
+    (into pages_fts, since dropped); opened again it is gone. Pages written unchanged leave the passages as
+    they were, row for row, and nothing for the index to re-read; changed and deleted ones are re-read."""
     path = _made_by_older_code(
         tmp_path,
-        "DROP TRIGGER pages_au; CREATE TRIGGER pages_au AFTER UPDATE ON pages BEGIN "
+        "CREATE TRIGGER pages_au AFTER UPDATE ON pages BEGIN "
         "INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text); "
         "INSERT INTO pages_fts(rowid, title, text) VALUES (new.id, new.title, new.text); END;",
     )
     store = SQLiteStore(path)
     pages = [record(f"http://a.test/{i}", f"Kettle {i} boils.\n\nTeapot {i} pours.") for i in range(4)]
     store.put_pages(pages)
-    indexed = _index_data(path)
+    passages, logged = _written(path)
     store.put_pages([replace(page, etag='"again"') for page in pages])  # a re-read: the same text
-    assert _index_data(path) == indexed
+    assert _written(path) == (passages, logged)
     assert all(store.get_page("docs", page.url).etag == '"again"' for page in pages)  # type: ignore[union-attr]
     store.put_page(replace(pages[1], text="Samovar one steams."))
     assert store.delete_page("docs", "http://a.test/2")
+    assert _written(path)[1] == logged + 3  # the changed page under its old and its new key, the deleted one
     store.close()
     with closing(sqlite3.connect(path)) as db:
-        assert "WHEN" in db.execute("SELECT sql FROM sqlite_master WHERE name='pages_au'").fetchone()[0]
-        db.execute("INSERT INTO pages_fts(pages_fts, rank) VALUES ('integrity-check', 1)")
-        db.execute("INSERT INTO passages_fts(passages_fts, rank) VALUES ('integrity-check', 1)")
+        assert db.execute("SELECT 1 FROM sqlite_master WHERE name='pages_au'").fetchone() is None
     reopened = SQLiteStore(path)
-    assert [hit.url for hit in reopened.search("samovar")] == ["http://a.test/1"]
-    assert sorted(hit.url for hit in reopened.search("teapot")) == ["http://a.test/0", "http://a.test/3"]
+    assert [hit.url for hit in indexed_search(reopened, "samovar")] == ["http://a.test/1"]
+    assert sorted(hit.url for hit in indexed_search(reopened, "teapot")) == ["http://a.test/0", "http://a.test/3"]
     reopened.close()
 
 

@@ -20,7 +20,7 @@ from synapsecrawl.kb.postgres import PostgresStore
 from synapsecrawl.kb.records import LabelRecord
 from synapsecrawl.kb.sqlite import SQLiteStore
 from tests.faults_env import PrivateCluster, small_disk
-from tests.helpers import WHEN, record
+from tests.helpers import WHEN, indexed_search, record
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_postgres_store_reads_and_writes_through_a_server_restart(cluster: Priva
         store.put_robots("synapsebot", _robots())  # a one-statement write (an upsert outside put_pages)
         cluster.kill()
         cluster.start()  # crash recovery, then the same
-        assert [hit.url for hit in store.search("another")] == ["https://a.test/2"]
+        assert [hit.url for hit in indexed_search(store, "another")] == ["https://a.test/2"]
         assert store.delete_page("docs", "https://a.test/1") is True
     finally:
         store.close()

@@ -12,7 +12,7 @@ from synapsecrawl.errors import StoreError
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.marker import APPLICATION_ID, META_TABLE, SCHEMA_VERSION, Found, judge
 from synapsecrawl.kb.records import PageRecord, utcnow
-from tests.helpers import other_app, sha256, strip_marker
+from tests.helpers import indexed_search, other_app, sha256, strip_marker
 
 OURS = frozenset({"pages", "pages_fts", "robots_cache", "passages"})
 REQUIRED = ("pages", "pages_fts", "robots_cache")
@@ -119,7 +119,7 @@ def test_a_kb_written_before_markers_is_adopted_and_keeps_its_pages(tmp_path: Pa
     store = open_store(f"sqlite:///{path}")
     try:
         assert store.get_page("docs", "http://a.test/old") is not None
-        assert [hit.url for hit in store.search("kettle")] == ["http://a.test/old"]
+        assert [hit.url for hit in indexed_search(store, "kettle")] == ["http://a.test/old"]
     finally:
         store.close()
     with sqlite3.connect(path) as db:
@@ -196,7 +196,7 @@ def test_an_empty_postgres_schema_becomes_a_kb_and_an_old_one_is_adopted(postgre
     store = open_store(postgres_schema_uri)
     try:
         assert store.get_page("docs", "http://a.test/old") is not None
-        assert [hit.url for hit in store.search("kettle")] == ["http://a.test/old"]
+        assert [hit.url for hit in indexed_search(store, "kettle")] == ["http://a.test/old"]
     finally:
         store.close()
     with psycopg.connect(postgres_schema_uri, autocommit=True) as raw:

@@ -16,21 +16,24 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from synapsecrawl.crawl.ondemand import FetchError, http_status
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.records import SearchHit
 from synapsecrawl.kb.store import Store
+from synapsecrawl.profiles import load_profile
 from synapsecrawl.search import index as search_index
-from synapsecrawl.search.index import Follower, IndexBusy, SearchIndex, index_path
+from synapsecrawl.search.api import SearchArgs, SearchService
+from synapsecrawl.search.index import Follower, IndexBusy, IndexUnavailable, SearchIndex, index_path, search_kb
 from tests.helpers import docsite_records, record, wait_for
 
-QUERIES = (
-    "restore a single file",
-    "snapshot retention policy",
-    "limit upload bandwidth",
-    "install",
-    "encryption key",
-    "exclude files",
-)
+QUERIES = {  # each question, and the page of the test documentation site that answers it
+    "restore a single file": "restore.html",
+    "snapshot retention policy": "retention.html",
+    "limit upload bandwidth": "network.html",
+    "install": "install.html",
+    "encryption key": "encryption.html",
+    "exclude files": "excluding.html",
+}
 
 
 @pytest.fixture
@@ -109,12 +112,12 @@ def test_the_index_answers_the_same_on_both_backends(tmp_path: Path, postgres_sc
 
 
 def test_the_index_ranks_the_defining_page_first(store: Store, index: SearchIndex) -> None:
-    """YOT-RESULTS: on the test documentation site the index ranks each question's answer page first,
-    as the store's own search does."""
+    """YOT-RESULTS: on the test documentation site the index ranks each question's answer page first (as the KB's
+    own full-text search, since dropped, did)."""
     store.put_pages(list(docsite_records()))
     index.catch_up_once()
-    for query in QUERIES:
-        assert urls(index.search(query))[:1] == urls(store.search(query))[:1], query
+    for query, page in QUERIES.items():
+        assert urls(index.search(query))[:1] == [f"http://docs.test/{page}"], query
 
 
 def test_a_torn_index_is_rebuilt_and_nothing_is_served_from_it(
@@ -323,3 +326,26 @@ def test_the_index_lives_beside_a_sqlite_kb_and_under_the_working_directory_for_
     assert pg.parent == Path(".synapsecrawl/search-index") and pg == index_path("postgresql://u:other@db/kb")
     monkeypatch.setenv("SEARCH_INDEX_DIR", "/srv/indexes")
     assert index_path("sqlite:////data/kb.sqlite3").parent == Path("/srv/indexes")
+
+
+def test_while_no_index_can_be_read_a_search_is_unavailable_not_answered_from_the_kb(store: Store, kb_uri: str) -> None:
+    """YOT-RESULTS: the KB has no search of its own. While another process keeps the index and has not yet
+    built it, the service answers ``unavailable`` (HTTP 503) saying the index is being built, and ``kb search``
+    raises IndexUnavailable in one line; once it is built, both answer."""
+    store.put_page(record("https://a.test/", "The okapi lives in the forest.", title="Okapi"))
+    holder = SearchIndex(store, index_path(kb_uri))
+    assert holder.try_writer()  # another process's writer role: nothing built yet
+    service = SearchService(kb_uri, load_profile("synapsebot"))
+    try:
+        with pytest.raises(FetchError) as caught:
+            service.search(SearchArgs("okapi"))
+        assert caught.value.code == "unavailable" and http_status("unavailable") == 503
+        assert "being built" in caught.value.message and "\n" not in caught.value.message
+        with pytest.raises(IndexUnavailable, match="being built"):
+            search_kb(store, kb_uri, "okapi")
+        holder.catch_up()
+        assert [r["url"] for r in service.search(SearchArgs("okapi"))["results"]] == ["https://a.test/"]
+        assert urls(search_kb(store, kb_uri, "okapi")) == ["https://a.test/"]
+    finally:
+        service.close()
+        holder.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import uuid
+from contextlib import closing
 from dataclasses import fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,12 +20,13 @@ import pytest
 
 from synapsecrawl.errors import ConfigError, StoreError
 from synapsecrawl.kb import open_store, rows
+from synapsecrawl.kb.marker import META_TABLE, SCHEMA_VERSION
 from synapsecrawl.kb.postgres import PostgresStore, redact_uri
 from synapsecrawl.kb.records import LabelRecord, PageRecord, RobotsCopy, SiteIcon, SiteState, Source, UrlHold
 from synapsecrawl.kb.search import MARK_CLOSE, MARK_OPEN, split_passages
 from synapsecrawl.kb.sqlite import SQLiteStore
 from synapsecrawl.kb.store import Store
-from tests.helpers import WHEN, docsite_records, record
+from tests.helpers import WHEN, docsite_records, indexed_search, record
 
 
 def plain(snippet: str) -> str:
@@ -68,10 +70,12 @@ def test_a_second_write_replaces_and_a_delete_removes(store: Store) -> None:
     store.put_page(record("http://a.test/1", "second teapot text", etag='"v2"'))
     page = store.get_page("docs", "http://a.test/1")
     assert page is not None and page.text == "second teapot text" and page.etag == '"v2"'
-    assert store.search("kettle") == [] and [h.url for h in store.search("teapot")] == ["http://a.test/1"]
+    assert indexed_search(store, "kettle") == [] and [h.url for h in indexed_search(store, "teapot")] == [
+        "http://a.test/1"
+    ]
     assert store.delete_page("docs", "http://a.test/1")
     assert not store.delete_page("docs", "http://a.test/1")
-    assert store.get_page("docs", "http://a.test/1") is None and store.search("teapot") == []
+    assert store.get_page("docs", "http://a.test/1") is None and indexed_search(store, "teapot") == []
 
 
 def _passage_rows(kb_uri: str) -> list[tuple[int, int, str]]:
@@ -101,11 +105,11 @@ def test_a_page_read_again_unchanged_keeps_its_passages_and_a_changed_one_is_cut
     assert _passage_rows(kb_uri) == kept
     page = store.get_page("docs", url)
     assert page is not None and page.etag == '"v2"'
-    assert [h.url for h in store.search("teapot")] == [url]
+    assert [h.url for h in indexed_search(store, "teapot")] == [url]
     changed = "How to fill the kettle with water.\n\nHow to pour from the samovar."
     store.put_page(record(url, changed, etag='"v3"'))
     assert [text for _, _, text in _passage_rows(kb_uri)] == split_passages(changed)
-    assert store.search("teapot") == [] and [h.url for h in store.search("samovar")] == [url]
+    assert indexed_search(store, "teapot") == [] and [h.url for h in indexed_search(store, "samovar")] == [url]
 
 
 def test_one_batch_of_new_unchanged_changed_and_repeated_pages(store: Store, kb_uri: str) -> None:
@@ -129,9 +133,9 @@ def test_one_batch_of_new_unchanged_changed_and_repeated_pages(store: Store, kb_
     unchanged = store.get_page("docs", "http://a.test/same")
     assert unchanged is not None and unchanged.etag == '"v2"'
     for gone in ("samovar", "thermos"):
-        assert store.search(gone) == []
+        assert indexed_search(store, gone) == []
     for word, url in (("percolator", "changed"), ("cafetiere", "new"), ("flask", "twice"), ("teapot", "same")):
-        assert [h.url for h in store.search(word)] == [f"http://a.test/{url}"]
+        assert [h.url for h in indexed_search(store, word)] == [f"http://a.test/{url}"]
     assert sorted(text for _, _, text in _passage_rows(kb_uri)) == sorted(
         [*split_passages(same), "The new percolator.", "A fresh cafetiere.", "A second flask."]
     )
@@ -161,8 +165,8 @@ def test_knowledge_bases_stay_apart(store: Store) -> None:
         ("other", "http://a.test/1"),
     ]
     assert [p.url for p in store.pages("other")] == ["http://a.test/0", "http://a.test/1"]
-    assert [h.kb for h in store.search("kettle", "other")] == ["other"]
-    assert sorted(h.kb for h in store.search("kettle")) == ["docs", "other"]
+    assert [h.kb for h in indexed_search(store, "kettle", "other")] == ["other"]
+    assert sorted(h.kb for h in indexed_search(store, "kettle")) == ["docs", "other"]
     assert store.delete_page("docs", "http://a.test/1")
     assert store.get_page("other", "http://a.test/1") is not None
 
@@ -198,7 +202,7 @@ def test_pages_outlive_the_store(kb_uri: str) -> None:
     first.close()
     again = open_store(kb_uri)
     assert [p.url for p in again.pages()] == ["http://a.test/1"]
-    assert [h.url for h in again.search("kettle")] == ["http://a.test/1"]
+    assert [h.url for h in indexed_search(again, "kettle")] == ["http://a.test/1"]
     again.close()
 
 
@@ -215,7 +219,7 @@ def test_writes_from_worker_threads(store: Store) -> None:
     for thread in threads:
         thread.join()
     assert len(list(store.pages("docs"))) == 40
-    assert len(store.search("kettle", limit=100)) == 40
+    assert len(indexed_search(store, "kettle", limit=100)) == 40
 
 
 def test_a_batch_of_pages_commits_together_or_not_at_all(store: Store) -> None:
@@ -224,11 +228,11 @@ def test_a_batch_of_pages_commits_together_or_not_at_all(store: Store) -> None:
     batch = [record(f"http://a.test/{i}", f"kettle number {i}", title=f"Page {i}") for i in range(20)]
     store.put_pages(batch)
     assert [store.get_page("docs", page.url) for page in batch] == batch
-    assert len(store.search("kettle", limit=100)) == 20
+    assert len(indexed_search(store, "kettle", limit=100)) == 20
     refused = replace(record("http://b.test/bad", "teapot bad"), kb=cast(str, None))  # kb is NOT NULL
     with pytest.raises(StoreError):
         store.put_pages([record("http://b.test/1", "teapot one"), refused, record("http://b.test/2", "teapot two")])
-    assert store.page_urls(prefix="http://b.test/") == [] and store.search("teapot") == []
+    assert store.page_urls(prefix="http://b.test/") == [] and indexed_search(store, "teapot") == []
     assert len(list(store.pages("docs"))) == 20
 
 
@@ -242,13 +246,13 @@ def test_search_ranks_title_matches_and_never_returns_full_text(store: Store) ->
     store.put_page(record("http://a.test/kettle", body, title="Kettle guide"))
     store.put_page(record("http://a.test/tea", "Tea needs water that a kettle boiled.", title="Tea"))
     store.put_page(record("http://a.test/cars", "Cars have engines.", title="Cars"))
-    hits = store.search("kettle")
+    hits = indexed_search(store, "kettle")
     assert [h.url for h in hits] == ["http://a.test/kettle", "http://a.test/tea"]
     assert hits[0].score > hits[1].score > 0
     assert all(len(h.snippet) <= 240 and "«" in h.snippet for h in hits)
-    assert [h.url for h in store.search("kettle", limit=1)] == ["http://a.test/kettle"]
-    assert store.search('kettle" OR 1=1 --') != [] and store.search("'); DROP TABLE pages; --") == []
-    assert store.search("") == [] and store.search("kettle", limit=0) == []
+    assert [h.url for h in indexed_search(store, "kettle", limit=1)] == ["http://a.test/kettle"]
+    assert indexed_search(store, 'kettle" OR 1=1 --') != [] and indexed_search(store, "'); DROP TABLE pages; --") == []
+    assert indexed_search(store, "") == [] and indexed_search(store, "kettle", limit=0) == []
     assert len(list(store.pages())) == 3
 
 
@@ -259,7 +263,7 @@ def test_search_ranks_title_matches_and_never_returns_full_text(store: Store) ->
 def test_any_query_text_is_safe(store: Store, query: str) -> None:
     """YOT-RESULTS: whatever a user types, search answers (maybe nothing) and never raises."""
     store.put_page(record("http://a.test/1", "A kettle page about foo and bar."))
-    assert isinstance(store.search(query), list)
+    assert isinstance(indexed_search(store, query), list)
 
 
 def test_text_with_nul_characters_is_stored(store: Store) -> None:
@@ -268,7 +272,7 @@ def test_text_with_nul_characters_is_stored(store: Store) -> None:
     store.put_page(record("http://a.test/doc.pdf", "Kettle\x00 manual\x00", title="Manual\x00"))
     page = store.get_page("docs", "http://a.test/doc.pdf")
     assert page is not None and page.text.replace("\x00", "") == "Kettle manual"
-    assert [h.url for h in store.search("kettle")] == ["http://a.test/doc.pdf"]
+    assert [h.url for h in indexed_search(store, "kettle")] == ["http://a.test/doc.pdf"]
 
 
 @pytest.mark.parametrize(
@@ -290,7 +294,7 @@ def test_the_page_and_passage_that_answer_come_first(store: Store, query: str, p
     the query words marked, and its anchor links to the passage's text."""
     for page_record in docsite_records():
         store.put_page(page_record)
-    hits = store.search(query, "docs")
+    hits = indexed_search(store, query, "docs")
     best = hits[0]
     assert best.url == f"http://docs.test/{page}", [h.url for h in hits]
     assert best.score > hits[1].score
@@ -346,7 +350,7 @@ def test_the_defining_page_ranks_above_overview_pages_that_repeat_the_name(store
                 title=f"{name} — Tea 3.9 documentation",
             )
         )
-    hits = store.search("kettle.boil", "docs")
+    hits = indexed_search(store, "kettle.boil", "docs")
     assert [h.url for h in hits][:1] == ["http://docs.test/library/kettle.html"], [h.url for h in hits]
     assert "kettle.boil(water, *, timeout=None) Boil the water" in plain(hits[0].passages[0].text), hits[0].passages
 
@@ -359,7 +363,7 @@ def test_snippets_follow_the_pages_rules(store: Store) -> None:
     store.put_page(record("http://a.test/hidden", long_text, nosnippet=True))
     store.put_page(record("http://a.test/short", long_text, max_snippet=20))
     store.put_page(record("http://a.test/open", long_text))
-    hits = {h.url: h for h in store.search("photosynthesis")}
+    hits = {h.url: h for h in indexed_search(store, "photosynthesis")}
     hidden, short, shown = hits["http://a.test/hidden"], hits["http://a.test/short"], hits["http://a.test/open"]
     assert (hidden.snippet, hidden.passages, hidden.anchor, hidden.passage) == ("", (), "http://a.test/hidden", None)
     assert 0 < len(short.snippet) <= 20
@@ -370,7 +374,7 @@ def test_snippets_follow_the_pages_rules(store: Store) -> None:
             "http://a.test/secret", "Public kettle facts.\n\nSecret kettle recipe.", snippet_text="Public kettle facts."
         )
     )
-    found = store.search("secret recipe")
+    found = indexed_search(store, "secret recipe")
     assert [h.url for h in found] == ["http://a.test/secret"] and "Secret" not in found[0].snippet
 
 
@@ -382,7 +386,7 @@ def test_a_one_line_page_shows_its_line_as_a_passage(store: Store) -> None:
     url = "http://a.test/notes.txt"
     parsed = parse_text(b"quokka notes in plain text\n", url, tokens=("SynapseBot",))
     store.put_page(record(url, parsed.text, title=parsed.title))
-    (hit,) = store.search("quokka")
+    (hit,) = indexed_search(store, "quokka")
     assert hit.title == "quokka notes in plain text"
     assert plain(hit.snippet) == "quokka notes in plain text" and "«quokka»" in hit.snippet
     assert hit.passage == 0 and [p.passage for p in hit.passages] == [0]
@@ -392,7 +396,7 @@ def test_a_one_line_page_shows_its_line_as_a_passage(store: Store) -> None:
 def test_stemmed_words_match_and_are_marked(store: Store) -> None:
     """YOT-RESULTS: a query word finds its other forms (stemming) and the snippet marks them."""
     store.put_page(record("http://a.test/1", "The crawler was crawling pages all night."))
-    hits = store.search("crawl")
+    hits = indexed_search(store, "crawl")
     assert [h.url for h in hits] == ["http://a.test/1"] and "«crawling»" in hits[0].snippet
 
 
@@ -562,7 +566,7 @@ def test_an_older_postgres_kb_gains_the_new_columns(postgres_schema_uri: str) ->
     old = store.get_page("docs", "http://a.test/old")
     assert old is not None and (old.image, old.published, old.feed) == ("", "", "")
     store.put_page(record("http://a.test/new", "kettle", feed="http://a.test/feed.xml"))
-    assert [h.url for h in store.search("kettle")] == ["http://a.test/new"]
+    assert [h.url for h in indexed_search(store, "kettle")] == ["http://a.test/new"]
     store.close()
 
 
@@ -788,3 +792,97 @@ def test_reads_do_not_wait_for_a_batch_being_written(store: Store) -> None:
     after = store.get_page("docs", "http://a.test/1")
     assert after is not None and "teapot" in after.text
     assert store.get_page("docs", "http://a.test/2") is not None
+
+
+# The full-text tables of a KB made before the search index answered every search (schema version 1), as that
+# version's DDL made them: SQLite's FTS5 tables and their triggers, PostgreSQL's tsvector columns and GIN indexes.
+_OLD_SQLITE_FULL_TEXT = """
+CREATE VIRTUAL TABLE pages_fts USING fts5(
+    title, text, content='pages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER pages_ai AFTER INSERT ON pages BEGIN
+    INSERT INTO pages_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
+END;
+CREATE TRIGGER pages_ad AFTER DELETE ON pages BEGIN
+    INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
+END;
+CREATE TRIGGER pages_au AFTER UPDATE ON pages
+WHEN old.title IS NOT new.title OR old.text IS NOT new.text BEGIN
+    INSERT INTO pages_fts(pages_fts, rowid, title, text) VALUES ('delete', old.id, old.title, old.text);
+    INSERT INTO pages_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
+END;
+CREATE VIRTUAL TABLE passages_fts USING fts5(
+    text, content='passages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER passages_ad AFTER DELETE ON passages BEGIN
+    INSERT INTO passages_fts(passages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+INSERT INTO pages_fts(pages_fts) VALUES ('rebuild');
+INSERT INTO passages_fts(passages_fts) VALUES ('rebuild');
+UPDATE synapsecrawl_meta SET value = '1' WHERE key = 'schema_version';
+"""
+_OLD_POSTGRES_FULL_TEXT = """
+ALTER TABLE pages ADD COLUMN fts TSVECTOR GENERATED ALWAYS AS (
+    setweight(to_tsvector('english'::regconfig, title), 'A')
+    || setweight(to_tsvector('english'::regconfig, left(text, 400000)), 'B')
+) STORED;
+ALTER TABLE passages ADD COLUMN fts TSVECTOR GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED;
+CREATE INDEX pages_fts_idx ON pages USING GIN (fts);
+CREATE INDEX passages_fts_idx ON passages USING GIN (fts);
+UPDATE synapsecrawl_meta SET value = '1' WHERE key = 'schema_version';
+"""
+
+
+_SQLITE_FULL_TEXT = (
+    "SELECT name FROM sqlite_master WHERE name LIKE '%fts%' OR name IN ('pages_ai', 'pages_ad', 'pages_au', "
+    "'passages_ai', 'passages_ad')"
+)
+_POSTGRES_FULL_TEXT = (
+    "SELECT table_name || '.fts' FROM information_schema.columns WHERE table_schema = current_schema() "
+    "AND column_name = 'fts' UNION ALL SELECT relname FROM pg_class WHERE relname LIKE '%fts%' "
+    "AND relnamespace = to_regnamespace(current_schema())"
+)
+_VERSION = f"SELECT value FROM {META_TABLE} WHERE key = 'schema_version'"  # noqa: S608
+
+
+def _full_text_left(uri: str) -> list[str]:
+    """The full-text tables, triggers, columns and indexes the KB at ``uri`` holds, then its schema version."""
+    if uri.startswith("sqlite:///"):
+        with closing(sqlite3.connect(uri.removeprefix("sqlite:///"))) as db:
+            rows = [*db.execute(_SQLITE_FULL_TEXT), *db.execute(_VERSION)]
+    else:
+        import psycopg
+
+        with psycopg.connect(uri, autocommit=True) as raw:
+            rows = [*raw.execute(_POSTGRES_FULL_TEXT), *raw.execute(_VERSION)]
+    return [*sorted(str(row[0]) for row in rows[:-1]), f"version {rows[-1][0]}"]
+
+
+def test_an_older_kb_loses_its_full_text_tables_and_its_pages_are_still_found(kb_uri: str) -> None:
+    """A KB made when the KB kept its own full-text tables (SQLite FTS5 tables and triggers, PostgreSQL
+    tsvector columns and GIN indexes) has them dropped when first opened, is marked as this schema's version
+    (so an older synapsecrawl refuses it), and its pages, written before and after, are found through the index;
+    opened again, nothing is left to drop."""
+    opened = open_store(kb_uri)
+    opened.put_pages([record("http://a.test/old", "An old kettle page."), record("http://a.test/tea", "Teapot.")])
+    opened.close()
+    if kb_uri.startswith("sqlite:///"):
+        with closing(sqlite3.connect(kb_uri.removeprefix("sqlite:///"))) as db:
+            db.executescript(_OLD_SQLITE_FULL_TEXT)
+    else:
+        import psycopg
+
+        with psycopg.connect(kb_uri, autocommit=True) as raw:
+            raw.execute(_OLD_POSTGRES_FULL_TEXT)
+    assert len(_full_text_left(kb_uri)) > 2 and _full_text_left(kb_uri)[-1] == "version 1"
+    store = open_store(kb_uri)
+    try:
+        assert _full_text_left(kb_uri) == [f"version {SCHEMA_VERSION}"]
+        store.put_page(record("http://a.test/new", "A new kettle page."))
+        assert store.delete_page("docs", "http://a.test/tea")
+        assert sorted(h.url for h in indexed_search(store, "kettle")) == ["http://a.test/new", "http://a.test/old"]
+        assert indexed_search(store, "teapot") == []
+    finally:
+        store.close()
+    open_store(kb_uri).close()
+    assert _full_text_left(kb_uri) == [f"version {SCHEMA_VERSION}"]

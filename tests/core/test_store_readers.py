@@ -15,7 +15,7 @@ import pytest
 from synapsecrawl.kb import open_store
 from synapsecrawl.kb.sqlite import SQLiteStore
 from synapsecrawl.kb.store import Store
-from tests.helpers import record
+from tests.helpers import indexed_search, record
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -53,7 +53,7 @@ def test_two_threads_read_at_once(store: Store) -> None:
     for thread in threads:
         thread.join(timeout=60)
     assert not failures and seen == [1, 1]
-    assert [hit.url for hit in store.search("kettle")] == ["https://a.test/kettle"]
+    assert [hit.url for hit in indexed_search(store, "kettle")] == ["https://a.test/kettle"]
 
 
 def test_listing_the_kbs_reads_no_page_text(tmp_path: Path) -> None:
