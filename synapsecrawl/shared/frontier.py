@@ -4,25 +4,30 @@ Each site has one Redis stream of pending requests, read by the crawl's consumer
 by when each may be asked next (checked against ``synapsecrawl.pacing.shared``'s state), ``inflight`` holds each
 lease and its expiry, ``seen`` is the duplicate filter. With ``grant`` (one download a site at a time) a lease
 also holds the pacer's start (``granted``), ended with the lease; a sleeping worker claims the site it wakes for
-(``claims``). Every call is one atomic Lua script, all shared times are the Redis server's ``TIME``, and entries
-are JSON (``synapsecrawl.shared.entries``), never pickle. Keys need one Redis, not a Cluster. The whole design:
-docs/architecture.md, "Inside the larger modules".
+(``claims``). The crawl's sites are split into partitions (``synapsecrawl.pacing.keys.partition_of``): each
+partition has its own of these keys, tagged for one Redis Cluster slot with its sites' pacer keys, so every call
+is one atomic Lua script on one partition; a worker remembers when each partition is next due and asks only
+those. All shared times are the Redis server's ``TIME``, and entries are JSON (``synapsecrawl.shared.entries``),
+never pickle. The same code runs on one Redis and on a Cluster (``synapsecrawl.pacing.redisclient``). The whole
+design: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
-import redis.asyncio
 
+from synapsecrawl.errors import ConfigError
 from synapsecrawl.pacing.clock import MARGIN
-from synapsecrawl.pacing.keys import SPACING_LUA, UNSENT, lua_key_parts, lua_tail
-from synapsecrawl.pacing.shared import async_redis
+from synapsecrawl.pacing.keys import PARTITIONS, SPACING_LUA, UNSENT, lua_key_parts, lua_tail, partition_of
+from synapsecrawl.pacing.redisclient import Call, async_redis, run_scripts, sync_redis
 from synapsecrawl.shared.entries import (
     DEFAULT_FRONTIER_PREFIX,
     ENQUEUE_LUA,
@@ -35,6 +40,7 @@ from synapsecrawl.shared.entries import (
     check_crawl_name,
     crawl_root,
     fingerprint,
+    partition_root,
 )
 
 __all__ = ["NO_END", "End", "SharedFrontier"]
@@ -43,6 +49,12 @@ __all__ = ["NO_END", "End", "SharedFrontier"]
 # (-1: not known, it never went out) and the slow-server spacing its answer asks for (0: none).
 End = tuple[float, float]
 NO_END: End = (-1.0, 0.0)
+
+# A partition with nothing pending is asked again this long after (work another worker adds there is seen this
+# late here; the adding worker itself asks at once).
+_EMPTY_ASK = 1.0
+# The keys of a crawl made before its keys were split into partitions: such a crawl is refused, not misread.
+_UNPARTITIONED = ("ready", "sites", "queued", "inflight", "seen")
 
 _PRELUDE = (
     ENQUEUE_LUA
@@ -298,19 +310,20 @@ return {wanted - over, spent}
 """
 )
 
-# ARGV: P: when the crawl started (its first call), unix seconds.
+# ARGV: P, partitions: when the crawl started (its first call), unix seconds, and its partitions then.
 _STARTED = (
     _PRELUDE
     + """
 redis.call('HSETNX', P .. ':meta', 'started', string.format('%.6f', now))
-return redis.call('HGET', P .. ':meta', 'started')
+redis.call('HSETNX', P .. ':meta', 'partitions', ARGV[2])
+return {redis.call('HGET', P .. ':meta', 'started'), redis.call('HGET', P .. ':meta', 'partitions')}
 """
 )
 
 
 @dataclass
 class SharedFrontier:
-    """The frontier of shared crawl ``crawl`` in the Redis at ``url``.
+    """The frontier of shared crawl ``crawl`` in the Redis (or Redis Cluster) at ``url``.
 
     ``pacer_prefix`` is the shared pacer's key prefix for the profile (its
     per-site state is read to hand sites out in pacing order); ``delay`` the
@@ -328,24 +341,52 @@ class SharedFrontier:
     poll_seconds: float = 0.25
     grant: bool = False  # a lease holds the pacer's start too (one download a site at a time; spiders.worker)
     left_count: int = field(init=False, default=0)
-    _client: redis.Redis = field(init=False)
-    _async: redis.asyncio.Redis | None = field(init=False, default=None)
+    _client: Any = field(init=False)  # redis.Redis or redis.cluster.RedisCluster
+    _async: Any = field(init=False, default=None)
     _scripts: dict[str, Any] = field(init=False, default_factory=dict)
+    # Per partition: when it is next due (this machine's monotonic clock), whether it had nothing pending when
+    # last asked, and how many sites it has left; asked in turn from a random one, so workers spread.
+    _due: list[float] = field(init=False)
+    _empty: list[bool] = field(init=False)
+    _left: list[int] = field(init=False)
+    _turn: int = field(init=False)
 
     def __post_init__(self) -> None:
         check_crawl_name(self.crawl)
-        self._client = redis.Redis.from_url(self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+        self._client = sync_redis(self.url)
+        self._due = [0.0] * PARTITIONS
+        self._empty = [False] * PARTITIONS
+        self._left = [0] * PARTITIONS
+        self._turn = random.randrange(PARTITIONS)
 
     @property
     def root(self) -> str:
         return crawl_root(self.prefix, self.crawl)
 
-    def _run(self, name: str, source: str, args: Sequence[Any]) -> Any:
+    def _root(self, partition: int) -> str:
+        return partition_root(self.root, partition)
+
+    def _call(self, name: str, source: str, partition: int | None, args: Sequence[Any]) -> Call:
+        """A script call on ``partition`` (None: on the crawl's own keys, routed by its ``budget``)."""
         script = self._scripts.get(name)
         if script is None:
             script = self._scripts[name] = self._client.register_script(source)
+        root = self.root if partition is None else self._root(partition)
+        route = f"{root}:budget" if partition is None else f"{root}:ready"
+        return script, [route], [root, *args]
+
+    def _run(self, calls: Sequence[Call]) -> list[Any]:
         try:
-            return script(keys=[], args=[self.root, *args])
+            return run_scripts(self._client, calls)
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+
+    def _each(self, commands: Any) -> list[Any]:
+        """Plain commands in one pipeline (``commands(pipe)`` queues them); their replies."""
+        try:
+            pipe = self._client.pipeline(transaction=False)
+            commands(pipe)
+            return list(pipe.execute())
         except redis.RedisError as error:
             raise FrontierUnreachable(str(error)) from None
 
@@ -360,18 +401,29 @@ class SharedFrontier:
         ends: Mapping[str, End] | None = None,
     ) -> int:
         """Queue ``(site, entry)`` pairs, dropping those the duplicate filter has seen; end ``ending`` first,
-        in the same step (a request that comes back as a new copy: a redirect, a retry), with its ``End``
-        from ``ends``. Returns how many were queued."""
-        args: list[Any] = [worker]
-        args += _ended([ending], ends) if ending is not None else ["", -1, 0]
+        in the same step on its partition (a request that comes back as a new copy: a redirect, a retry), with
+        its ``End`` from ``ends``. Returns how many were queued."""
+        parts: dict[int, list[Any]] = {}
         for site, entry in entries:
             fp = "" if entry.dont_filter else fingerprint(entry.method, entry.url, entry.body)
-            args += [site, fp, entry.to_json()]
-        return int(self._run("add", _ADD, args))
+            parts.setdefault(partition_of(site), []).extend([site, fp, entry.to_json()])
+        ended = partition_of(ending.site) if ending is not None else None
+        if ended is not None:
+            parts.setdefault(ended, [])
+        calls, order = [], sorted(parts, key=lambda n: n == ended)  # the lease ends after its copies are in
+        for n in order:
+            head = _ended([ending], ends) if n == ended and ending is not None else ["", -1, 0]
+            calls.append(self._call("add", _ADD, n, [worker, *head, *parts[n]]))
+        added = self._run(calls) if calls else []
+        for n, count in zip(order, added, strict=True):
+            if int(count):
+                self._due[n], self._empty[n] = 0.0, False  # asked at once by this worker
+        return sum(int(count) for count in added)
 
     def add_raw(self, site: str, data: bytes) -> None:
         """Queue bytes as they are (tests: what anyone who can write to Redis could put there)."""
-        self._run("add", _ADD, ["", "", -1, 0, site, "", data])
+        self._run([self._call("add", _ADD, partition_of(site), ["", "", -1, 0, site, "", data])])
+        self._due[partition_of(site)] = 0.0
 
     def add_source(self, source: Source) -> None:
         try:
@@ -399,15 +451,22 @@ class SharedFrontier:
         (``recrawl``); True if it was drained. A crawl still running keeps its duplicate filter."""
         if not self.drained():
             return False
-        try:
-            self._client.delete(*(f"{self.root}:{name}" for name in ("seen", "budget", "meta", "left")))
-        except redis.RedisError as error:
-            raise FrontierUnreachable(str(error)) from None
+        keys = [f"{self.root}:{name}" for name in ("budget", "meta")]
+        keys += [f"{self._root(n)}:{name}" for n in range(PARTITIONS) for name in ("seen", "left")]
+        self._each(lambda pipe: [pipe.delete(key) for key in keys])
         return True
 
     def started_at(self) -> float:
-        """When the crawl started (unix seconds, Redis time): its robots.txt copies are fresh from then."""
-        return float(self._run("started", _STARTED, []))
+        """When the crawl started (unix seconds, Redis time): its robots.txt copies are fresh from then.
+        ``ConfigError`` for a crawl whose keys are laid out otherwise (made by an older synapsecrawl)."""
+        old = self._each(lambda pipe: [pipe.exists(f"{self.root}:{name}") for name in _UNPARTITIONED])
+        ((started, partitions),) = self._run([self._call("started", _STARTED, None, [PARTITIONS])])
+        if any(old) or int(partitions) != PARTITIONS:
+            raise ConfigError(
+                f"crawl {self.crawl!r} at {self.url} was made by another synapsecrawl version (its keys are not in "
+                f"{PARTITIONS} partitions): finish it with that version, or crawl again under a new name"
+            )
+        return float(started)
 
     # Working.
 
@@ -418,79 +477,134 @@ class SharedFrontier:
         finished leases, as ``ack`` does, with their ``ends``) in the same step. With ``grant``, a lease
         may hold the pacer's start for its request (``Lease.granted``): ended with the lease.
 
-        Returns (lease or None, seconds until the next site is due after this
-        lease or -1 when nothing is pending, leases of dead workers put back
-        by this call). ``left_count`` is then how many sites the crawl has
-        left (``left``).
+        The partition asked is the one most of ``acks`` are in, else the next one due; the others' acks are
+        settled in the same pipeline. A partition with nothing due is asked the next one due, until a lease or
+        none is due. Returns (lease or None, seconds until the next partition is due after this lease or -1
+        when nothing is pending in any, leases of dead workers put back by this call). ``left_count`` is then
+        how many sites the crawl has left (``left``).
         """
-        reply = self._run(
-            "lease",
-            _LEASE,
-            [
-                *lua_key_parts(self.pacer_prefix),
-                worker,
-                self.lease_seconds,
-                self.concurrency,
-                self.scan,
-                self.poll_seconds,
-                1 if sweep else 0,
-                self.delay,
-                1 if self.grant else 0,
-                lua_tail(UNSENT),
-                *MARGIN,
-                *_ended(acks, ends),
-            ],
-        )
-        if int(reply[0]) == 1:
-            site, ident = (p.decode("utf-8") if isinstance(p, bytes) else str(p) for p in reply[1:3])
-            data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
-            left = reply[5].decode("utf-8") if isinstance(reply[5], bytes) else str(reply[5])
-            self.left_count = int(reply[6])
-            spacing = reply[9].decode() if isinstance(reply[9], bytes) else str(reply[9])
-            lease = Lease(site, ident, data, _left(left), int(reply[8]) == 1, float(spacing) if spacing else None)
-            return lease, float(reply[7]), int(reply[4])
-        self.left_count = int(reply[3])
-        return None, float(reply[1]), int(reply[2])
+        settle: dict[int, list[Lease]] = {}
+        for ack in acks:
+            settle.setdefault(partition_of(ack.site), []).append(ack)
+        reclaimed = 0
+        asked = max(settle, key=lambda n: len(settle[n])) if settle else self._next_due()
+        while asked is not None:
+            calls = [
+                self._call("settle", _SETTLE, n, [worker, 0, *_ended(held, ends)])
+                for n, held in settle.items()
+                if n != asked
+            ]
+            calls.append(
+                self._call("lease", _LEASE, asked, self._lease_args(asked, worker, sweep, settle.get(asked, []), ends))
+            )
+            for n in settle:
+                self._due[n], self._empty[n] = 0.0, False
+            settle = {}
+            reply = self._run(calls)[-1]
+            now = time.monotonic()
+            if int(reply[0]) == 1:
+                site, ident = (_text(p) for p in reply[1:3])
+                data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
+                self._left[asked] = int(reply[6])
+                self.left_count = sum(self._left)
+                after = float(reply[7])  # -1: nothing else pending in the partition
+                self._due[asked], self._empty[asked] = now + (_EMPTY_ASK if after < 0 else after), after < 0
+                spacing = _text(reply[9])
+                lease = Lease(
+                    site, ident, data, _left(_text(reply[5])), int(reply[8]) == 1, float(spacing) if spacing else None
+                )
+                return lease, self._hint(now), reclaimed + int(reply[4])
+            hint, reclaimed = float(reply[1]), reclaimed + int(reply[2])
+            self._left[asked] = int(reply[3])
+            self.left_count = sum(self._left)
+            self._empty[asked] = hint < 0
+            self._due[asked] = now + (_EMPTY_ASK if hint < 0 else hint)
+            asked = self._next_due()
+        return None, self._hint(time.monotonic()), reclaimed
+
+    def _lease_args(
+        self, partition: int, worker: str, sweep: bool, acks: Sequence[Lease], ends: Mapping[str, End] | None
+    ) -> list[Any]:
+        return [
+            *lua_key_parts(self.pacer_prefix, partition),
+            worker,
+            self.lease_seconds,
+            self.concurrency,
+            self.scan,
+            self.poll_seconds,
+            1 if sweep else 0,
+            self.delay,
+            1 if self.grant else 0,
+            lua_tail(UNSENT),
+            *MARGIN,
+            *_ended(acks, ends),
+        ]
+
+    def _next_due(self) -> int | None:
+        """The next partition due now, in turn from the last one asked; None when none is."""
+        now = time.monotonic()
+        for step in range(PARTITIONS):
+            n = (self._turn + step) % PARTITIONS
+            if self._due[n] <= now:
+                self._turn = (n + 1) % PARTITIONS
+                return n
+        return None
+
+    def _hint(self, now: float) -> float:
+        """Seconds until the next partition is due; -1 when every one had nothing pending."""
+        if all(self._empty):
+            return -1.0
+        return max(0.0, min(due for due, empty in zip(self._due, self._empty, strict=True) if not empty) - now)
 
     def left(self) -> dict[str, tuple[float, str]]:
         """The sites this crawl left to a later crawl: site -> (paused until, why)."""
-        try:
-            raw = self._client.hgetall(f"{self.root}:left")
-        except redis.RedisError as error:
-            raise FrontierUnreachable(str(error)) from None
         found: dict[str, tuple[float, str]] = {}
-        for key, value in raw.items():
-            site = key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key)
-            found[site] = _left(value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)) or (
-                0.0,
-                "left",
-            )
+        for raw in self._each(lambda pipe: [pipe.hgetall(f"{self._root(n)}:left") for n in range(PARTITIONS)]):
+            for key, value in raw.items():
+                found[_text(key)] = _left(_text(value)) or (0.0, "left")
         return found
 
     def ack(self, worker: str, leases: Sequence[Lease], ends: Mapping[str, End] | None = None) -> int:
         """These leases are done (fetched, or refused before the network); ``ends`` as ``End`` says."""
-        return int(self._run("settle", _SETTLE, [worker, 0, *_ended(leases, ends)])) if leases else 0
+        return self._settle(worker, 0, leases, ends)
 
     def give_back(self, worker: str, leases: Sequence[Lease], ends: Mapping[str, End] | None = None) -> int:
         """Put these leases' requests back in the frontier, not done (a worker stopping)."""
-        return int(self._run("settle", _SETTLE, [worker, 1, *_ended(leases, ends)])) if leases else 0
+        return self._settle(worker, 1, leases, ends)
+
+    def _settle(self, worker: str, give: int, leases: Sequence[Lease], ends: Mapping[str, End] | None) -> int:
+        parts: dict[int, list[Lease]] = {}
+        for lease in leases:
+            parts.setdefault(partition_of(lease.site), []).append(lease)
+        calls = [self._call("settle", _SETTLE, n, [worker, give, *_ended(held, ends)]) for n, held in parts.items()]
+        for n in parts:  # a lease ended may make its site due (or bring its entry back)
+            self._due[n], self._empty[n] = 0.0, False
+        return sum(int(count) for count in self._run(calls)) if calls else 0
 
     def heartbeat(self, worker: str, leases: Sequence[Lease]) -> int:
         """The worker is alive: renew its leases. Returns how many were still its own."""
-        return int(
-            self._run("heartbeat", _HEARTBEAT, [worker, self.lease_seconds, *(lease.member for lease in leases)])
-        )
+        parts: dict[int, list[str]] = {0: []}  # the worker is heard in partition 0 even holding nothing
+        for lease in leases:
+            parts.setdefault(partition_of(lease.site), []).append(lease.member)
+        calls = [
+            self._call("heartbeat", _HEARTBEAT, n, [worker, self.lease_seconds, *members])
+            for n, members in parts.items()
+        ]
+        return sum(int(count) for count in self._run(calls))
 
     def leave(self, site: str, until: float, reason: str) -> None:
         """``site`` is paused past what the crawl waits (unix ``until``): its pending requests are handed out
         at once, to be deferred to a later crawl by whichever worker leases them, not held for the pause."""
+        n = partition_of(site)
+        root = self._root(n)
         try:
             pipe = self._client.pipeline(transaction=True)
-            pipe.hsetnx(f"{self.root}:left", site, json.dumps([until, reason]))
-            pipe.zadd(f"{self.root}:ready", {site: 0})
+            pipe.hsetnx(f"{root}:left", site, json.dumps([until, reason]))
+            pipe.zadd(f"{root}:ready", {site: 0})
             pipe.execute()
         except redis.RedisError as error:
             raise FrontierUnreachable(str(error)) from None
+        self._due[n], self._empty[n] = 0.0, False
 
     def take_page(self, source: str, limit: int) -> bool:
         """Count one page of ``source`` against its limit across all workers; False when it is spent."""
@@ -499,7 +613,7 @@ class SharedFrontier:
     def take_pages(self, source: str, limit: int, wanted: int) -> tuple[int, int]:
         """Count up to ``wanted`` pages of ``source`` against its limit across all workers: how many were
         counted (0 when it is spent), and the source's pages counted now."""
-        taken, spent = self._run("budget", _BUDGET, [source, limit, wanted])
+        ((taken, spent),) = self._run([self._call("budget", _BUDGET, None, [source, limit, wanted])])
         return int(taken), int(spent)
 
     def untake_pages(self, source: str, count: int) -> None:
@@ -519,43 +633,64 @@ class SharedFrontier:
 
     def status(self) -> CrawlStatus:
         """Pending, in flight and done per site; in flight, done and last heartbeat per worker."""
-        root = self.root
+        names = ("queued", "flight", "done", "owner", "doneby", "workers")
+
+        def queue(pipe: Any) -> None:
+            for n in range(PARTITIONS):
+                for name in names:
+                    pipe.hgetall(f"{self._root(n)}:{name}")
+
+        replies = self._each(queue)
         try:
-            pipe = self._client.pipeline(transaction=True)
-            pipe.time()
-            for name in ("queued", "flight", "done", "owner", "doneby", "workers"):
-                pipe.hgetall(f"{root}:{name}")
-            now_pair, queued, flight, done, owner, doneby, workers = pipe.execute()
+            now_pair = self._client.time()
         except redis.RedisError as error:
             raise FrontierUnreachable(str(error)) from None
         now = float(now_pair[0]) + float(now_pair[1]) / 1e6
-        text = _decoded
+        queued: dict[str, str] = {}
+        flight: dict[str, str] = {}
+        done: dict[str, str] = {}
+        owner: dict[str, str] = {}
+        doneby: dict[str, int] = {}
+        workers: dict[str, float] = {}
+        for n in range(PARTITIONS):
+            q, f, d, o, by, heard = (_decoded(raw) for raw in replies[n * len(names) : (n + 1) * len(names)])
+            queued.update(q)
+            flight.update(f)
+            done.update(d)
+            owner.update(o)
+            for who, count in by.items():
+                doneby[who] = doneby.get(who, 0) + int(count)
+            for who, at in heard.items():
+                workers[who] = max(workers.get(who, 0.0), float(at or 0))
         sites: dict[str, tuple[int, int, int]] = {}
-        for site in set(text(queued)) | set(text(flight)) | set(text(done)):
+        for site in set(queued) | set(flight) | set(done):
             sites[site] = (
-                max(0, int(text(queued).get(site, 0))),
-                max(0, int(text(flight).get(site, 0))),
-                int(text(done).get(site, 0)),
+                max(0, int(queued.get(site, 0))),
+                max(0, int(flight.get(site, 0))),
+                int(done.get(site, 0)),
             )
         held: dict[str, int] = {}
-        for who in text(owner).values():
+        for who in owner.values():
             held[who] = held.get(who, 0) + 1
         result: dict[str, tuple[int, int, float]] = {}
-        for who in set(text(workers)) | set(held) | set(text(doneby)):
-            seen = float(text(workers).get(who, 0) or 0)
-            result[who] = (held.get(who, 0), int(text(doneby).get(who, 0)), now - seen if seen else -1.0)
+        for who in set(workers) | set(held) | set(doneby):
+            seen = workers.get(who, 0.0)
+            result[who] = (held.get(who, 0), doneby.get(who, 0), now - seen if seen else -1.0)
         return CrawlStatus(dict(sorted(sites.items())), dict(sorted(result.items())))
 
     def drained(self) -> bool:
         """Nothing pending and nothing in flight, on any worker."""
-        try:
-            pipe = self._client.pipeline(transaction=True)
-            pipe.hvals(f"{self.root}:queued")
-            pipe.zcard(f"{self.root}:inflight")
-            queued, inflight = pipe.execute()
-        except redis.RedisError as error:
-            raise FrontierUnreachable(str(error)) from None
-        return int(inflight) == 0 and all(int(v) <= 0 for v in queued)
+
+        def queue(pipe: Any) -> None:
+            for n in range(PARTITIONS):
+                pipe.hvals(f"{self._root(n)}:queued")
+                pipe.zcard(f"{self._root(n)}:inflight")
+
+        replies = self._each(queue)
+        for queued, inflight in zip(replies[::2], replies[1::2], strict=True):
+            if int(inflight) != 0 or any(int(v) > 0 for v in queued):
+                return False
+        return True
 
     def ping(self) -> None:
         try:
@@ -599,6 +734,10 @@ class SharedFrontier:
             await self._async.aclose()
             self._async = None
         self._client.close()
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def _ended(leases: Iterable[Lease], ends: Mapping[str, End] | None) -> list[Any]:

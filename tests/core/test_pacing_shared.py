@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import redis
 
+from synapsecrawl.pacing.keys import site_keys
 from synapsecrawl.pacing.shared import RedisPacing, Turn
 from tests.helpers import REDIS_URL
 
@@ -49,7 +50,7 @@ async def machine(redis_prefix: str) -> AsyncIterator[Machine]:
 def _state(prefix: str, site: str = SITE) -> dict[str, float]:
     client = redis.Redis.from_url(REDIS_URL)
     try:
-        return {k.decode(): float(v) for k, v in client.hgetall(f"{prefix}:{{{site}}}:state").items()}
+        return {k.decode(): float(v) for k, v in client.hgetall(site_keys(prefix, site)[0]).items()}
     finally:
         client.close()
 
@@ -67,7 +68,7 @@ def _due_now(prefix: str, site: str = SITE) -> None:
     """Make the site's next start due (as if its spacing had passed), without waiting it out."""
     client = redis.Redis.from_url(REDIS_URL)
     try:
-        client.hdel(f"{prefix}:{{{site}}}:state", "next")
+        client.hdel(site_keys(prefix, site)[0], "next")
     finally:
         client.close()
 
@@ -76,7 +77,7 @@ def _last_start_back(prefix: str, seconds: float, site: str = SITE) -> None:
     """Move the site's last start ``seconds`` into the past, as if they had gone by since."""
     client = redis.Redis.from_url(REDIS_URL)
     try:
-        client.hincrbyfloat(f"{prefix}:{{{site}}}:state", "last", -seconds)
+        client.hincrbyfloat(site_keys(prefix, site)[0], "last", -seconds)
     finally:
         client.close()
 

@@ -94,10 +94,11 @@ def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_fli
 
     frontier.add([("a.test", Entry(f"http://a.test/{n}", "s")) for n in range(2)])
     frontier.add([("b.test", Entry("http://b.test/0", "s"))])
-    first, _, _ = frontier.lease("w1")
-    assert first is not None and first.site == "a.test"
-    other, _, _ = frontier.lease("w2")
-    assert other is not None and other.site == "b.test"
+    one, _, _ = frontier.lease("w1")
+    two, _, _ = frontier.lease("w2")
+    assert one is not None and two is not None  # a.test's and b.test's, in their partitions' order
+    first, other = sorted((one, two), key=lambda lease: lease.site)
+    assert (first.site, other.site) == ("a.test", "b.test")
     assert frontier.lease("w2")[0] is None  # within a spacing (0.5 s) of a.test's lease
     pacer = RedisPacing(
         REDIS_URL, delay=2.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
@@ -165,10 +166,11 @@ def test_a_site_whose_crawl_delay_is_unknown_has_one_lease_out_until_it_ends_or_
     )
     f.add([("a.test", Entry(f"http://a.test/{n}", "s")) for n in range(4)])
     f.add([("b.test", Entry("http://b.test/0", "s"))])
-    first, _, _ = f.lease("w1")
-    other, _, _ = f.lease("w2")
-    assert first is not None and first.site == "a.test"
-    assert other is not None and other.site == "b.test"
+    one, _, _ = f.lease("w1")
+    two, _, _ = f.lease("w2")
+    assert one is not None and two is not None  # a.test's and b.test's, in their partitions' order
+    first, other = sorted((one, two), key=lambda lease: lease.site)
+    assert (first.site, other.site) == ("a.test", "b.test")
     assert f.lease("w2")[0] is None  # a.test's spacing (0 s) has passed, but one lease of it is out
     assert f.lease("w2", acks=[other])[0] is None  # b.test done; a.test still has its one lease out
     f.ack("w1", [first])
@@ -193,6 +195,7 @@ def test_a_lease_acknowledges_the_last_ones_and_says_when_the_next_site_is_due(f
     """Round trips: one lease call acknowledges the worker's finished leases (counted done, not
     pending, not in flight) and says how long until the next site falls due, so the worker sleeps until
     then instead of asking again."""
+    assert frontier.lease("w1") == (None, -1.0, 0)  # every partition asked once: none has anything pending
     frontier.add([("a.test", Entry("http://a.test/1", "s")), ("a.test", Entry("http://a.test/2", "s"))])
     first, hint, _ = frontier.lease("w1")
     assert first is not None
@@ -257,8 +260,10 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
     f.add([("a.test", Entry(f"http://a.test/{n}", "s")) for n in range(2)])
     f.add([("new.test", Entry("http://new.test/0", "s"))])
     pacer.set_crawl_delay("a.test", None)  # its robots.txt read
-    first, _, _ = f.lease("w1")
-    fresh, _, _ = f.lease("w1")
+    one, _, _ = f.lease("w1")
+    two, _, _ = f.lease("w1")
+    assert one is not None and two is not None  # a.test's and new.test's, in their partitions' order
+    first, fresh = sorted((one, two), key=lambda lease: lease.site)
     assert first is not None and first.site == "a.test" and first.granted
     assert fresh is not None and fresh.site == "new.test" and not fresh.granted
     for _ in range(3):  # past the lease's 1 s, renewed by the heartbeat
@@ -268,6 +273,7 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
         assert f.lease("w2")[0] is None  # a.test's spacing passed, its one place held
     second, _, _ = f.lease("w2", acks=[], ends={})
     assert second is None
+    assert f.ack("w1", [fresh]) == 1  # new.test done: not swept back to compete with a.test below
     assert f.ack("w1", [first], {first.member: (0.0, 1.5)}) == 1  # reached the server just now; 1.5 s slow
     granted, wait = turn("a.test")
     assert not granted and 1.3 < wait <= 1.6  # the slow spacing from its arrival
@@ -276,7 +282,7 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
     second, _, _ = f.lease("w2")
     assert second is not None and second.granted and Entry.from_json(second.data).url == "http://a.test/1"
     assert f.give_back("w2", [second]) == 1  # a worker stopping: the start is freed with the lease
-    assert f.lease("w3")[0] is not None  # due at once (given back), its place free again
+    assert f.status().sites["a.test"][:2] == (1, 0)  # its entry pending again, none in flight: its place free
     loop.run_until_complete(pacer.aclose())
     loop.close()
     f.close()
