@@ -366,14 +366,15 @@ class SharedFrontier:
     def _root(self, partition: int) -> str:
         return partition_root(self.root, partition)
 
-    def _call(self, name: str, source: str, partition: int | None, args: Sequence[Any]) -> Call:
-        """A script call on ``partition`` (None: on the crawl's own keys, routed by its ``budget``)."""
+    def _call(self, name: str, source: str, partition: int | str, args: Sequence[Any]) -> Call:
+        """A script call on ``partition``, or on the one crawl-wide key it names (``budget``, ``meta``)."""
         script = self._scripts.get(name)
         if script is None:
             script = self._scripts[name] = self._client.register_script(source)
-        root = self.root if partition is None else self._root(partition)
-        route = f"{root}:budget" if partition is None else f"{root}:ready"
-        return script, [route], [root, *args]
+        if isinstance(partition, str):
+            return script, [f"{self.root}:{partition}"], [self.root, *args]
+        root = self._root(partition)
+        return script, [f"{root}:ready"], [root, *args]  # KEYS[1] only routes the call to the partition's slot
 
     def _run(self, calls: Sequence[Call]) -> list[Any]:
         try:
@@ -460,7 +461,7 @@ class SharedFrontier:
         """When the crawl started (unix seconds, Redis time): its robots.txt copies are fresh from then.
         ``ConfigError`` for a crawl whose keys are laid out otherwise (made by an older synapsecrawl)."""
         old = self._each(lambda pipe: [pipe.exists(f"{self.root}:{name}") for name in _UNPARTITIONED])
-        ((started, partitions),) = self._run([self._call("started", _STARTED, None, [PARTITIONS])])
+        ((started, partitions),) = self._run([self._call("started", _STARTED, "meta", [PARTITIONS])])
         if any(old) or int(partitions) != PARTITIONS:
             raise ConfigError(
                 f"crawl {self.crawl!r} at {self.url} was made by another synapsecrawl version (its keys are not in "
@@ -613,7 +614,7 @@ class SharedFrontier:
     def take_pages(self, source: str, limit: int, wanted: int) -> tuple[int, int]:
         """Count up to ``wanted`` pages of ``source`` against its limit across all workers: how many were
         counted (0 when it is spent), and the source's pages counted now."""
-        ((taken, spent),) = self._run([self._call("budget", _BUDGET, None, [source, limit, wanted])])
+        ((taken, spent),) = self._run([self._call("budget", _BUDGET, "budget", [source, limit, wanted])])
         return int(taken), int(spent)
 
     def untake_pages(self, source: str, count: int) -> None:

@@ -14,14 +14,13 @@ from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.pacing.shared import RedisPacing
 from synapsecrawl.shared.entries import BadEntry, Entry
 from synapsecrawl.shared.frontier import SharedFrontier
-from tests.conftest import REDIS_URL
 from tests.helpers import PickleExploit
 
 
 @pytest.fixture
-def frontier(redis_prefix: str) -> Iterator[SharedFrontier]:
+def frontier(redis_prefix: str, redis_url: str) -> Iterator[SharedFrontier]:
     f = SharedFrontier(
-        REDIS_URL,
+        redis_url,
         "core",
         prefix=f"{redis_prefix}:frontier",
         pacer_prefix=f"{redis_prefix}:pacing",
@@ -83,7 +82,7 @@ def test_the_duplicate_filter_keeps_one_request_per_canonical_url(frontier: Shar
 
 
 def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_flight(
-    frontier: SharedFrontier, redis_prefix: str
+    frontier: SharedFrontier, redis_prefix: str, redis_url: str
 ) -> None:
     """Requests handed out in pacing order, never waiting in one worker's memory: once a site's
     Crawl-delay is known, its second request is not leased to any worker within a spacing of its first,
@@ -101,7 +100,7 @@ def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_fli
     assert (first.site, other.site) == ("a.test", "b.test")
     assert frontier.lease("w2")[0] is None  # within a spacing (0.5 s) of a.test's lease
     pacer = RedisPacing(
-        REDIS_URL, delay=2.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
+        redis_url, delay=2.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
     )
 
     async def download() -> None:
@@ -120,11 +119,13 @@ def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_fli
     assert second is not None and second.site == "a.test"
 
 
-def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_not(redis_prefix: str) -> None:
+def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_not(
+    redis_prefix: str, redis_url: str
+) -> None:
     """Leases: a request leased by a worker that stops renewing (killed) is put back once its
     lease expires and leased again by another worker; a lease its worker's heartbeat renews stays."""
     f = SharedFrontier(
-        REDIS_URL,
+        redis_url,
         "core",
         prefix=f"{redis_prefix}:frontier",
         pacer_prefix=f"{redis_prefix}:pacing",
@@ -150,14 +151,16 @@ def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_no
     f.close()
 
 
-def test_a_site_whose_crawl_delay_is_unknown_has_one_lease_out_until_it_ends_or_expires(redis_prefix: str) -> None:
+def test_a_site_whose_crawl_delay_is_unknown_has_one_lease_out_until_it_ends_or_expires(
+    redis_prefix: str, redis_url: str
+) -> None:
     """Requests handed out in pacing order, never waiting in one worker's memory: until a site's
     robots.txt is read (the shared pacer knows no Crawl-delay for it), at most one of its requests is
     leased, on any worker, though its spacing has passed, while other sites' are leased meanwhile; its
     next is leasable once that lease is acknowledged, or once a lease never acknowledged nor renewed (a
     killed worker) expires, so no site is stuck. Once its Crawl-delay is known, the pacer decides."""
     f = SharedFrontier(
-        REDIS_URL,
+        redis_url,
         "core",
         prefix=f"{redis_prefix}:frontier",
         pacer_prefix=f"{redis_prefix}:pacing",
@@ -182,7 +185,7 @@ def test_a_site_whose_crawl_delay_is_unknown_has_one_lease_out_until_it_ends_or_
     assert reclaimed == 1
     assert third is not None and Entry.from_json(third.data).url == "http://a.test/2"
     pacer = RedisPacing(
-        REDIS_URL, delay=0.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
+        redis_url, delay=0.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
     )
     pacer.set_crawl_delay("a.test", None)  # robots.txt read: the pacer's spacing and downloads in flight decide
     fourth, _, _ = f.lease("w4")
@@ -226,7 +229,9 @@ def test_redis_down_is_frontier_unreachable() -> None:
 _unused = redis
 
 
-def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_spacing(redis_prefix: str) -> None:
+def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_spacing(
+    redis_prefix: str, redis_url: str
+) -> None:
     """One round trip a page (OMN-SITE, SYN-RATE, SNA-SLOW): with ``grant``, a lease of a site whose
     Crawl-delay is known holds the shared pacer's start as well: the pacer grants no other start at the site
     while it is out (its downloader need not ask), the site's next page is not leased though its spacing has
@@ -237,7 +242,7 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
     import asyncio
 
     f = SharedFrontier(
-        REDIS_URL,
+        redis_url,
         "core",
         prefix=f"{redis_prefix}:frontier",
         pacer_prefix=f"{redis_prefix}:pacing",
@@ -246,7 +251,7 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
         grant=True,
     )
     pacer = RedisPacing(
-        REDIS_URL, delay=0.2, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
+        redis_url, delay=0.2, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
     )
 
     loop = asyncio.new_event_loop()  # one loop: the pacer's asyncio client is bound to it
