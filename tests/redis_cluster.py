@@ -51,7 +51,7 @@ class LocalCluster:
 
     def _spawn(self, index: int) -> subprocess.Popen[bytes]:
         port, home = self.ports[index], self.root / f"node-{index}"
-        home.mkdir(exist_ok=True)
+        home.mkdir(parents=True, exist_ok=True)
         return subprocess.Popen(
             [
                 str(shutil.which("redis-server")),
@@ -108,11 +108,13 @@ class LocalCluster:
         """A plain client of each master (close them)."""
         return [redis.Redis(port=port) for port in self.ports]
 
-    def restart(self, index: int) -> None:
-        """Stop node ``index`` with SIGTERM (it writes its AOF) and start it again on its files."""
+    def restart(self, index: int, down_for: float = 0.0) -> None:
+        """Stop node ``index`` with SIGTERM (it writes its AOF), and ``down_for`` seconds later start it again
+        on its files."""
         proc = self.procs[index]
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+        time.sleep(down_for)
         self.procs[index] = self._spawn(index)
         self._wait(self.ok, f"node {index} did not come back")
 

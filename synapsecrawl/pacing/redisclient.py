@@ -70,22 +70,31 @@ def async_redis(url: str) -> Any:
     return redis.asyncio.Redis.from_pool(pool)
 
 
-def run_scripts(client: Any, calls: Sequence[Call]) -> list[Any]:
+def run_scripts(client: Any, calls: Sequence[Call], *, raise_errors: bool = True) -> list[Any]:
     """Run ``calls`` in one pipeline (not a transaction: each script is atomic on its own slot); their
-    replies in order. A call refused for a script its node does not hold is run again once it is loaded;
-    any other error is raised (``redis.RedisError``) after every call has been sent."""
-    if len(calls) == 1:
+    replies in order. A call refused for a script its node does not hold is run again once it is loaded.
+    Any other error is raised (``redis.RedisError``) after every call has been sent, or with ``raise_errors``
+    False left in its call's place (a node down fails its calls only: the others' replies must not be lost)."""
+    if len(calls) == 1 and raise_errors:
         script, keys, args = calls[0]
         return [script(keys=keys, args=args)]
     pipe = client.pipeline(transaction=False)
     for script, keys, args in calls:
         pipe.evalsha(script.sha, len(keys), *keys, *args)
-    replies = list(pipe.execute(raise_on_error=False))
+    try:
+        replies = list(pipe.execute(raise_on_error=False))
+    except redis.RedisError as error:  # the pipeline as a whole (a Cluster it could not map)
+        if raise_errors:
+            raise
+        return [error] * len(calls)
     for i, reply in enumerate(replies):
         if isinstance(reply, NoScriptError):
             script, keys, args = calls[i]
-            replies[i] = script(keys=keys, args=args)  # loads it on that node, then runs it
+            try:
+                replies[i] = script(keys=keys, args=args)  # loads it on that node, then runs it
+            except redis.RedisError as error:
+                replies[i] = error
     for reply in replies:
-        if isinstance(reply, Exception):
+        if raise_errors and isinstance(reply, Exception):
             raise reply
     return replies

@@ -350,6 +350,9 @@ class SharedFrontier:
     _empty: list[bool] = field(init=False)
     _left: list[int] = field(init=False)
     _turn: int = field(init=False)
+    # Acknowledgements whose partition's node did not answer while the lease they went with was granted on
+    # another: sent again with the next call (settling is idempotent).
+    _unsettled: dict[str, tuple[Lease, str, End]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         check_crawl_name(self.crawl)
@@ -485,23 +488,35 @@ class SharedFrontier:
         how many sites the crawl has left (``left``).
         """
         settle: dict[int, list[Lease]] = {}
-        for ack in acks:
+        unsettled, self._unsettled = self._unsettled, {}
+        ends = {**{m: end for _, m, end in unsettled.values()}, **(ends or {})}
+        for ack in [*(lease for lease, _, _ in unsettled.values()), *acks]:
             settle.setdefault(partition_of(ack.site), []).append(ack)
         reclaimed = 0
         asked = max(settle, key=lambda n: len(settle[n])) if settle else self._next_due()
         while asked is not None:
-            calls = [
-                self._call("settle", _SETTLE, n, [worker, 0, *_ended(held, ends)])
-                for n, held in settle.items()
-                if n != asked
-            ]
+            others = [(n, held) for n, held in settle.items() if n != asked]
+            calls = [self._call("settle", _SETTLE, n, [worker, 0, *_ended(held, ends)]) for n, held in others]
             calls.append(
                 self._call("lease", _LEASE, asked, self._lease_args(asked, worker, sweep, settle.get(asked, []), ends))
             )
             for n in settle:
                 self._due[n], self._empty[n] = 0.0, False
+            try:
+                replies = run_scripts(self._client, calls, raise_errors=False)
+            except redis.RedisError as error:
+                self._unsettled.update(unsettled)
+                raise FrontierUnreachable(str(error)) from None
+            for (_, held), answer in zip(others, replies, strict=False):
+                if isinstance(answer, Exception):  # its node is down: settled with a later call
+                    self._unsettled.update(
+                        (lease.member, (lease, lease.member, ends.get(lease.member, NO_END))) for lease in held
+                    )
             settle = {}
-            reply = self._run(calls)[-1]
+            reply = replies[-1]
+            if isinstance(reply, Exception):
+                self._unsettled.update(unsettled)  # the caller sends ``acks`` again; these are this frontier's
+                raise FrontierUnreachable(str(reply))
             now = time.monotonic()
             if int(reply[0]) == 1:
                 site, ident = (_text(p) for p in reply[1:3])
