@@ -56,6 +56,9 @@ _EMPTY_ASK = 1.0
 # The keys of a crawl made before its keys were split into partitions: such a crawl is refused, not misread.
 _UNPARTITIONED = ("ready", "sites", "queued", "inflight", "seen")
 
+# Every script's P (ARGV[1]) is one partition's root (``partition_root``; the crawl's own for its crawl-wide
+# keys), and every key it touches is under it, on that partition's Cluster slot; KEYS[1], one of those keys,
+# only routes the call there.
 _PRELUDE = (
     ENQUEUE_LUA
     + SPACING_LUA
