@@ -9,7 +9,8 @@ not seen (a shard restarted) and running that call again. Reads no setting and n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -19,7 +20,7 @@ import redis.asyncio.cluster
 import redis.cluster
 from redis.exceptions import NoScriptError
 
-__all__ = ["ASYNC_CONNECTIONS", "Call", "async_redis", "is_cluster", "run_scripts", "sync_redis"]
+__all__ = ["ASYNC_CONNECTIONS", "Call", "async_redis", "gated", "is_cluster", "run_scripts", "sync_redis"]
 
 _TIMEOUTS: dict[str, Any] = {"socket_timeout": 5.0, "socket_connect_timeout": 5.0}
 
@@ -68,6 +69,18 @@ def async_redis(url: str) -> Any:
         url, max_connections=ASYNC_CONNECTIONS, timeout=5.0, **_TIMEOUTS
     )
     return redis.asyncio.Redis.from_pool(pool)
+
+
+def gated(script: Callable[..., Awaitable[Any]], gate: asyncio.Semaphore) -> Callable[..., Awaitable[Any]]:
+    """``script`` (an asyncio client's) called by at most the ``gate``'s count at once: redis-py's asyncio
+    Cluster client, unlike the blocking pool above, refuses a call past a node's connections
+    (``MaxConnectionsError``, read as Redis down) instead of waiting for one."""
+
+    async def call(**kwargs: Any) -> Any:
+        async with gate:
+            return await script(**kwargs)
+
+    return call
 
 
 def run_scripts(client: Any, calls: Sequence[Call], *, raise_errors: bool = True) -> list[Any]:

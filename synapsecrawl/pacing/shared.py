@@ -10,6 +10,7 @@ larger modules".
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -26,7 +27,7 @@ from synapsecrawl.errors import ConfigError
 from synapsecrawl.pacing import DEFAULT_PREFIX
 from synapsecrawl.pacing.clock import MARGIN, Margin, SiteClock
 from synapsecrawl.pacing.keys import SPACING_LUA, site_keys
-from synapsecrawl.pacing.redisclient import ASYNC_CONNECTIONS, async_redis, sync_redis
+from synapsecrawl.pacing.redisclient import ASYNC_CONNECTIONS, async_redis, gated, sync_redis
 
 __all__ = ["ASYNC_CONNECTIONS", "DEFAULT_PREFIX", "RedisPacing", "Turn", "async_redis", "check_redis"]
 
@@ -237,6 +238,7 @@ class RedisPacing:
     failures: int = field(init=False, default=0)  # calls Redis failed to answer (the crawl's stats say so)
     _sync: Any = field(init=False)  # redis.Redis, or redis.cluster.RedisCluster (synapsecrawl.pacing.redisclient)
     _async: Any = field(init=False, default=None)
+    _gate: asyncio.Semaphore = field(init=False, default_factory=lambda: asyncio.Semaphore(ASYNC_CONNECTIONS))
     _scripts: dict[str, Any] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -257,8 +259,10 @@ class RedisPacing:
             if asynchronous:
                 if self._async is None:
                     self._async = async_redis(self.url)
+                    self._gate = asyncio.Semaphore(ASYNC_CONNECTIONS)
                 client = self._async
-            self._scripts[key] = client.register_script(source)
+            script = client.register_script(source)
+            self._scripts[key] = gated(script, self._gate) if asynchronous else script
         return self._scripts[key]
 
     # PacingState: reads are local; writes go to Redis as well.
