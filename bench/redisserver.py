@@ -74,13 +74,14 @@ def redis_cluster(data: Path, masters: int = 3, wait: float = 30.0) -> tuple[lis
     ports: list[int] = []
     while len(ports) < masters:
         port = free_port()
+        if port >= 55535:
+            continue
         with socket.socket() as bus:
             try:
                 bus.bind(("127.0.0.1", port + 10000))
             except OSError:
                 continue
-        if port < 55535:
-            ports.append(port)
+        ports.append(port)
     procs = []
     for port in ports:
         (data / str(port)).mkdir(parents=True)

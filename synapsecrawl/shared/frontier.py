@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+import redis.cluster
 
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.pacing.clock import MARGIN
@@ -150,8 +151,9 @@ return added
 # ARGV: P, the pacer's site keys as head, state tail and leases tail (synapsecrawl.pacing.keys.lua_key_parts:
 # head .. site .. tail), worker, lease seconds, concurrency, sites to look at, poll seconds, sweep (0|1),
 # spacing when the pacer has none yet, grant (0|1), the unsent keys' tail, the margin (ratio, cap, seconds),
-# then the worker's finished leases to acknowledge first: (member, seconds since its request reached the
-# server or -1, slow spacing its answer measured or 0) triples.
+# then the worker's finished leases to acknowledge first: (their partition's root, member, seconds since its
+# request reached the server or -1, slow spacing its answer measured or 0) quadruples (another partition's
+# only on one Redis: on a Cluster, every key a script touches must be on its slot).
 # Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due, granted, the
 # site's Crawl-delay spacing in the pacer ('' none yet)} or
 # {0, seconds until the next site is due (-1: none), reclaimed, sites left}: the worker sleeps until then
@@ -166,7 +168,12 @@ local worker, lease_for = ARGV[5], tonumber(ARGV[6])
 local concurrency, scan, poll = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local grant, unsent_tail = ARGV[12] == '1' and concurrency == 1, ARGV[13]
 local margin = {tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])}
-for i = 17, #ARGV, 3 do settle(ARGV[i], worker, false, ARGV[i + 1], ARGV[i + 2]) end
+local own = P
+for i = 17, #ARGV, 4 do
+  P = ARGV[i]
+  settle(ARGV[i + 1], worker, false, ARGV[i + 2], ARGV[i + 3])
+end
+P = own
 -- A site another worker was told to wake for (claimed until its due time and half a second): passed over.
 local function claimed(site)
   local c = redis.call('HGET', P .. ':claims', site)
@@ -269,30 +276,33 @@ return {0, next_due(), reclaimed, redis.call('HLEN', P .. ':left')}
 """
 )
 
-# ARGV: P, worker, give back (0|1), then (member, seconds since arrival or -1, slow spacing or 0) triples.
+# ARGV: P, worker, give back (0|1), then (partition root, member, seconds since arrival or -1, slow spacing or
+# 0) quadruples.
 _SETTLE = (
     _PRELUDE
     + """
 local n = 0
-for i = 4, #ARGV, 3 do
-  n = n + settle(ARGV[i], ARGV[2], ARGV[3] == '1', ARGV[i + 1], ARGV[i + 2])
+for i = 4, #ARGV, 4 do
+  P = ARGV[i]
+  n = n + settle(ARGV[i + 1], ARGV[2], ARGV[3] == '1', ARGV[i + 2], ARGV[i + 3])
 end
 return n
 """
 )
 
-# ARGV: P, worker, lease seconds, members: the worker is alive and still holds these.
+# ARGV: P, worker, lease seconds, (partition root, member) pairs: the worker is alive and still holds these.
 _HEARTBEAT = (
     _PRELUDE
     + """
 redis.call('HSET', P .. ':workers', ARGV[2], string.format('%.3f', now))
 local renewed = 0
-for i = 4, #ARGV do
-  local n = redis.call('ZADD', P .. ':inflight', 'XX', 'CH', now + tonumber(ARGV[3]), ARGV[i])
+for i = 4, #ARGV, 2 do
+  local R, member = ARGV[i], ARGV[i + 1]
+  local n = redis.call('ZADD', R .. ':inflight', 'XX', 'CH', now + tonumber(ARGV[3]), member)
   renewed = renewed + n
-  local g = redis.call('HGET', P .. ':granted', ARGV[i])
+  local g = redis.call('HGET', R .. ':granted', member)
   if n == 1 and g then  -- its grant lives as long as the lease
-    local _, id = split(ARGV[i])
+    local _, id = split(member)
     redis.call('ZADD', string.match(g, '^[^\t]+\t([^\t]+)'), 'XX', now + tonumber(ARGV[3]), 'F:' .. id)
   end
 end
@@ -356,10 +366,12 @@ class SharedFrontier:
     # Acknowledgements whose partition's node did not answer while the lease they went with was granted on
     # another: sent again with the next call (settling is idempotent).
     _unsettled: dict[str, tuple[Lease, str, End]] = field(init=False, default_factory=dict)
+    _one_redis: bool = field(init=False)  # not a Cluster: one script may touch every partition's keys
 
     def __post_init__(self) -> None:
         check_crawl_name(self.crawl)
         self._client = sync_redis(self.url)
+        self._one_redis = not isinstance(self._client, redis.cluster.RedisCluster)
         self._due = [0.0] * PARTITIONS
         self._empty = [False] * PARTITIONS
         self._left = [0] * PARTITIONS
@@ -484,11 +496,12 @@ class SharedFrontier:
         finished leases, as ``ack`` does, with their ``ends``) in the same step. With ``grant``, a lease
         may hold the pacer's start for its request (``Lease.granted``): ended with the lease.
 
-        The partition asked is the one most of ``acks`` are in, else the next one due; the others' acks are
-        settled in the same pipeline. A partition with nothing due is asked the next one due, until a lease or
-        none is due. Returns (lease or None, seconds until the next partition is due after this lease or -1
-        when nothing is pending in any, leases of dead workers put back by this call). ``left_count`` is then
-        how many sites the crawl has left (``left``).
+        The partition asked is the next one due (else the one most of ``acks`` are in); on one Redis every ack
+        goes with its lease, on a Cluster only its partition's, the others' settled in the same pipeline. A
+        partition with nothing due is asked the next one due, until a lease or none is due. Returns (lease or
+        None, seconds until the next partition is due after this lease or -1 when nothing is pending in any,
+        leases of dead workers put back by this call). ``left_count`` is then how many sites the crawl has
+        left (``left``).
         """
         settle: dict[int, list[Lease]] = {}
         unsettled, self._unsettled = self._unsettled, {}
@@ -496,15 +509,20 @@ class SharedFrontier:
         for ack in [*(lease for lease, _, _ in unsettled.values()), *acks]:
             settle.setdefault(partition_of(ack.site), []).append(ack)
         reclaimed = 0
-        asked = max(settle, key=lambda n: len(settle[n])) if settle else self._next_due()
+        asked = self._next_due()
+        if asked is None and settle:
+            asked = max(settle, key=lambda n: len(settle[n]))
         while asked is not None:
+            if self._one_redis:  # one script may touch every partition's keys
+                settle = {asked: [lease for held in settle.values() for lease in held]} if settle else {}
             others = [(n, held) for n, held in settle.items() if n != asked]
-            calls = [self._call("settle", _SETTLE, n, [worker, 0, *_ended(held, ends)]) for n, held in others]
+            calls = [self._call("settle", _SETTLE, n, [worker, 0, *self._acked(held, ends)]) for n, held in others]
             calls.append(
                 self._call("lease", _LEASE, asked, self._lease_args(asked, worker, sweep, settle.get(asked, []), ends))
             )
-            for n in settle:
-                self._due[n], self._empty[n] = 0.0, False
+            for held in settle.values():
+                for n in {partition_of(lease.site) for lease in held}:
+                    self._due[n], self._empty[n] = 0.0, False
             try:
                 replies = run_scripts(self._client, calls, raise_errors=False)
             except redis.RedisError as error:
@@ -556,7 +574,7 @@ class SharedFrontier:
             1 if self.grant else 0,
             lua_tail(UNSENT),
             *MARGIN,
-            *_ended(acks, ends),
+            *self._acked(acks, ends),
         ]
 
     def _next_due(self) -> int | None:
@@ -595,21 +613,33 @@ class SharedFrontier:
         parts: dict[int, list[Lease]] = {}
         for lease in leases:
             parts.setdefault(partition_of(lease.site), []).append(lease)
-        calls = [self._call("settle", _SETTLE, n, [worker, give, *_ended(held, ends)]) for n, held in parts.items()]
         for n in parts:  # a lease ended may make its site due (or bring its entry back)
             self._due[n], self._empty[n] = 0.0, False
+        if self._one_redis and parts:
+            parts = {min(parts): list(leases)}
+        calls = [
+            self._call("settle", _SETTLE, n, [worker, give, *self._acked(held, ends)]) for n, held in parts.items()
+        ]
         return sum(int(count) for count in self._run(calls)) if calls else 0
 
     def heartbeat(self, worker: str, leases: Sequence[Lease]) -> int:
         """The worker is alive: renew its leases. Returns how many were still its own."""
         parts: dict[int, list[str]] = {0: []}  # the worker is heard in partition 0 even holding nothing
         for lease in leases:
-            parts.setdefault(partition_of(lease.site), []).append(lease.member)
+            n = 0 if self._one_redis else partition_of(lease.site)
+            parts.setdefault(n, []).extend([self._root(partition_of(lease.site)), lease.member])
         calls = [
             self._call("heartbeat", _HEARTBEAT, n, [worker, self.lease_seconds, *members])
             for n, members in parts.items()
         ]
         return sum(int(count) for count in self._run(calls))
+
+    def _acked(self, leases: Iterable[Lease], ends: Mapping[str, End] | None) -> list[Any]:
+        """The (partition root, member, seconds since arrival, slow spacing) of leases a script settles."""
+        args: list[Any] = []
+        for lease in leases:
+            args += [self._root(partition_of(lease.site)), *_ended([lease], ends)]
+        return args
 
     def leave(self, site: str, until: float, reason: str) -> None:
         """``site`` is paused past what the crawl waits (unix ``until``): its pending requests are handed out
@@ -760,7 +790,8 @@ def _text(value: Any) -> str:
 
 
 def _ended(leases: Iterable[Lease], ends: Mapping[str, End] | None) -> list[Any]:
-    """The (member, seconds since arrival, slow spacing) triples a script settles leases with."""
+    """The (member, seconds since arrival, slow spacing) triples a script settles leases with (an add's ending
+    lease; ``SharedFrontier._acked`` puts each one's partition root before them)."""
     args: list[Any] = []
     for lease in leases:
         ago, slow = (ends or {}).get(lease.member, NO_END)

@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
+from synapsecrawl.pacing.keys import partition_of
 from synapsecrawl.pacing.shared import RedisPacing
 from synapsecrawl.shared.entries import BadEntry, Entry
 from synapsecrawl.shared.frontier import SharedFrontier
@@ -308,3 +309,24 @@ def test_pages_counted_in_a_block_never_pass_the_limit_and_those_not_fetched_are
     assert frontier.pages_spent("s1") == 17
     assert frontier.take_page("s1", 20) and frontier.pages_spent("s1") == 18
     assert frontier.take_pages("other", 5, 16) == (5, 5)  # each source its own limit
+
+
+def test_one_lease_acknowledges_leases_of_every_partition_and_the_heartbeat_renews_them_all(
+    frontier: SharedFrontier,
+) -> None:
+    """Round trips with partitions: a worker's finished leases of sites in different partitions are all
+    acknowledged by its next lease (in one script on one Redis, in one pipeline on a Cluster), and its
+    heartbeat renews leases of every partition it holds; nothing is left in flight or pending."""
+    sites = [f"part-{i}.test" for i in range(6)]
+    assert len({partition_of(site) for site in sites}) >= 3
+    frontier.add([(site, Entry(f"http://{site}/", "s")) for site in sites])
+    held = []
+    while (lease := frontier.lease("w1")[0]) is not None:
+        held.append(lease)
+    assert sorted(lease.site for lease in held) == sorted(sites)
+    assert frontier.heartbeat("w1", held) == len(sites)
+    assert frontier.lease("w1", acks=held)[0] is None
+    status = frontier.status()
+    assert all(status.sites[site] == (0, 0, 1) for site in sites)
+    assert status.workers["w1"][:2] == (0, len(sites))
+    assert frontier.drained()
