@@ -154,10 +154,13 @@ return added
 # then the worker's finished leases to acknowledge first: (their partition's root, member, seconds since its
 # request reached the server or -1, slow spacing its answer measured or 0) quadruples (another partition's
 # only on one Redis: on a Cluster, every key a script touches must be on its slot).
+# KEYS: one key of P's partition (it routes the call), then on one Redis the other partitions to ask if P's has
+# nothing due: (root, pacer head) pairs.
 # Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due, granted, the
-# site's Crawl-delay spacing in the pacer ('' none yet)} or
-# {0, seconds until the next site is due (-1: none), reclaimed, sites left}: the worker sleeps until then
-# instead of asking again (one round trip a page for the lease and the last one's acknowledgement).
+# site's Crawl-delay spacing in the pacer ('' none yet), the dues and the sites left of the partitions passed
+# over (space-separated)} or {0, the partitions' seconds until their next site is due (-1: none), reclaimed,
+# their sites left}: the worker sleeps until then instead of asking again (one round trip a page for the lease
+# and the last one's acknowledgement).
 # With grant 1 and one download a site at a time, a lease of a site whose Crawl-delay is known holds the
 # pacer's start as well (granted 1): the checks above are the pacer's own, so its downloader does not ask.
 _LEASE = (
@@ -197,6 +200,12 @@ local function next_due()
   return string.format('%.3f', math.max(tonumber(first[#first]) - now, poll))
 end
 local reclaimed = 0
+-- The partitions asked: P's, then (on one Redis only) those KEYS[2..] name, root and pacer head in turn. The
+-- first with a site to hand out leases it; each one passed over says when it is next due, and its sites left.
+local dues, lefts, tries = {}, {}, {{P, head}}
+for k = 2, #KEYS, 2 do tries[#tries + 1] = {KEYS[k], KEYS[k + 1]} end
+for _, try in ipairs(tries) do
+P, head = try[1], try[2]
 if ARGV[10] == '1' then
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', P .. ':inflight', '-inf', now, 'LIMIT', 0, 100)) do
     reclaimed = reclaimed + settle(member, '', true)
@@ -267,12 +276,15 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
           redis.call('ZADD', P .. ':ready', now + spacing, site)
         end
         return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left'), next_due(), granted,
-          redis.call('HGET', state, 'spacing') or ''}
+          redis.call('HGET', state, 'spacing') or '', table.concat(dues, ' '), table.concat(lefts, ' ')}
       end
     end
   end
 end
-return {0, next_due(), reclaimed, redis.call('HLEN', P .. ':left')}
+dues[#dues + 1] = next_due()
+lefts[#lefts + 1] = redis.call('HLEN', P .. ':left')
+end
+return {0, table.concat(dues, ' '), reclaimed, table.concat(lefts, ' ')}
 """
 )
 
@@ -509,17 +521,20 @@ class SharedFrontier:
         for ack in [*(lease for lease, _, _ in unsettled.values()), *acks]:
             settle.setdefault(partition_of(ack.site), []).append(ack)
         reclaimed = 0
-        asked = self._next_due()
-        if asked is None and settle:
-            asked = max(settle, key=lambda n: len(settle[n]))
-        while asked is not None:
+        due = self._due_partitions()
+        if not due and settle:
+            due = [max(settle, key=lambda n: len(settle[n]))]
+        while due:
+            asked, extra = due[0], due[1:] if self._one_redis else []
             if self._one_redis:  # one script may touch every partition's keys
                 settle = {asked: [lease for held in settle.values() for lease in held]} if settle else {}
             others = [(n, held) for n, held in settle.items() if n != asked]
             calls = [self._call("settle", _SETTLE, n, [worker, 0, *self._acked(held, ends)]) for n, held in others]
-            calls.append(
-                self._call("lease", _LEASE, asked, self._lease_args(asked, worker, sweep, settle.get(asked, []), ends))
+            lease_call = self._call(
+                "lease", _LEASE, asked, self._lease_args(asked, worker, sweep, settle.get(asked, []), ends)
             )
+            tries = [key for n in extra for key in (self._root(n), lua_key_parts(self.pacer_prefix, n)[0])]
+            calls.append((lease_call[0], [*lease_call[1], *tries], lease_call[2]))
             for held in settle.values():
                 for n in {partition_of(lease.site) for lease in held}:
                     self._due[n], self._empty[n] = 0.0, False
@@ -539,24 +554,24 @@ class SharedFrontier:
                 self._unsettled.update(unsettled)  # the caller sends ``acks`` again; these are this frontier's
                 raise FrontierUnreachable(str(reply))
             now = time.monotonic()
+            order = [asked, *extra]
             if int(reply[0]) == 1:
                 site, ident = (_text(p) for p in reply[1:3])
                 data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
-                self._left[asked] = int(reply[6])
+                leased = partition_of(site)
+                self._passed(order[: order.index(leased)], _text(reply[10]), _text(reply[11]), now)
+                self._left[leased] = int(reply[6])
                 self.left_count = sum(self._left)
                 after = float(reply[7])  # -1: nothing else pending in the partition
-                self._due[asked], self._empty[asked] = now + (_EMPTY_ASK if after < 0 else after), after < 0
+                self._due[leased], self._empty[leased] = now + (_EMPTY_ASK if after < 0 else after), after < 0
                 spacing = _text(reply[9])
                 lease = Lease(
                     site, ident, data, _left(_text(reply[5])), int(reply[8]) == 1, float(spacing) if spacing else None
                 )
                 return lease, self._hint(now), reclaimed + int(reply[4])
-            hint, reclaimed = float(reply[1]), reclaimed + int(reply[2])
-            self._left[asked] = int(reply[3])
-            self.left_count = sum(self._left)
-            self._empty[asked] = hint < 0
-            self._due[asked] = now + (_EMPTY_ASK if hint < 0 else hint)
-            asked = self._next_due()
+            reclaimed += int(reply[2])
+            self._passed(order, _text(reply[1]), _text(reply[3]), now)
+            due = self._due_partitions()
         return None, self._hint(time.monotonic()), reclaimed
 
     def _lease_args(
@@ -577,15 +592,22 @@ class SharedFrontier:
             *self._acked(acks, ends),
         ]
 
-    def _next_due(self) -> int | None:
-        """The next partition due now, in turn from the last one asked; None when none is."""
+    def _due_partitions(self) -> list[int]:
+        """The partitions due now, in turn from the one after the last asked (so workers spread)."""
         now = time.monotonic()
-        for step in range(PARTITIONS):
-            n = (self._turn + step) % PARTITIONS
-            if self._due[n] <= now:
-                self._turn = (n + 1) % PARTITIONS
-                return n
-        return None
+        due = [n for n in ((self._turn + step) % PARTITIONS for step in range(PARTITIONS)) if self._due[n] <= now]
+        if due:
+            self._turn = (due[0] + 1) % PARTITIONS
+        return due
+
+    def _passed(self, partitions: Sequence[int], dues: str, lefts: str, now: float) -> None:
+        """What a lease said of the partitions it found nothing to hand out in: when each is next due (-1: none
+        pending) and how many sites each has left."""
+        for n, hint, left in zip(partitions, dues.split(), lefts.split(), strict=True):
+            self._left[n] = int(left)
+            self._empty[n] = float(hint) < 0
+            self._due[n] = now + (_EMPTY_ASK if float(hint) < 0 else float(hint))
+        self.left_count = sum(self._left)
 
     def _hint(self, now: float) -> float:
         """Seconds until the next partition is due; -1 when every one had nothing pending."""
