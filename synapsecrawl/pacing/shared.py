@@ -262,7 +262,9 @@ class RedisPacing:
                     self._gate = asyncio.Semaphore(ASYNC_CONNECTIONS)
                 client = self._async
             script = client.register_script(source)
-            self._scripts[key] = gated(script, self._gate) if asynchronous else script
+            # one Redis: the blocking pool already makes a call wait for a connection
+            cluster = asynchronous and not isinstance(client, redis.asyncio.Redis)
+            self._scripts[key] = gated(script, self._gate) if cluster else script
         return self._scripts[key]
 
     # PacingState: reads are local; writes go to Redis as well.

@@ -186,6 +186,7 @@ local function claimed(site)
 end
 -- When the next site falls due, claimed for this worker if it is not due yet: each sleeping worker wakes for
 -- a site of its own, not all of them for the first (every worker but one would ask in vain).
+local claims = 0  -- one a call: a worker asking several partitions wakes for one site of its own, not one each
 local function next_due()
   local first = redis.call('ZRANGE', P .. ':ready', 0, 15, 'WITHSCORES')
   if #first == 0 then return '-1' end
@@ -193,7 +194,10 @@ local function next_due()
     if not claimed(first[i]) then
       local due = tonumber(first[i + 1])
       if due <= now then return '0.000' end  -- due already: anyone's who asks
-      redis.call('HSET', P .. ':claims', first[i], worker .. '\t' .. string.format('%.3f', due + 0.5))
+      if claims == 0 then
+        redis.call('HSET', P .. ':claims', first[i], worker .. '\t' .. string.format('%.3f', due + 0.5))
+        claims = 1
+      end
       return string.format('%.3f', due - now)
     end
   end
