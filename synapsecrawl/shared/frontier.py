@@ -54,6 +54,11 @@ NO_END: End = (-1.0, 0.0)
 # A partition with nothing pending is asked again this long after (work another worker adds there is seen this
 # late here; the adding worker itself asks at once).
 _EMPTY_ASK = 1.0
+# A partition whose next site is due later is asked again at most this long after all the same: a lease ended by
+# another worker (its site held by that lease's grant until then) or work another worker adds makes a site due
+# at once, and only the worker that did it knows. Without this bound a partition whose only site waited for a
+# lease's end (due a lease length later) was left alone that long by every other worker.
+_ASK_WITHIN = 5.0
 # The keys of a crawl made before its keys were split into partitions: such a crawl is refused, not misread.
 _UNPARTITIONED = ("ready", "sites", "queued", "inflight", "seen")
 
@@ -567,7 +572,10 @@ class SharedFrontier:
                 self._left[leased] = int(reply[6])
                 self.left_count = sum(self._left)
                 after = float(reply[7])  # -1: nothing else pending in the partition
-                self._due[leased], self._empty[leased] = now + (_EMPTY_ASK if after < 0 else after), after < 0
+                self._due[leased], self._empty[leased] = (
+                    now + (_EMPTY_ASK if after < 0 else min(after, _ASK_WITHIN)),
+                    after < 0,
+                )
                 spacing = _text(reply[9])
                 lease = Lease(
                     site, ident, data, _left(_text(reply[5])), int(reply[8]) == 1, float(spacing) if spacing else None
@@ -610,7 +618,7 @@ class SharedFrontier:
         for n, hint, left in zip(partitions, dues.split(), lefts.split(), strict=True):
             self._left[n] = int(left)
             self._empty[n] = float(hint) < 0
-            self._due[n] = now + (_EMPTY_ASK if float(hint) < 0 else float(hint))
+            self._due[n] = now + (_EMPTY_ASK if float(hint) < 0 else min(float(hint), _ASK_WITHIN))
         self.left_count = sum(self._left)
 
     def _hint(self, now: float) -> float:
