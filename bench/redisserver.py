@@ -4,11 +4,13 @@ counts (INFO commandstats) hold no other client's commands and stopping it stops
 
 ``durable`` turns on the append-only file with an fsync per write, so a server stopped with SIGTERM and
 started again on the same directory has every write (the "Redis gone for a minute" test); without it
-nothing is persisted (the benchmark).
+nothing is persisted (the benchmark). ``redis_cluster`` starts three such servers in cluster mode and joins
+them as a 3-master Redis Cluster (``redis-cli --cluster create``), for the benchmark's ``--cluster``.
 """
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import time
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import redis
 
-__all__ = ["free_port", "redis_server"]
+__all__ = ["free_port", "redis_cluster", "redis_server"]
 
 
 def free_port() -> int:
@@ -26,11 +28,27 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def redis_server(port: int, data: Path, *, durable: bool = False, wait: float = 20.0) -> subprocess.Popen[bytes]:
-    """Start redis-server on ``port`` with its files in ``data``; return once it answers PING."""
+def redis_server(
+    port: int, data: Path, *, durable: bool = False, wait: float = 20.0, cluster: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start redis-server on ``port`` with its files in ``data`` (a Cluster node with ``cluster``); return once
+    it answers PING."""
     persistence = ["--appendonly", "yes", "--appendfsync", "always"] if durable else ["--appendonly", "no"]
+    node = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"] if cluster else []
     proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data), "--save", "", *persistence],
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(data),
+            "--save",
+            "",
+            *persistence,
+            *node,
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -48,3 +66,48 @@ def redis_server(port: int, data: Path, *, durable: bool = False, wait: float = 
                 time.sleep(0.05)
     finally:
         client.close()
+
+
+def redis_cluster(data: Path, masters: int = 3, wait: float = 30.0) -> tuple[list[int], list[subprocess.Popen[bytes]]]:
+    """Start ``masters`` cluster-mode redis-servers under ``data`` and join them as one Cluster (no replicas);
+    return (their ports, their processes) once it says cluster_state:ok. Each port's bus port (+10000) is free."""
+    ports: list[int] = []
+    while len(ports) < masters:
+        port = free_port()
+        if port >= 55535:
+            continue
+        with socket.socket() as bus:
+            try:
+                bus.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        ports.append(port)
+    procs = []
+    for port in ports:
+        (data / str(port)).mkdir(parents=True)
+        procs.append(redis_server(port, data / str(port), cluster=True))
+    subprocess.run(
+        [
+            str(shutil.which("redis-cli")),
+            "--cluster",
+            "create",
+            *(f"127.0.0.1:{port}" for port in ports),
+            "--cluster-replicas",
+            "0",
+            "--cluster-yes",
+        ],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+    deadline = time.monotonic() + wait
+    for port in ports:
+        client = redis.Redis(port=port)
+        try:
+            while client.cluster("info").get("cluster_state") != "ok":
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the benchmark's Redis Cluster did not reach cluster_state:ok")
+                time.sleep(0.1)
+        finally:
+            client.close()
+    return ports, procs

@@ -54,7 +54,7 @@ from typing import Any
 
 from bench.common import ROOT, judge, machine, scrapy_bin
 from bench.pgwrite import drop_schema, proc_cpu, schema_uri
-from bench.redisserver import free_port, redis_server
+from bench.redisserver import free_port, redis_cluster, redis_server
 from bench.sim import SimWeb, make_hosts
 
 __all__ = ["main", "run_scaleout"]
@@ -115,17 +115,20 @@ class _Monitor:
             return  # the benchmark's Redis stopped
 
 
-def _round_trips(port: int) -> int:
+def _round_trips(ports: list[int]) -> int:
     import redis
 
-    client = redis.Redis(port=port)
-    stats = client.info("commandstats")
-    client.close()
-    return sum(
-        int(value["calls"])
-        for key, value in stats.items()
-        if key.removeprefix("cmdstat_").split("|")[0] in _CLIENT_COMMANDS
-    )
+    total = 0
+    for port in ports:
+        client = redis.Redis(port=port)
+        stats = client.info("commandstats")
+        client.close()
+        total += sum(
+            int(value["calls"])
+            for key, value in stats.items()
+            if key.removeprefix("cmdstat_").split("|")[0] in _CLIENT_COMMANDS
+        )
+    return total
 
 
 class _Backends:
@@ -163,46 +166,54 @@ class _Backends:
         return sum(self.cpu.values())
 
 
-def _redis_cpu(port: int) -> float:
+def _redis_cpu(ports: list[int]) -> float:
     import redis
 
-    client = redis.Redis(port=port)
-    cpu = client.info("cpu")
-    client.close()
-    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+    total = 0.0
+    for port in ports:
+        client = redis.Redis(port=port)
+        cpu = client.info("cpu")
+        client.close()
+        total += float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+    return total
 
 
-def _redis_memory(port: int) -> int:
+def _redis_memory(ports: list[int]) -> int:
     import redis
 
-    client = redis.Redis(port=port)
-    used = int(client.info("memory")["used_memory"])
-    client.close()
-    return used
+    total = 0
+    for port in ports:
+        client = redis.Redis(port=port)
+        total += int(client.info("memory")["used_memory"])
+        client.close()
+    return total
 
 
-def _redis_keys(port: int) -> dict[str, dict[str, int]]:
+def _redis_keys(ports: list[int]) -> dict[str, dict[str, int]]:
     """Keys left in Redis by pattern (site names and numbers as ``*``): how many, and their MEMORY USAGE."""
     import redis
 
-    client = redis.Redis(port=port)
     kinds: dict[str, dict[str, int]] = {}
-    for key in client.scan_iter(count=1000):
-        name = re.sub(r"\d+", "*", re.sub(r"site-\d+\.test", "SITE", key.decode(errors="replace")))
-        kind = kinds.setdefault(name, {"keys": 0, "bytes": 0})
-        kind["keys"] += 1
-        kind["bytes"] += int(client.memory_usage(key) or 0)
-    client.close()
+    for port in ports:
+        client = redis.Redis(port=port)
+        for key in client.scan_iter(count=1000):
+            name = re.sub(r"\d+", "*", re.sub(r"site-\d+\.test", "SITE", key.decode(errors="replace")))
+            kind = kinds.setdefault(name, {"keys": 0, "bytes": 0})
+            kind["keys"] += 1
+            kind["bytes"] += int(client.memory_usage(key) or 0)
+        client.close()
     return dict(sorted(kinds.items(), key=lambda item: -item[1]["bytes"]))
 
 
-def _redis_peak(port: int) -> int:
+def _redis_peak(ports: list[int]) -> int:
     import redis
 
-    client = redis.Redis(port=port)
-    peak = int(client.info("memory")["used_memory_peak"])
-    client.close()
-    return peak
+    total = 0
+    for port in ports:
+        client = redis.Redis(port=port)
+        total += int(client.info("memory")["used_memory_peak"])
+        client.close()
+    return total
 
 
 def _children_cpu() -> float:
@@ -260,18 +271,24 @@ def _one(
     concurrency: int,
     latency: float,
     by_script: bool = False,
+    cluster: bool = False,
 ) -> dict[str, Any]:
-    """One run of ``workers`` workers; with no ``urls_file``, one idle worker's start and stop alone."""
+    """One run of ``workers`` workers; with no ``urls_file``, one idle worker's start and stop alone. With
+    ``cluster``, on a 3-master Redis Cluster of its own: its counts are the sums over the masters."""
     port = free_port()
     data = tmp / f"redis-{workers}-{port}"
     data.mkdir()
-    redis_proc = redis_server(port, data)
+    if cluster:
+        ports, redis_procs = redis_cluster(data)
+        port = ports[0]
+    else:
+        ports, redis_procs = [port], [redis_server(port, data)]
     monitor = _Monitor(port) if by_script else None
     schema, kb_uri = schema_uri()
     kb_uri += f"&application_name={schema}"  # its backends, told apart from other clients of the server
     url = f"redis://127.0.0.1:{port}/0"
     try:
-        memory_empty = _redis_memory(port)
+        memory_empty = _redis_memory(ports)
         env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
         if urls_file is not None:
             added = subprocess.run(
@@ -294,8 +311,8 @@ def _one(
                 env=env,
             )
             assert added.returncode == 0, added.stderr
-        memory_queued = _redis_memory(port)
-        before, cpu_before = _round_trips(port), _redis_cpu(port)
+        memory_queued = _redis_memory(ports)
+        before, cpu_before = _round_trips(ports), _redis_cpu(ports)
         web.reset()
         settings = {
             "HOST_RESOLVE": "*.test=127.0.0.1",
@@ -313,11 +330,12 @@ def _one(
         wall = time.monotonic() - started
         workers_cpu, own_cpu = _children_cpu() - workers_cpu, _own_cpu() - own_cpu
         backends.stop()
-        after, cpu_after = _round_trips(port), _redis_cpu(port)
-        memory_after, memory_peak, keys_after = _redis_memory(port), _redis_peak(port), _redis_keys(port)
+        after, cpu_after = _round_trips(ports), _redis_cpu(ports)
+        memory_after, memory_peak, keys_after = _redis_memory(ports), _redis_peak(ports), _redis_keys(ports)
     finally:
-        redis_proc.terminate()
-        redis_proc.wait(timeout=30)
+        for redis_proc in redis_procs:
+            redis_proc.terminate()
+            redis_proc.wait(timeout=30)
         drop_schema(schema)
     if urls_file is None:
         return {"cpu_s": round(workers_cpu, 2), "wall_s": round(wall, 2), "exit_codes": codes}
@@ -394,6 +412,7 @@ def run_scaleout(
     latency: float = 0.0,
     concurrency: int = 0,
     by_script: bool = False,
+    cluster: bool = False,
 ) -> dict[str, Any]:
     specs = make_hosts(hosts, pages, [delay], slow=hosts if latency else 0, slow_seconds=latency)
     result: dict[str, Any] = {
@@ -402,19 +421,28 @@ def run_scaleout(
         "delay": delay,
         "latency": latency,
         "concurrency": concurrency,
+        "redis": "a 3-master Redis Cluster" if cluster else "one Redis",
         "machine": machine(),
         "runs": [],
     }
     with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-scaleout-") as tmpdir:
         tmp = Path(tmpdir)
         # One worker with nothing to do: the CPU and time a worker takes to start and stop, apart from pages
-        result["startup"] = _one(web, None, tmp, 1, timeout, concurrency=concurrency, latency=latency)
+        result["startup"] = _one(web, None, tmp, 1, timeout, concurrency=concurrency, latency=latency, cluster=cluster)
         print(json.dumps({"startup": result["startup"]}), flush=True)
         urls_file = tmp / "urls.txt"
         urls_file.write_text("\n".join(web.page_urls()) + "\n")
         for count in workers:
             run = _one(
-                web, urls_file, tmp, count, timeout, concurrency=concurrency, latency=latency, by_script=by_script
+                web,
+                urls_file,
+                tmp,
+                count,
+                timeout,
+                concurrency=concurrency,
+                latency=latency,
+                by_script=by_script,
+                cluster=cluster,
             )
             result["runs"].append(run)
             print(json.dumps(run), flush=True)
@@ -471,6 +499,7 @@ def main() -> None:
     parser.add_argument(
         "--by-script", action="store_true", help="count each client call by script (MONITOR: costs Redis CPU)"
     )
+    parser.add_argument("--cluster", action="store_true", help="on a 3-master Redis Cluster of its own")
     parser.add_argument(
         "--adds-up",
         action="store_true",
@@ -490,6 +519,7 @@ def main() -> None:
         latency=args.latency,
         concurrency=args.concurrency,
         by_script=args.by_script,
+        cluster=args.cluster,
     )
     print_result(result)
     if args.out is not None:

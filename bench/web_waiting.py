@@ -27,8 +27,9 @@ from collections.abc import Iterator
 
 import redis
 
+from synapsecrawl.pacing.keys import PARTITIONS
 from synapsecrawl.profiles import WebPolicy
-from synapsecrawl.shared.entries import Entry, web_root
+from synapsecrawl.shared.entries import Entry, partition_root, web_root
 from synapsecrawl.shared.frontier import SharedFrontier
 from synapsecrawl.web.shared import Link, SharedWebGate
 
@@ -79,14 +80,17 @@ def run(url: str, sites: int, pages: int, *, budget: int, window: int = 2) -> di
             calls += 1
         seconds = time.perf_counter() - started
         root = gate.root
-        waiting = sum(int(v) for v in client.hvals(f"{root}:waiting"))
-        parked = sum(int(v) for v in client.hvals(f"{root}:parked"))
-        queued = sum(int(v) for v in client.hvals(f"{frontier.root}:queued"))
-        _, streams = _bytes(client, f"{frontier.root}:q:*")
-        _, z = _bytes(client, f"{root}:z:*")
-        _, p = _bytes(client, f"{root}:p:*")
-        _, d = _bytes(client, f"{root}:d:*")
-        _, u = _bytes(client, f"{root}:u:*")
+        parts = [partition_root(root, n) for n in range(PARTITIONS)]  # every key is in a site's partition
+        waiting = sum(int(v) for part in parts for v in client.hvals(f"{part}:waiting"))
+        parked = sum(int(v) for part in parts for v in client.hvals(f"{part}:parked"))
+        queued = sum(
+            int(v) for n in range(PARTITIONS) for v in client.hvals(f"{partition_root(frontier.root, n)}:queued")
+        )
+        _, streams = _bytes(client, f"{frontier.root}:{{p*}}:q:*")
+        _, z = _bytes(client, f"{root}:{{p*}}:z:*")
+        _, p = _bytes(client, f"{root}:{{p*}}:p:*")
+        _, d = _bytes(client, f"{root}:{{p*}}:d:*")
+        _, u = _bytes(client, f"{root}:{{p*}}:u:*")
         kept = waiting + parked
         return {
             "links": sites * pages,
@@ -121,8 +125,8 @@ def trap_counts(url: str, hosts: int, paths: int) -> tuple[float, float]:
             batch += [Link(f"https://{site}/2026/01/{d:02d}/", site, None) for d in range(1, 21)]
             gate.admit(batch)
             batch = []
-        _, variants = _bytes(client, f"{prefix}:web:tv:*")
-        _, calendars = _bytes(client, f"{prefix}:web:tc:*")
+        _, variants = _bytes(client, f"{prefix}:web:{{p*}}:tv:*")
+        _, calendars = _bytes(client, f"{prefix}:web:{{p*}}:tc:*")
         return variants / (hosts * paths), calendars / hosts
     finally:
         for key in client.scan_iter(match=f"{prefix}:*", count=1000):

@@ -116,9 +116,9 @@ def _one(
         procs, logs = start_workers(workers, settings, tmp, env)
         first = _first_fetch(log, offset, deadline=started + 300)
         time.sleep(max(0.0, first + warmup - time.monotonic()))
-        window_start, trips_before, cpu_before = time.monotonic(), _round_trips(port), _redis_cpu(port)
+        window_start, trips_before, cpu_before = time.monotonic(), _round_trips([port]), _redis_cpu([port])
         time.sleep(max(0.0, window_start + seconds - time.monotonic()))
-        window_end, trips_after, cpu_after = time.monotonic(), _round_trips(port), _redis_cpu(port)
+        window_end, trips_after, cpu_after = time.monotonic(), _round_trips([port]), _redis_cpu([port])
         codes = _stop(procs)
         time.sleep(max(0.5, 1.5 * latency))  # the server's last answers
     finally:

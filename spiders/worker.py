@@ -195,9 +195,9 @@ class WorkerSpider(scrapy.Spider):
             spider.source_id, spider.worker = source.id, self
         if isinstance(spider, SharedWebSpider):  # the web crawl's seen-set and budgets are the crawl's, in Redis
             try:
-                import redis  # a web source's own client: the frontier's is the frontier's
+                from synapsecrawl.pacing.redisclient import sync_redis  # a web source's own client
 
-                client = redis.Redis.from_url(self.frontier.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+                client = sync_redis(self.frontier.url)
                 sites = RemovalList.parse("\n".join(source.sites)) if source.sites is not None else None
                 spider.prepare_shared(client, web_root(self.frontier.root), self.frontier.root, self.entry_for, sites)
             except ConfigError as error:

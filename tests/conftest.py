@@ -28,6 +28,7 @@ from tests import zygote
 from tests.costs import cost
 from tests.faults_env import PrivateCluster, private_cluster
 from tests.helpers import POSTGRES_ADMIN_URI, REDIS_URL, ROOT, CrawlRun, bin_path
+from tests.redis_cluster import LocalCluster, local_cluster
 from tests.site.server import TestServer, settle_all
 
 # Re-exported for test files written on other branches before the move; new code imports tests.helpers.
@@ -253,6 +254,23 @@ def redis_prefix() -> Iterator[str]:
         if keys:
             client.delete(*keys)
         client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A real 3-master Redis Cluster on loopback (tests.redis_cluster), started once per test process that
+    asks for it; skipped with the reason only where redis-server or redis-cli is absent."""
+    with local_cluster(tmp_path_factory.mktemp("redis-cluster")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["redis", "cluster"])
+def redis_url(request: pytest.FixtureRequest, redis_prefix: str) -> str:
+    """The URL of the test Redis, then of the session's Redis Cluster: the same code must run on both. Keys
+    go under ``redis_prefix`` on either (the cluster's are dropped with it at the end of the session)."""
+    if request.param == "redis":
+        return REDIS_URL
+    return str(request.getfixturevalue("redis_cluster").url)
 
 
 @pytest.fixture

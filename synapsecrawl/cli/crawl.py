@@ -188,9 +188,10 @@ def _web_status(
     their turn per site; (None, {}) for other crawls."""
     import redis
 
+    from synapsecrawl.pacing.redisclient import sync_redis
     from synapsecrawl.web.shared import web_status
 
-    client = redis.Redis.from_url(args.redis, socket_timeout=5.0, socket_connect_timeout=5.0)
+    client = sync_redis(args.redis)
     try:
         web = web_status(client, web_root(crawl_root(args.prefix, args.crawl)))
     except redis.RedisError as error:

@@ -61,7 +61,9 @@ class RedisClaims:
     def __post_init__(self) -> None:
         import redis  # a Redis client is imported only by a crawl that shares one
 
-        self._client = redis.Redis.from_url(self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+        from synapsecrawl.pacing.redisclient import sync_redis
+
+        self._client = sync_redis(self.url)
         self._errors = (redis.RedisError,)
 
     def claim(self, key: str) -> bool:

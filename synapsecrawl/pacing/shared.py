@@ -10,6 +10,7 @@ larger modules".
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -26,6 +27,7 @@ from synapsecrawl.errors import ConfigError
 from synapsecrawl.pacing import DEFAULT_PREFIX
 from synapsecrawl.pacing.clock import MARGIN, Margin, SiteClock
 from synapsecrawl.pacing.keys import SPACING_LUA, site_keys
+from synapsecrawl.pacing.redisclient import ASYNC_CONNECTIONS, async_redis, gated, sync_redis
 
 __all__ = ["ASYNC_CONNECTIONS", "DEFAULT_PREFIX", "RedisPacing", "Turn", "async_redis", "check_redis"]
 
@@ -234,13 +236,14 @@ class RedisPacing:
     _failing: set[str] = field(init=False, default_factory=set)
     _streaks: dict[str, tuple[int, int]] = field(init=False, default_factory=dict)  # as this machine last saw
     failures: int = field(init=False, default=0)  # calls Redis failed to answer (the crawl's stats say so)
-    _sync: redis.Redis = field(init=False)
-    _async: redis.asyncio.Redis | None = field(init=False, default=None)
+    _sync: Any = field(init=False)  # redis.Redis, or redis.cluster.RedisCluster (synapsecrawl.pacing.redisclient)
+    _async: Any = field(init=False, default=None)
+    _gate: asyncio.Semaphore = field(init=False, default_factory=lambda: asyncio.Semaphore(ASYNC_CONNECTIONS))
     _scripts: dict[str, Any] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self._local = SiteClock(delay=self.delay, crawl_delay_cap=self.crawl_delay_cap)
-        self._sync = redis.Redis.from_url(self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+        self._sync = sync_redis(self.url)
 
     def _args(self, *args: object) -> list[object]:
         """A script's ARGV: the crawl's delay, ``args``, then the margin."""
@@ -256,8 +259,12 @@ class RedisPacing:
             if asynchronous:
                 if self._async is None:
                     self._async = async_redis(self.url)
+                    self._gate = asyncio.Semaphore(ASYNC_CONNECTIONS)
                 client = self._async
-            self._scripts[key] = client.register_script(source)
+            script = client.register_script(source)
+            # one Redis: the blocking pool already makes a call wait for a connection
+            cluster = asynchronous and not isinstance(client, redis.asyncio.Redis)
+            self._scripts[key] = gated(script, self._gate) if cluster else script
         return self._scripts[key]
 
     # PacingState: reads are local; writes go to Redis as well.
@@ -434,23 +441,6 @@ def _counted(streaks: tuple[int, int], signal: bool, status: int | None, forbidd
     if forbidden_limit > 0 and forbidden >= forbidden_limit:
         forbidden = 0
     return slow, forbidden
-
-
-# redis-py's asyncio pool (8.x) refuses a command when 100 connections are in use ("Too many connections")
-# instead of waiting for one. A worker's downloader asks for many sites' turns at once (a grant, a send and a
-# release for each download): a shared crawl of hundreds of sites ran into it, each refused grant held its site a
-# second and each refused send held its site until the lease expired (docs/benchmarks.md,
-# scale-out). A blocking pool lets a call wait for a free connection; one
-# that waits past the timeout is an unreachable Redis, as before.
-ASYNC_CONNECTIONS = 32
-
-
-def async_redis(url: str) -> redis.asyncio.Redis:
-    """An asyncio Redis client whose calls wait for one of ``ASYNC_CONNECTIONS`` connections."""
-    pool = redis.asyncio.BlockingConnectionPool.from_url(
-        url, max_connections=ASYNC_CONNECTIONS, timeout=5.0, socket_timeout=5.0, socket_connect_timeout=5.0
-    )
-    return redis.asyncio.Redis.from_pool(pool)
 
 
 def check_redis(url: str) -> None:

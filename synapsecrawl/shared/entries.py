@@ -1,8 +1,9 @@
 """A shared crawl's entries, as they travel through Redis: plain JSON, never pickle.
 
-What a request, a source start and a lease are when they leave a worker, and how each is checked on
-the way back in (anyone who can write to Redis must not be able to run code on the workers: an entry
-that is not our JSON is a ``BadEntry``). No Redis here: the crawl command and the config read these
+What a request, a source start and a lease are when they leave a worker, where their keys are
+(``crawl_root``, ``partition_root``, ``web_root``), and how each is checked on the way back in (anyone
+who can write to Redis must not be able to run code on the workers: an entry that is not our JSON is a
+``BadEntry``). No Redis here: the crawl command and the config read these
 names without importing a Redis client; ``synapsecrawl.shared.frontier`` moves them.
 """
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from synapsecrawl.errors import ConfigError
+from synapsecrawl.pacing.keys import partition_tag
 from synapsecrawl.urls import canonical
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "crawl_root",
     "fingerprint",
     "is_plain_json",
+    "partition_root",
     "web_root",
 ]
 
@@ -65,6 +68,12 @@ end
 def crawl_root(prefix: str, crawl: str) -> str:
     """The root of a shared crawl's frontier keys (the ``P`` of the scripts above): ``prefix:crawl``."""
     return f"{prefix}:{crawl}"
+
+
+def partition_root(root: str, partition: int) -> str:
+    """The root of one partition's keys under ``root`` (a crawl's, or its web keys'): ``root:{p7}``, the ``P``
+    (or ``W``) of a script that runs on that partition (``synapsecrawl.pacing.keys.partition_tag``)."""
+    return f"{root}:{partition_tag(partition)}"
 
 
 def web_root(root: str) -> str:

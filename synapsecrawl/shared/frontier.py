@@ -4,25 +4,31 @@ Each site has one Redis stream of pending requests, read by the crawl's consumer
 by when each may be asked next (checked against ``synapsecrawl.pacing.shared``'s state), ``inflight`` holds each
 lease and its expiry, ``seen`` is the duplicate filter. With ``grant`` (one download a site at a time) a lease
 also holds the pacer's start (``granted``), ended with the lease; a sleeping worker claims the site it wakes for
-(``claims``). Every call is one atomic Lua script, all shared times are the Redis server's ``TIME``, and entries
-are JSON (``synapsecrawl.shared.entries``), never pickle. Keys need one Redis, not a Cluster. The whole design:
-docs/architecture.md, "Inside the larger modules".
+(``claims``). The crawl's sites are split into partitions (``synapsecrawl.pacing.keys.partition_of``): each
+partition has its own of these keys, tagged for one Redis Cluster slot with its sites' pacer keys, so every call
+is one atomic Lua script on one partition; a worker remembers when each partition is next due and asks only
+those. All shared times are the Redis server's ``TIME``, and entries are JSON (``synapsecrawl.shared.entries``),
+never pickle. The same code runs on one Redis and on a Cluster (``synapsecrawl.pacing.redisclient``). The whole
+design: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
-import redis.asyncio
+import redis.cluster
 
+from synapsecrawl.errors import ConfigError
 from synapsecrawl.pacing.clock import MARGIN
-from synapsecrawl.pacing.keys import SPACING_LUA, UNSENT, lua_key_parts, lua_tail
-from synapsecrawl.pacing.shared import async_redis
+from synapsecrawl.pacing.keys import PARTITIONS, SPACING_LUA, UNSENT, lua_key_parts, lua_tail, partition_of
+from synapsecrawl.pacing.redisclient import Call, async_redis, run_scripts, sync_redis
 from synapsecrawl.shared.entries import (
     DEFAULT_FRONTIER_PREFIX,
     ENQUEUE_LUA,
@@ -35,6 +41,7 @@ from synapsecrawl.shared.entries import (
     check_crawl_name,
     crawl_root,
     fingerprint,
+    partition_root,
 )
 
 __all__ = ["NO_END", "End", "SharedFrontier"]
@@ -44,6 +51,20 @@ __all__ = ["NO_END", "End", "SharedFrontier"]
 End = tuple[float, float]
 NO_END: End = (-1.0, 0.0)
 
+# A partition with nothing pending is asked again this long after (work another worker adds there is seen this
+# late here; the adding worker itself asks at once).
+_EMPTY_ASK = 1.0
+# A partition whose next site is due later is asked again at most this long after all the same: a lease ended by
+# another worker (its site held by that lease's grant until then) or work another worker adds makes a site due
+# at once, and only the worker that did it knows. Without this bound a partition whose only site waited for a
+# lease's end (due a lease length later) was left alone that long by every other worker.
+_ASK_WITHIN = 5.0
+# The keys of a crawl made before its keys were split into partitions: such a crawl is refused, not misread.
+_UNPARTITIONED = ("ready", "sites", "queued", "inflight", "seen")
+
+# Every script's P (ARGV[1]) is one partition's root (``partition_root``; the crawl's own for its crawl-wide
+# keys), and every key it touches is under it, on that partition's Cluster slot; KEYS[1], one of those keys,
+# only routes the call there.
 _PRELUDE = (
     ENQUEUE_LUA
     + SPACING_LUA
@@ -135,12 +156,16 @@ return added
 # ARGV: P, the pacer's site keys as head, state tail and leases tail (synapsecrawl.pacing.keys.lua_key_parts:
 # head .. site .. tail), worker, lease seconds, concurrency, sites to look at, poll seconds, sweep (0|1),
 # spacing when the pacer has none yet, grant (0|1), the unsent keys' tail, the margin (ratio, cap, seconds),
-# then the worker's finished leases to acknowledge first: (member, seconds since its request reached the
-# server or -1, slow spacing its answer measured or 0) triples.
+# then the worker's finished leases to acknowledge first: (their partition's root, member, seconds since its
+# request reached the server or -1, slow spacing its answer measured or 0) quadruples (another partition's
+# only on one Redis: on a Cluster, every key a script touches must be on its slot).
+# KEYS: one key of P's partition (it routes the call), then on one Redis the other partitions to ask if P's has
+# nothing due: (root, pacer head) pairs.
 # Returns {1, site, id, data, reclaimed, left, sites left, seconds until the next site is due, granted, the
-# site's Crawl-delay spacing in the pacer ('' none yet)} or
-# {0, seconds until the next site is due (-1: none), reclaimed, sites left}: the worker sleeps until then
-# instead of asking again (one round trip a page for the lease and the last one's acknowledgement).
+# site's Crawl-delay spacing in the pacer ('' none yet), the dues and the sites left of the partitions passed
+# over (space-separated)} or {0, the partitions' seconds until their next site is due (-1: none), reclaimed,
+# their sites left}: the worker sleeps until then instead of asking again (one round trip a page for the lease
+# and the last one's acknowledgement).
 # With grant 1 and one download a site at a time, a lease of a site whose Crawl-delay is known holds the
 # pacer's start as well (granted 1): the checks above are the pacer's own, so its downloader does not ask.
 _LEASE = (
@@ -151,7 +176,12 @@ local worker, lease_for = ARGV[5], tonumber(ARGV[6])
 local concurrency, scan, poll = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local grant, unsent_tail = ARGV[12] == '1' and concurrency == 1, ARGV[13]
 local margin = {tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])}
-for i = 17, #ARGV, 3 do settle(ARGV[i], worker, false, ARGV[i + 1], ARGV[i + 2]) end
+local own = P
+for i = 17, #ARGV, 4 do
+  P = ARGV[i]
+  settle(ARGV[i + 1], worker, false, ARGV[i + 2], ARGV[i + 3])
+end
+P = own
 -- A site another worker was told to wake for (claimed until its due time and half a second): passed over.
 local function claimed(site)
   local c = redis.call('HGET', P .. ':claims', site)
@@ -161,6 +191,7 @@ local function claimed(site)
 end
 -- When the next site falls due, claimed for this worker if it is not due yet: each sleeping worker wakes for
 -- a site of its own, not all of them for the first (every worker but one would ask in vain).
+local claims = 0  -- one a call: a worker asking several partitions wakes for one site of its own, not one each
 local function next_due()
   local first = redis.call('ZRANGE', P .. ':ready', 0, 15, 'WITHSCORES')
   if #first == 0 then return '-1' end
@@ -168,13 +199,22 @@ local function next_due()
     if not claimed(first[i]) then
       local due = tonumber(first[i + 1])
       if due <= now then return '0.000' end  -- due already: anyone's who asks
-      redis.call('HSET', P .. ':claims', first[i], worker .. '\t' .. string.format('%.3f', due + 0.5))
+      if claims == 0 then
+        redis.call('HSET', P .. ':claims', first[i], worker .. '\t' .. string.format('%.3f', due + 0.5))
+        claims = 1
+      end
       return string.format('%.3f', due - now)
     end
   end
   return string.format('%.3f', math.max(tonumber(first[#first]) - now, poll))
 end
 local reclaimed = 0
+-- The partitions asked: P's, then (on one Redis only) those KEYS[2..] name, root and pacer head in turn. The
+-- first with a site to hand out leases it; each one passed over says when it is next due, and its sites left.
+local dues, lefts, tries = {}, {}, {{P, head}}
+for k = 2, #KEYS, 2 do tries[#tries + 1] = {KEYS[k], KEYS[k + 1]} end
+for _, try in ipairs(tries) do
+P, head = try[1], try[2]
 if ARGV[10] == '1' then
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', P .. ':inflight', '-inf', now, 'LIMIT', 0, 100)) do
     reclaimed = reclaimed + settle(member, '', true)
@@ -245,39 +285,45 @@ for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'L
           redis.call('ZADD', P .. ':ready', now + spacing, site)
         end
         return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left'), next_due(), granted,
-          redis.call('HGET', state, 'spacing') or ''}
+          redis.call('HGET', state, 'spacing') or '', table.concat(dues, ' '), table.concat(lefts, ' ')}
       end
     end
   end
 end
-return {0, next_due(), reclaimed, redis.call('HLEN', P .. ':left')}
+dues[#dues + 1] = next_due()
+lefts[#lefts + 1] = redis.call('HLEN', P .. ':left')
+end
+return {0, table.concat(dues, ' '), reclaimed, table.concat(lefts, ' ')}
 """
 )
 
-# ARGV: P, worker, give back (0|1), then (member, seconds since arrival or -1, slow spacing or 0) triples.
+# ARGV: P, worker, give back (0|1), then (partition root, member, seconds since arrival or -1, slow spacing or
+# 0) quadruples.
 _SETTLE = (
     _PRELUDE
     + """
 local n = 0
-for i = 4, #ARGV, 3 do
-  n = n + settle(ARGV[i], ARGV[2], ARGV[3] == '1', ARGV[i + 1], ARGV[i + 2])
+for i = 4, #ARGV, 4 do
+  P = ARGV[i]
+  n = n + settle(ARGV[i + 1], ARGV[2], ARGV[3] == '1', ARGV[i + 2], ARGV[i + 3])
 end
 return n
 """
 )
 
-# ARGV: P, worker, lease seconds, members: the worker is alive and still holds these.
+# ARGV: P, worker, lease seconds, (partition root, member) pairs: the worker is alive and still holds these.
 _HEARTBEAT = (
     _PRELUDE
     + """
 redis.call('HSET', P .. ':workers', ARGV[2], string.format('%.3f', now))
 local renewed = 0
-for i = 4, #ARGV do
-  local n = redis.call('ZADD', P .. ':inflight', 'XX', 'CH', now + tonumber(ARGV[3]), ARGV[i])
+for i = 4, #ARGV, 2 do
+  local R, member = ARGV[i], ARGV[i + 1]
+  local n = redis.call('ZADD', R .. ':inflight', 'XX', 'CH', now + tonumber(ARGV[3]), member)
   renewed = renewed + n
-  local g = redis.call('HGET', P .. ':granted', ARGV[i])
+  local g = redis.call('HGET', R .. ':granted', member)
   if n == 1 and g then  -- its grant lives as long as the lease
-    local _, id = split(ARGV[i])
+    local _, id = split(member)
     redis.call('ZADD', string.match(g, '^[^\t]+\t([^\t]+)'), 'XX', now + tonumber(ARGV[3]), 'F:' .. id)
   end
 end
@@ -298,19 +344,20 @@ return {wanted - over, spent}
 """
 )
 
-# ARGV: P: when the crawl started (its first call), unix seconds.
+# ARGV: P, partitions: when the crawl started (its first call), unix seconds, and its partitions then.
 _STARTED = (
     _PRELUDE
     + """
 redis.call('HSETNX', P .. ':meta', 'started', string.format('%.6f', now))
-return redis.call('HGET', P .. ':meta', 'started')
+redis.call('HSETNX', P .. ':meta', 'partitions', ARGV[2])
+return {redis.call('HGET', P .. ':meta', 'started'), redis.call('HGET', P .. ':meta', 'partitions')}
 """
 )
 
 
 @dataclass
 class SharedFrontier:
-    """The frontier of shared crawl ``crawl`` in the Redis at ``url``.
+    """The frontier of shared crawl ``crawl`` in the Redis (or Redis Cluster) at ``url``.
 
     ``pacer_prefix`` is the shared pacer's key prefix for the profile (its
     per-site state is read to hand sites out in pacing order); ``delay`` the
@@ -328,24 +375,58 @@ class SharedFrontier:
     poll_seconds: float = 0.25
     grant: bool = False  # a lease holds the pacer's start too (one download a site at a time; spiders.worker)
     left_count: int = field(init=False, default=0)
-    _client: redis.Redis = field(init=False)
-    _async: redis.asyncio.Redis | None = field(init=False, default=None)
+    _client: Any = field(init=False)  # redis.Redis or redis.cluster.RedisCluster
+    _async: Any = field(init=False, default=None)
     _scripts: dict[str, Any] = field(init=False, default_factory=dict)
+    # Per partition: when it is next due (this machine's monotonic clock), whether it had nothing pending when
+    # last asked, and how many sites it has left; asked in turn from a random one, so workers spread.
+    _due: list[float] = field(init=False)
+    _empty: list[bool] = field(init=False)
+    _left: list[int] = field(init=False)
+    _turn: int = field(init=False)
+    # Acknowledgements whose partition's node did not answer while the lease they went with was granted on
+    # another: sent again with the next call (settling is idempotent).
+    _unsettled: dict[str, tuple[Lease, str, End]] = field(init=False, default_factory=dict)
+    _one_redis: bool = field(init=False)  # not a Cluster: one script may touch every partition's keys
 
     def __post_init__(self) -> None:
         check_crawl_name(self.crawl)
-        self._client = redis.Redis.from_url(self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+        self._client = sync_redis(self.url)
+        self._one_redis = not isinstance(self._client, redis.cluster.RedisCluster)
+        self._due = [0.0] * PARTITIONS
+        self._empty = [False] * PARTITIONS
+        self._left = [0] * PARTITIONS
+        self._turn = random.randrange(PARTITIONS)
 
     @property
     def root(self) -> str:
         return crawl_root(self.prefix, self.crawl)
 
-    def _run(self, name: str, source: str, args: Sequence[Any]) -> Any:
+    def _root(self, partition: int) -> str:
+        return partition_root(self.root, partition)
+
+    def _call(self, name: str, source: str, partition: int | str, args: Sequence[Any]) -> Call:
+        """A script call on ``partition``, or on the one crawl-wide key it names (``budget``, ``meta``)."""
         script = self._scripts.get(name)
         if script is None:
             script = self._scripts[name] = self._client.register_script(source)
+        if isinstance(partition, str):
+            return script, [f"{self.root}:{partition}"], [self.root, *args]
+        root = self._root(partition)
+        return script, [f"{root}:ready"], [root, *args]  # KEYS[1] only routes the call to the partition's slot
+
+    def _run(self, calls: Sequence[Call]) -> list[Any]:
         try:
-            return script(keys=[], args=[self.root, *args])
+            return run_scripts(self._client, calls)
+        except redis.RedisError as error:
+            raise FrontierUnreachable(str(error)) from None
+
+    def _each(self, commands: Any) -> list[Any]:
+        """Plain commands in one pipeline (``commands(pipe)`` queues them); their replies."""
+        try:
+            pipe = self._client.pipeline(transaction=False)
+            commands(pipe)
+            return list(pipe.execute())
         except redis.RedisError as error:
             raise FrontierUnreachable(str(error)) from None
 
@@ -360,18 +441,29 @@ class SharedFrontier:
         ends: Mapping[str, End] | None = None,
     ) -> int:
         """Queue ``(site, entry)`` pairs, dropping those the duplicate filter has seen; end ``ending`` first,
-        in the same step (a request that comes back as a new copy: a redirect, a retry), with its ``End``
-        from ``ends``. Returns how many were queued."""
-        args: list[Any] = [worker]
-        args += _ended([ending], ends) if ending is not None else ["", -1, 0]
+        in the same step on its partition (a request that comes back as a new copy: a redirect, a retry), with
+        its ``End`` from ``ends``. Returns how many were queued."""
+        parts: dict[int, list[Any]] = {}
         for site, entry in entries:
             fp = "" if entry.dont_filter else fingerprint(entry.method, entry.url, entry.body)
-            args += [site, fp, entry.to_json()]
-        return int(self._run("add", _ADD, args))
+            parts.setdefault(partition_of(site), []).extend([site, fp, entry.to_json()])
+        ended = partition_of(ending.site) if ending is not None else None
+        if ended is not None:
+            parts.setdefault(ended, [])
+        calls, order = [], sorted(parts, key=lambda n: n == ended)  # the lease ends after its copies are in
+        for n in order:
+            head = _ended([ending], ends) if n == ended and ending is not None else ["", -1, 0]
+            calls.append(self._call("add", _ADD, n, [worker, *head, *parts[n]]))
+        added = self._run(calls) if calls else []
+        for n, count in zip(order, added, strict=True):
+            if int(count):
+                self._due[n], self._empty[n] = 0.0, False  # asked at once by this worker
+        return sum(int(count) for count in added)
 
     def add_raw(self, site: str, data: bytes) -> None:
         """Queue bytes as they are (tests: what anyone who can write to Redis could put there)."""
-        self._run("add", _ADD, ["", "", -1, 0, site, "", data])
+        self._run([self._call("add", _ADD, partition_of(site), ["", "", -1, 0, site, "", data])])
+        self._due[partition_of(site)] = 0.0
 
     def add_source(self, source: Source) -> None:
         try:
@@ -399,15 +491,22 @@ class SharedFrontier:
         (``recrawl``); True if it was drained. A crawl still running keeps its duplicate filter."""
         if not self.drained():
             return False
-        try:
-            self._client.delete(*(f"{self.root}:{name}" for name in ("seen", "budget", "meta", "left")))
-        except redis.RedisError as error:
-            raise FrontierUnreachable(str(error)) from None
+        keys = [f"{self.root}:{name}" for name in ("budget", "meta")]
+        keys += [f"{self._root(n)}:{name}" for n in range(PARTITIONS) for name in ("seen", "left")]
+        self._each(lambda pipe: [pipe.delete(key) for key in keys])
         return True
 
     def started_at(self) -> float:
-        """When the crawl started (unix seconds, Redis time): its robots.txt copies are fresh from then."""
-        return float(self._run("started", _STARTED, []))
+        """When the crawl started (unix seconds, Redis time): its robots.txt copies are fresh from then.
+        ``ConfigError`` for a crawl whose keys are laid out otherwise (made by an older synapsecrawl)."""
+        old = self._each(lambda pipe: [pipe.exists(f"{self.root}:{name}") for name in _UNPARTITIONED])
+        ((started, partitions),) = self._run([self._call("started", _STARTED, "meta", [PARTITIONS])])
+        if any(old) or int(partitions) != PARTITIONS:
+            raise ConfigError(
+                f"crawl {self.crawl!r} at {self.url} was made by another synapsecrawl version (its keys are not in "
+                f"{PARTITIONS} partitions): finish it with that version, or crawl again under a new name"
+            )
+        return float(started)
 
     # Working.
 
@@ -418,79 +517,177 @@ class SharedFrontier:
         finished leases, as ``ack`` does, with their ``ends``) in the same step. With ``grant``, a lease
         may hold the pacer's start for its request (``Lease.granted``): ended with the lease.
 
-        Returns (lease or None, seconds until the next site is due after this
-        lease or -1 when nothing is pending, leases of dead workers put back
-        by this call). ``left_count`` is then how many sites the crawl has
+        The partition asked is the next one due (else the one most of ``acks`` are in); on one Redis every ack
+        goes with its lease, on a Cluster only its partition's, the others' settled in the same pipeline. A
+        partition with nothing due is asked the next one due, until a lease or none is due. Returns (lease or
+        None, seconds until the next partition is due after this lease or -1 when nothing is pending in any,
+        leases of dead workers put back by this call). ``left_count`` is then how many sites the crawl has
         left (``left``).
         """
-        reply = self._run(
-            "lease",
-            _LEASE,
-            [
-                *lua_key_parts(self.pacer_prefix),
-                worker,
-                self.lease_seconds,
-                self.concurrency,
-                self.scan,
-                self.poll_seconds,
-                1 if sweep else 0,
-                self.delay,
-                1 if self.grant else 0,
-                lua_tail(UNSENT),
-                *MARGIN,
-                *_ended(acks, ends),
-            ],
-        )
-        if int(reply[0]) == 1:
-            site, ident = (p.decode("utf-8") if isinstance(p, bytes) else str(p) for p in reply[1:3])
-            data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
-            left = reply[5].decode("utf-8") if isinstance(reply[5], bytes) else str(reply[5])
-            self.left_count = int(reply[6])
-            spacing = reply[9].decode() if isinstance(reply[9], bytes) else str(reply[9])
-            lease = Lease(site, ident, data, _left(left), int(reply[8]) == 1, float(spacing) if spacing else None)
-            return lease, float(reply[7]), int(reply[4])
-        self.left_count = int(reply[3])
-        return None, float(reply[1]), int(reply[2])
+        settle: dict[int, list[Lease]] = {}
+        unsettled, self._unsettled = self._unsettled, {}
+        ends = {**{m: end for _, m, end in unsettled.values()}, **(ends or {})}
+        for ack in [*(lease for lease, _, _ in unsettled.values()), *acks]:
+            settle.setdefault(partition_of(ack.site), []).append(ack)
+        reclaimed = 0
+        due = self._due_partitions()
+        if not due and settle:
+            due = [max(settle, key=lambda n: len(settle[n]))]
+        while due:
+            asked, extra = due[0], due[1:] if self._one_redis else []
+            if self._one_redis:  # one script may touch every partition's keys
+                settle = {asked: [lease for held in settle.values() for lease in held]} if settle else {}
+            others = [(n, held) for n, held in settle.items() if n != asked]
+            calls = [self._call("settle", _SETTLE, n, [worker, 0, *self._acked(held, ends)]) for n, held in others]
+            lease_call = self._call(
+                "lease", _LEASE, asked, self._lease_args(asked, worker, sweep, settle.get(asked, []), ends)
+            )
+            tries = [key for n in extra for key in (self._root(n), lua_key_parts(self.pacer_prefix, n)[0])]
+            calls.append((lease_call[0], [*lease_call[1], *tries], lease_call[2]))
+            for held in settle.values():
+                for n in {partition_of(lease.site) for lease in held}:
+                    self._due[n], self._empty[n] = 0.0, False
+            try:
+                replies = run_scripts(self._client, calls, raise_errors=False)
+            except redis.RedisError as error:
+                self._unsettled.update(unsettled)
+                raise FrontierUnreachable(str(error)) from None
+            for (_, held), answer in zip(others, replies, strict=False):
+                if isinstance(answer, Exception):  # its node is down: settled with a later call
+                    self._unsettled.update(
+                        (lease.member, (lease, lease.member, ends.get(lease.member, NO_END))) for lease in held
+                    )
+            settle = {}
+            reply = replies[-1]
+            if isinstance(reply, Exception):
+                self._unsettled.update(unsettled)  # the caller sends ``acks`` again; these are this frontier's
+                raise FrontierUnreachable(str(reply))
+            now = time.monotonic()
+            order = [asked, *extra]
+            if int(reply[0]) == 1:
+                site, ident = (_text(p) for p in reply[1:3])
+                data = reply[3] if isinstance(reply[3], bytes) else str(reply[3]).encode()
+                leased = partition_of(site)
+                self._passed(order[: order.index(leased)], _text(reply[10]), _text(reply[11]), now)
+                self._left[leased] = int(reply[6])
+                self.left_count = sum(self._left)
+                after = float(reply[7])  # -1: nothing else pending in the partition
+                self._due[leased], self._empty[leased] = (
+                    now + (_EMPTY_ASK if after < 0 else min(after, _ASK_WITHIN)),
+                    after < 0,
+                )
+                spacing = _text(reply[9])
+                lease = Lease(
+                    site, ident, data, _left(_text(reply[5])), int(reply[8]) == 1, float(spacing) if spacing else None
+                )
+                return lease, self._hint(now), reclaimed + int(reply[4])
+            reclaimed += int(reply[2])
+            self._passed(order, _text(reply[1]), _text(reply[3]), now)
+            due = self._due_partitions()
+        return None, self._hint(time.monotonic()), reclaimed
+
+    def _lease_args(
+        self, partition: int, worker: str, sweep: bool, acks: Sequence[Lease], ends: Mapping[str, End] | None
+    ) -> list[Any]:
+        return [
+            *lua_key_parts(self.pacer_prefix, partition),
+            worker,
+            self.lease_seconds,
+            self.concurrency,
+            self.scan,
+            self.poll_seconds,
+            1 if sweep else 0,
+            self.delay,
+            1 if self.grant else 0,
+            lua_tail(UNSENT),
+            *MARGIN,
+            *self._acked(acks, ends),
+        ]
+
+    def _due_partitions(self) -> list[int]:
+        """The partitions due now, in turn from the one after the last asked (so workers spread)."""
+        now = time.monotonic()
+        due = [n for n in ((self._turn + step) % PARTITIONS for step in range(PARTITIONS)) if self._due[n] <= now]
+        if due:
+            self._turn = (due[0] + 1) % PARTITIONS
+        return due
+
+    def _passed(self, partitions: Sequence[int], dues: str, lefts: str, now: float) -> None:
+        """What a lease said of the partitions it found nothing to hand out in: when each is next due (-1: none
+        pending) and how many sites each has left."""
+        for n, hint, left in zip(partitions, dues.split(), lefts.split(), strict=True):
+            self._left[n] = int(left)
+            self._empty[n] = float(hint) < 0
+            self._due[n] = now + (_EMPTY_ASK if float(hint) < 0 else min(float(hint), _ASK_WITHIN))
+        self.left_count = sum(self._left)
+
+    def _hint(self, now: float) -> float:
+        """Seconds until the next partition is due; -1 when every one had nothing pending."""
+        if all(self._empty):
+            return -1.0
+        return max(0.0, min(due for due, empty in zip(self._due, self._empty, strict=True) if not empty) - now)
 
     def left(self) -> dict[str, tuple[float, str]]:
         """The sites this crawl left to a later crawl: site -> (paused until, why)."""
-        try:
-            raw = self._client.hgetall(f"{self.root}:left")
-        except redis.RedisError as error:
-            raise FrontierUnreachable(str(error)) from None
         found: dict[str, tuple[float, str]] = {}
-        for key, value in raw.items():
-            site = key.decode("utf-8", "replace") if isinstance(key, bytes) else str(key)
-            found[site] = _left(value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)) or (
-                0.0,
-                "left",
-            )
+        for raw in self._each(lambda pipe: [pipe.hgetall(f"{self._root(n)}:left") for n in range(PARTITIONS)]):
+            for key, value in raw.items():
+                found[_text(key)] = _left(_text(value)) or (0.0, "left")
         return found
 
     def ack(self, worker: str, leases: Sequence[Lease], ends: Mapping[str, End] | None = None) -> int:
         """These leases are done (fetched, or refused before the network); ``ends`` as ``End`` says."""
-        return int(self._run("settle", _SETTLE, [worker, 0, *_ended(leases, ends)])) if leases else 0
+        return self._settle(worker, 0, leases, ends)
 
     def give_back(self, worker: str, leases: Sequence[Lease], ends: Mapping[str, End] | None = None) -> int:
         """Put these leases' requests back in the frontier, not done (a worker stopping)."""
-        return int(self._run("settle", _SETTLE, [worker, 1, *_ended(leases, ends)])) if leases else 0
+        return self._settle(worker, 1, leases, ends)
+
+    def _settle(self, worker: str, give: int, leases: Sequence[Lease], ends: Mapping[str, End] | None) -> int:
+        parts: dict[int, list[Lease]] = {}
+        for lease in leases:
+            parts.setdefault(partition_of(lease.site), []).append(lease)
+        for n in parts:  # a lease ended may make its site due (or bring its entry back)
+            self._due[n], self._empty[n] = 0.0, False
+        if self._one_redis and parts:
+            parts = {min(parts): list(leases)}
+        calls = [
+            self._call("settle", _SETTLE, n, [worker, give, *self._acked(held, ends)]) for n, held in parts.items()
+        ]
+        return sum(int(count) for count in self._run(calls)) if calls else 0
 
     def heartbeat(self, worker: str, leases: Sequence[Lease]) -> int:
         """The worker is alive: renew its leases. Returns how many were still its own."""
-        return int(
-            self._run("heartbeat", _HEARTBEAT, [worker, self.lease_seconds, *(lease.member for lease in leases)])
-        )
+        parts: dict[int, list[str]] = {0: []}  # the worker is heard in partition 0 even holding nothing
+        for lease in leases:
+            n = 0 if self._one_redis else partition_of(lease.site)
+            parts.setdefault(n, []).extend([self._root(partition_of(lease.site)), lease.member])
+        calls = [
+            self._call("heartbeat", _HEARTBEAT, n, [worker, self.lease_seconds, *members])
+            for n, members in parts.items()
+        ]
+        return sum(int(count) for count in self._run(calls))
+
+    def _acked(self, leases: Iterable[Lease], ends: Mapping[str, End] | None) -> list[Any]:
+        """The (partition root, member, seconds since arrival, slow spacing) of leases a script settles."""
+        args: list[Any] = []
+        for lease in leases:
+            args += [self._root(partition_of(lease.site)), *_ended([lease], ends)]
+        return args
 
     def leave(self, site: str, until: float, reason: str) -> None:
         """``site`` is paused past what the crawl waits (unix ``until``): its pending requests are handed out
         at once, to be deferred to a later crawl by whichever worker leases them, not held for the pause."""
+        n = partition_of(site)
+        root = self._root(n)
         try:
             pipe = self._client.pipeline(transaction=True)
-            pipe.hsetnx(f"{self.root}:left", site, json.dumps([until, reason]))
-            pipe.zadd(f"{self.root}:ready", {site: 0})
+            pipe.hsetnx(f"{root}:left", site, json.dumps([until, reason]))
+            pipe.zadd(f"{root}:ready", {site: 0})
             pipe.execute()
         except redis.RedisError as error:
             raise FrontierUnreachable(str(error)) from None
+        self._due[n], self._empty[n] = 0.0, False
 
     def take_page(self, source: str, limit: int) -> bool:
         """Count one page of ``source`` against its limit across all workers; False when it is spent."""
@@ -499,7 +696,7 @@ class SharedFrontier:
     def take_pages(self, source: str, limit: int, wanted: int) -> tuple[int, int]:
         """Count up to ``wanted`` pages of ``source`` against its limit across all workers: how many were
         counted (0 when it is spent), and the source's pages counted now."""
-        taken, spent = self._run("budget", _BUDGET, [source, limit, wanted])
+        ((taken, spent),) = self._run([self._call("budget", _BUDGET, "budget", [source, limit, wanted])])
         return int(taken), int(spent)
 
     def untake_pages(self, source: str, count: int) -> None:
@@ -519,43 +716,64 @@ class SharedFrontier:
 
     def status(self) -> CrawlStatus:
         """Pending, in flight and done per site; in flight, done and last heartbeat per worker."""
-        root = self.root
+        names = ("queued", "flight", "done", "owner", "doneby", "workers")
+
+        def queue(pipe: Any) -> None:
+            for n in range(PARTITIONS):
+                for name in names:
+                    pipe.hgetall(f"{self._root(n)}:{name}")
+
+        replies = self._each(queue)
         try:
-            pipe = self._client.pipeline(transaction=True)
-            pipe.time()
-            for name in ("queued", "flight", "done", "owner", "doneby", "workers"):
-                pipe.hgetall(f"{root}:{name}")
-            now_pair, queued, flight, done, owner, doneby, workers = pipe.execute()
+            now_pair = self._client.time()
         except redis.RedisError as error:
             raise FrontierUnreachable(str(error)) from None
         now = float(now_pair[0]) + float(now_pair[1]) / 1e6
-        text = _decoded
+        queued: dict[str, str] = {}
+        flight: dict[str, str] = {}
+        done: dict[str, str] = {}
+        owner: dict[str, str] = {}
+        doneby: dict[str, int] = {}
+        workers: dict[str, float] = {}
+        for n in range(PARTITIONS):
+            q, f, d, o, by, heard = (_decoded(raw) for raw in replies[n * len(names) : (n + 1) * len(names)])
+            queued.update(q)
+            flight.update(f)
+            done.update(d)
+            owner.update(o)
+            for who, count in by.items():
+                doneby[who] = doneby.get(who, 0) + int(count)
+            for who, at in heard.items():
+                workers[who] = max(workers.get(who, 0.0), float(at or 0))
         sites: dict[str, tuple[int, int, int]] = {}
-        for site in set(text(queued)) | set(text(flight)) | set(text(done)):
+        for site in set(queued) | set(flight) | set(done):
             sites[site] = (
-                max(0, int(text(queued).get(site, 0))),
-                max(0, int(text(flight).get(site, 0))),
-                int(text(done).get(site, 0)),
+                max(0, int(queued.get(site, 0))),
+                max(0, int(flight.get(site, 0))),
+                int(done.get(site, 0)),
             )
         held: dict[str, int] = {}
-        for who in text(owner).values():
+        for who in owner.values():
             held[who] = held.get(who, 0) + 1
         result: dict[str, tuple[int, int, float]] = {}
-        for who in set(text(workers)) | set(held) | set(text(doneby)):
-            seen = float(text(workers).get(who, 0) or 0)
-            result[who] = (held.get(who, 0), int(text(doneby).get(who, 0)), now - seen if seen else -1.0)
+        for who in set(workers) | set(held) | set(doneby):
+            seen = workers.get(who, 0.0)
+            result[who] = (held.get(who, 0), doneby.get(who, 0), now - seen if seen else -1.0)
         return CrawlStatus(dict(sorted(sites.items())), dict(sorted(result.items())))
 
     def drained(self) -> bool:
         """Nothing pending and nothing in flight, on any worker."""
-        try:
-            pipe = self._client.pipeline(transaction=True)
-            pipe.hvals(f"{self.root}:queued")
-            pipe.zcard(f"{self.root}:inflight")
-            queued, inflight = pipe.execute()
-        except redis.RedisError as error:
-            raise FrontierUnreachable(str(error)) from None
-        return int(inflight) == 0 and all(int(v) <= 0 for v in queued)
+
+        def queue(pipe: Any) -> None:
+            for n in range(PARTITIONS):
+                pipe.hvals(f"{self._root(n)}:queued")
+                pipe.zcard(f"{self._root(n)}:inflight")
+
+        replies = self._each(queue)
+        for queued, inflight in zip(replies[::2], replies[1::2], strict=True):
+            if int(inflight) != 0 or any(int(v) > 0 for v in queued):
+                return False
+        return True
 
     def ping(self) -> None:
         try:
@@ -601,8 +819,13 @@ class SharedFrontier:
         self._client.close()
 
 
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
 def _ended(leases: Iterable[Lease], ends: Mapping[str, End] | None) -> list[Any]:
-    """The (member, seconds since arrival, slow spacing) triples a script settles leases with."""
+    """The (member, seconds since arrival, slow spacing) triples a script settles leases with (an add's ending
+    lease; ``SharedFrontier._acked`` puts each one's partition root before them)."""
     args: list[Any] = []
     for lease in leases:
         ago, slow = (ends or {}).get(lease.member, NO_END)

@@ -6,8 +6,11 @@ per target domain (IRLbot's STAR), the shared Bloom seen-set, trap counts across
 budget; past it a link is parked (IRLbot's BEAST), bounded per domain. Admitted URLs wait in a per-site
 sorted set by value, and the frontier's stream of the site holds at most ``window`` of them, refilled in the
 same step or when a page is answered, so a killed worker loses nothing. ``SharedNearDuplicates`` keeps SimHash
-block buckets. Keys live under ``synapsecrawl.shared.entries.web_root``; reads no setting or meta key.
-More: docs/architecture.md, "Inside the larger modules".
+block buckets. Keys live under ``synapsecrawl.shared.entries.web_root``, each link's in its site's partition
+(``synapsecrawl.pacing.keys.partition_of``: a registrable domain's budget, its sites' waiting URLs, its part of
+the seen-set and the frontier's keys of its sites on one Redis Cluster slot); a batch is one script call a
+partition, in one pipeline. Reads no setting or meta key. More: docs/architecture.md, "Inside the larger
+modules".
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from synapsecrawl.pacing.keys import PARTITIONS, partition_of
+from synapsecrawl.pacing.redisclient import Call, run_scripts
 from synapsecrawl.profiles import WebPolicy
-from synapsecrawl.shared.entries import ENQUEUE_LUA, QUEUED_LUA
+from synapsecrawl.shared.entries import ENQUEUE_LUA, QUEUED_LUA, partition_root
 from synapsecrawl.web.redis_seen import RedisBloom, bloom_shape
 from synapsecrawl.web.traps import TrapGuard
 
@@ -265,8 +270,9 @@ def url_key(url: str) -> str:
 
 class SharedWebGate:
     """The shared seen-set, trap counts, budgets and waiting URLs of one web crawl, at ``root`` in the Redis
-    of ``client``; admitted URLs go to the shared frontier at ``frontier`` (its root), ``window`` of a site's
-    undelivered at a time."""
+    (or Redis Cluster) of ``client``; admitted URLs go to the shared frontier at ``frontier`` (its root),
+    ``window`` of a site's undelivered at a time. Each partition's seen-set is a Bloom filter sized for twice
+    its share of ``expected``."""
 
     def __init__(
         self, client: Any, root: str, policy: WebPolicy, *, expected: int, frontier: str = "", window: int = 2
@@ -277,17 +283,23 @@ class SharedWebGate:
         self._policy = policy
         self._window = max(1, window)
         self._traps = TrapGuard(policy)
-        bits, hashes = bloom_shape(expected, policy.seen_false_positive)
-        client.hsetnx(f"{root}:shape", "bits", bits)  # the first worker sizes the filter for all
+        share = max(1, 2 * expected // PARTITIONS)
+        bits, hashes = bloom_shape(share, policy.seen_false_positive)
+        client.hsetnx(f"{root}:shape", "bits", bits)  # the first worker sizes the filters for all
         client.hsetnx(f"{root}:shape", "hashes", hashes)
         shape = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:shape").items()}
-        self.bloom = RedisBloom(client, f"{root}:seen", expected=expected, false_positive=policy.seen_false_positive)
+        self.bloom = RedisBloom(client, f"{root}:seen", expected=share, false_positive=policy.seen_false_positive)
         self.bloom.bits, self.bloom.hashes = shape["bits"], shape["hashes"]
         self._admit = client.register_script(_ADMIT)
         self._refill = client.register_script(_REFILL)
 
-    def _head(self) -> list[Any]:
-        return [self._frontier, self.root, self._window]
+    def _head(self, partition: int) -> list[Any]:
+        frontier = partition_root(self._frontier, partition) if self._frontier else ""
+        return [frontier, partition_root(self.root, partition), self._window]
+
+    def _call(self, script: Any, partition: int, args: Sequence[Any]) -> Call:
+        head = self._head(partition)
+        return script, [f"{head[1]}:order"], [*head, *args]  # KEYS[1] routes the call to its partition
 
     def admit(self, links: Sequence[Link], *, refill: str = "") -> list[int]:
         """For each link: ``ADMITTED``, ``PARKED``, ``KNOWN``, ``TRAP`` or ``BUDGET`` (cut); the site
@@ -295,17 +307,20 @@ class SharedWebGate:
         if not links:
             return []
         policy = self._policy
-        args: list[Any] = [
-            *self._head(),
+        head: list[Any] = [
             policy.budget_base,
             policy.budget_per_linking_domain,
             policy.budget_max,
             self.bloom.hashes,
             policy.calendar_pages,
             PARK_PER_LINKER * policy.budget_per_linking_domain,
-            refill,
         ]
-        for link in links:
+        parts: dict[int, list[Any]] = {}
+        places: dict[int, list[int]] = {}
+        for i, link in enumerate(links):
+            n = partition_of(link.site or link.domain)
+            places.setdefault(n, []).append(i)
+            args = parts.setdefault(n, [])
             marks = self._traps.marks(link.url)
             linker = _SEED if link.linker is None else ("" if link.linker == link.domain else link.linker)
             args += [link.domain, linker, link.site or link.domain, link.data, url_key(link.url), link.depth]
@@ -315,19 +330,38 @@ class SharedWebGate:
             else:
                 args += [bytes.fromhex(marks.path_key), marks.variant.to_bytes(8, "big"), marks.cap]
             args += self.bloom.positions(link.url)
-        return [int(v) for v in self._admit(args=args)]
+        refilled = partition_of(refill) if refill else None
+        if refilled is not None:
+            parts.setdefault(refilled, [])
+        order = list(parts)
+        calls = [self._call(self._admit, n, [*head, refill if n == refilled else "", *parts[n]]) for n in order]
+        verdicts = [0] * len(links)
+        for n, reply in zip(order, run_scripts(self._client, calls), strict=True):
+            for i, verdict in zip(places.get(n, []), reply, strict=True):
+                verdicts[i] = int(verdict)
+        return verdicts
 
     def refill(self, sites: Sequence[str]) -> int:
         """Queue the best waiting URLs of ``sites`` until each has ``window`` undelivered in the frontier."""
-        return int(self._refill(args=[*self._head(), *sites])) if sites and self._frontier else 0
+        if not sites or not self._frontier:
+            return 0
+        parts: dict[int, list[str]] = {}
+        for site in sites:
+            parts.setdefault(partition_of(site), []).append(site)
+        calls = [self._call(self._refill, n, names) for n, names in parts.items()]
+        return sum(int(moved) for moved in run_scripts(self._client, calls))
 
     def refill_all(self) -> int:
         """``refill`` every site with URLs waiting (what a lease ended without its page read left behind)."""
-        return int(self._refill(args=[*self._head(), "*"])) if self._frontier else 0
+        if not self._frontier:
+            return 0
+        calls = [self._call(self._refill, n, ["*"]) for n in range(PARTITIONS)]
+        return sum(int(moved) for moved in run_scripts(self._client, calls))
 
     def waiting(self, site: str) -> list[tuple[str, float]]:
         """(URL key, score: lower goes first) of ``site``'s waiting URLs, best first (tests, status)."""
-        return [(k.decode(), float(s)) for k, s in self._client.zrange(f"{self.root}:z:{site}", 0, -1, withscores=True)]
+        key = f"{partition_root(self.root, partition_of(site))}:z:{site}"
+        return [(k.decode(), float(s)) for k, s in self._client.zrange(key, 0, -1, withscores=True)]
 
     def count(self, cuts: Counter[str]) -> None:
         """Add a worker's own cuts (scope, limit, scheme, a trap's shape, duplicate) to the crawl's."""
@@ -352,7 +386,10 @@ class SharedNearDuplicates:
     def original(self, value: int) -> str | None:
         """The URL of a stored page within ``bits`` of ``value``, or None."""
         found = []
-        for member in self._client.sunion(self._keys(value)):
+        pipe = self._client.pipeline(transaction=False)  # one key a command: the four may be on four nodes
+        for key in self._keys(value):
+            pipe.smembers(key)
+        for member in set().union(*pipe.execute()):
             text = member.decode()
             other, _, url = text.partition(" ")
             if (int(other, 16) ^ value).bit_count() <= self._bits:
@@ -370,13 +407,23 @@ class SharedNearDuplicates:
 def web_status(client: Any, root: str, top: int = 10) -> dict[str, Any] | None:
     """A web crawl's figures: domains admitted, cuts by reason, pages waiting their turn (in all and per site)
     and parked, budget spent on the ``top`` domains; None when the crawl is not a web crawl."""
-    admitted = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:admitted").items()}
-    cuts = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:cuts").items()}
+    names = ("admitted", "cuts", "budget", "waiting", "parked")
+    pipe = client.pipeline(transaction=False)
+    pipe.hgetall(f"{root}:cuts")  # the workers' own cuts
+    for n in range(PARTITIONS):
+        for name in names:
+            pipe.hgetall(f"{partition_root(root, n)}:{name}")
+    replies = pipe.execute()
+    merged: dict[str, dict[str, int]] = {name: {} for name in names}
+    for name, raw in [("cuts", replies[0]), *zip(names * PARTITIONS, replies[1:], strict=True)]:
+        into = merged[name]
+        for k, v in raw.items():
+            into[k.decode()] = into.get(k.decode(), 0) + int(v)
+    admitted, cuts, budgets = merged["admitted"], merged["cuts"], merged["budget"]
     if not admitted and not cuts:
         return None
-    budgets = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:budget").items()}
-    waiting = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:waiting").items() if int(v) > 0}
-    parked = {k.decode(): int(v) for k, v in client.hgetall(f"{root}:parked").items() if int(v) > 0}
+    waiting = {k: v for k, v in merged["waiting"].items() if v > 0}
+    parked = {k: v for k, v in merged["parked"].items() if v > 0}
     spent = sorted(admitted.items(), key=lambda item: (-item[1], item[0]))[:top]
     return {
         "domains_known": len(budgets),

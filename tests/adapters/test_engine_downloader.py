@@ -22,6 +22,7 @@ from scrapy.utils.test import get_crawler
 from middlewares.engine.downloader import PacedDownloader
 from middlewares.engine.runtime import Runtime
 from synapsecrawl.pacing.clock import gap, next_start
+from synapsecrawl.pacing.keys import site_keys
 from tests.adapters.crawlers import Held, live_slot
 from tests.helpers import REDIS_URL
 
@@ -195,7 +196,7 @@ async def test_under_shared_pacing_the_send_is_told_redis_after_the_hand_over_an
         "PACING_REDIS_PREFIX": redis_prefix,
     }
     downloader = await downloader_for("omniscientebot", signing_key, FakeClock(), **settings)
-    keys = f"{redis_prefix}:omniscientebot:{{example.com}}"
+    keys = site_keys(f"{redis_prefix}:omniscientebot", "example.com")[0].removesuffix(":state")
     wire = _Wire(f"{keys}:unsent")
     downloader.handlers = wire  # type: ignore[assignment]
     try:

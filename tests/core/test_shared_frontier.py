@@ -11,17 +11,17 @@ import pytest
 import redis
 
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
+from synapsecrawl.pacing.keys import partition_of
 from synapsecrawl.pacing.shared import RedisPacing
 from synapsecrawl.shared.entries import BadEntry, Entry
 from synapsecrawl.shared.frontier import SharedFrontier
-from tests.conftest import REDIS_URL
 from tests.helpers import PickleExploit
 
 
 @pytest.fixture
-def frontier(redis_prefix: str) -> Iterator[SharedFrontier]:
+def frontier(redis_prefix: str, redis_url: str) -> Iterator[SharedFrontier]:
     f = SharedFrontier(
-        REDIS_URL,
+        redis_url,
         "core",
         prefix=f"{redis_prefix}:frontier",
         pacer_prefix=f"{redis_prefix}:pacing",
@@ -83,7 +83,7 @@ def test_the_duplicate_filter_keeps_one_request_per_canonical_url(frontier: Shar
 
 
 def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_flight(
-    frontier: SharedFrontier, redis_prefix: str
+    frontier: SharedFrontier, redis_prefix: str, redis_url: str
 ) -> None:
     """Requests handed out in pacing order, never waiting in one worker's memory: once a site's
     Crawl-delay is known, its second request is not leased to any worker within a spacing of its first,
@@ -94,13 +94,14 @@ def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_fli
 
     frontier.add([("a.test", Entry(f"http://a.test/{n}", "s")) for n in range(2)])
     frontier.add([("b.test", Entry("http://b.test/0", "s"))])
-    first, _, _ = frontier.lease("w1")
-    assert first is not None and first.site == "a.test"
-    other, _, _ = frontier.lease("w2")
-    assert other is not None and other.site == "b.test"
+    one, _, _ = frontier.lease("w1")
+    two, _, _ = frontier.lease("w2")
+    assert one is not None and two is not None  # a.test's and b.test's, in their partitions' order
+    first, other = sorted((one, two), key=lambda lease: lease.site)
+    assert (first.site, other.site) == ("a.test", "b.test")
     assert frontier.lease("w2")[0] is None  # within a spacing (0.5 s) of a.test's lease
     pacer = RedisPacing(
-        REDIS_URL, delay=2.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
+        redis_url, delay=2.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
     )
 
     async def download() -> None:
@@ -119,11 +120,13 @@ def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_fli
     assert second is not None and second.site == "a.test"
 
 
-def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_not(redis_prefix: str) -> None:
+def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_not(
+    redis_prefix: str, redis_url: str
+) -> None:
     """Leases: a request leased by a worker that stops renewing (killed) is put back once its
     lease expires and leased again by another worker; a lease its worker's heartbeat renews stays."""
     f = SharedFrontier(
-        REDIS_URL,
+        redis_url,
         "core",
         prefix=f"{redis_prefix}:frontier",
         pacer_prefix=f"{redis_prefix}:pacing",
@@ -149,14 +152,16 @@ def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_no
     f.close()
 
 
-def test_a_site_whose_crawl_delay_is_unknown_has_one_lease_out_until_it_ends_or_expires(redis_prefix: str) -> None:
+def test_a_site_whose_crawl_delay_is_unknown_has_one_lease_out_until_it_ends_or_expires(
+    redis_prefix: str, redis_url: str
+) -> None:
     """Requests handed out in pacing order, never waiting in one worker's memory: until a site's
     robots.txt is read (the shared pacer knows no Crawl-delay for it), at most one of its requests is
     leased, on any worker, though its spacing has passed, while other sites' are leased meanwhile; its
     next is leasable once that lease is acknowledged, or once a lease never acknowledged nor renewed (a
     killed worker) expires, so no site is stuck. Once its Crawl-delay is known, the pacer decides."""
     f = SharedFrontier(
-        REDIS_URL,
+        redis_url,
         "core",
         prefix=f"{redis_prefix}:frontier",
         pacer_prefix=f"{redis_prefix}:pacing",
@@ -165,10 +170,11 @@ def test_a_site_whose_crawl_delay_is_unknown_has_one_lease_out_until_it_ends_or_
     )
     f.add([("a.test", Entry(f"http://a.test/{n}", "s")) for n in range(4)])
     f.add([("b.test", Entry("http://b.test/0", "s"))])
-    first, _, _ = f.lease("w1")
-    other, _, _ = f.lease("w2")
-    assert first is not None and first.site == "a.test"
-    assert other is not None and other.site == "b.test"
+    one, _, _ = f.lease("w1")
+    two, _, _ = f.lease("w2")
+    assert one is not None and two is not None  # a.test's and b.test's, in their partitions' order
+    first, other = sorted((one, two), key=lambda lease: lease.site)
+    assert (first.site, other.site) == ("a.test", "b.test")
     assert f.lease("w2")[0] is None  # a.test's spacing (0 s) has passed, but one lease of it is out
     assert f.lease("w2", acks=[other])[0] is None  # b.test done; a.test still has its one lease out
     f.ack("w1", [first])
@@ -180,7 +186,7 @@ def test_a_site_whose_crawl_delay_is_unknown_has_one_lease_out_until_it_ends_or_
     assert reclaimed == 1
     assert third is not None and Entry.from_json(third.data).url == "http://a.test/2"
     pacer = RedisPacing(
-        REDIS_URL, delay=0.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
+        redis_url, delay=0.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
     )
     pacer.set_crawl_delay("a.test", None)  # robots.txt read: the pacer's spacing and downloads in flight decide
     fourth, _, _ = f.lease("w4")
@@ -193,6 +199,7 @@ def test_a_lease_acknowledges_the_last_ones_and_says_when_the_next_site_is_due(f
     """Round trips: one lease call acknowledges the worker's finished leases (counted done, not
     pending, not in flight) and says how long until the next site falls due, so the worker sleeps until
     then instead of asking again."""
+    assert frontier.lease("w1") == (None, -1.0, 0)  # every partition asked once: none has anything pending
     frontier.add([("a.test", Entry("http://a.test/1", "s")), ("a.test", Entry("http://a.test/2", "s"))])
     first, hint, _ = frontier.lease("w1")
     assert first is not None
@@ -223,7 +230,9 @@ def test_redis_down_is_frontier_unreachable() -> None:
 _unused = redis
 
 
-def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_spacing(redis_prefix: str) -> None:
+def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_spacing(
+    redis_prefix: str, redis_url: str
+) -> None:
     """One round trip a page (OMN-SITE, SYN-RATE, SNA-SLOW): with ``grant``, a lease of a site whose
     Crawl-delay is known holds the shared pacer's start as well: the pacer grants no other start at the site
     while it is out (its downloader need not ask), the site's next page is not leased though its spacing has
@@ -234,7 +243,7 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
     import asyncio
 
     f = SharedFrontier(
-        REDIS_URL,
+        redis_url,
         "core",
         prefix=f"{redis_prefix}:frontier",
         pacer_prefix=f"{redis_prefix}:pacing",
@@ -243,7 +252,7 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
         grant=True,
     )
     pacer = RedisPacing(
-        REDIS_URL, delay=0.2, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
+        redis_url, delay=0.2, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
     )
 
     loop = asyncio.new_event_loop()  # one loop: the pacer's asyncio client is bound to it
@@ -257,8 +266,10 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
     f.add([("a.test", Entry(f"http://a.test/{n}", "s")) for n in range(2)])
     f.add([("new.test", Entry("http://new.test/0", "s"))])
     pacer.set_crawl_delay("a.test", None)  # its robots.txt read
-    first, _, _ = f.lease("w1")
-    fresh, _, _ = f.lease("w1")
+    one, _, _ = f.lease("w1")
+    two, _, _ = f.lease("w1")
+    assert one is not None and two is not None  # a.test's and new.test's, in their partitions' order
+    first, fresh = sorted((one, two), key=lambda lease: lease.site)
     assert first is not None and first.site == "a.test" and first.granted
     assert fresh is not None and fresh.site == "new.test" and not fresh.granted
     for _ in range(3):  # past the lease's 1 s, renewed by the heartbeat
@@ -268,6 +279,7 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
         assert f.lease("w2")[0] is None  # a.test's spacing passed, its one place held
     second, _, _ = f.lease("w2", acks=[], ends={})
     assert second is None
+    assert f.ack("w1", [fresh]) == 1  # new.test done: not swept back to compete with a.test below
     assert f.ack("w1", [first], {first.member: (0.0, 1.5)}) == 1  # reached the server just now; 1.5 s slow
     granted, wait = turn("a.test")
     assert not granted and 1.3 < wait <= 1.6  # the slow spacing from its arrival
@@ -276,7 +288,7 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
     second, _, _ = f.lease("w2")
     assert second is not None and second.granted and Entry.from_json(second.data).url == "http://a.test/1"
     assert f.give_back("w2", [second]) == 1  # a worker stopping: the start is freed with the lease
-    assert f.lease("w3")[0] is not None  # due at once (given back), its place free again
+    assert f.status().sites["a.test"][:2] == (1, 0)  # its entry pending again, none in flight: its place free
     loop.run_until_complete(pacer.aclose())
     loop.close()
     f.close()
@@ -297,3 +309,24 @@ def test_pages_counted_in_a_block_never_pass_the_limit_and_those_not_fetched_are
     assert frontier.pages_spent("s1") == 17
     assert frontier.take_page("s1", 20) and frontier.pages_spent("s1") == 18
     assert frontier.take_pages("other", 5, 16) == (5, 5)  # each source its own limit
+
+
+def test_one_lease_acknowledges_leases_of_every_partition_and_the_heartbeat_renews_them_all(
+    frontier: SharedFrontier,
+) -> None:
+    """Round trips with partitions: a worker's finished leases of sites in different partitions are all
+    acknowledged by its next lease (in one script on one Redis, in one pipeline on a Cluster), and its
+    heartbeat renews leases of every partition it holds; nothing is left in flight or pending."""
+    sites = [f"part-{i}.test" for i in range(6)]
+    assert len({partition_of(site) for site in sites}) >= 3
+    frontier.add([(site, Entry(f"http://{site}/", "s")) for site in sites])
+    held = []
+    while (lease := frontier.lease("w1")[0]) is not None:
+        held.append(lease)
+    assert sorted(lease.site for lease in held) == sorted(sites)
+    assert frontier.heartbeat("w1", held) == len(sites)
+    assert frontier.lease("w1", acks=held)[0] is None
+    status = frontier.status()
+    assert all(status.sites[site] == (0, 0, 1) for site in sites)
+    assert status.workers["w1"][:2] == (0, len(sites))
+    assert frontier.drained()

@@ -12,18 +12,18 @@ from pathlib import Path
 import pytest
 import redis
 
+from synapsecrawl.pacing.redisclient import sync_redis
 from synapsecrawl.profiles import WebPolicy
 from synapsecrawl.shared.entries import Entry, Lease, web_root
 from synapsecrawl.shared.frontier import SharedFrontier
 from synapsecrawl.web.shared import ADMITTED, BUDGET, KNOWN, PARKED, TRAP, Link, SharedWebGate, web_status
-from tests.conftest import REDIS_URL
 from tests.helpers import synapsecrawl
 
 
 @pytest.fixture
-def frontier(redis_prefix: str) -> Iterator[SharedFrontier]:
+def frontier(redis_prefix: str, redis_url: str) -> Iterator[SharedFrontier]:
     f = SharedFrontier(
-        REDIS_URL,
+        redis_url,
         "web",
         prefix=f"{redis_prefix}:frontier",
         pacer_prefix=f"{redis_prefix}:pacing",
@@ -35,8 +35,8 @@ def frontier(redis_prefix: str) -> Iterator[SharedFrontier]:
 
 
 @pytest.fixture
-def client() -> Iterator[redis.Redis]:
-    one = redis.Redis.from_url(REDIS_URL)
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    one = sync_redis(redis_url)
     yield one
     one.close()
 
@@ -82,7 +82,7 @@ def test_a_sites_pages_are_handed_out_by_value_not_in_the_order_found(
     votes += [_link(pages[5], "s.test"), _link(pages[5], "s.test"), _link(pages[2], "a.test")]
     assert gate.admit(votes) == [KNOWN] * 6
     assert gate.admit([_link("https://s.test/deep", "a.test", depth=4)]) == [ADMITTED]
-    out = synapsecrawl("crawl", "status", "--crawl", "web", "--redis", REDIS_URL, "--prefix", frontier.prefix,
+    out = synapsecrawl("crawl", "status", "--crawl", "web", "--redis", frontier.url, "--prefix", frontier.prefix,
                        "--format", "jsonl")  # fmt: skip
     assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines()]
@@ -98,13 +98,13 @@ def test_a_sites_pages_are_handed_out_by_value_not_in_the_order_found(
 
 
 def test_waiting_pages_are_never_lost_between_the_waiting_set_and_the_stream(
-    client: redis.Redis, redis_prefix: str
+    client: redis.Redis, redis_prefix: str, redis_url: str
 ) -> None:
     """A lease ended without its page's answer refilling the site (a worker killed, its lease expired and
     put back) leaves the site's stream dry while pages wait: ``refill_all`` queues them, so the crawl is not
     drained while they wait, and every page is leased; the expired lease is handed out again, once."""
     frontier = SharedFrontier(
-        REDIS_URL, "kill", prefix=f"{redis_prefix}:frontier", pacer_prefix=f"{redis_prefix}:pacing", delay=0.0,
+        redis_url, "kill", prefix=f"{redis_prefix}:frontier", pacer_prefix=f"{redis_prefix}:pacing", delay=0.0,
         lease_seconds=0.3,
     )  # fmt: skip
     try:
@@ -160,7 +160,7 @@ def test_trap_counts_hold_across_workers(client: redis.Redis, frontier: SharedFr
     a known URL linked again is known, not a trap; the cuts are counted once, for the crawl."""
     policy = WebPolicy(crawl="open", budget_base=100, calendar_pages=3, variants_per_path=2)
     one = _gate(client, frontier, policy)
-    other = redis.Redis.from_url(REDIS_URL)
+    other = sync_redis(frontier.url)
     try:
         two = _gate(other, frontier, policy)
         days = [f"https://cal.test/2026/01/{d:02d}/" for d in range(1, 6)]

@@ -14,12 +14,18 @@ import pytest
 
 from tests.e2e.scrapyd_env import VENV, built_venv, clean_env, free_port, get_json
 from tests.e2e.sharedcrawl import SharedCrawl
-from tests.helpers import ROOT
+from tests.helpers import REDIS_URL, ROOT
 
 
 @pytest.fixture
-def shared(redis_prefix: str, postgres_schema_uri: str, tmp_path: Path, host: str):  # type: ignore[no-untyped-def]
-    crawl = SharedCrawl(name=host.replace(".", "-"), prefix=redis_prefix, kb_uri=postgres_schema_uri, tmp=tmp_path)
+def shared(request: pytest.FixtureRequest, redis_prefix: str, postgres_schema_uri: str, tmp_path: Path, host: str):  # type: ignore[no-untyped-def]
+    """A shared crawl on the test Redis; on the session's Redis Cluster for a test parametrized indirectly
+    with ``"cluster"`` (``@pytest.mark.parametrize("shared", ["redis", "cluster"], indirect=True)``)."""
+    where = getattr(request, "param", "redis")
+    url = request.getfixturevalue("redis_cluster").url if where == "cluster" else REDIS_URL
+    crawl = SharedCrawl(
+        name=host.replace(".", "-"), prefix=redis_prefix, kb_uri=postgres_schema_uri, tmp=tmp_path, redis_url=url
+    )
     try:
         yield crawl
     finally:

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.e2e
 NO_ROBOTS = Reply("", status=404)
 
 
+@pytest.mark.parametrize("shared", ["redis", "cluster"], indirect=True)
 def test_three_workers_fetch_a_url_list_once_each_with_every_sites_gaps_held(
     server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path
 ) -> None:
@@ -55,6 +56,7 @@ def test_three_workers_fetch_a_url_list_once_each_with_every_sites_gaps_held(
     assert len([row for row in workers if int(row["done"]) > 0]) >= 2
 
 
+@pytest.mark.parametrize("shared", ["redis", "cluster"], indirect=True)
 def test_a_site_crawl_shared_by_three_workers_keeps_its_depth_and_its_page_limit_across_them(
     server: TestServer, host: str, shared: SharedCrawl
 ) -> None:
@@ -219,6 +221,7 @@ def test_recrawl_puts_a_due_shared_source_back_into_its_shared_crawl(
     assert source.mode == "site" and source.next_due > time.time() + 6.9 * 86400
 
 
+@pytest.mark.parametrize("shared", ["redis", "cluster"], indirect=True)
 def test_a_crawl_delay_read_by_one_worker_holds_for_all_of_them(
     server: TestServer, host: str, shared: SharedCrawl, tmp_path: Path
 ) -> None:
