@@ -119,6 +119,26 @@ def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_fli
     assert second is not None and second.site == "a.test"
 
 
+def test_a_crawl_without_values_hands_its_sites_out_in_pacing_order(
+    frontier: SharedFrontier, redis_prefix: str
+) -> None:
+    """A shared crawl of named pages (no web crawl's values) hands its due sites out as before the web
+    crawl's workbench: the one due longest first, whatever their names, and no value or workbench key is
+    written."""
+    for site in ("c.test", "a.test", "b.test"):
+        frontier.add([(site, Entry(f"http://{site}/{n}", "s")) for n in range(2)])
+    leased = []
+    while (lease := frontier.lease("w1")[0]) is not None:
+        leased.append(lease.site)
+        frontier.ack("w1", [lease])
+    assert leased == ["c.test", "a.test", "b.test"] * 2  # an acknowledged lease makes its site due again
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        assert not client.exists(f"{frontier.root}:bench", f"{frontier.root}:value")
+    finally:
+        client.close()
+
+
 def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_not(redis_prefix: str) -> None:
     """Leases: a request leased by a worker that stops renewing (killed) is put back once its
     lease expires and leased again by another worker; a lease its worker's heartbeat renews stays."""

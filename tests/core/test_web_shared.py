@@ -130,6 +130,56 @@ def test_waiting_pages_are_never_lost_between_the_waiting_set_and_the_stream(
         frontier.close()
 
 
+def test_the_due_site_with_the_most_valuable_page_is_leased_first_not_the_earliest_due(
+    client: redis.Redis, frontier: SharedFrontier
+) -> None:
+    """The lease's workbench: among the sites that are due, the one whose best page is worth most goes first,
+    not the one due longest (a shallow page before a deep one found earlier); a page given back keeps its
+    value; a better page admitted to a due site ranks the site by it at once; a site with no value (a request
+    of another mode) takes its turn first, in pacing order."""
+    gate = _gate(client, frontier, WebPolicy(crawl="open", budget_base=50))
+    assert gate.admit([_link("https://early.test/deep", "x.test", depth=3)]) == [ADMITTED]
+    assert gate.admit([_link("https://late.test/front", "x.test", depth=0)]) == [ADMITTED]
+    frontier.add([("plain.test", Entry("https://plain.test/listed", "src"))])
+    plain, _, _ = frontier.lease("w1")
+    best, _, _ = frontier.lease("w1", acks=[plain] if plain else ())
+    assert plain is not None and plain.site == "plain.test"
+    assert best is not None and best.site == "late.test"  # due after early.test, worth more
+    assert frontier.give_back("w1", [best]) == 1
+    again, _, _ = frontier.lease("w1")
+    assert again is not None and Entry.from_json(again.data).url == "https://late.test/front"
+    frontier.ack("w1", [again])
+    assert gate.admit([_link("https://mid.test/p", "x.test", depth=1)]) == [ADMITTED]
+    assert gate.admit([_link("https://early.test/", "y.test", depth=0)]) == [ADMITTED]  # early.test's best now
+    leased = []
+    while (lease := frontier.lease("w1")[0]) is not None:
+        leased.append(lease.site)
+        frontier.ack("w1", [lease])
+    assert leased == ["early.test", "early.test", "mid.test"]
+    assert client.zcard(f"{frontier.root}:bench") == 0 and client.hlen(f"{frontier.root}:value") == 0
+
+
+def test_a_site_that_is_not_due_waits_however_valuable_its_next_page(client: redis.Redis, redis_prefix: str) -> None:
+    """The workbench holds only sites whose time has come: the site with the best pages is leased, then,
+    within its spacing, the due site with a worse page, never the better site's next page early; the worker
+    is told when that site falls due."""
+    frontier = SharedFrontier(
+        REDIS_URL, "due", prefix=f"{redis_prefix}:frontier", pacer_prefix=f"{redis_prefix}:pacing", delay=5.0
+    )
+    try:
+        gate = _gate(client, frontier, WebPolicy(crawl="open", budget_base=50))
+        gate.admit([_link(f"https://good.test/{n}", "x.test", depth=0) for n in range(2)])
+        gate.admit([_link("https://poor.test/deep", "x.test", depth=4)])
+        first, _, _ = frontier.lease("w1")
+        second, _, _ = frontier.lease("w2")
+        third, due, _ = frontier.lease("w3")
+        assert first is not None and first.site == "good.test"
+        assert second is not None and second.site == "poor.test"
+        assert third is None and 4.0 < due <= 5.0  # good.test's next page waits its spacing
+    finally:
+        frontier.close()
+
+
 def test_links_over_budget_are_parked_and_admitted_best_first_when_a_new_linking_domain_grows_it(
     client: redis.Redis, frontier: SharedFrontier
 ) -> None:
