@@ -1,8 +1,9 @@
 """One crawl shared by many workers: its frontier and duplicate filter in Redis.
 
 Each site has one Redis stream of pending requests, read by the crawl's consumer group; ``ready`` orders the sites
-by when each may be asked next (checked against ``synapsecrawl.pacing.shared``'s state), ``inflight`` holds each
-lease and its expiry, ``seen`` is the duplicate filter. With ``grant`` (one download a site at a time) a lease
+by when each may be asked next (checked against ``synapsecrawl.pacing.shared``'s state), ``bench`` a web crawl's
+due sites by the value of their best page (``value``), ``inflight`` holds each lease and its expiry, ``seen`` is
+the duplicate filter. With ``grant`` (one download a site at a time) a lease
 also holds the pacer's start (``granted``), ended with the lease; a sleeping worker claims the site it wakes for
 (``claims``). Every call is one atomic Lua script, all shared times are the Redis server's ``TIME``, and entries
 are JSON (``synapsecrawl.shared.entries``), never pickle. Keys need one Redis, not a Cluster. The whole design:
@@ -462,9 +463,10 @@ class SharedFrontier:
     def lease(
         self, worker: str, *, sweep: bool = True, acks: Sequence[Lease] = (), ends: Mapping[str, End] | None = None
     ) -> tuple[Lease | None, float, int]:
-        """One request of the first site that is due, for ``worker``, after acknowledging ``acks`` (its
-        finished leases, as ``ack`` does, with their ``ends``) in the same step. With ``grant``, a lease
-        may hold the pacer's start for its request (``Lease.granted``): ended with the lease.
+        """One request of a due site, for ``worker``: the first due of those without a value, else the one
+        whose best page is worth most (a web crawl's), after acknowledging ``acks`` (its finished leases, as
+        ``ack`` does, with their ``ends``) in the same step. With ``grant``, a lease may hold the pacer's
+        start for its request (``Lease.granted``): ended with the lease.
 
         Returns (lease or None, seconds until the next site is due after this
         lease or -1 when nothing is pending, leases of dead workers put back

@@ -5,7 +5,8 @@ near-duplicates, in Redis.
 per target domain (IRLbot's STAR), the shared Bloom seen-set, trap counts across workers, then the domain's
 budget; past it a link is parked (IRLbot's BEAST), bounded per domain. Admitted URLs wait in a per-site
 sorted set by value, and the frontier's stream of the site holds at most ``window`` of them, refilled in the
-same step or when a page is answered, so a killed worker loses nothing. ``SharedNearDuplicates`` keeps SimHash
+same step or when a page is answered, so a killed worker loses nothing; each step sets the site's value in the
+frontier (its best page's), which ranks it among the due sites. ``SharedNearDuplicates`` keeps SimHash
 block buckets. Keys live under ``synapsecrawl.shared.entries.web_root``; reads no setting or meta key.
 More: docs/architecture.md, "Inside the larger modules".
 """
