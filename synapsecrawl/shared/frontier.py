@@ -166,11 +166,15 @@ end
 -- When the next site falls due, claimed for this worker if it is not due yet: each sleeping worker wakes for
 -- a site of its own, not all of them for the first (every worker but one would ask in vain).
 local function next_due()
-  for _, site in ipairs(redis.call('ZRANGE', P .. ':bench', 0, 15)) do
+  local benched = redis.call('ZRANGE', P .. ':bench', 0, 15)
+  for _, site in ipairs(benched) do
     if not claimed(site) then return '0.000' end  -- due already, waiting on the workbench
   end
   local first = redis.call('ZRANGE', P .. ':ready', 0, 15, 'WITHSCORES')
-  if #first == 0 then return '-1' end
+  if #first == 0 then
+    if #benched > 0 then return string.format('%.3f', poll) end  -- due, and claimed by others for now
+    return '-1'
+  end
   for i = 1, #first, 2 do
     if not claimed(first[i]) then
       local due = tonumber(first[i + 1])

@@ -180,6 +180,29 @@ def test_a_site_that_is_not_due_waits_however_valuable_its_next_page(client: red
         frontier.close()
 
 
+def test_a_site_claimed_by_a_sleeping_worker_waits_for_it_on_the_workbench(
+    client: redis.Redis, redis_prefix: str
+) -> None:
+    """Claims hold on the workbench: the worker told to sleep until a site falls due claims it, another worker
+    asking once it is due passes it over and is told to ask again shortly (not that nothing is pending), and
+    the sleeping worker leases it when it wakes."""
+    frontier = SharedFrontier(
+        REDIS_URL, "claim", prefix=f"{redis_prefix}:frontier", pacer_prefix=f"{redis_prefix}:pacing", delay=0.5
+    )
+    try:
+        gate = _gate(client, frontier, WebPolicy(crawl="open", budget_base=50))
+        gate.admit([_link(f"https://one.test/{n}", "x.test", depth=0) for n in range(2)])
+        first, due, _ = frontier.lease("w1")
+        assert first is not None and 0.0 < due <= 0.5  # w1 sleeps until one.test is due, and claims it
+        time.sleep(due + 0.05)
+        passed, hint, _ = frontier.lease("w2")
+        assert passed is None and 0.0 < hint <= frontier.poll_seconds
+        woken, _, _ = frontier.lease("w1", acks=[first])
+        assert woken is not None and woken.site == "one.test"
+    finally:
+        frontier.close()
+
+
 def test_links_over_budget_are_parked_and_admitted_best_first_when_a_new_linking_domain_grows_it(
     client: redis.Redis, frontier: SharedFrontier
 ) -> None:
