@@ -45,7 +45,7 @@ from bench.sim import Hit
 from bench.webgen import TRAP_KINDS, LogLine, Web, read_log
 from bench.webpeer import BROAD_CRAWL
 
-__all__ = ["main", "run_webcrawl"]
+__all__ = ["main", "run_webcrawl", "top_fetched", "top_pages"]
 
 _SEEDS = 10
 _OURS_AGENT = "SnagaBot"
@@ -155,6 +155,28 @@ def _split(url: str) -> tuple[str, str]:
 def _spacing(web: Web, host: str) -> float:
     spec = web.by_name.get(host)
     return max(_SNAGABOT_SPACING, spec.crawl_delay or 0.0) if spec is not None else _SNAGABOT_SPACING
+
+
+def top_pages(web: Web, links: Any, domains: Any) -> tuple[list[int], set[int], set[int]]:
+    """The good pages by in-links, most first; the 1 % most linked; the same 1 % ranked by distinct linking
+    registrable domains (a farm inside one domain earns nothing)."""
+    good = [page for host in web.hosts if not host.disallow_all for page in range(host.start, host.start + host.pages)]
+    good.sort(key=lambda page: (-links[page], page))
+    top = set(good[: max(1, len(good) // 100)])
+    top_domains = set(sorted(good, key=lambda page: (-domains[page], -links[page], page))[: len(top)])
+    return good, top, top_domains
+
+
+def top_fetched(web: Web, pages: list[LogLine], top: set[int]) -> int:
+    """How many of ``top`` the page requests ``pages`` fetched (answered 200)."""
+    fetched = {
+        web.by_name[line.host].start + n
+        for line in pages
+        if line.status == 200
+        and line.host in web.by_name
+        and (n := web.page_of(web.by_name[line.host], line.path)) is not None
+    }
+    return len(fetched & top)
 
 
 def _figures(
@@ -285,16 +307,7 @@ def run_webcrawl(
         server, port = _start_server(web_args, log)
         try:
             links, domains = web.in_links()
-            good = [
-                page
-                for host in web.hosts
-                if not host.disallow_all
-                for page in range(host.start, host.start + host.pages)
-            ]
-            good.sort(key=lambda page: (-links[page], page))
-            top = set(good[: max(1, len(good) // 100)])
-            # the same 1 %, ranked by distinct linking registrable domains (a farm inside one domain earns nothing)
-            top_domains = set(sorted(good, key=lambda page: (-domains[page], -links[page], page))[: len(top)])
+            good, top, top_domains = top_pages(web, links, domains)
             result["web"] = {
                 "hosts": len(web.hosts),
                 "domains": len({h.domain for h in web.hosts}),

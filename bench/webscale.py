@@ -22,7 +22,8 @@ sites' robots.txt left out):
   per request (robots.txt counted: while many sites are new, robots.txt is most of what is fetched);
   Redis CPU per page likewise (``INFO cpu``);
 - over the whole run: gap and concurrency violations per host (SnagaBot's 1 s, or the Crawl-delay when longer),
-  the share of fetches in traps, pages fetched twice.
+  the share of fetches in traps, pages fetched twice, and the share of the 1 % most linked good pages
+  (``bench.webcrawl``'s top 1 %) fetched in the run's first ``--top-after`` page fetches.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from bench.pgwrite import drop_schema, schema_uri
 from bench.redisserver import free_port, redis_server
 from bench.scaleout import _redis_cpu, _round_trips, start_workers
 from bench.sim import Hit
-from bench.webcrawl import _spacing, _start_server, _violations_by_site, _workdir
+from bench.webcrawl import _spacing, _start_server, _violations_by_site, _workdir, top_fetched, top_pages
 from bench.webgen import TRAP_KINDS, Web, read_log
 
 __all__ = ["main", "run_webscale"]
@@ -89,6 +90,8 @@ def _one(
     latency: float,
     seconds: float,
     warmup: float,
+    top: set[int],
+    top_after: int,
 ) -> dict[str, Any]:
     port = free_port()
     data = tmp / f"redis-{workers}"
@@ -136,6 +139,7 @@ def _one(
     traps = sum(kinds[kind] for kind in TRAP_KINDS)
     span = window_end - window_start
     count = len(in_window)
+    first_pages = sorted(pages, key=lambda line: line.start)[:top_after]
     return {
         "workers": workers,
         "concurrency": concurrency,
@@ -155,6 +159,9 @@ def _one(
         "robots_fetches": len(lines) - len(pages),
         "hosts": len({line.host for line in pages}),
         "trap_share": round(traps / max(1, len(pages)), 4),
+        "top1_fetches": len(first_pages),
+        "top1_fetched": top_fetched(web, first_pages, top),
+        "top1_share": round(top_fetched(web, first_pages, top) / max(1, len(top)), 4),
         "repeated_fetches": sum(n - 1 for n in Counter((x.host, x.path) for x in pages).values() if n > 1),
         "gap_violations": figures.gap_violations,
         "concurrency_violations": figures.concurrency_violations,
@@ -174,9 +181,11 @@ def run_webscale(
     latency: float,
     seconds: float,
     warmup: float,
+    top_after: int = 500,
     keep: Path | None = None,
 ) -> dict[str, Any]:
     web = Web(seed, hosts, pages)
+    _, top, _ = top_pages(web, *web.in_links())
     result: dict[str, Any] = {
         "seed": seed,
         "hosts": hosts,
@@ -185,6 +194,8 @@ def run_webscale(
         "latency": latency,
         "seconds": seconds,
         "warmup": warmup,
+        "top1_size": len(top),
+        "top_after": top_after,
         "machine": machine(),
         "runs": [],
     }
@@ -207,6 +218,8 @@ def run_webscale(
                     latency=latency,
                     seconds=seconds,
                     warmup=warmup,
+                    top=top,
+                    top_after=top_after,
                 )
                 result["runs"].append(run)
                 print(json.dumps(run), flush=True)
@@ -227,7 +240,7 @@ def print_result(result: dict[str, Any]) -> None:
     )
     print(
         "workers  pages/s  bound  per worker  speedup  requests/s  round trips/page  /request  Redis CPU ms/page  "
-        "traps  violations  repeated  errors  load"
+        "traps  violations  repeated  errors  load  top 1 % after N fetches"
     )
     for run in result["runs"]:
         bound = run["workers"] * result["concurrency"] / result["latency"] if result["latency"] else 0.0
@@ -238,7 +251,8 @@ def print_result(result: dict[str, Any]) -> None:
             f"{run['round_trips_per_request']:8.2f}  "
             f"{run['redis_cpu_ms_per_page']:17.3f}  "
             f"{run['trap_share']:5.1%}  {run['gap_violations'] + run['concurrency_violations']:10d}  "
-            f"{run['repeated_fetches']:8d}  {run['errors']:6d}  {run['load']:4.1f}"
+            f"{run['repeated_fetches']:8d}  {run['errors']:6d}  {run['load']:4.1f}  "
+            f"{run['top1_fetched']}/{result['top1_size']} ({run['top1_share']:.1%}) after {run['top1_fetches']}"
         )
 
 
@@ -252,6 +266,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=1.0, help="seconds before each page is answered")
     parser.add_argument("--seconds", type=float, default=45.0, help="the measured window of each worker count")
     parser.add_argument("--warmup", type=float, default=20.0, help="seconds after the first fetch left out")
+    parser.add_argument("--top-after", type=int, default=500, help="the top-1 %% share after this many fetches")
     parser.add_argument("--keep", type=Path, help="keep the server's and the workers' logs in this directory")
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = parser.parse_args()
@@ -267,6 +282,7 @@ def main() -> None:
             latency=args.latency,
             seconds=args.seconds,
             warmup=args.warmup,
+            top_after=args.top_after,
             keep=args.keep,
         )
     except ValueError as exc:

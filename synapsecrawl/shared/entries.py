@@ -46,13 +46,42 @@ DEFAULT_FRONTIER_PREFIX = "synapsecrawl:frontier"
 # synapsecrawl.web.shared, which queues a link in the step that marks it seen): its stream (made with the
 # crawl's one consumer group when the site is new), the sites set, its queued count, and the ready set at
 # ``now`` (``order`` 'NX': a site already there keeps its place; 'LT': a requeued entry may bring it forward).
+# A web crawl's entry carries its value (``value``, its score: lower goes first), kept with it in the stream;
+# the site's best undelivered or waiting value is its ``value`` field, and a due site with one waits on the
+# workbench (``bench``) scored by it (``set_value``; the lease reads both). ``stream_value``: the best value
+# of a site's last (at most 16) undelivered entries, nil when none carries one.
 ENQUEUE_LUA = """
-local function enqueue(P, site, data, now, order)
+local function set_value(P, site, value)
+  if value then
+    local s = string.format('%.17g', value)
+    redis.call('HSET', P .. ':value', site, s)
+    redis.call('ZADD', P .. ':bench', 'XX', s, site)
+  else
+    redis.call('HDEL', P .. ':value', site)
+  end
+end
+local function stream_value(P, site)
+  local n = math.min(tonumber(redis.call('HGET', P .. ':queued', site) or '0'), 16)
+  if n <= 0 then return nil end
+  local best = nil
+  for _, e in ipairs(redis.call('XREVRANGE', P .. ':q:' .. site, '+', '-', 'COUNT', n)) do
+    local v = e[2][3] == 'v' and tonumber(e[2][4])
+    if v and (best == nil or v < best) then best = v end
+  end
+  return best
+end
+local function enqueue(P, site, data, now, order, value)
   local q = P .. ':q:' .. site
   if redis.call('SADD', P .. ':sites', site) == 1 then
     redis.pcall('XGROUP', 'CREATE', q, 'workers', '0', 'MKSTREAM')
   end
-  redis.call('XADD', q, '*', 'd', data)
+  if value then
+    redis.call('XADD', q, '*', 'd', data, 'v', value)
+    local known = redis.call('HGET', P .. ':value', site)
+    if (not known) or tonumber(value) < tonumber(known) then set_value(P, site, tonumber(value)) end
+  else
+    redis.call('XADD', q, '*', 'd', data)
+  end
   redis.call('HINCRBY', P .. ':queued', site, 1)
   redis.call('ZADD', P .. ':ready', order, now, site)
 end

@@ -1,8 +1,9 @@
 """One crawl shared by many workers: its frontier and duplicate filter in Redis.
 
 Each site has one Redis stream of pending requests, read by the crawl's consumer group; ``ready`` orders the sites
-by when each may be asked next (checked against ``synapsecrawl.pacing.shared``'s state), ``inflight`` holds each
-lease and its expiry, ``seen`` is the duplicate filter. With ``grant`` (one download a site at a time) a lease
+by when each may be asked next (checked against ``synapsecrawl.pacing.shared``'s state), ``bench`` a web crawl's
+due sites by the value of their best page (``value``), ``inflight`` holds each lease and its expiry, ``seen`` is
+the duplicate filter. With ``grant`` (one download a site at a time) a lease
 also holds the pacer's start (``granted``), ended with the lease; a sleeping worker claims the site it wakes for
 (``claims``). The crawl's sites are split into partitions (``synapsecrawl.pacing.keys.partition_of``): each
 partition has its own of these keys, tagged for one Redis Cluster slot with its sites' pacer keys, so every call
@@ -77,8 +78,8 @@ local function split(member)
   local sep = string.find(member, '\\t', 1, true)
   return string.sub(member, 1, sep - 1), string.sub(member, sep + 1)
 end
-local function requeue(site, data)
-  enqueue(P, site, data, now, 'LT')
+local function requeue(site, data, value)
+  enqueue(P, site, data, now, 'LT', value)
 end
 -- The pacer's start granted with a lease (the lease's grant), as P:granted holds it: its site's pacer state
 -- and leases keys, the delay and the margin (ratio, cap, seconds), tab-separated. Ended with its lease: the
@@ -111,10 +112,13 @@ local function settle(member, worker, give_back, ago, slow)
   ungrant(member, tonumber(ago or '-1'), tonumber(slow or '0'))
   local site, id = split(member)
   local q = P .. ':q:' .. site
-  local data = nil
+  local data, value = nil, nil
   if give_back then
     local e = redis.call('XRANGE', q, id, id)
-    if #e > 0 then data = e[1][2][2] end
+    if #e > 0 then
+      data = e[1][2][2]
+      if e[1][2][3] == 'v' then value = e[1][2][4] end
+    end
   end
   redis.call('XACK', q, 'workers', id)
   redis.call('XDEL', q, id)
@@ -122,7 +126,7 @@ local function settle(member, worker, give_back, ago, slow)
   redis.call('HINCRBY', P .. ':flight', site, -1)
   redis.call('HDEL', P .. ':owner', member)
   if data then
-    requeue(site, data)
+    requeue(site, data, value)
   elseif worker ~= '' then
     redis.call('HINCRBY', P .. ':done', site, 1)
     redis.call('HINCRBY', P .. ':doneby', worker, 1)
@@ -193,8 +197,15 @@ end
 -- a site of its own, not all of them for the first (every worker but one would ask in vain).
 local claims = 0  -- one a call: a worker asking several partitions wakes for one site of its own, not one each
 local function next_due()
+  local benched = redis.call('ZRANGE', P .. ':bench', 0, 15)
+  for _, site in ipairs(benched) do
+    if not claimed(site) then return '0.000' end  -- due already, waiting on the workbench
+  end
   local first = redis.call('ZRANGE', P .. ':ready', 0, 15, 'WITHSCORES')
-  if #first == 0 then return '-1' end
+  if #first == 0 then
+    if #benched > 0 then return string.format('%.3f', poll) end  -- due, and claimed by others for now
+    return '-1'
+  end
   for i = 1, #first, 2 do
     if not claimed(first[i]) then
       local due = tonumber(first[i + 1])
@@ -213,6 +224,96 @@ local reclaimed = 0
 -- first with a site to hand out leases it; each one passed over says when it is next due, and its sites left.
 local dues, lefts, tries = {}, {}, {{P, head}}
 for k = 2, #KEYS, 2 do tries[#tries + 1] = {KEYS[k], KEYS[k + 1]} end
+-- One site's turn: its lease's reply, or nil with the site put back in `ready` for when it is due (taken off
+-- the workbench, ``benched``, unless another worker claimed it).
+local function turn(site, benched)
+  local function unbench(gone)
+    if benched then redis.call('ZREM', P .. ':bench', site) end
+    if gone then redis.call('HDEL', P .. ':value', site) end
+  end
+  if claimed(site) then
+    return nil  -- another worker wakes for it now
+  end
+  if tonumber(redis.call('HGET', P .. ':queued', site) or '0') <= 0 then
+    redis.call('ZREM', P .. ':ready', site)
+    unbench(true)
+    return nil
+  end
+  local state = head .. site .. state_tail
+  local next_start = tonumber(redis.call('HGET', state, 'next') or '0')
+  local paused = tonumber(redis.call('HGET', state, 'paused') or '0')
+  local wait = math.max(next_start - now, paused - now)
+  local left = redis.call('HGET', P .. ':left', site)
+  if left then wait = 0 end  -- a site left to a later crawl: handed out to be deferred, not fetched
+  if wait > 0 then
+    redis.call('ZADD', P .. ':ready', now + wait, site)
+    unbench(false)
+    return nil
+  end
+  if (not left) and redis.call('HEXISTS', state, 'spacing') == 0
+      and tonumber(redis.call('HGET', P .. ':flight', site) or '0') > 0 then
+    -- Its Crawl-delay is not known yet (robots.txt not read): handed out one lease at a time, or one worker
+    -- would hold its next pages, each waiting a Crawl-delay after the other in that worker's downloader
+    -- while the others idle. Due again when that lease ends (settle) or expires (the sweep).
+    redis.call('ZADD', P .. ':ready', now + lease_for, site)
+    unbench(false)
+    return nil
+  end
+  if (not left) and redis.call('ZCOUNT', head .. site .. leases_tail, now, '+inf') >= concurrency then
+    -- Held by leases' grants only: due again when one ends (settle) or expires (the sweep), not polled.
+    local later = now + lease_for
+    for _, held in ipairs(redis.call('ZRANGEBYSCORE', head .. site .. leases_tail, now, '+inf')) do
+      if string.sub(held, 1, 2) ~= 'F:' then later = now + poll end
+    end
+    redis.call('ZADD', P .. ':ready', later, site)
+    unbench(false)
+    return nil
+  end
+  local q = P .. ':q:' .. site
+  local got = redis.call('XREADGROUP', 'GROUP', 'workers', worker, 'COUNT', 1, 'STREAMS', q, '>')
+  if (not got) or #got[1][2] == 0 then
+    redis.call('HSET', P .. ':queued', site, 0)
+    redis.call('ZREM', P .. ':ready', site)
+    unbench(true)
+    return nil
+  end
+  local id, data = got[1][2][1][1], got[1][2][1][2][2]
+  redis.call('HDEL', P .. ':claims', site)
+  redis.call('HINCRBY', P .. ':queued', site, -1)
+  redis.call('HINCRBY', P .. ':flight', site, 1)
+  local member = site .. '\\t' .. id
+  redis.call('ZADD', P .. ':inflight', now + lease_for, member)
+  redis.call('HSET', P .. ':owner', member, worker)
+  local spacing = site_spacing(state, ARGV[11])
+  local granted = 0
+  if grant and (not left) and redis.call('HEXISTS', state, 'spacing') == 1
+      and redis.call('ZCOUNT', head .. site .. unsent_tail, now, '+inf') == 0 then
+    -- The pacer's grant (synapsecrawl.pacing.shared's acquire): the next start booked a gap on, and
+    -- the site's one place held until the lease ends (settle) or expires with it (the sweep).
+    local gap = spacing + math.min(spacing * margin[1], margin[2]) + margin[3]
+    local leases = head .. site .. leases_tail
+    redis.call('HSET', state, 'next', string.format('%.6f', now + gap), 'last', string.format('%.6f', now))
+    redis.call('ZADD', leases, string.format('%.6f', now + lease_for), 'F:' .. id)
+    redis.call('HSET', P .. ':granted', member, table.concat({state, leases, ARGV[11], ARGV[14], ARGV[15],
+      ARGV[16]}, '\t'))
+    local keep = math.ceil((lease_for + 86400) * 1000)
+    if redis.call('PTTL', state) < keep then redis.call('PEXPIRE', state, keep) end
+    if redis.call('PTTL', leases) < keep then redis.call('PEXPIRE', leases, keep) end
+    granted = 1
+  end
+  if left then spacing = 0 end
+  unbench(false)
+  if redis.call('HEXISTS', P .. ':value', site) == 1 then
+    set_value(P, site, stream_value(P, site))  -- its next page's, until the web crawl's refill says better
+  end
+  if tonumber(redis.call('HGET', P .. ':queued', site)) <= 0 then
+    redis.call('ZREM', P .. ':ready', site)  -- none left: no worker wakes for it (an add puts it back)
+  else
+    redis.call('ZADD', P .. ':ready', now + spacing, site)
+  end
+  return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left'), next_due(), granted,
+    redis.call('HGET', state, 'spacing') or '', table.concat(dues, ' '), table.concat(lefts, ' ')}
+end
 for _, try in ipairs(tries) do
 P, head = try[1], try[2]
 if ARGV[10] == '1' then
@@ -220,75 +321,27 @@ if ARGV[10] == '1' then
     reclaimed = reclaimed + settle(member, '', true)
   end
 end
+-- A site whose time has come and whose next page has a value (a web crawl's) moves to the workbench, `scan`
+-- at most a call; the others (no value: other modes' requests; a site left to a later crawl) stay in `ready`
+-- and take their turns first, in pacing order. Then the workbench's sites, most valuable first.
+local plain = {}
 for _, site in ipairs(redis.call('ZRANGEBYSCORE', P .. ':ready', '-inf', now, 'LIMIT', 0, scan)) do
-  if claimed(site) then
-    -- another worker wakes for it now
-  elseif tonumber(redis.call('HGET', P .. ':queued', site) or '0') <= 0 then
+  local value = redis.call('HGET', P .. ':value', site)
+  if value and redis.call('HEXISTS', P .. ':left', site) == 0 then
+    redis.call('ZADD', P .. ':bench', value, site)
     redis.call('ZREM', P .. ':ready', site)
   else
-    local state = head .. site .. state_tail
-    local next_start = tonumber(redis.call('HGET', state, 'next') or '0')
-    local paused = tonumber(redis.call('HGET', state, 'paused') or '0')
-    local wait = math.max(next_start - now, paused - now)
-    local left = redis.call('HGET', P .. ':left', site)
-    if left then wait = 0 end  -- a site left to a later crawl: handed out to be deferred, not fetched
-    if wait > 0 then
-      redis.call('ZADD', P .. ':ready', now + wait, site)
-    elseif (not left) and redis.call('HEXISTS', state, 'spacing') == 0
-        and tonumber(redis.call('HGET', P .. ':flight', site) or '0') > 0 then
-      -- Its Crawl-delay is not known yet (robots.txt not read): handed out one lease at a time, or one worker
-      -- would hold its next pages, each waiting a Crawl-delay after the other in that worker's downloader
-      -- while the others idle. Due again when that lease ends (settle) or expires (the sweep).
-      redis.call('ZADD', P .. ':ready', now + lease_for, site)
-    elseif (not left) and redis.call('ZCOUNT', head .. site .. leases_tail, now, '+inf') >= concurrency then
-      -- Held by leases' grants only: due again when one ends (settle) or expires (the sweep), not polled.
-      local later = now + lease_for
-      for _, held in ipairs(redis.call('ZRANGEBYSCORE', head .. site .. leases_tail, now, '+inf')) do
-        if string.sub(held, 1, 2) ~= 'F:' then later = now + poll end
-      end
-      redis.call('ZADD', P .. ':ready', later, site)
-    else
-      local q = P .. ':q:' .. site
-      local got = redis.call('XREADGROUP', 'GROUP', 'workers', worker, 'COUNT', 1, 'STREAMS', q, '>')
-      if (not got) or #got[1][2] == 0 then
-        redis.call('HSET', P .. ':queued', site, 0)
-        redis.call('ZREM', P .. ':ready', site)
-      else
-        local id, data = got[1][2][1][1], got[1][2][1][2][2]
-        redis.call('HDEL', P .. ':claims', site)
-        redis.call('HINCRBY', P .. ':queued', site, -1)
-        redis.call('HINCRBY', P .. ':flight', site, 1)
-        local member = site .. '\\t' .. id
-        redis.call('ZADD', P .. ':inflight', now + lease_for, member)
-        redis.call('HSET', P .. ':owner', member, worker)
-        local spacing = site_spacing(state, ARGV[11])
-        local granted = 0
-        if grant and (not left) and redis.call('HEXISTS', state, 'spacing') == 1
-            and redis.call('ZCOUNT', head .. site .. unsent_tail, now, '+inf') == 0 then
-          -- The pacer's grant (synapsecrawl.pacing.shared's acquire): the next start booked a gap on, and
-          -- the site's one place held until the lease ends (settle) or expires with it (the sweep).
-          local gap = spacing + math.min(spacing * margin[1], margin[2]) + margin[3]
-          local leases = head .. site .. leases_tail
-          redis.call('HSET', state, 'next', string.format('%.6f', now + gap), 'last', string.format('%.6f', now))
-          redis.call('ZADD', leases, string.format('%.6f', now + lease_for), 'F:' .. id)
-          redis.call('HSET', P .. ':granted', member, table.concat({state, leases, ARGV[11], ARGV[14], ARGV[15],
-            ARGV[16]}, '\t'))
-          local keep = math.ceil((lease_for + 86400) * 1000)
-          if redis.call('PTTL', state) < keep then redis.call('PEXPIRE', state, keep) end
-          if redis.call('PTTL', leases) < keep then redis.call('PEXPIRE', leases, keep) end
-          granted = 1
-        end
-        if left then spacing = 0 end
-        if tonumber(redis.call('HGET', P .. ':queued', site)) <= 0 then
-          redis.call('ZREM', P .. ':ready', site)  -- none left: no worker wakes for it (an add puts it back)
-        else
-          redis.call('ZADD', P .. ':ready', now + spacing, site)
-        end
-        return {1, site, id, data, reclaimed, left or '', redis.call('HLEN', P .. ':left'), next_due(), granted,
-          redis.call('HGET', state, 'spacing') or '', table.concat(dues, ' '), table.concat(lefts, ' ')}
-      end
-    end
+    if value then redis.call('ZREM', P .. ':bench', site) end
+    plain[#plain + 1] = site
   end
+end
+for _, site in ipairs(plain) do
+  local reply = turn(site, false)
+  if reply then return reply end
+end
+for _, site in ipairs(redis.call('ZRANGE', P .. ':bench', 0, scan - 1)) do
+  local reply = turn(site, true)
+  if reply then return reply end
 end
 dues[#dues + 1] = next_due()
 lefts[#lefts + 1] = redis.call('HLEN', P .. ':left')
@@ -513,9 +566,10 @@ class SharedFrontier:
     def lease(
         self, worker: str, *, sweep: bool = True, acks: Sequence[Lease] = (), ends: Mapping[str, End] | None = None
     ) -> tuple[Lease | None, float, int]:
-        """One request of the first site that is due, for ``worker``, after acknowledging ``acks`` (its
-        finished leases, as ``ack`` does, with their ``ends``) in the same step. With ``grant``, a lease
-        may hold the pacer's start for its request (``Lease.granted``): ended with the lease.
+        """One request of a due site, for ``worker``: the first due of those without a value, else the one
+        whose best page is worth most (a web crawl's), after acknowledging ``acks`` (its finished leases, as
+        ``ack`` does, with their ``ends``) in the same step. With ``grant``, a lease may hold the pacer's
+        start for its request (``Lease.granted``): ended with the lease.
 
         The partition asked is the next one due (else the one most of ``acks`` are in); on one Redis every ack
         goes with its lease, on a Cluster only its partition's, the others' settled in the same pipeline. A

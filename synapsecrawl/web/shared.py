@@ -5,7 +5,8 @@ near-duplicates, in Redis.
 per target domain (IRLbot's STAR), the shared Bloom seen-set, trap counts across workers, then the domain's
 budget; past it a link is parked (IRLbot's BEAST), bounded per domain. Admitted URLs wait in a per-site
 sorted set by value, and the frontier's stream of the site holds at most ``window`` of them, refilled in the
-same step or when a page is answered, so a killed worker loses nothing. ``SharedNearDuplicates`` keeps SimHash
+same step or when a page is answered, so a killed worker loses nothing; each step sets the site's value in the
+frontier (its best page's), which ranks it among the due sites. ``SharedNearDuplicates`` keeps SimHash
 block buckets. Keys live under ``synapsecrawl.shared.entries.web_root``, each link's in its site's partition
 (``synapsecrawl.pacing.keys.partition_of``: a registrable domain's budget, its sites' waiting URLs, its part of
 the seen-set and the frontier's keys of its sites on one Redis Cluster slot); a batch is one script call a
@@ -96,11 +97,19 @@ local function refill(site)
     forget(site, best[1])
     if redis.call('HINCRBY', W .. ':waiting', site, -1) <= 0 then redis.call('HDEL', W .. ':waiting', site) end
     if data then
-      enqueue(F, site, data, clock(), 'NX')
+      enqueue(F, site, data, clock(), 'NX', best[2])
       moved = moved + 1
     end
   end
   return moved
+end
+-- The frontier's value of a site (what ranks it among the due sites): its best page, in the stream or waiting.
+local function revalue(site)
+  if F == '' then return end
+  local best = stream_value(F, site)
+  local top = redis.call('ZRANGE', W .. ':z:' .. site, 0, 0, 'WITHSCORES')
+  if #top > 0 and (best == nil or tonumber(top[2]) < best) then best = tonumber(top[2]) end
+  set_value(F, site, best)
 end
 """
 )
@@ -159,6 +168,7 @@ local function vote(site, domain, key, tag)
   local s = score(tonumber(depth), linkers, tonumber(order))
   if redis.call('ZSCORE', W .. ':z:' .. site, key) then
     redis.call('ZADD', W .. ':z:' .. site, s, key)
+    touched[site] = true
   else
     redis.call('ZADD', W .. ':p:' .. domain, 'XX', s, site .. '\\t' .. key)
   end
@@ -242,8 +252,11 @@ while i <= #ARGV do
     out[#out + 1] = verdict
   end
 end
-for site in pairs(touched) do refill(site) end
-if ARGV[10] ~= '' then refill(ARGV[10]) end
+if ARGV[10] ~= '' then touched[ARGV[10]] = true end
+for site in pairs(touched) do
+  refill(site)
+  revalue(site)
+end
 return out
 """.replace("$MAX_LINKERS", str(MAX_LINKERS))
 )
@@ -253,10 +266,15 @@ _REFILL = (
     _PRELUDE
     + """
 local moved = 0
+local sites = {}
 if ARGV[4] == '*' then
-  for _, site in ipairs(redis.call('HKEYS', W .. ':waiting')) do moved = moved + refill(site) end
+  sites = redis.call('HKEYS', W .. ':waiting')
 else
-  for j = 4, #ARGV do moved = moved + refill(ARGV[j]) end
+  for j = 4, #ARGV do sites[#sites + 1] = ARGV[j] end
+end
+for _, site in ipairs(sites) do
+  moved = moved + refill(site)
+  revalue(site)
 end
 return moved
 """

@@ -12,6 +12,7 @@ import redis
 
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.pacing.keys import partition_of
+from synapsecrawl.pacing.redisclient import sync_redis
 from synapsecrawl.pacing.shared import RedisPacing
 from synapsecrawl.shared.entries import BadEntry, Entry
 from synapsecrawl.shared.frontier import SharedFrontier
@@ -118,6 +119,27 @@ def test_a_site_is_leased_in_pacing_order_and_not_while_its_downloads_are_in_fli
     time.sleep(2.0)
     second, _, _ = frontier.lease("w2")
     assert second is not None and second.site == "a.test"
+
+
+def test_a_crawl_without_values_hands_its_sites_out_in_pacing_order(frontier: SharedFrontier, redis_url: str) -> None:
+    """A shared crawl of named pages (no web crawl's values) hands its due sites out as before the web
+    crawl's workbench: the one due longest first, whatever their names, and no value or workbench key is
+    written. (The three sites are of one registrable domain, so of one partition: across partitions a worker
+    asks them in turn.)"""
+    sites = ("c.x.test", "a.x.test", "b.x.test")
+    for site in sites:
+        frontier.add([(site, Entry(f"http://{site}/{n}", "s")) for n in range(2)])
+    leased = []
+    while (lease := frontier.lease("w1")[0]) is not None:
+        leased.append(lease.site)
+        frontier.ack("w1", [lease])
+    assert leased == list(sites) * 2  # an acknowledged lease makes its site due again
+    root = frontier._root(partition_of(sites[0]))
+    client = sync_redis(redis_url)
+    try:
+        assert not client.exists(f"{root}:bench") and not client.exists(f"{root}:value")
+    finally:
+        client.close()
 
 
 def test_a_lease_not_renewed_goes_back_to_the_frontier_and_a_renewed_one_does_not(

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from synapsecrawl.pacing.keys import partition_of
 from synapsecrawl.pacing.redisclient import sync_redis
 from synapsecrawl.profiles import WebPolicy
 from synapsecrawl.shared.entries import Entry, Lease, web_root
@@ -126,6 +127,84 @@ def test_waiting_pages_are_never_lost_between_the_waiting_set_and_the_stream(
         leased += _drain(frontier, gate, "k.test")
         assert sorted(leased) == sorted([*pages, pages[0]]) and leased.count(pages[0]) == 2
         assert frontier.drained() and gate.refill_all() == 0
+    finally:
+        frontier.close()
+
+
+def test_the_due_site_with_the_most_valuable_page_is_leased_first_not_the_earliest_due(
+    client: redis.Redis, frontier: SharedFrontier
+) -> None:
+    """The lease's workbench: among the sites that are due, the one whose best page is worth most goes first,
+    not the one due longest (a shallow page before a deep one found earlier); a page given back keeps its
+    value; a better page admitted to a due site ranks the site by it at once; a site with no value (a request
+    of another mode) takes its turn first, in pacing order. The sites are of one registrable domain, so of one
+    partition: the workbench ranks the due sites of a partition, and a worker asks the partitions due in turn."""
+    gate = _gate(client, frontier, WebPolicy(crawl="open", budget_base=50))
+    assert gate.admit([_link("https://early.v.test/deep", "x.test", depth=3)]) == [ADMITTED]
+    assert gate.admit([_link("https://late.v.test/front", "x.test", depth=0)]) == [ADMITTED]
+    frontier.add([("plain.v.test", Entry("https://plain.v.test/listed", "src"))])
+    plain, _, _ = frontier.lease("w1")
+    best, _, _ = frontier.lease("w1", acks=[plain] if plain else ())
+    assert plain is not None and plain.site == "plain.v.test"
+    assert best is not None and best.site == "late.v.test"  # due after early.v.test, worth more
+    assert frontier.give_back("w1", [best]) == 1
+    again, _, _ = frontier.lease("w1")
+    assert again is not None and Entry.from_json(again.data).url == "https://late.v.test/front"
+    frontier.ack("w1", [again])
+    assert gate.admit([_link("https://mid.v.test/p", "x.test", depth=1)]) == [ADMITTED]
+    assert gate.admit([_link("https://early.v.test/", "y.test", depth=0)]) == [ADMITTED]  # early.v.test's best now
+    leased = []
+    while (lease := frontier.lease("w1")[0]) is not None:
+        leased.append(lease.site)
+        frontier.ack("w1", [lease])
+    assert leased == ["early.v.test", "early.v.test", "mid.v.test"]
+    root = frontier._root(partition_of("v.test"))
+    assert client.zcard(f"{root}:bench") == 0 and client.hlen(f"{root}:value") == 0
+
+
+def test_a_site_that_is_not_due_waits_however_valuable_its_next_page(
+    client: redis.Redis, redis_prefix: str, redis_url: str
+) -> None:
+    """The workbench holds only sites whose time has come: the site with the best pages is leased, then,
+    within its spacing, the due site with a worse page, never the better site's next page early; the worker
+    is told when that site falls due."""
+    frontier = SharedFrontier(
+        redis_url, "due", prefix=f"{redis_prefix}:frontier", pacer_prefix=f"{redis_prefix}:pacing", delay=5.0
+    )
+    try:
+        gate = _gate(client, frontier, WebPolicy(crawl="open", budget_base=50))
+        gate.admit([_link(f"https://good.v.test/{n}", "x.test", depth=0) for n in range(2)])
+        gate.admit([_link("https://poor.v.test/deep", "x.test", depth=4)])
+        first, _, _ = frontier.lease("w1")
+        second, _, _ = frontier.lease("w2")
+        third, due, _ = frontier.lease("w3")
+        assert first is not None and first.site == "good.v.test"
+        assert second is not None and second.site == "poor.v.test"
+        assert third is None and 4.0 < due <= 5.0  # good.v.test's next page waits its spacing
+    finally:
+        frontier.close()
+
+
+def test_a_site_claimed_by_a_sleeping_worker_waits_for_it_on_the_workbench(
+    client: redis.Redis, redis_prefix: str, redis_url: str
+) -> None:
+    """Claims hold on the workbench: the worker told to sleep until a site falls due claims it, another worker
+    asking once it is due passes it over and is told to ask again shortly (not that nothing is pending), and
+    the sleeping worker leases it when it wakes."""
+    frontier = SharedFrontier(
+        redis_url, "claim", prefix=f"{redis_prefix}:frontier", pacer_prefix=f"{redis_prefix}:pacing", delay=0.5
+    )
+    try:
+        gate = _gate(client, frontier, WebPolicy(crawl="open", budget_base=50))
+        gate.admit([_link(f"https://one.v.test/{n}", "x.test", depth=0) for n in range(2)])
+        first, _, _ = frontier.lease("w1")  # claims one.v.test's next turn for w1
+        nothing, due, _ = frontier.lease("w1")  # the other partitions asked: nothing else is pending
+        assert first is not None and nothing is None and 0.0 < due <= 0.5  # w1 sleeps until one.v.test is due
+        time.sleep(due + 0.05)
+        passed, hint, _ = frontier.lease("w2")
+        assert passed is None and 0.0 < hint <= frontier.poll_seconds
+        woken, _, _ = frontier.lease("w1", acks=[first])
+        assert woken is not None and woken.site == "one.v.test"
     finally:
         frontier.close()
 
