@@ -130,6 +130,8 @@ CREATE TABLE IF NOT EXISTS sources (
 # CREATE INDEX locks its table against writes even when the index exists: created only when missing.
 _INDEXES = {
     "pages_kb_fetched_idx": "CREATE INDEX pages_kb_fetched_idx ON pages (kb, fetched_at)",
+    # the pages of a KB in due order, and those with no due in fetch order (kb.rows.SharedTables.earliest_due)
+    "pages_kb_due_idx": "CREATE INDEX pages_kb_due_idx ON pages (kb, revisit_due, fetched_at, id)",
 }
 
 # Columns added since the first schema: (name, declaration), added to an older database on open.

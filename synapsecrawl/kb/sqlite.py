@@ -104,6 +104,9 @@ _ADDED_PAGE_COLUMNS = (
     *REVISIT_COLUMNS,
 )
 _ADDED_SOURCE_COLUMNS = (("run_started", "REAL NOT NULL DEFAULT 0"),)
+# The pages of a KB in due order, and those with no due in fetch order (kb.rows.SharedTables.earliest_due); the
+# rowid is every index's last column.
+_DUE_INDEX = "CREATE INDEX IF NOT EXISTS pages_kb_due ON pages (kb, revisit_due, fetched_at)"
 # Site icons found by the feed spider (synapsecrawl.extract.feeds, SER-ICON). Unix seconds.
 _ICONS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS site_icons (
@@ -269,6 +272,7 @@ class SQLiteStore(SharedTables):
                 _mark(self._db)
             self._db.executescript(_SCHEMA)
             _add_columns(self._db, "pages", _ADDED_PAGE_COLUMNS)
+            self._db.execute(_DUE_INDEX)  # after the revisit columns, which a KB made before lacks
             # a KB made before YOT-STALE
             _add_columns(self._db, "robots_cache", (("unreadable_since", "REAL NOT NULL DEFAULT 0"),))
             self._db.executescript(_ICONS_SCHEMA)
