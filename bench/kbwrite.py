@@ -7,7 +7,8 @@
 The pages are bench.sim's generated pages (about 33 KB of text each), read by
 ``read_document`` as the extraction worker reads them, then written in-process,
 so the figure is the writer thread's CPU without the crawl around it (the KB keeps no full-text
-tables since the search index answers every search: ``--parts``, which left them out, went with them).
+tables since the search index answers every search: ``--parts``, which left them out, went with them),
+and the file's bytes a page once closed (its write-ahead log checkpointed into it).
 ``--revisit`` times a re-read's
 write (every page written again, its text unchanged) without and with SnagaBot's revisit rule,
 which reads the copies it replaces in the same transaction (synapsecrawl.kb.revisit).
@@ -77,6 +78,17 @@ def _write(pages: list[PageRecord], batch: int, *, revisit: RevisitRule | None =
             store.close()
 
 
+def _bytes(pages: list[PageRecord]) -> float:
+    """Bytes a page of a new KB file holding ``pages``, once closed (the last connection's close checkpoints
+    the write-ahead log into the file and removes it)."""
+    with tempfile.TemporaryDirectory(prefix="bench-kb-") as tmp:
+        path = Path(tmp) / "kb.sqlite3"
+        store = SQLiteStore(path)
+        store.put_pages(pages)
+        store.close()
+        return path.stat().st_size / len(pages)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hosts", type=int, default=20)
@@ -89,6 +101,7 @@ def main() -> None:
     print(f"KB write (SQLite), {len(pages)} pages of {chars:.0f} chars of text")
     for batch in (int(b) for b in args.batches.split(",")):
         print(f"  batches of {batch:3d}: {_write(pages, batch) * 1000:5.2f} ms CPU/page")
+    print(f"  file: {_bytes(pages):,.0f} bytes/page")
     if args.revisit:
         rule = rule_of(load_profile("snagabot").web, 7 * DAY)
         for batch in (int(b) for b in args.batches.split(",")):

@@ -123,9 +123,8 @@ def _by_pages(source: Source, spider: SourceSpider, runtime: Runtime, store: Sto
     rule = runtime.kb.revisit
     if rule is None or not rule.adaptive or reason not in FINISHED_REASONS:
         return source
-    dues = [due for url, due in store.page_dues(spider.crawl.kb, rule.first).items() if spider.owns(url)]
-    now = time.time()
-    return replace(source, next_due=source_due(min(dues, default=None), now=now, rule=rule, interval=source.interval))
+    earliest = store.earliest_due(spider.crawl.kb, rule.first, spider.owns)  # read in due order up to it
+    return replace(source, next_due=source_due(earliest, now=time.time(), rule=rule, interval=source.interval))
 
 
 def _begun(runtime: Runtime) -> float:

@@ -25,7 +25,7 @@ from synapsecrawl.errors import StoreError
 __all__ = ["APPLICATION_ID", "META_TABLE", "SCHEMA_VERSION", "Found", "judge", "meta_rows"]
 
 APPLICATION_ID = 0x53434B42  # "SCKB": synapsecrawl knowledge base; a signed 32-bit value, as SQLite keeps it
-SCHEMA_VERSION = 2  # 2: the full-text tables are gone (the search index answers); 1 still had them
+SCHEMA_VERSION = 3  # 3: no passages table; 2: no full-text tables (the search index answers); 1 had both
 META_TABLE = "synapsecrawl_meta"
 _PAGE_COLUMNS = frozenset({"kb", "url", "title", "text", "fetched_at"})  # in every version's pages
 

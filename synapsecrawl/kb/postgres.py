@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
+from psycopg import sql
 
 from synapsecrawl.errors import StoreError, StoreUnavailable
 from synapsecrawl.kb import changes
@@ -23,7 +24,6 @@ from synapsecrawl.kb.marker import META_TABLE, SCHEMA_VERSION, Found, judge, met
 from synapsecrawl.kb.records import PageRecord
 from synapsecrawl.kb.revisit import REVISIT_COLUMNS, RevisitRule
 from synapsecrawl.kb.rows import PAGE_COLUMNS, SharedTables
-from synapsecrawl.kb.search import same_passages, split_passages
 
 __all__ = ["READERS", "PostgresStore", "redact_uri"]
 
@@ -55,13 +55,6 @@ CREATE TABLE IF NOT EXISTS pages (
     depth INTEGER,
     outlinks TEXT NOT NULL DEFAULT '',
     UNIQUE (kb, url)
-);
-CREATE TABLE IF NOT EXISTS passages (
-    id BIGSERIAL PRIMARY KEY,
-    page_id BIGINT NOT NULL REFERENCES pages (id) ON DELETE CASCADE,
-    ordinal INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    UNIQUE (page_id, ordinal)
 );
 CREATE TABLE IF NOT EXISTS page_labels (
     kb TEXT COLLATE "C" NOT NULL,
@@ -137,6 +130,8 @@ CREATE TABLE IF NOT EXISTS sources (
 # CREATE INDEX locks its table against writes even when the index exists: created only when missing.
 _INDEXES = {
     "pages_kb_fetched_idx": "CREATE INDEX pages_kb_fetched_idx ON pages (kb, fetched_at)",
+    # the pages of a KB in due order, and those with no due in fetch order (kb.rows.SharedTables.earliest_due)
+    "pages_kb_due_idx": "CREATE INDEX pages_kb_due_idx ON pages (kb, revisit_due, fetched_at, id)",
 }
 
 # Columns added since the first schema: (name, declaration), added to an older database on open.
@@ -166,10 +161,6 @@ _UPSERT_PAGES = (
     f"INSERT INTO pages ({', '.join(PAGE_COLUMNS)}) SELECT * FROM unnest("  # noqa: S608 (fixed names)
     + ", ".join(f"%s::{_PAGE_TYPES.get(column, 'text')}[]" for column in PAGE_COLUMNS)
     + ")"
-)
-_STORED_PASSAGES = "SELECT page_id, ordinal, text FROM passages WHERE page_id = ANY(%s)"
-_INSERT_PASSAGES = (
-    "INSERT INTO passages (page_id, ordinal, text) SELECT * FROM unnest(%s::bigint[], %s::integer[], %s::text[])"
 )
 
 _SCHEMA_LOCK = 0x5E_C4_A7  # advisory lock: one process creates the tables at a time
@@ -239,7 +230,7 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> Non
     A schema that is not our KB (kb.marker) is refused before anything is written to it."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-        state = judge(_found(conn), where=where, ours=_OURS, required=("pages", "passages", "robots_cache"))
+        state = judge(_found(conn), where=where, ours=_OURS, required=("pages", "robots_cache"))
         conn.execute(_SCHEMA)
         if state != "ours":
             conn.execute(
@@ -266,7 +257,7 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> Non
             for column, declaration in added:
                 if column not in present:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
-        _drop_full_text(conn)
+        _drop_unread(conn)
         for name, create in _INDEXES.items():
             if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() == (None,):
                 conn.execute(create)
@@ -277,20 +268,22 @@ def _create_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> Non
             conn.execute(changes.POSTGRES_TRIGGER)
 
 
-def _drop_full_text(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
-    """Drop the tsvector columns (and so their GIN indexes) of a KB made by an older version, and mark it as this
-    version's (which an older one refuses to open: it would search columns no longer there). A catalogue change,
-    not a rewrite of the tables; under the schema's advisory lock."""
+def _drop_unread(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+    """Drop what a KB made by an older version keeps and nothing reads: the tsvector columns (and so their GIN
+    indexes, schema version 1) and the passages table (version 2); and mark it as this version's, which an older
+    one refuses to open (version 1 would search columns no longer there, version 2 write passages into a table
+    that is gone). Catalogue changes, not rewrites of the tables; under the schema's advisory lock."""
     held = conn.execute(
-        "SELECT 1 FROM pg_attribute WHERE attrelid IN ('pages'::regclass, 'passages'::regclass) "
-        "AND attname = 'fts' AND NOT attisdropped"
+        "SELECT 1 FROM pg_class WHERE relname = 'passages' AND relnamespace = to_regnamespace(current_schema()) "
+        "UNION ALL SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = 'pages' AND column_name = 'fts'"
     ).fetchone()
     version = conn.execute(f"SELECT value FROM {META_TABLE} WHERE key = 'schema_version'").fetchone()  # noqa: S608
     if held is None and version is not None and version[0] == str(SCHEMA_VERSION):
         return
-    conn.execute("DROP INDEX IF EXISTS pages_fts_idx, passages_fts_idx")
-    conn.execute("ALTER TABLE pages DROP COLUMN IF EXISTS fts")
-    conn.execute("ALTER TABLE passages DROP COLUMN IF EXISTS fts")
+    conn.execute("ALTER TABLE pages DROP COLUMN IF EXISTS fts")  # its index goes with it
+    schema = sql.Identifier(str(conn.execute("SELECT current_schema()").fetchone()[0]))  # type: ignore[index]
+    conn.execute(sql.SQL("DROP TABLE IF EXISTS {}.passages").format(schema))  # not another schema's of the path
     with conn.cursor() as cursor:
         cursor.executemany(
             f"INSERT INTO {META_TABLE} (key, value) VALUES (%s, %s) "  # noqa: S608
@@ -299,7 +292,8 @@ def _drop_full_text(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
         )
 
 
-_OURS = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA + changes.POSTGRES_SCHEMA))
+# Every table our schema creates, and the one older versions made (kb.marker).
+_OURS = frozenset(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA + changes.POSTGRES_SCHEMA)) | {"passages"}
 
 
 def _found(conn: psycopg.Connection[tuple[Any, ...]]) -> Found:
@@ -430,54 +424,31 @@ class PostgresStore(SharedTables):
     # -- pages ----------------------------------------------------------------
 
     def put_page(self, page: PageRecord, revisit: RevisitRule | None = None) -> None:
-        """Insert or replace the page (kb, url) and its passages in one transaction."""
+        """Insert or replace the page (kb, url) in one transaction."""
         self.put_pages([page], revisit)
 
     def put_pages(self, pages: Sequence[PageRecord], revisit: RevisitRule | None = None) -> None:
-        """Insert or replace each page and its passages, all in one transaction.
+        """Insert or replace each page, all in one transaction.
 
-        Four statements a batch whatever its size (five with a revisit rule), each text the same every
-        time (so psycopg prepares it after a few runs): the pages in one upsert from arrays, their stored
-        passages read in one query, the changed pages' passages deleted in one and inserted in one. Four a
-        page cost the writer more CPU and, across a network, a round trip each (docs/scale.md). Rows go in
-        (kb, url) order, so two writers' batches that share a page lock it in the same order and never
-        deadlock.
+        One statement a batch whatever its size (two with a revisit rule), its text the same every time (so
+        psycopg prepares it after a few runs): the pages in one upsert from arrays. One a page cost the
+        writer more CPU and, across a network, a round trip each (docs/scale.md). Rows go in (kb, url) order,
+        so two writers' batches that share a page lock it in the same order and never deadlock. A page whose
+        title and texts are unchanged leaves no row in the search change log (kb.changes).
         """
         if not pages:
             return
         upsert = self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url"))
-        upsert = _UPSERT_PAGES + upsert[upsert.index(" ON CONFLICT") :] + " RETURNING id, kb, url"
+        upsert = _UPSERT_PAGES + upsert[upsert.index(" ON CONFLICT") :]
         with self._transaction() as conn:
             timed = self._revisited(conn, pages, revisit)  # timed by the rule (kb.revisit)
             latest = {(page.kb, page.url): page for page in timed}  # one statement cannot upsert a row twice
             batch = [latest[key] for key in sorted(latest, key=lambda key: (key[0] or "", key[1] or ""))]
             columns = [list(column) for column in zip(*map(self._page_values, batch), strict=True)]
-            ids = {(kb, url): page_id for page_id, kb, url in conn.execute(upsert, columns).fetchall()}
-            page_ids = [ids[(page.kb, page.url)] for page in batch]
-            stored: dict[int, list[tuple[int, str]]] = {}
-            for page_id, ordinal, text in conn.execute(_STORED_PASSAGES, (page_ids,)):
-                stored.setdefault(page_id, []).append((ordinal, text))
-            owners: list[int] = []
-            ordinals: list[int] = []
-            texts: list[str] = []
-            replaced: list[int] = []
-            for page, page_id in zip(batch, page_ids, strict=True):
-                passages = split_passages(page.snippet_text or page.text, page.title)
-                if page_id in stored:
-                    if same_passages(stored[page_id], passages):
-                        continue  # a page read again unchanged: its passages and their index stand
-                    replaced.append(page_id)
-                owners += [page_id] * len(passages)
-                ordinals += range(len(passages))
-                texts += passages
-            if replaced:
-                conn.execute("DELETE FROM passages WHERE page_id = ANY(%s)", (replaced,))
-            if texts:
-                # All the batch's passages (~60 a page) in one statement, not one each (docs/benchmarks.md)
-                conn.execute(_INSERT_PASSAGES, (owners, ordinals, texts))
+            conn.execute(upsert, columns)
 
     def delete_page(self, kb: str, url: str) -> bool:
-        """Remove a page with its passages and labels; True when there was one."""
+        """Remove a page with its labels; True when there was one."""
         with self._transaction() as conn:
             conn.execute("DELETE FROM page_labels WHERE kb=%s AND url=%s", (kb, url))
             conn.execute("DELETE FROM link_labels WHERE kb=%s AND url=%s", (kb, url))

@@ -39,6 +39,7 @@ PAGE_COLUMNS = (
 # Kept as stored when a write gives none (a page written by no crawl: an import, a re-extraction).
 _KEPT_WHEN_NONE = frozenset({"revisit_interval", "revisit_due", "revisit_outcome"})
 HIT_COLUMNS = "url, kb, title, nosnippet, max_snippet, fetched_at"  # what ``search_hit`` reads of a page
+_FIRST_READ, _MOST_READ = 64, 4096  # index entries ``earliest_due`` reads first, and at most at a time after
 
 
 def _columns(record: type) -> tuple[str, ...]:
@@ -291,6 +292,47 @@ class SharedTables(metaclass=ABCMeta):  # not ABC: zope.interface (under Twisted
             seen = _when(fetched).timestamp()
             dues[url] = max(seen, _when(verified).timestamp() if verified else seen) + first
         return dues
+
+    def earliest_due(self, kb: str, first: float, owns: Callable[[str], bool]) -> float | None:
+        """When the first due of the stored pages of ``kb`` that ``owns`` accepts is due (kb.revisit.due_of;
+        ``first``: the profile's re-read interval), None when it accepts none.
+
+        Ownership is the spider's (scopes, an allow-list), not SQL's, so the pages are read in due order off
+        the (kb, revisit_due, fetched_at) index, a few first and more at a time after, up to the first one
+        ``owns`` accepts: a source that owns most of its KB (a web crawl's) reads a few index entries, not the
+        KB. Pages stored before the KB kept due times (no ``revisit_due``) are due ``first`` after their last
+        fetch or 304: read in fetch order, up to the first that cannot be due before the earliest found.
+        """
+        best: float | None = None
+        for due, _, _, url in self._walk(kb, "IS NOT NULL", "revisit_due, fetched_at, id", "url"):
+            if owns(url):
+                best = float(due)
+                break
+        for fetched, _, url, verified in self._walk(kb, "IS NULL", "fetched_at, id", "url, verified_at"):
+            seen = _when(fetched).timestamp()
+            if best is not None and seen + first >= best:
+                break  # read in fetch order: no later page is due sooner
+            if owns(url):
+                due = max(seen, _when(verified).timestamp() if verified else seen) + first
+                best = due if best is None else min(best, due)
+        return best
+
+    def _walk(self, kb: str, due: str, order: str, columns: str) -> Iterator[Sequence[Any]]:
+        """The pages of ``kb`` whose revisit_due is ``due`` (SQL: IS NULL, IS NOT NULL), as rows of the
+        ``order`` columns then ``columns``, in that order, read a few first and more at a time after (each
+        read a range of the (kb, revisit_due, fetched_at) index, after the last row read)."""
+        mark, keys = self._MARK, order.split(", ")
+        select = f"SELECT {order}, {columns} FROM pages WHERE kb={mark} AND revisit_due {due}"  # noqa: S608
+        after = f" AND ({order}) > ({', '.join([mark] * len(keys))})"
+        size, last = _FIRST_READ, None
+        while True:
+            where = select if last is None else select + after
+            rows = self._rows(f"{where} ORDER BY {order} LIMIT {mark}", (kb, *(last or ()), size))
+            yield from rows
+            if len(rows) < size:
+                return
+            last = tuple(rows[-1][: len(keys)])
+            size = min(size * 4, _MOST_READ)
 
     def put_labels(self, labels: LabelRecord) -> None:
         """Replace a page's labels (OMN-LABELS) and TDM policy (OMN-FETCH)."""

@@ -16,7 +16,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
 from urllib.parse import quote
 
 __all__ = [
@@ -37,7 +36,6 @@ __all__ = [
     "phrase_pairs",
     "query_terms",
     "rank_results",
-    "same_passages",
     "search_terms",
     "snippet_limit",
     "split_passages",
@@ -258,12 +256,6 @@ def split_passages(text: str, title: str = "") -> list[str]:
     if current:
         passages.append("\n".join(current))
     return passages
-
-
-def same_passages(stored: Iterable[Sequence[Any]], passages: Sequence[str]) -> bool:
-    """Whether the (ordinal, text) rows ``stored`` for a page are ``passages``, in order."""
-    held = {int(row[0]): row[1] for row in stored}
-    return len(held) == len(passages) and all(held.get(n) == text for n, text in enumerate(passages))
 
 
 # -- what a result shows ------------------------------------------------------

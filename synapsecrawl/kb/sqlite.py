@@ -104,6 +104,9 @@ _ADDED_PAGE_COLUMNS = (
     *REVISIT_COLUMNS,
 )
 _ADDED_SOURCE_COLUMNS = (("run_started", "REAL NOT NULL DEFAULT 0"),)
+# The pages of a KB in due order, and those with no due in fetch order (kb.rows.SharedTables.earliest_due); the
+# rowid is every index's last column.
+_DUE_INDEX = "CREATE INDEX IF NOT EXISTS pages_kb_due ON pages (kb, revisit_due, fetched_at)"
 # Site icons found by the feed spider (synapsecrawl.extract.feeds, SER-ICON). Unix seconds.
 _ICONS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS site_icons (
@@ -135,18 +138,24 @@ CREATE TABLE IF NOT EXISTS sources (
 """
 
 
-# The full-text tables (FTS5) and their triggers a KB made before the search index held: dropped on open.
+# What a KB made before kept and nothing reads now, dropped on open: the full-text tables (FTS5) and their
+# triggers (schema version 1), and the passages table with the trigger that deleted its rows (version 2).
 _FULL_TEXT = ("pages_fts", "passages_fts")
-_FULL_TEXT_TRIGGERS = ("pages_ai", "pages_ad", "pages_au", "passages_ai", "passages_ad")
+_UNREAD_TABLES = (*_FULL_TEXT, "passages")
+_UNREAD_TRIGGERS = ("pages_ai", "pages_ad", "pages_au", "passages_ai", "passages_ad", *content.UNREAD_TRIGGERS)
 
 # Knowing our KB (kb.marker): every table our schemas create, and those older versions made (FTS5's with their
 # shadow tables).
-_OURS = frozenset(
-    re.findall(
-        r"CREATE TABLE IF NOT EXISTS (\w+)",
-        _SCHEMA + _ICONS_SCHEMA + _BACKOFF_SCHEMA + _SOURCES_SCHEMA + content.SCHEMA + changes.SQLITE_SCHEMA,
+_OURS = (
+    frozenset(
+        re.findall(
+            r"CREATE TABLE IF NOT EXISTS (\w+)",
+            _SCHEMA + _ICONS_SCHEMA + _BACKOFF_SCHEMA + _SOURCES_SCHEMA + content.SCHEMA + changes.SQLITE_SCHEMA,
+        )
     )
-) | {f"{name}{shadow}" for name in _FULL_TEXT for shadow in ("", "_data", "_idx", "_content", "_docsize", "_config")}
+    | {f"{name}{shadow}" for name in _FULL_TEXT for shadow in ("", "_data", "_idx", "_content", "_docsize", "_config")}
+    | {"passages"}
+)
 _REQUIRED = frozenset({"pages", "robots_cache"})
 
 
@@ -196,11 +205,12 @@ def _mark(db: sqlite3.Connection) -> None:
     db.execute("COMMIT")
 
 
-def _drop_full_text(db: sqlite3.Connection, found: Found) -> None:
-    """Drop the FTS5 tables and their triggers of a KB made by an older version, and mark it as this version's
-    (which an older one refuses to open: it would search tables that no longer follow the pages). Under the
-    write lock, each DROP ... IF EXISTS, since two crawls may open one old file at once."""
-    names = (*_FULL_TEXT, *_FULL_TEXT_TRIGGERS)
+def _drop_unread(db: sqlite3.Connection, found: Found) -> None:
+    """Drop what a KB made by an older version keeps and nothing reads (``_UNREAD_TABLES``, ``_UNREAD_TRIGGERS``),
+    and mark it as this version's (which an older one refuses to open: version 1 would search tables that no
+    longer follow the pages, version 2 write passages into a table that is gone). Under the write lock, each
+    DROP ... IF EXISTS, since two crawls may open one old file at once."""
+    names = (*_UNREAD_TABLES, *_UNREAD_TRIGGERS)
     marks = ", ".join("?" * len(names))
 
     def held() -> bool:
@@ -211,9 +221,9 @@ def _drop_full_text(db: sqlite3.Connection, found: Found) -> None:
         return
     db.execute("BEGIN IMMEDIATE")
     try:
-        for trigger in _FULL_TEXT_TRIGGERS:
+        for trigger in _UNREAD_TRIGGERS:
             db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
-        for table in _FULL_TEXT:
+        for table in _UNREAD_TABLES:
             db.execute(f"DROP TABLE IF EXISTS {table}")
         if db.execute("SELECT 1 FROM sqlite_master WHERE name=?", (META_TABLE,)).fetchone():
             db.executemany(f"INSERT OR REPLACE INTO {META_TABLE} (key, value) VALUES (?, ?)", meta_rows())  # noqa: S608
@@ -261,8 +271,8 @@ class SQLiteStore(SharedTables):
             if state == "new":  # marked first: a crawl opening it meanwhile knows it as ours, not half-made
                 _mark(self._db)
             self._db.executescript(_SCHEMA)
-            _drop_full_text(self._db, found)
             _add_columns(self._db, "pages", _ADDED_PAGE_COLUMNS)
+            self._db.execute(_DUE_INDEX)  # after the revisit columns, which a KB made before lacks
             # a KB made before YOT-STALE
             _add_columns(self._db, "robots_cache", (("unreadable_since", "REAL NOT NULL DEFAULT 0"),))
             self._db.executescript(_ICONS_SCHEMA)
@@ -270,12 +280,8 @@ class SQLiteStore(SharedTables):
             self._db.executescript(_SOURCES_SCHEMA)
             _add_columns(self._db, "sources", _ADDED_SOURCE_COLUMNS)
             self._db.executescript(changes.SQLITE_SCHEMA)  # what the search index follows (search.index)
-            cut = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='passages'").fetchone()
-            self._db.executescript(content.SCHEMA)  # passages and labels (kb.content)
-            if not cut:
-                self._db.execute("BEGIN IMMEDIATE")
-                content.backfill_passages(self._db)
-                self._db.execute("COMMIT")
+            self._db.executescript(content.SCHEMA)  # labels (kb.content), and the trigger that deletes them
+            _drop_unread(self._db, found)  # after: a page's labels go with it at every moment
             if state == "adopt":
                 _mark(self._db)
             # Reads go through a connection of their own: in WAL they see the last commit and never wait for
@@ -357,15 +363,15 @@ class SQLiteStore(SharedTables):
         self.put_pages([page], revisit)
 
     def put_pages(self, pages: Sequence[PageRecord], revisit: RevisitRule | None = None) -> None:
-        """Insert or replace each page and its passages (kb.content), all in one transaction."""
+        """Insert or replace each page, all in one transaction (a page whose title and texts are unchanged
+        leaves no row in the search change log: kb.changes)."""
         upsert = self._upsert_sql("pages", PAGE_COLUMNS, ("kb", "url"))
         with self._transaction() as db:
             for page in self._revisited(db, pages, revisit):  # timed by the rule (kb.revisit)
                 db.execute(upsert, self._page_values(page))
-                content.write_passages(db, page.kb, page.url, page.snippet_text or page.text, page.title)
 
     def delete_page(self, kb: str, url: str) -> bool:
-        """Remove a page (triggers remove its passages and labels); True when there was one."""
+        """Remove a page (a trigger removes its labels); True when there was one."""
         return self._delete("pages", {"kb": kb, "url": url})
 
     def page_urls(self, kb: str | None = None, prefix: str = "") -> list[tuple[str, str]]:

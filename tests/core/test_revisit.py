@@ -140,6 +140,64 @@ def test_a_write_by_no_crawl_keeps_the_pages_revisit_times(store: Store) -> None
     )
 
 
+def _due_in(url: str, seconds: float) -> PageRecord:
+    """A page fetched at WHEN whose last crawl made it due ``seconds`` after."""
+    return replace(record(url, "text"), revisit_interval=DAY, revisit_due=WHEN.timestamp() + seconds)
+
+
+def test_a_sources_first_due_is_its_earliest_owned_pages(store: Store) -> None:
+    """SYN-REREAD, #37: a source is due when the earliest due of the pages it owns is, whatever the pages
+    of other sources in its KB (read past in due order, more than one read's worth) and of other KBs; a page
+    stored before the KB kept due times is due its re-read interval after its last fetch or 304; a source
+    that owns none has no due."""
+    store.put_pages([_due_in(f"http://other.test/{n}", n) for n in range(300)])  # due first, not owned
+    store.put_pages([_due_in("http://a.test/late", 9000), _due_in("http://a.test/first", 5000)])
+    store.put_page(replace(_due_in("http://a.test/elsewhere", 1), kb="other"))
+
+    def ours(url: str) -> bool:
+        return url.startswith("http://a.test/")
+
+    assert store.earliest_due("docs", WEEK, ours) == WHEN.timestamp() + 5000
+    verified = WHEN + timedelta(seconds=100)
+    store.put_page(record("http://a.test/legacy", "text", verified_at=verified))  # no due time
+    assert store.earliest_due("docs", 4000.0, ours) == verified.timestamp() + 4000
+    assert store.earliest_due("docs", WEEK, ours) == WHEN.timestamp() + 5000
+    assert store.earliest_due("docs", WEEK, lambda url: False) is None
+    assert store.earliest_due("empty", WEEK, ours) is None
+
+
+def test_a_source_that_owns_its_kb_reads_its_first_due_page_only(store: Store) -> None:
+    """#37: a web crawl's source owns every page of its KB: its due is the KB's first, found by asking
+    about one page, not by reading every page's due time."""
+    store.put_pages([_due_in(f"http://site{n % 7}.test/{n}", 500 - n) for n in range(200)])
+    asked: list[str] = []
+    due = store.earliest_due("docs", WEEK, lambda url: not asked.append(url))
+    assert due == WHEN.timestamp() + 301 and asked == ["http://site3.test/199"]
+
+
+def test_pages_stored_before_due_times_are_read_in_fetch_order_up_to_the_earliest_due(store: Store) -> None:
+    """SYN-REREAD, #37: among pages with no due time (a KB made before due times), one fetched early but
+    confirmed by a later 304 is due after one fetched later; pages fetched after the earliest due found are
+    not asked about, and a page of another source is passed over."""
+    at = WHEN.timestamp()
+    early = replace(record("http://a.test/early", "x"), verified_at=WHEN + timedelta(seconds=500), fetched_at=WHEN)
+    pages = [
+        early,
+        *(replace(record(f"http://b.test/{n}", "x"), fetched_at=WHEN + timedelta(seconds=n)) for n in range(1, 100)),
+        replace(record("http://a.test/later", "x"), fetched_at=WHEN + timedelta(seconds=100)),
+        *(replace(record(f"http://a.test/{n}", "x"), fetched_at=WHEN + timedelta(seconds=n)) for n in range(101, 200)),
+    ]
+    store.put_pages(pages)
+    asked: list[str] = []
+
+    def ours(url: str) -> bool:
+        asked.append(url)
+        return url.startswith("http://a.test/")
+
+    assert store.earliest_due("docs", DAY, ours) == at + 100 + DAY
+    assert asked[0] == "http://a.test/early" and asked[-1] == "http://a.test/later" and len(asked) == 101
+
+
 def _old_kb_page_comes_back_with_the_profile_interval(uri: str) -> None:
     """A page stored before the revisit columns: due its profile interval after its last fetch or 304; its
     next fetch adapts from that interval."""
@@ -150,6 +208,7 @@ def _old_kb_page_comes_back_with_the_profile_interval(uri: str) -> None:
         assert (page.revisit_interval, page.revisit_due, page.revisit_outcome) == (None, None, "")
         assert due_of(page, WEEK) == WHEN.timestamp() + WEEK
         assert reopened.page_dues("docs", WEEK) == {URL: WHEN.timestamp() + WEEK}
+        assert reopened.earliest_due("docs", WEEK, lambda url: True) == WHEN.timestamp() + WEEK
         reopened.put_pages([_at(9)], SNAGA)  # unchanged
         page = reopened.get_page("docs", URL)
         assert page is not None and (page.revisit_outcome, page.revisit_interval) == ("unchanged", 1.5 * WEEK)
@@ -163,6 +222,7 @@ def test_an_older_sqlite_kb_migrates(tmp_path: Path) -> None:
     uri = f"sqlite:///{path}"
     open_store(uri).close()
     with sqlite3.connect(path) as db:
+        db.execute("DROP INDEX pages_kb_due")  # made with the columns
         for column in ("revisit_interval", "revisit_due", "revisit_outcome"):
             db.execute(f"ALTER TABLE pages DROP COLUMN {column}")
         db.execute(

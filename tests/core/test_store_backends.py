@@ -78,46 +78,32 @@ def test_a_second_write_replaces_and_a_delete_removes(store: Store) -> None:
     assert store.get_page("docs", "http://a.test/1") is None and indexed_search(store, "teapot") == []
 
 
-def _passage_rows(kb_uri: str) -> list[tuple[int, int, str]]:
-    """(id, ordinal, text) of every stored passage, read beside the store."""
-    sql = "SELECT id, ordinal, text FROM passages ORDER BY id"
-    if kb_uri.startswith("sqlite:///"):
-        with sqlite3.connect(kb_uri.removeprefix("sqlite:///")) as db:
-            return [tuple(row) for row in db.execute(sql)]
-    import psycopg
-
-    with psycopg.connect(kb_uri, autocommit=True) as conn:
-        return [tuple(row) for row in conn.execute(sql)]
-
-
-def test_a_page_read_again_unchanged_keeps_its_passages_and_a_changed_one_is_cut_again(
-    store: Store, kb_uri: str
-) -> None:
-    """SYN-REREAD: a page fetched again with the same text (a re-read without validators) has its
-    fields replaced but its passages kept as they were, not deleted, cut and indexed again; a changed
-    text is cut again, and search follows it."""
+def test_a_page_read_again_unchanged_logs_no_search_change_and_a_changed_one_does(store: Store) -> None:
+    """SYN-REREAD: a page fetched again with the same title and text (a re-read without validators) has its
+    fields replaced but leaves no row in the search change log, so the index does not cut and index it again;
+    a changed text is logged, and search follows it. The KB keeps no passages to compare: the page's own
+    columns are compared where it is written (kb.changes)."""
     url = "http://a.test/guide"
     first = "How to fill the kettle with water.\n\nHow to warm the teapot first."
     store.put_page(record(url, first, etag='"v1"'))
-    kept = _passage_rows(kb_uri)
-    assert [text for _, _, text in kept] == split_passages(first)
+    logged = store.last_search_change()
     store.put_page(record(url, first, etag='"v2"'))
-    assert _passage_rows(kb_uri) == kept
+    assert store.search_changes(logged, 10) == []
     page = store.get_page("docs", url)
     assert page is not None and page.etag == '"v2"'
     assert [h.url for h in indexed_search(store, "teapot")] == [url]
     changed = "How to fill the kettle with water.\n\nHow to pour from the samovar."
     store.put_page(record(url, changed, etag='"v3"'))
-    assert [text for _, _, text in _passage_rows(kb_uri)] == split_passages(changed)
+    assert {(kb, u) for _, kb, u in store.search_changes(logged, 10)} == {("docs", url)}
     assert indexed_search(store, "teapot") == [] and [h.url for h in indexed_search(store, "samovar")] == [url]
 
 
-def test_one_batch_of_new_unchanged_changed_and_repeated_pages(store: Store, kb_uri: str) -> None:
-    """SYN-MODES, SYN-REREAD, #17: one put_pages with a page read again unchanged (its passages stand), a
-    changed one (cut again), a new one, and one URL twice (the later wins, as written one by one)."""
+def test_one_batch_of_new_unchanged_changed_and_repeated_pages(store: Store) -> None:
+    """SYN-MODES, SYN-REREAD, #17, #38: one put_pages with a page read again unchanged (no search change
+    logged), a changed one, a new one, and one URL twice (the later wins, as written one by one)."""
     same = "How to fill the kettle with water.\n\nHow to warm the teapot first."
     store.put_pages([record("http://a.test/same", same), record("http://a.test/changed", "The old samovar.")])
-    kept = [row for row in _passage_rows(kb_uri) if row[2] in split_passages(same)]
+    logged = store.last_search_change()
     store.put_pages(
         [
             record("http://a.test/twice", "A first thermos."),
@@ -127,7 +113,7 @@ def test_one_batch_of_new_unchanged_changed_and_repeated_pages(store: Store, kb_
             record("http://a.test/twice", "A second flask."),
         ]
     )
-    assert [row for row in _passage_rows(kb_uri) if row[2] in split_passages(same)] == kept
+    assert "http://a.test/same" not in {url for _, _, url in store.search_changes(logged, 100)}
     twice = store.get_page("docs", "http://a.test/twice")
     assert twice is not None and twice.text == "A second flask."
     unchanged = store.get_page("docs", "http://a.test/same")
@@ -136,9 +122,6 @@ def test_one_batch_of_new_unchanged_changed_and_repeated_pages(store: Store, kb_
         assert indexed_search(store, gone) == []
     for word, url in (("percolator", "changed"), ("cafetiere", "new"), ("flask", "twice"), ("teapot", "same")):
         assert [h.url for h in indexed_search(store, word)] == [f"http://a.test/{url}"]
-    assert sorted(text for _, _, text in _passage_rows(kb_uri)) == sorted(
-        [*split_passages(same), "The new percolator.", "A fresh cafetiere.", "A second flask."]
-    )
 
 
 def test_whether_a_kb_holds_pages_under_an_address(store: Store) -> None:
@@ -794,6 +777,36 @@ def test_reads_do_not_wait_for_a_batch_being_written(store: Store) -> None:
     assert store.get_page("docs", "http://a.test/2") is not None
 
 
+# The passages table of a KB made before the search index cut its own (schema version 2), as that version's DDL
+# made it, with a passage a page; on SQLite with the trigger that deleted a page's passages and labels.
+_OLD_SQLITE_PASSAGES = """
+CREATE TABLE passages (
+    id INTEGER PRIMARY KEY,
+    page_id INTEGER NOT NULL,
+    ordinal INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    UNIQUE (page_id, ordinal)
+);
+DROP TRIGGER pages_labels_ad;
+CREATE TRIGGER pages_content_ad AFTER DELETE ON pages BEGIN
+    DELETE FROM passages WHERE page_id = old.id;
+    DELETE FROM page_labels WHERE kb = old.kb AND url = old.url;
+    DELETE FROM link_labels WHERE kb = old.kb AND url = old.url;
+END;
+INSERT INTO passages (page_id, ordinal, text) SELECT id, 0, text FROM pages;
+UPDATE synapsecrawl_meta SET value = '2' WHERE key = 'schema_version';
+"""
+_OLD_POSTGRES_PASSAGES = """
+CREATE TABLE passages (
+    id BIGSERIAL PRIMARY KEY,
+    page_id BIGINT NOT NULL REFERENCES pages (id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    UNIQUE (page_id, ordinal)
+);
+INSERT INTO passages (page_id, ordinal, text) SELECT id, 0, text FROM pages;
+UPDATE synapsecrawl_meta SET value = '2' WHERE key = 'schema_version';
+"""
 # The full-text tables of a KB made before the search index answered every search (schema version 1), as that
 # version's DDL made them: SQLite's FTS5 tables and their triggers, PostgreSQL's tsvector columns and GIN indexes.
 _OLD_SQLITE_FULL_TEXT = """
@@ -833,51 +846,61 @@ UPDATE synapsecrawl_meta SET value = '1' WHERE key = 'schema_version';
 """
 
 
-_SQLITE_FULL_TEXT = (
+_SQLITE_UNREAD = (
     "SELECT name FROM sqlite_master WHERE name LIKE '%fts%' OR name IN ('pages_ai', 'pages_ad', 'pages_au', "
-    "'passages_ai', 'passages_ad')"
+    "'passages_ai', 'passages_ad', 'passages', 'pages_content_ad')"
 )
-_POSTGRES_FULL_TEXT = (
+_POSTGRES_UNREAD = (
     "SELECT table_name || '.fts' FROM information_schema.columns WHERE table_schema = current_schema() "
-    "AND column_name = 'fts' UNION ALL SELECT relname FROM pg_class WHERE relname LIKE '%fts%' "
-    "AND relnamespace = to_regnamespace(current_schema())"
+    "AND column_name = 'fts' UNION ALL SELECT relname FROM pg_class WHERE (relname LIKE '%fts%' "
+    "OR relname = 'passages') AND relnamespace = to_regnamespace(current_schema())"
 )
 _VERSION = f"SELECT value FROM {META_TABLE} WHERE key = 'schema_version'"  # noqa: S608
 
 
-def _full_text_left(uri: str) -> list[str]:
-    """The full-text tables, triggers, columns and indexes the KB at ``uri`` holds, then its schema version."""
+def _unread_left(uri: str) -> list[str]:
+    """The full-text tables, triggers, columns and indexes and the passages table (with its trigger) the KB at
+    ``uri`` holds, then its schema version."""
     if uri.startswith("sqlite:///"):
         with closing(sqlite3.connect(uri.removeprefix("sqlite:///"))) as db:
-            rows = [*db.execute(_SQLITE_FULL_TEXT), *db.execute(_VERSION)]
+            rows = [*db.execute(_SQLITE_UNREAD), *db.execute(_VERSION)]
     else:
         import psycopg
 
         with psycopg.connect(uri, autocommit=True) as raw:
-            rows = [*raw.execute(_POSTGRES_FULL_TEXT), *raw.execute(_VERSION)]
+            rows = [*raw.execute(_POSTGRES_UNREAD), *raw.execute(_VERSION)]
     return [*sorted(str(row[0]) for row in rows[:-1]), f"version {rows[-1][0]}"]
+
+
+def _made_older(uri: str, *scripts: str) -> None:
+    """The KB at ``uri`` as an older version left it: ``scripts`` (that version's DDL) run on it, in order."""
+    for script in scripts:
+        if uri.startswith("sqlite:///"):
+            with closing(sqlite3.connect(uri.removeprefix("sqlite:///"))) as db:
+                db.executescript(script)
+        else:
+            import psycopg
+
+            with psycopg.connect(uri, autocommit=True) as raw:
+                raw.execute(script)
 
 
 def test_an_older_kb_loses_its_full_text_tables_and_its_pages_are_still_found(kb_uri: str) -> None:
     """A KB made when the KB kept its own full-text tables (SQLite FTS5 tables and triggers, PostgreSQL
-    tsvector columns and GIN indexes) has them dropped when first opened, is marked as this schema's version
+    tsvector columns and GIN indexes) and its passages has them dropped when first opened, is marked as this schema's version
     (so an older synapsecrawl refuses it), and its pages, written before and after, are found through the index;
     opened again, nothing is left to drop."""
     opened = open_store(kb_uri)
     opened.put_pages([record("http://a.test/old", "An old kettle page."), record("http://a.test/tea", "Teapot.")])
     opened.close()
     if kb_uri.startswith("sqlite:///"):
-        with closing(sqlite3.connect(kb_uri.removeprefix("sqlite:///"))) as db:
-            db.executescript(_OLD_SQLITE_FULL_TEXT)
+        _made_older(kb_uri, _OLD_SQLITE_PASSAGES, _OLD_SQLITE_FULL_TEXT)
     else:
-        import psycopg
-
-        with psycopg.connect(kb_uri, autocommit=True) as raw:
-            raw.execute(_OLD_POSTGRES_FULL_TEXT)
-    assert len(_full_text_left(kb_uri)) > 2 and _full_text_left(kb_uri)[-1] == "version 1"
+        _made_older(kb_uri, _OLD_POSTGRES_PASSAGES, _OLD_POSTGRES_FULL_TEXT)
+    assert len(_unread_left(kb_uri)) > 2 and _unread_left(kb_uri)[-1] == "version 1"
     store = open_store(kb_uri)
     try:
-        assert _full_text_left(kb_uri) == [f"version {SCHEMA_VERSION}"]
+        assert _unread_left(kb_uri) == [f"version {SCHEMA_VERSION}"]
         store.put_page(record("http://a.test/new", "A new kettle page."))
         assert store.delete_page("docs", "http://a.test/tea")
         assert sorted(h.url for h in indexed_search(store, "kettle")) == ["http://a.test/new", "http://a.test/old"]
@@ -885,4 +908,34 @@ def test_an_older_kb_loses_its_full_text_tables_and_its_pages_are_still_found(kb
     finally:
         store.close()
     open_store(kb_uri).close()
-    assert _full_text_left(kb_uri) == [f"version {SCHEMA_VERSION}"]
+    assert _unread_left(kb_uri) == [f"version {SCHEMA_VERSION}"]
+
+
+def test_an_older_kb_loses_its_passages_table_and_keeps_its_pages_labels_and_search(kb_uri: str) -> None:
+    """#38: a KB made when the KB kept each page's passages (schema version 2; on SQLite with the trigger that
+    deleted them with the page) has the table (and the trigger) dropped when first opened, and is marked as this
+    schema's version, so version 2 refuses it rather than write passages into a table that is gone. Its pages
+    are found through the index; a page read again unchanged logs no search change; a deleted page's labels go
+    with it; opened again, nothing is left to drop."""
+    opened = open_store(kb_uri)
+    opened.put_pages([record("http://a.test/old", "An old kettle page."), record("http://a.test/tea", "Teapot.")])
+    opened.put_labels(LabelRecord("docs", "http://a.test/tea", "other", (("http://b.test/", "citation"),)))
+    opened.close()
+    _made_older(kb_uri, _OLD_SQLITE_PASSAGES if kb_uri.startswith("sqlite:///") else _OLD_POSTGRES_PASSAGES)
+    old = ["pages_content_ad", "passages"] if kb_uri.startswith("sqlite:///") else ["passages"]
+    assert _unread_left(kb_uri) == [*old, "version 2"]
+    store = open_store(kb_uri)
+    try:
+        assert _unread_left(kb_uri) == [f"version {SCHEMA_VERSION}"]
+        logged = store.last_search_change()
+        store.put_page(record("http://a.test/old", "An old kettle page.", etag='"again"'))
+        assert store.search_changes(logged, 10) == []
+        store.put_page(record("http://a.test/new", "A new kettle page."))
+        assert store.delete_page("docs", "http://a.test/tea")
+        assert store.get_labels("docs", "http://a.test/tea") is None
+        assert sorted(h.url for h in indexed_search(store, "kettle")) == ["http://a.test/new", "http://a.test/old"]
+        assert indexed_search(store, "teapot") == []
+    finally:
+        store.close()
+    open_store(kb_uri).close()
+    assert _unread_left(kb_uri) == [f"version {SCHEMA_VERSION}"]

@@ -5,6 +5,7 @@ Each test runs on SQLite and on PostgreSQL (a fresh schema, ``postgres_schema_ur
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -57,8 +58,9 @@ def test_two_threads_read_at_once(store: Store) -> None:
 
 
 def test_listing_the_kbs_reads_no_page_text(tmp_path: Path) -> None:
-    """`kbs()` (list_kbs) finds each KB's count and last fetch in the (kb, fetched_at) index,
-    never reading a page's row with its text."""
+    """`kbs()` (list_kbs) finds each KB's count and last fetch in an index that holds both (the (kb,
+    fetched_at) one, or the (kb, revisit_due, fetched_at) one as SQLite chooses), never reading a page's row
+    with its text."""
     store = SQLiteStore(tmp_path / "kb.sqlite3")
     try:
         store.put_page(record("https://a.test/", "words " * 1000, title="A"))
@@ -72,4 +74,4 @@ def test_listing_the_kbs_reads_no_page_text(tmp_path: Path) -> None:
                 "EXPLAIN QUERY PLAN SELECT kb, COUNT(*), MAX(fetched_at) FROM pages GROUP BY kb ORDER BY kb"
             )
         )
-    assert "COVERING INDEX pages_kb_fetched" in plan
+    assert re.search(r"COVERING INDEX pages_kb_(fetched|due)\b", plan), plan
