@@ -19,14 +19,25 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from synapsecrawl.pacing.keys import PARTITIONS, partition_of
-from synapsecrawl.pacing.redisclient import Call, run_scripts
 from synapsecrawl.profiles import WebPolicy
 from synapsecrawl.shared.entries import ENQUEUE_LUA, QUEUED_LUA, partition_root
 from synapsecrawl.web.redis_seen import RedisBloom, bloom_shape
 from synapsecrawl.web.traps import TrapGuard
+
+if TYPE_CHECKING:
+    from synapsecrawl.pacing.redisclient import Call
+
+
+def _run_scripts(client: Any, calls: Sequence[Call]) -> list[Any]:
+    """``synapsecrawl.pacing.redisclient.run_scripts``, imported when first called: spiders/web.py imports this
+    module in every crawl, and a crawl that is not shared never imports redis."""
+    from synapsecrawl.pacing.redisclient import run_scripts
+
+    return run_scripts(client, calls)
+
 
 __all__ = [
     "ADMITTED",
@@ -354,7 +365,7 @@ class SharedWebGate:
         order = list(parts)
         calls = [self._call(self._admit, n, [*head, refill if n == refilled else "", *parts[n]]) for n in order]
         verdicts = [0] * len(links)
-        for n, reply in zip(order, run_scripts(self._client, calls), strict=True):
+        for n, reply in zip(order, _run_scripts(self._client, calls), strict=True):
             for i, verdict in zip(places.get(n, []), reply, strict=True):
                 verdicts[i] = int(verdict)
         return verdicts
@@ -367,14 +378,14 @@ class SharedWebGate:
         for site in sites:
             parts.setdefault(partition_of(site), []).append(site)
         calls = [self._call(self._refill, n, names) for n, names in parts.items()]
-        return sum(int(moved) for moved in run_scripts(self._client, calls))
+        return sum(int(moved) for moved in _run_scripts(self._client, calls))
 
     def refill_all(self) -> int:
         """``refill`` every site with URLs waiting (what a lease ended without its page read left behind)."""
         if not self._frontier:
             return 0
         calls = [self._call(self._refill, n, ["*"]) for n in range(PARTITIONS)]
-        return sum(int(moved) for moved in run_scripts(self._client, calls))
+        return sum(int(moved) for moved in _run_scripts(self._client, calls))
 
     def waiting(self, site: str) -> list[tuple[str, float]]:
         """(URL key, score: lower goes first) of ``site``'s waiting URLs, best first (tests, status)."""
