@@ -18,6 +18,8 @@ from pathlib import Path
 
 import redis
 
+from tests.redis_cluster import cluster_port
+
 __all__ = ["free_port", "redis_cluster", "redis_server"]
 
 
@@ -73,15 +75,9 @@ def redis_cluster(data: Path, masters: int = 3, wait: float = 30.0) -> tuple[lis
     return (their ports, their processes) once it says cluster_state:ok. Each port's bus port (+10000) is free."""
     ports: list[int] = []
     while len(ports) < masters:
-        port = free_port()
-        if port >= 55535:
-            continue
-        with socket.socket() as bus:
-            try:
-                bus.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-        ports.append(port)
+        port = cluster_port()
+        if port not in ports:
+            ports.append(port)
     procs = []
     for port in ports:
         (data / str(port)).mkdir(parents=True)

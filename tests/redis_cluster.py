@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import redis
 
-__all__ = ["LocalCluster", "local_cluster"]
+__all__ = ["LocalCluster", "cluster_port", "local_cluster"]
 
 
-def _free_port() -> int:
+def cluster_port() -> int:
     """A free port whose cluster bus port (port + 10000) is free too."""
     while True:
         with socket.socket() as sock:
@@ -75,7 +75,7 @@ class LocalCluster:
             client.close()
 
     def start(self) -> LocalCluster:
-        self.ports = [_free_port() for _ in range(3)]
+        self.ports = [cluster_port() for _ in range(3)]
         self.procs = [self._spawn(i) for i in range(3)]
         self._wait(lambda: all(self._answers(i) for i in range(3)), "the nodes did not start")
         created = subprocess.run(
