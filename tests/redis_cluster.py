@@ -5,6 +5,7 @@ temporary directory, joined by ``redis-cli --cluster create``, with append-only 
 
 from __future__ import annotations
 
+import random
 import shutil
 import signal
 import socket
@@ -20,17 +21,20 @@ import redis
 
 __all__ = ["LocalCluster", "cluster_port", "local_cluster"]
 
+# Node ports 20000-22767, so their bus ports are 30000-32767.
+_LOWEST, _SPAN = 20000, 2768
+
 
 def cluster_port() -> int:
-    """A free port whose cluster bus port (port + 10000) is free too."""
+    """A free port whose cluster bus port (port + 10000) is free too, both below the kernel's ephemeral range
+    (32768 and up): a port taken from that range by binding port 0 may be one that another test's server (a
+    PostgreSQL cluster being restarted on its own port) has just let go of for a moment, and a node that took it
+    made that restart fail."""
     while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
-        if port >= 55535:
-            continue
-        with socket.socket() as bus:
+        port = random.randrange(_LOWEST, _LOWEST + _SPAN)
+        with socket.socket() as sock, socket.socket() as bus:
             try:
+                sock.bind(("127.0.0.1", port))
                 bus.bind(("127.0.0.1", port + 10000))
             except OSError:
                 continue
@@ -75,7 +79,8 @@ class LocalCluster:
             client.close()
 
     def start(self) -> LocalCluster:
-        self.ports = [cluster_port() for _ in range(3)]
+        while len(set(self.ports)) < 3:
+            self.ports = [cluster_port() for _ in range(3)]
         self.procs = [self._spawn(i) for i in range(3)]
         self._wait(lambda: all(self._answers(i) for i in range(3)), "the nodes did not start")
         created = subprocess.run(
