@@ -302,12 +302,14 @@ def main(argv: list[str] | None = None) -> int:
 _SCHEMA = "search_eval"
 
 
-def _fresh_schema(admin_uri: str) -> str:
+def _fresh_schema(admin_uri: str, keep: bool = False) -> str:
+    """A schema of the benchmark's own at ``admin_uri``, emptied first unless ``keep``."""
     import psycopg
 
     with psycopg.connect(admin_uri, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {_SCHEMA} CASCADE")
-        conn.execute(f"CREATE SCHEMA {_SCHEMA}")
+        if not keep:
+            conn.execute(f"DROP SCHEMA IF EXISTS {_SCHEMA} CASCADE")
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_SCHEMA}")
     sep = "&" if "?" in admin_uri else "?"
     return f"{admin_uri}{sep}options=-csearch_path%3D{_SCHEMA}"
 

@@ -3,6 +3,8 @@
     apt-get install -y python3.11-doc postgresql-doc-15 python-django-doc python-scipy-doc python-pandas-doc
     python -m bench.search_index                          # SQLite and PostgreSQL, every figure
     python -m bench.search_index --backends sqlite --rounds 1 --limit-pages 1500   # a quick look
+    python -m bench.search_index --copies 10 --keep --fill-only   # fill 100,000 pages once, while busy
+    python -m bench.search_index --copies 10 --keep               # measure them later, on a quiet machine
 
 The pages are Debian's packaged HTML docs of Python 3.11, PostgreSQL 15, Django, SciPy and pandas
 (every page but the generated indexes and search pages), read once by a plain lxml reader (the main
@@ -294,15 +296,21 @@ def bench_backend(uri: str, pages: list[PageRecord], sets: dict[str, list[Questi
     asked = [q["query"] for q in sets["python"] + sets["other"]]
     figures: dict[str, Any] = {}
     store = open_store(uri)
+    held = sum(count for kb, count, _ in store.kbs() if kb == KB)
     started = time.perf_counter()
-    for n in range(0, len(pages), 100):
-        store.put_pages(pages[n : n + 100])
+    if held != len(pages):  # --keep finds the KB of an earlier run full, or it is filled now
+        for n in range(0, len(pages), 100):
+            store.put_pages(pages[n : n + 100])
     figures["fill_s"] = round(time.perf_counter() - started, 1)
     index = SearchIndex(store, index_path(uri))
     started = time.perf_counter()
     index.catch_up_once()
     figures["index_build_s"] = round(time.perf_counter() - started, 1)
     print(f"filled in {figures['fill_s']} s, indexed in {figures['index_build_s']} s", flush=True)
+    if args.fill_only:
+        index.close()
+        store.close()
+        return figures
     figures["floor"] = _timed(floor(index), asked * args.rounds)
     figures["index"] = _timed(lambda q: index.search(q, KB, limit=10), asked * args.rounds)
     print(f"floor {figures['floor']}\n  index {figures['index']}", flush=True)
@@ -338,10 +346,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--postgres", default=os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the KBs and indexes for the next run with --keep, which measures them without refilling",
+    )
+    parser.add_argument("--fill-only", action="store_true", help="fill and index, measure nothing (with --keep)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(args.workdir / "indexes", ignore_errors=True)  # each run builds its indexes anew
+    if not args.keep:
+        shutil.rmtree(args.workdir / "indexes", ignore_errors=True)  # each run builds its indexes anew
     os.environ["SEARCH_INDEX_DIR"] = str(args.workdir / "indexes")
     pages = doc_pages(args.workdir, args.limit_pages)
     pages += [
@@ -357,14 +372,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"-- {backend}", flush=True)
         if backend == "sqlite":
             path = args.workdir / f"kb-{len(pages)}.sqlite3"
-            for suffix in ("", "-wal", "-shm"):
+            for suffix in ("", "-wal", "-shm") if not args.keep else ():
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
             report["results"][backend] = bench_backend(f"sqlite:///{path}", pages, sets, args)
         else:
             try:
-                report["results"][backend] = bench_backend(_fresh_schema(args.postgres), pages, sets, args)
+                uri = _fresh_schema(args.postgres, keep=args.keep)
+                report["results"][backend] = bench_backend(uri, pages, sets, args)
             finally:
-                _drop_schema(args.postgres)
+                if not args.keep:
+                    _drop_schema(args.postgres)
         if args.json:
             args.json.write_text(json.dumps(report, indent=1) + "\n")
     return 0
