@@ -116,10 +116,18 @@ class LocalCluster:
     def restart(self, index: int, down_for: float = 0.0) -> None:
         """Stop node ``index`` with SIGTERM (it writes its AOF), and ``down_for`` seconds later start it again
         on its files."""
+        self.stop_node(index)
+        time.sleep(down_for)
+        self.start_node(index)
+
+    def stop_node(self, index: int) -> None:
+        """Stop node ``index`` with SIGTERM (it writes its AOF); its slots have no other master meanwhile."""
         proc = self.procs[index]
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
-        time.sleep(down_for)
+
+    def start_node(self, index: int) -> None:
+        """Start node ``index`` again on its files; return once the cluster says ok."""
         self.procs[index] = self._spawn(index)
         self._wait(self.ok, f"node {index} did not come back")
 

@@ -4,7 +4,9 @@ A URL names a node; ``INFO cluster`` tells whether it is a Cluster node (``clust
 redis-py's ``RedisCluster`` (sync or asyncio) routes each command and script to the node of its key's slot.
 No setting says which: the same ``PACING_REDIS_URL`` works for both. ``run_scripts`` sends several script
 calls in one pipeline (one round trip on one Redis, one per node on a Cluster), loading a script a node has
-not seen (a shard restarted) and running that call again. Reads no setting and no meta key.
+not seen (a shard restarted) and running that call again. A sync Cluster client gives up on a node that
+does not answer after ``CLUSTER_RETRIES`` quick tries: its calls run on the reactor thread, and the crawl
+asks again a second later on its own. Reads no setting and no meta key.
 """
 
 from __future__ import annotations
@@ -18,11 +20,34 @@ import redis
 import redis.asyncio
 import redis.asyncio.cluster
 import redis.cluster
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import NoScriptError
+from redis.retry import Retry
 
-__all__ = ["ASYNC_CONNECTIONS", "Call", "async_redis", "gated", "is_cluster", "run_scripts", "sync_redis"]
+__all__ = [
+    "ASYNC_CONNECTIONS",
+    "CLUSTER_BACKOFF_CAP",
+    "CLUSTER_RETRIES",
+    "Call",
+    "async_redis",
+    "cluster_retry",
+    "gated",
+    "is_cluster",
+    "run_scripts",
+    "sync_redis",
+]
 
 _TIMEOUTS: dict[str, Any] = {"socket_timeout": 5.0, "socket_connect_timeout": 5.0}
+
+# redis-py's RedisCluster retries a command that met a node down (refused, timed out) ten times, up to a second
+# apart, refreshing its slot map in between: a sync call held the reactor thread, and with it every download of
+# the worker, for seconds per call. The frontier, the pacer and the web crawl's seen-set already treat a call
+# that fails as Redis down and ask again a second later, so two quick tries are enough to ride out a dropped
+# connection; a node that refuses a connection then costs well under a second. A connection that does not open
+# within a second is a node down too (the kernel's first SYN retry is at one second).
+CLUSTER_RETRIES = 2
+CLUSTER_BACKOFF_CAP = 0.25
+_CLUSTER_SYNC: dict[str, Any] = {"socket_timeout": 5.0, "socket_connect_timeout": 1.0}
 
 # redis-py's asyncio pool (8.x) refuses a command when 100 connections are in use ("Too many connections")
 # instead of waiting for one. A worker's downloader asks for many sites' turns at once (a grant, a send and a
@@ -53,10 +78,17 @@ def is_cluster(url: str) -> bool:
         return False
 
 
+def cluster_retry() -> Retry:
+    """How a sync Cluster client retries a call that met a node down: ``CLUSTER_RETRIES`` times, at most
+    ``CLUSTER_BACKOFF_CAP`` seconds apart (a fresh object per client: redis-py's backoff state is per client)."""
+    return Retry(ExponentialWithJitterBackoff(cap=CLUSTER_BACKOFF_CAP, base=0.01), CLUSTER_RETRIES)
+
+
 def sync_redis(url: str) -> Any:
-    """A client of the Redis or Redis Cluster at ``url`` (``redis.Redis`` or ``redis.cluster.RedisCluster``)."""
+    """A client of the Redis or Redis Cluster at ``url`` (``redis.Redis`` or ``redis.cluster.RedisCluster``).
+    One Redis that does not answer fails a call at once; a Cluster client tries ``cluster_retry()``'s few times."""
     if is_cluster(url):
-        return redis.cluster.RedisCluster.from_url(url, **_TIMEOUTS)
+        return redis.cluster.RedisCluster.from_url(url, retry=cluster_retry(), **_CLUSTER_SYNC)
     return redis.Redis.from_url(url, **_TIMEOUTS)
 
 

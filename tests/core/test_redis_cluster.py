@@ -5,19 +5,28 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 
 import pytest
 import redis
+import redis.cluster
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.crc import key_slot
 
 from synapsecrawl.errors import ConfigError
 from synapsecrawl.pacing.keys import PARTITIONS, partition_of
-from synapsecrawl.pacing.redisclient import is_cluster, sync_redis
+from synapsecrawl.pacing.redisclient import (
+    CLUSTER_BACKOFF_CAP,
+    CLUSTER_RETRIES,
+    cluster_retry,
+    is_cluster,
+    sync_redis,
+)
 from synapsecrawl.pacing.shared import RedisPacing
 from synapsecrawl.shared.entries import Entry
 from synapsecrawl.shared.frontier import SharedFrontier
 from tests.helpers import REDIS_URL, synapsecrawl
-from tests.redis_cluster import LocalCluster
+from tests.redis_cluster import LocalCluster, local_cluster
 
 
 def test_the_client_follows_the_server(redis_cluster: LocalCluster) -> None:
@@ -98,3 +107,54 @@ def test_a_crawl_laid_out_before_partitions_is_refused_in_one_line(redis_url: st
     )  # fmt: skip
     assert out.returncode != 0
     assert len(out.stderr.strip().splitlines()) == 1 and "crawl again under a new name" in out.stderr, out.stderr
+
+
+def test_a_master_down_fails_a_sync_call_after_a_few_quick_tries_and_the_client_goes_on_once_it_is_back(
+    tmp_path: Path,
+) -> None:
+    """A sync Cluster client's call runs on the reactor thread: with a master stopped, a call to a key of
+    its slots (a plain command, a script) raises ``redis.ConnectionError`` after ``CLUSTER_RETRIES`` tries
+    at most ``CLUSTER_BACKOFF_CAP`` apart (not redis-py's ten, up to a second apart), calls to the other
+    masters are answered meanwhile, and once the master is back the same client reads what it held."""
+    with local_cluster(tmp_path) as cluster:
+        client = sync_redis(cluster.url)
+        try:
+            assert client.retry == cluster_retry()
+            assert client.retry.get_retries() == CLUSTER_RETRIES == 2
+            assert ExponentialWithJitterBackoff(cap=CLUSTER_BACKOFF_CAP, base=0.01) == client.retry._backoff
+            assert client.nodes_manager.connection_kwargs["socket_connect_timeout"] <= 1.0
+            keys: dict[int, str] = {}
+            for i in range(1000):
+                keys.setdefault(client.get_node_from_key(f"down-{i}").port, f"down-{i}")
+            assert sorted(keys) == sorted(cluster.ports)
+            for key in keys.values():
+                client.set(key, key)
+            script = client.register_script("return redis.call('GET', KEYS[1])")
+            down, up = keys[cluster.ports[1]], keys[cluster.ports[0]]
+            cluster.stop_node(1)
+            tries = _Counting(client)
+            with pytest.raises(redis.ConnectionError):
+                client.get(down)
+            assert tries.count == 1 + CLUSTER_RETRIES
+            with pytest.raises(redis.ConnectionError):
+                script(keys=[down])
+            assert client.get(up) == up.encode()
+            cluster.start_node(1)
+            assert client.get(down) == down.encode()
+            assert script(keys=[down]) == down.encode()
+        finally:
+            client.close()
+
+
+class _Counting:
+    """Counts the tries of a Cluster client's calls: each try asks the client which node serves the slot."""
+
+    def __init__(self, client: redis.cluster.RedisCluster) -> None:
+        self.count = 0
+        resolve = client._determine_nodes
+
+        def counted(*args: object, **kwargs: object) -> object:
+            self.count += 1
+            return resolve(*args, **kwargs)
+
+        client._determine_nodes = counted  # type: ignore[method-assign]
