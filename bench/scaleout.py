@@ -43,7 +43,10 @@ import json
 import os
 import re
 import resource
+import signal
+import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -56,8 +59,9 @@ from bench.common import ROOT, judge, machine, scrapy_bin
 from bench.pgwrite import drop_schema, proc_cpu, schema_uri
 from bench.redisserver import free_port, redis_cluster, redis_server
 from bench.sim import SimWeb, make_hosts
+from bench.startprobe import STAGES, read_marks
 
-__all__ = ["main", "run_scaleout"]
+__all__ = ["main", "run_scaleout", "run_startup"]
 
 POSTGRES = os.environ.get("SYNAPSECRAWL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 # Commands a client sends (one round trip each); what scripts call inside Redis is not counted.
@@ -229,19 +233,29 @@ def _own_cpu() -> float:
 
 
 def start_workers(
-    count: int, settings: dict[str, str], tmp: Path, env: dict[str, str]
+    count: int,
+    settings: dict[str, str],
+    tmp: Path,
+    env: dict[str, str],
+    *,
+    marks: list[Path] | None = None,
+    cwd: Path = ROOT,
 ) -> tuple[list[subprocess.Popen[bytes]], list[Path]]:
     """Start ``count`` workers of the crawl ``bench`` at once: the processes and their log files. What they write
-    (logs, reports, journals) goes under ``tmp``, never into the checkout."""
+    (logs, reports, journals) goes under ``tmp``, never into the checkout. With ``marks`` (a list to fill), each
+    runs under ``bench.startprobe``, which writes its start's stages to the file appended there."""
     procs, logs = [], []
     for index in range(count):
         log = tmp / f"w{count}-{index}-{uuid.uuid4().hex[:6]}.log"
         logs.append(log)
         cmd = [scrapy_bin(), "crawl", "worker", "-a", "crawl=bench"]
+        if marks is not None:
+            marks.append(log.with_suffix(".marks"))
+            cmd[:1] = [sys.executable, str(Path(__file__).with_name("startprobe.py")), str(marks[-1])]
         written = {"LOG_FILE": str(log), "REPORT_DIR": str(tmp / "reports"), "KB_JOURNAL_DIR": str(tmp / "journal")}
         for key, value in {**settings, **written}.items():
             cmd += ["-s", f"{key}={value}"]
-        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return procs, logs
 
 
@@ -259,6 +273,14 @@ def _workers(
             proc.kill()
             codes.append(proc.wait())
     return codes, logs
+
+
+def _add_urls(url: str, urls_file: Path, env: dict[str, str]) -> None:
+    """Queue the URLs of ``urls_file`` as one page-mode source of the crawl ``bench`` in the Redis at ``url``."""
+    command = [str(Path(scrapy_bin()).parent / "synapsecrawl"), "crawl", "add", "--crawl", "bench", "--redis", url]
+    command += ["--urls-file", str(urls_file), "--mode", "page"]
+    added = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    assert added.returncode == 0, added.stderr
 
 
 def _one(
@@ -291,26 +313,7 @@ def _one(
         memory_empty = _redis_memory(ports)
         env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
         if urls_file is not None:
-            added = subprocess.run(
-                [
-                    str(Path(scrapy_bin()).parent / "synapsecrawl"),
-                    "crawl",
-                    "add",
-                    "--crawl",
-                    "bench",
-                    "--redis",
-                    url,
-                    "--urls-file",
-                    str(urls_file),
-                    "--mode",
-                    "page",
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-                env=env,
-            )
-            assert added.returncode == 0, added.stderr
+            _add_urls(url, urls_file, env)
         memory_queued = _redis_memory(ports)
         before, cpu_before = _round_trips(ports), _redis_cpu(ports)
         web.reset()
@@ -456,6 +459,143 @@ def run_scaleout(
     return result
 
 
+def _startup_one(
+    web: SimWeb, urls_file: Path, tmp: Path, count: int, *, concurrency: int, cluster: bool, tree: Path | None
+) -> dict[str, Any]:
+    """``count`` workers started at once on a crawl with every URL queued, each under ``bench.startprobe``: when
+    each reached each stage of its start, and its CPU by then. Once all have read their first answer (or a
+    minute has passed) they are stopped (SIGINT: their leases go back)."""
+    data = tmp / f"redis-start-{count}-{uuid.uuid4().hex[:6]}"
+    data.mkdir()
+    if cluster:
+        ports, redis_procs = redis_cluster(data)
+    else:
+        ports = [free_port()]
+        redis_procs = [redis_server(ports[0], data)]
+    schema, kb_uri = schema_uri()
+    url = f"redis://127.0.0.1:{ports[0]}/0"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    if tree is not None:  # the workers run that checkout's code (its spiders, middlewares and core)
+        env["PYTHONPATH"] = str(tree)
+    marks: list[Path] = []
+    try:
+        _add_urls(url, urls_file, env)
+        web.reset()
+        settings = {
+            "HOST_RESOLVE": "*.test=127.0.0.1",
+            "ALLOW_PRIVATE_ADDRESSES": "True",
+            "KB_URI": kb_uri,
+            "BOT_PROFILE": "snagabot",
+            "LOG_LEVEL": "INFO",
+            "PACING_REDIS_URL": url,
+            **({"CONCURRENT_REQUESTS": str(concurrency)} if concurrency else {}),
+        }
+        load = os.getloadavg()[0]
+        spawned = time.monotonic()
+        procs, _logs = start_workers(count, settings, tmp, env, marks=marks, cwd=tree or ROOT)
+        deadline = spawned + 60.0
+        while time.monotonic() < deadline and not all(
+            "first answer" in read_marks(path) or proc.poll() is not None
+            for path, proc in zip(marks, procs, strict=True)
+        ):
+            time.sleep(0.1)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        for proc in procs:
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        hits = web.log()
+    finally:
+        for redis_proc in redis_procs:
+            redis_proc.terminate()
+            redis_proc.wait(timeout=30)
+        drop_schema(schema)
+    workers = []
+    for path in marks:
+        got = read_marks(path)
+        workers.append({stage: (round(at - spawned, 3), round(cpu, 3)) for stage, (at, cpu) in got.items()})
+    return {
+        "workers": count,
+        "load": load,
+        "first_request_s": round(min((h.start for h in hits), default=spawned) - spawned, 2),
+        "stages": workers,
+    }
+
+
+def _stage_table(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per stage over the run's workers: the median and the largest time since the start, and the median CPU
+    the stage took (from the stage before)."""
+    rows = []
+    for i, stage in enumerate(STAGES):
+        reached = [w for w in run["stages"] if stage in w]
+        if not reached:
+            continue
+        since = [w[stage][0] for w in reached]
+        before = STAGES[i - 1] if i else None
+        cpu = [w[stage][1] - (w[before][1] if before in w else 0.0) for w in reached if before is None or before in w]
+        rows.append(
+            {
+                "stage": stage,
+                "median_s": round(statistics.median(since), 2),
+                "max_s": round(max(since), 2),
+                "cpu_ms": round(1000 * statistics.median(cpu)) if cpu else None,
+                "workers": len(reached),
+            }
+        )
+    return rows
+
+
+def run_startup(
+    hosts: int,
+    pages: int,
+    delay: float,
+    workers: list[int],
+    *,
+    latency: float = 0.0,
+    concurrency: int = 0,
+    cluster: bool = False,
+    rounds: int = 1,
+    trees: list[Path | None] | None = None,
+) -> dict[str, Any]:
+    """Each count of ``workers`` started at once ``rounds`` times on a fresh Redis and KB: their start, stage by
+    stage (``bench.startprobe``). With ``trees``, each count runs the workers of each checkout in turn (None:
+    this one), so a before and an after share the machine's moments."""
+    specs = make_hosts(hosts, pages, [delay], slow=hosts if latency else 0, slow_seconds=latency)
+    result: dict[str, Any] = {"hosts": hosts, "pages": pages, "machine": machine(), "runs": []}
+    with SimWeb(specs) as web, tempfile.TemporaryDirectory(prefix="bench-startup-") as tmpdir:
+        tmp = Path(tmpdir)
+        urls_file = tmp / "urls.txt"
+        urls_file.write_text("\n".join(web.page_urls()) + "\n")
+        for _ in range(rounds):
+            for count in workers:
+                for tree in trees or [None]:
+                    run = _startup_one(web, urls_file, tmp, count, concurrency=concurrency, cluster=cluster, tree=tree)
+                    run["tree"] = str(tree or ROOT)
+                    run["table"] = _stage_table(run)
+                    result["runs"].append(run)
+                    print(json.dumps({k: v for k, v in run.items() if k != "stages"}), flush=True)
+    return result
+
+
+def print_startup(result: dict[str, Any]) -> None:
+    print(
+        f"\nworkers' start, {result['hosts']} sites x {result['pages']} pages queued "
+        f"({result['machine'].get('cpus', '?')} CPUs)"
+    )
+    print("workers  load  first request s | stage: median s since start (largest), median CPU ms of the stage")
+    for run in result["runs"]:
+        if run["tree"] != str(ROOT):
+            print(f"         (workers of {run['tree']})")
+        stages = ", ".join(
+            f"{row['stage']} {row['median_s']:.2f} ({row['max_s']:.2f}) {row['cpu_ms']}" for row in run["table"]
+        )
+        print(f"{run['workers']:7d}  {run['load']:4.1f}  {run['first_request_s']:15.2f} | {stages}")
+
+
 def print_result(result: dict[str, Any]) -> None:
     print(
         f"\n{result['hosts']} sites x {result['pages']} pages, Crawl-delay {result['delay']:g} s, "
@@ -506,7 +646,35 @@ def main() -> None:
         help="the regime where workers should add up: --hosts 480 --pages 4 --delay 1 --latency 1 "
         "--concurrency 8 --workers 1,2,4,8,16",
     )
+    parser.add_argument(
+        "--startup",
+        action="store_true",
+        help="only the workers' start: each count of --workers started at once, stage by stage, until each has "
+        "read its first answer (bench.startprobe)",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="with --startup: how many times each count is run")
+    parser.add_argument(
+        "--trees",
+        default="",
+        help="with --startup: checkouts whose workers run in turn, comma-separated ('.' is this one): before/after",
+    )
     args = parser.parse_args()
+    if args.startup:
+        started = run_startup(
+            args.hosts,
+            args.pages,
+            args.delay,
+            [int(w) for w in args.workers.split(",")],
+            latency=args.latency,
+            concurrency=args.concurrency,
+            cluster=args.cluster,
+            rounds=args.rounds,
+            trees=[None if t == "." else Path(t).resolve() for t in args.trees.split(",")] if args.trees else None,
+        )
+        print_startup(started)
+        if args.out is not None:
+            args.out.write_text(json.dumps(started, indent=1) + "\n")
+        return
     if args.adds_up:
         args.hosts, args.pages, args.delay, args.latency, args.concurrency = 480, 4, 1.0, 1.0, 8
         args.workers = "1,2,4,8,16"

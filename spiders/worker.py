@@ -52,6 +52,7 @@ __all__ = ["WorkerSpider"]
 logger = logging.getLogger(__name__)
 
 _ALLOWANCE = 16  # pages of a source counted in one round trip while its limit is far
+_START_BATCH = 200  # a source's start hands its requests to Redis this many at a time
 START = "start"  # the callback of a source's start entry: run its mode's start()
 # What an entry may name: the modes' callbacks and errbacks, nothing else of a spider.
 _CALLBACKS = frozenset({START, "parse", "parse_sitemap", "parse_feed", "parse_article", "parse_icon"})
@@ -288,6 +289,9 @@ class WorkerSpider(scrapy.Spider):
             async for request in delegate.start():
                 scheduler.enqueue_request(request)
                 count += 1
+                if count % _START_BATCH == 0:  # leased by this worker and the others while the rest is read
+                    scheduler.flush()
+                    await asyncio.sleep(0)
         except Exception:  # one source's start failing must not stop the worker
             logger.exception("crawl: the start of source %s failed", self._ids.get(id(delegate)))
         logger.info(

@@ -146,6 +146,13 @@ class SharedScheduler(BaseScheduler):
             self._flushing = call_later(0, self._flush_soon)
         return True
 
+    def flush(self) -> None:
+        """Queue in Redis now what waits to go, and have the engine ask for a lease (a long start hands its
+        requests on in batches, not all once it is read)."""
+        if self._flushing is not None:
+            self._flushing.cancel()
+        self._flush_soon()
+
     def _flush_soon(self) -> None:
         self._flushing = None
         self._flush()

@@ -85,6 +85,19 @@ async def test_a_request_goes_through_the_shared_frontier_and_back(scheduler: Sh
     assert _counts(scheduler) == (0, 1, 0)
 
 
+async def test_flush_queues_in_redis_at_once_what_waits_to_go(scheduler: SharedScheduler) -> None:
+    """Enqueued requests wait for the loop's next turn to go to Redis together; ``flush`` (a long start, every
+    batch) sends them at once, so this worker and the others lease from them while the rest of the start is
+    read."""
+    for n in range(3):
+        scheduler.enqueue_request(Request(f"http://{SITE}/{n}"))
+    assert _counts(scheduler) == (0, 0, 0)
+    scheduler.flush()
+    assert _counts(scheduler) == (3, 0, 0)
+    assert not scheduler.has_pending_requests()
+    assert scheduler.next_request() is not None
+
+
 async def test_a_done_request_acks_its_lease_once(scheduler: SharedScheduler) -> None:
     """Once its answer is read and handed on (``done``), the lease is acknowledged: the site counts
     it done, nothing in flight; a second ``done`` for the same request acknowledges nothing more."""
