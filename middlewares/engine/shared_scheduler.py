@@ -44,6 +44,10 @@ __all__ = ["LEASE", "ORIGIN", "SharedScheduler", "plain_meta", "worker_name"]
 logger = logging.getLogger(__name__)
 
 _IDLE_ASK = 1.0  # seconds between asks when nothing is pending (another worker's links may come)
+# Until its first lease, and for at most _FIRST_ASK_FOR seconds after it opens, a worker asks this often: workers
+# started together find nothing while the one that leased a source's start is queueing its first requests.
+_FIRST_ASK = 0.25
+_FIRST_ASK_FOR = 10.0
 # The longest sleep until the next site Redis says is due: work another worker adds for a new site is seen
 # this late here (the adding worker itself asks at once).
 _LONGEST_SLEEP = 5.0
@@ -70,6 +74,8 @@ class SharedScheduler(BaseScheduler):
         self._acks: list[Lease] = []  # done, to acknowledge once what they queued is in Redis
         self._local: deque[Request] = deque()
         self._quiet_until = 0.0
+        self._eager_until = 0.0  # until then (0: over), no lease yet: asks every _FIRST_ASK
+        self._empty_ask = _IDLE_ASK  # the frontier's own, given back once the first lease came
         self._down_since: float | None = None
         self._sweep_after = 0.0
         self._left_seen = 0
@@ -94,6 +100,8 @@ class SharedScheduler(BaseScheduler):
         self.frontier = frontier
         self.worker = str(getattr(spider, "worker", ""))  # a WorkerSpider's, checked through its frontier
         self.beat_seconds = max(0.5, min(5.0, frontier.lease_seconds / 3))
+        self._empty_ask, frontier.empty_ask = frontier.empty_ask, _FIRST_ASK
+        self._eager_until = monotonic() + _FIRST_ASK_FOR
         self._heartbeat()
 
     def close(self, reason: str) -> None:
@@ -250,8 +258,12 @@ class SharedScheduler(BaseScheduler):
             self._learn_left()
         if reclaimed:
             logger.info("frontier: %d requests of stopped workers put back in the frontier", reclaimed)
+        if self._eager_until and (lease is not None or monotonic() >= self._eager_until):
+            self._eager_until = 0.0
+            self.frontier.empty_ask = self._empty_ask
         if lease is None or hint > 0:  # nothing due (after this lease): asked again when the next site is
-            wait = _IDLE_ASK if hint < 0 else min(max(hint, 0.01), _LONGEST_SLEEP)
+            idle = _FIRST_ASK if self._eager_until else _IDLE_ASK
+            wait = idle if hint < 0 else min(max(hint, 0.01), _LONGEST_SLEEP)
             self._quiet_until = monotonic() + wait
             self._wake_in(wait)
         return lease

@@ -427,6 +427,7 @@ class SharedFrontier:
     scan: int = 64
     poll_seconds: float = 0.25
     grant: bool = False  # a lease holds the pacer's start too (one download a site at a time; spiders.worker)
+    empty_ask: float = _EMPTY_ASK  # seconds before a partition that had nothing pending is asked again
     left_count: int = field(init=False, default=0)
     _client: Any = field(init=False)  # redis.Redis or redis.cluster.RedisCluster
     _async: Any = field(init=False, default=None)
@@ -627,7 +628,7 @@ class SharedFrontier:
                 self.left_count = sum(self._left)
                 after = float(reply[7])  # -1: nothing else pending in the partition
                 self._due[leased], self._empty[leased] = (
-                    now + (_EMPTY_ASK if after < 0 else min(after, _ASK_WITHIN)),
+                    now + (self.empty_ask if after < 0 else min(after, _ASK_WITHIN)),
                     after < 0,
                 )
                 spacing = _text(reply[9])
@@ -672,7 +673,7 @@ class SharedFrontier:
         for n, hint, left in zip(partitions, dues.split(), lefts.split(), strict=True):
             self._left[n] = int(left)
             self._empty[n] = float(hint) < 0
-            self._due[n] = now + (_EMPTY_ASK if float(hint) < 0 else min(float(hint), _ASK_WITHIN))
+            self._due[n] = now + (self.empty_ask if float(hint) < 0 else min(float(hint), _ASK_WITHIN))
         self.left_count = sum(self._left)
 
     def _hint(self, now: float) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from time import monotonic
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,7 +22,7 @@ from scrapy.crawler import Crawler
 
 from bench.redisserver import free_port, redis_server
 from middlewares.engine.runtime import Runtime
-from middlewares.engine.shared_scheduler import SharedScheduler, plain_meta
+from middlewares.engine.shared_scheduler import _FIRST_ASK, _IDLE_ASK, SharedScheduler, plain_meta
 from synapsecrawl.crawl.meta import LEASE, TURN
 from synapsecrawl.shared.entries import BadEntry, Entry, Lease
 from synapsecrawl.shared.frontier import SharedFrontier
@@ -96,6 +97,25 @@ async def test_flush_queues_in_redis_at_once_what_waits_to_go(scheduler: SharedS
     assert _counts(scheduler) == (3, 0, 0)
     assert not scheduler.has_pending_requests()
     assert scheduler.next_request() is not None
+
+
+async def test_a_worker_with_no_lease_yet_asks_again_soon_then_at_the_usual_pace(scheduler: SharedScheduler) -> None:
+    """Workers started together find nothing while one of them queues a source's start: until its first lease
+    a worker, and its frontier for a partition found empty, ask again after ``_FIRST_ASK``; once a lease came,
+    after the usual second (no more round trips than before for the rest of the crawl)."""
+    frontier = scheduler.frontier
+    assert frontier is not None
+    assert scheduler.next_request() is None
+    assert frontier.empty_ask == _FIRST_ASK < _IDLE_ASK
+    assert scheduler._quiet_until - monotonic() <= _FIRST_ASK
+    scheduler._quiet_until = 0.0  # as the wake timer does, without waiting for it
+    frontier._due = [0.0] * len(frontier._due)  # every partition due, as _FIRST_ASK later
+    scheduler.enqueue_request(Request(f"http://{SITE}/p"))
+    scheduler.flush()
+    assert scheduler.next_request() is not None
+    assert frontier.empty_ask == _IDLE_ASK
+    assert scheduler.next_request() is None
+    assert scheduler._quiet_until - monotonic() > _FIRST_ASK
 
 
 async def test_a_done_request_acks_its_lease_once(scheduler: SharedScheduler) -> None:
