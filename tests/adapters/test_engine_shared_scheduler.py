@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from time import monotonic
 from pathlib import Path
+from time import monotonic
 from types import SimpleNamespace
 
 import pytest
