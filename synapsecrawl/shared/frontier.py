@@ -170,8 +170,9 @@ return added
 # over (space-separated)} or {0, the partitions' seconds until their next site is due (-1: none), reclaimed,
 # their sites left}: the worker sleeps until then instead of asking again (one round trip a page for the lease
 # and the last one's acknowledgement).
-# With grant 1 and one download a site at a time, a lease of a site whose Crawl-delay is known holds the
-# pacer's start as well (granted 1): the checks above are the pacer's own, so its downloader does not ask.
+# With grant 1 and one download a site at a time, a lease holds the pacer's start as well (granted 1): the
+# checks above are the pacer's own, so its downloader does not ask. A site whose Crawl-delay is not known yet
+# (its robots.txt not read) has one lease out at a time; its grant is its robots.txt fetch's (middlewares.robots).
 _LEASE = (
     _PRELUDE
     + """
@@ -286,10 +287,11 @@ local function turn(site, benched)
   redis.call('HSET', P .. ':owner', member, worker)
   local spacing = site_spacing(state, ARGV[11])
   local granted = 0
-  if grant and (not left) and redis.call('HEXISTS', state, 'spacing') == 1
-      and redis.call('ZCOUNT', head .. site .. unsent_tail, now, '+inf') == 0 then
+  if grant and (not left) and redis.call('ZCOUNT', head .. site .. unsent_tail, now, '+inf') == 0 then
     -- The pacer's grant (synapsecrawl.pacing.shared's acquire): the next start booked a gap on, and
-    -- the site's one place held until the lease ends (settle) or expires with it (the sweep).
+    -- the site's one place held until the lease ends (settle) or expires with it (the sweep). A site whose
+    -- Crawl-delay is not known yet has this lease only out (above): its start goes to its robots.txt, which
+    -- this worker alone fetches (spacing '' in the reply says so), and its page comes back to the frontier.
     local gap = spacing + math.min(spacing * margin[1], margin[2]) + margin[3]
     local leases = head .. site .. leases_tail
     redis.call('HSET', state, 'next', string.format('%.6f', now + gap), 'last', string.format('%.6f', now))
