@@ -22,6 +22,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from middlewares.engine.resolver import refusal
 from middlewares.engine.runtime import Runtime
+from middlewares.engine.seam import paced_downloader
 from middlewares.removals import Removals
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
 from synapsecrawl.crawl.meta import BEFORE_ROBOTS, LEASE, PACING_GRANTED, ROBOTS_TOOK_START, drop_per_download
@@ -160,8 +161,18 @@ class RobotsMiddleware:
         self._outcomes[origin] = (fetched_at, future)
         future.set_result(outcome)
         origins[origin] = outcome.rules.crawl_delay  # a site of many hosts is paced as one (site_crawl_delay)
-        self._runtime.pacer.set_crawl_delay(site, site_crawl_delay(origins.values()))
+        self._set_crawl_delay(site, site_crawl_delay(origins.values()), holding)
         return outcome
+
+    def _set_crawl_delay(self, site: str, crawl_delay: float | None, holding: Request | None) -> None:
+        """The site's Crawl-delay for the pacer; in Redis with the end of the lease whose start its robots.txt
+        took (one round trip less, and no other start there is granted before it)."""
+        shared, downloader = self._runtime.shared_pacer, paced_downloader(self._crawler)
+        lease = holding.meta.get(LEASE) if holding is not None and holding.meta.get(ROBOTS_TOOK_START) else None
+        if shared is None or downloader is None or not isinstance(lease, list) or len(lease) != 2:
+            self._runtime.pacer.set_crawl_delay(site, crawl_delay)
+            return
+        downloader.note_crawl_delay(f"{lease[0]}\t{lease[1]}", shared.note_crawl_delay(site, crawl_delay))
 
     async def _load(self, origin: str, now: float, holding: Request | None) -> tuple[float, RobotsOutcome]:
         shared = self._runtime.shared_crawl
@@ -183,9 +194,12 @@ class RobotsMiddleware:
             return await self._load_copy(origin, time.time(), stored=True)
 
     async def _free_grant(self, request: Request | None) -> None:
-        """Give back the site's start that ``request``'s frontier lease holds (PACING_GRANTED), before it waits
-        for a robots.txt fetch: that fetch needs the site's one place. The request then asks for its own."""
-        if request is None or not request.meta.pop(PACING_GRANTED, None):
+        """Give back the site's start that ``request``'s frontier lease holds (PACING_GRANTED), or the place it
+        still holds once its robots.txt fetch took that start (ROBOTS_TOOK_START), before it waits for a
+        robots.txt fetch: that fetch needs the site's one place. The request then asks for its own."""
+        if request is None:
+            return
+        if not (request.meta.pop(PACING_GRANTED, None) or request.meta.get(ROBOTS_TOOK_START)):
             return
         pacer, lease = self._runtime.shared_pacer, request.meta.get(LEASE)
         if pacer is not None and isinstance(lease, list) and len(lease) == 2:

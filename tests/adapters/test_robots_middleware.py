@@ -17,6 +17,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.misc import build_from_crawler
 from twisted.internet.testing import MemoryReactor
 
+from middlewares.engine.downloader import PacedDownloader
 from middlewares.engine.resolver import GuardedResolver
 from middlewares.engine.runtime import Runtime
 from middlewares.robots import RobotsMiddleware
@@ -356,8 +357,9 @@ async def test_a_shared_crawls_lease_granted_before_robots_txt_is_its_fetchs_loc
     """SNA-ROBOTS, OMN-SITE: in a shared crawl, a page whose frontier lease was granted before its site's
     robots.txt was read (its site's one lease out) fetches robots.txt at once, though another worker's
     robots.txt lock is held (the lease is the lock: no other lease of the site is out), carrying the lease
-    and its grant, so the downloader sends it without asking the pacer and its arrival ends the lease. The
-    page goes back to the frontier with its lease, its start spent, to be leased again under the Crawl-delay."""
+    and its grant, so the downloader sends it without asking the pacer; its arrival and the Crawl-delay it
+    gave end the lease in Redis. The page goes back to the frontier with its lease, its start spent, to be
+    leased again under the Crawl-delay."""
     import redis
 
     robots = Robots(
@@ -368,6 +370,9 @@ async def test_a_shared_crawls_lease_granted_before_robots_txt_is_its_fetchs_loc
         PACING_REDIS_PREFIX=redis_prefix,
     )
     frontier = _shared(robots, redis_prefix)
+    downloader = PacedDownloader(robots.crawler)  # where a lease's end waits for its next call to Redis
+    await downloader.handlers._close()  # nothing is downloaded here
+    robots.site.downloader = downloader  # type: ignore[assignment]
     client = redis.Redis.from_url(REDIS_URL)
     lock = f"{frontier.root}:robots:snagabot:http://a.test"
     client.set(lock, "another worker's", px=60_000)
@@ -384,7 +389,9 @@ async def test_a_shared_crawls_lease_granted_before_robots_txt_is_its_fetchs_loc
         assert not {PACING_GRANTED, TURN, ROBOTS_TOOK_START} & set(back.meta)
         assert robots.stat("pacing/requeued") == 1
         assert client.get(lock) == b"another worker's"
-        assert robots.runtime.pacer.spacing("a.test") >= 3.0  # the Crawl-delay it read, for the next lease
+        assert robots.runtime.pacer.spacing("a.test") == 3.0  # the Crawl-delay it read, here at once
+        assert downloader.lease_end("a.test\t1-0")[2] == 3.0  # and in Redis with the lease's end, not before
+        assert not client.hexists(site_keys(f"{redis_prefix}:snagabot", "a.test")[0], "spacing")
         again = Request("http://a.test/other", meta={LEASE: ["a.test", "2-0"], PACING_GRANTED: True, TURN: True})
         assert await robots.mw.process_request(again) is None  # its copy known: a granted page goes on
         assert again.meta[PACING_GRANTED] is True and len(robots.fetched()) == 1
