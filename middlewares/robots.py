@@ -5,7 +5,10 @@ A thin adapter over ``synapsecrawl.rules.robots`` (RFC 9309 matching) and
 Copies are kept in the KB (``runtime.kb``); a copy read anew removes the stored
 pages it disallows (``middlewares.removals``).
 Concurrent requests to one origin share one fetch; the fetch itself goes
-through the downloader (same User-Agent rules, same pacer slot).
+through the downloader (same User-Agent rules, same pacer slot). In a shared
+crawl, a page whose lease holds its site's start before the site's robots.txt
+was read (meta ``pacing_granted`` ``before_robots``) gives that start to the
+fetch, the lease being its lock, and goes back to the frontier.
 """
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ class PacedDownloader(Downloader):
         member = self._granted(request)
         if member is not None and self._shared is not None:  # told Redis with the lease's end, not now
             self._shared.note_spacing(site, spacing)
-            arrived, _, crawl = self._ends.get(member, (None, 0.0, -1.0))
+            arrived, _slow, crawl = self._ends.get(member, (None, 0.0, -1.0))
             self._ends[member] = (arrived, spacing, crawl)
         else:
             pacer.set_spacing(site, spacing)
