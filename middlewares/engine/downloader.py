@@ -337,9 +337,12 @@ class PacedDownloader(Downloader):
                 self._release(key, lease, ago)
 
     def _granted(self, request: Request) -> str | None:
-        """The shared frontier lease (its member) that holds ``request``'s start, if one does."""
+        """The shared frontier lease (its member) that holds ``request``'s start, if one does: a lease holds its
+        own site's start only (a robots.txt fetched under it may be redirected to another site)."""
         lease = request.meta.get(LEASE)
         if not request.meta.get(PACING_GRANTED) or not isinstance(lease, list) or len(lease) != 2:
+            return None
+        if lease[0] != self.get_slot_key(request):
             return None
         return f"{lease[0]}\t{lease[1]}"
 
