@@ -10,8 +10,8 @@ frontier (its best page's), which ranks it among the due sites. ``SharedNearDupl
 block buckets. Keys live under ``synapsecrawl.shared.entries.web_root``, each link's in its site's partition
 (``synapsecrawl.pacing.keys.partition_of``: a registrable domain's budget, its sites' waiting URLs, its part of
 the seen-set and the frontier's keys of its sites on one Redis Cluster slot); a batch is one script call on one
-Redis (every key is local) and one a partition on a Cluster, in one pipeline. Reads no setting or meta key. More: docs/architecture.md, "Inside the larger
-modules".
+Redis (every key is local) and one a partition on a Cluster, in one pipeline. Reads no setting or meta key.
+More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -360,9 +360,9 @@ class SharedWebGate:
         return [frontier, partition_root(self.root, partition)]
 
     def _batches(self, partitions: Sequence[int]) -> list[list[int]]:
-        """The partitions each script call covers: all of them in one on one Redis (every key is local, and a
-        call a partition cost the server a call each: docs/benchmarks.md, "Ninth round"), one a call on a
-        Cluster (a script touches one slot), those sent in one pipeline: a round trip a node."""
+        """The partitions each script call covers: all of them in one on one Redis (every key is local: a page's
+        links are one call, not one for each partition they fall in), one a call on a Cluster (a script
+        touches one slot), those sent in one pipeline: a round trip a node."""
         if self._one_redis:
             return [list(partitions)] if partitions else []
         return [[n] for n in partitions]

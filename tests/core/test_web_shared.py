@@ -303,7 +303,19 @@ def own_redis(tmp_path: Path) -> Iterator[str]:
         pytest.skip("redis-server is not installed")
     port = cluster_port()
     proc = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path), "--save", "", "--appendonly", "no"],
+        [
+            server,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(tmp_path),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
