@@ -5,7 +5,10 @@ A thin adapter over ``synapsecrawl.rules.robots`` (RFC 9309 matching) and
 Copies are kept in the KB (``runtime.kb``); a copy read anew removes the stored
 pages it disallows (``middlewares.removals``).
 Concurrent requests to one origin share one fetch; the fetch itself goes
-through the downloader (same User-Agent rules, same pacer slot).
+through the downloader (same User-Agent rules, same pacer slot). In a shared
+crawl, a page whose lease holds its site's start before the site's robots.txt
+was read (meta ``pacing_granted`` ``before_robots``) gives that start to the
+fetch, the lease being its lock, and goes back to the frontier.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from middlewares.engine.resolver import refusal
 from middlewares.engine.runtime import Runtime
+from middlewares.engine.seam import paced_downloader
 from middlewares.removals import Removals
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
-from synapsecrawl.crawl.meta import LEASE, PACING_GRANTED
+from synapsecrawl.crawl.meta import BEFORE_ROBOTS, LEASE, PACING_GRANTED, ROBOTS_TOOK_START, drop_per_download
 from synapsecrawl.kb.records import RobotsCopy
 from synapsecrawl.kb.removals import unreadable_since
 from synapsecrawl.pacing.clock import site_crawl_delay
@@ -57,9 +61,9 @@ class RobotsMiddleware:
     def from_crawler(cls, crawler: Crawler) -> RobotsMiddleware:
         return cls(crawler, Runtime.of(crawler))
 
-    async def process_request(self, request: Request) -> None:
+    async def process_request(self, request: Request) -> Request | None:
         if kind_of(request.meta).rules.robots == "self" or request.meta.get("dont_obey_robotstxt"):
-            return
+            return None
         outcome = await self.outcome_for(request.url, holding=request)
         if outcome.rules.allows(request.url):
             outcome = await self._failed_elsewhere(request) or outcome
@@ -78,6 +82,13 @@ class RobotsMiddleware:
             request.meta["robots_disallowed"] = True
             request.meta["robots_outcome"] = outcome.kind  # only "parsed" rules remove a stored page
             raise IgnoreRequest(f"robots.txt ({reason}) forbids {request.url}")
+        if request.meta.pop(ROBOTS_TOOK_START, None):  # its lease ends as it goes back, with robots.txt's arrival
+            assert self._crawler.stats is not None
+            self._crawler.stats.inc_value("pacing/requeued")
+            return request.replace(dont_filter=True, meta=drop_per_download(request.meta))
+        if request.meta.get(PACING_GRANTED) == BEFORE_ROBOTS:  # robots.txt known here already: its start was
+            await self._free_grant(request)  # booked without the Crawl-delay, so the request asks for its own
+        return None
 
     async def _failed_elsewhere(self, request: Request) -> RobotsOutcome | None:
         """The failed robots.txt of another host of ``url``'s site, if the profile stops a site for it.
@@ -153,8 +164,18 @@ class RobotsMiddleware:
         self._outcomes[origin] = (fetched_at, future)
         future.set_result(outcome)
         origins[origin] = outcome.rules.crawl_delay  # a site of many hosts is paced as one (site_crawl_delay)
-        self._runtime.pacer.set_crawl_delay(site, site_crawl_delay(origins.values()))
+        self._set_crawl_delay(site, site_crawl_delay(origins.values()), holding)
         return outcome
+
+    def _set_crawl_delay(self, site: str, crawl_delay: float | None, holding: Request | None) -> None:
+        """The site's Crawl-delay for the pacer; in Redis with the end of the lease whose start its robots.txt
+        took (one round trip less, and no other start there is granted before it)."""
+        shared, downloader = self._runtime.shared_pacer, paced_downloader(self._crawler)
+        lease = holding.meta.get(LEASE) if holding is not None and holding.meta.get(ROBOTS_TOOK_START) else None
+        if shared is None or downloader is None or not isinstance(lease, list) or len(lease) != 2:
+            self._runtime.pacer.set_crawl_delay(site, crawl_delay)
+            return
+        downloader.note_crawl_delay(f"{lease[0]}\t{lease[1]}", shared.note_crawl_delay(site, crawl_delay))
 
     async def _load(self, origin: str, now: float, holding: Request | None) -> tuple[float, RobotsOutcome]:
         shared = self._runtime.shared_crawl
@@ -166,14 +187,22 @@ class RobotsMiddleware:
         known = await self._stored_copy(origin, time.time())
         if known is not None:
             return known
+        lease = _first_grant(holding)
+        if lease is not None:
+            # The site's one lease out, granted before its robots.txt was read (synapsecrawl.shared.frontier):
+            # no other worker's lease fetches it meanwhile, so the lease is the lock, and its start is the fetch's.
+            return await self._load_copy(origin, time.time(), stored=False, lease=lease)
         await self._free_grant(holding)
         async with shared.robots_lock(self._profile.name, origin, self._runtime.config.lease_seconds):
             return await self._load_copy(origin, time.time(), stored=True)
 
     async def _free_grant(self, request: Request | None) -> None:
-        """Give back the site's start that ``request``'s frontier lease holds (PACING_GRANTED), before it waits
-        for a robots.txt fetch: that fetch needs the site's one place. The request then asks for its own."""
-        if request is None or not request.meta.pop(PACING_GRANTED, None):
+        """Give back the site's start that ``request``'s frontier lease holds (PACING_GRANTED), or the place it
+        still holds once its robots.txt fetch took that start (ROBOTS_TOOK_START), before it waits for a
+        robots.txt fetch: that fetch needs the site's one place. The request then asks for its own."""
+        if request is None:
+            return
+        if not (request.meta.pop(PACING_GRANTED, None) or request.meta.get(ROBOTS_TOOK_START)):
             return
         pacer, lease = self._runtime.shared_pacer, request.meta.get(LEASE)
         if pacer is not None and isinstance(lease, list) and len(lease) == 2:
@@ -194,12 +223,14 @@ class RobotsMiddleware:
             return None
         return copy.fetched_at, outcome
 
-    async def _load_copy(self, origin: str, now: float, *, stored: bool) -> tuple[float, RobotsOutcome]:
+    async def _load_copy(
+        self, origin: str, now: float, *, stored: bool, lease: list[str] | None = None
+    ) -> tuple[float, RobotsOutcome]:
         if stored:
             known = await self._stored_copy(origin, now)
             if known is not None:
                 return known
-        status, body = await self._fetch(origin)
+        status, body = await self._fetch(origin, lease)
         outcome = judge_fetch(self._profile.robots, self._profile.tokens, status, body)
         if outcome.kind == "parsed":  # YOT-ROBOTS, SYN-REMOVE: stored pages it disallows leave the KB at once
             await Removals.of(self._crawler).disallowed(origin, outcome.rules)
@@ -225,7 +256,10 @@ class RobotsMiddleware:
         await self._runtime.kb.put_robots(self._profile.name, RobotsCopy(origin, status, body, fetched_at, since))
         return fetched_at, outcome
 
-    async def _fetch(self, origin: str) -> tuple[int, bytes]:
+    async def _fetch(self, origin: str, lease: list[str] | None = None) -> tuple[int, bytes]:
+        """robots.txt of ``origin``, through the downloader; under a page's frontier ``lease`` that holds its
+        site's start (``_first_grant``), sent without asking the pacer, its arrival ending that lease."""
+        granted = {} if lease is None else {LEASE: lease, PACING_GRANTED: True}
         request = Request(
             f"{origin}/robots.txt",
             callback=NO_CALLBACK,
@@ -237,6 +271,7 @@ class RobotsMiddleware:
                 "redirect_ttl": self._profile.robots.max_redirects,  # RFC 9309 §2.3.1.2
                 # one byte past the parse limit, so parse_robots sees whether the limit cuts a line (§2.5)
                 "size_limit_bytes": self._profile.robots.max_bytes + 1,
+                **granted,
             },
             priority=1000,
         )
@@ -252,3 +287,14 @@ class RobotsMiddleware:
             logger.info("robots.txt of %s unreachable: %s", origin, exc)
             return 0, b""
         return response.status, response.body
+
+
+def _first_grant(request: Request | None) -> list[str] | None:
+    """The frontier lease of ``request`` if it holds its site's start granted before the site's robots.txt was
+    read (``BEFORE_ROBOTS``): taken from it for the robots.txt fetch, and the request marked to go back."""
+    lease = request.meta.get(LEASE) if request is not None else None
+    if request is None or request.meta.get(PACING_GRANTED) != BEFORE_ROBOTS or not isinstance(lease, list):
+        return None
+    del request.meta[PACING_GRANTED]
+    request.meta[ROBOTS_TOOK_START] = True
+    return [str(part) for part in lease]

@@ -72,8 +72,9 @@ class PacedDownloader(Downloader):
         self._releasing: dict[str, set[asyncio.Task[None]]] = {}  # site -> its sends and answers being told Redis
         self._sent_at: dict[str, float] = {}  # pacer lease -> when its request went out (one a site: no `sent`)
         # A shared frontier lease that holds the pacer's start (PACING_GRANTED): when its request reached the
-        # server (None: no answer) and the slow spacing its answer asks for, told Redis as the lease ends.
-        self._ends: dict[str, tuple[float | None, float]] = {}
+        # server (None: no answer), the slow spacing its answer asks for and the Crawl-delay spacing its site's
+        # robots.txt, fetched under it, gave (note_crawl_delay), told Redis as the lease ends.
+        self._ends: dict[str, tuple[float | None, float, float]] = {}
         if self._shared is not None:
             crawler.signals.connect(self._release_answered, signal=signals.response_downloaded)
             crawler.signals.connect(self._close_shared, signal=signals.engine_stopped)
@@ -157,7 +158,8 @@ class PacedDownloader(Downloader):
         member = self._granted(request)
         if member is not None and self._shared is not None:  # told Redis with the lease's end, not now
             self._shared.note_spacing(site, spacing)
-            self._ends[member] = (self._ends.get(member, (None, 0.0))[0], spacing)
+            arrived, _slow, crawl = self._ends.get(member, (None, 0.0, -1.0))
+            self._ends[member] = (arrived, spacing, crawl)
         else:
             pacer.set_spacing(site, spacing)
         self.refresh(site)
@@ -335,23 +337,34 @@ class PacedDownloader(Downloader):
                 self._release(key, lease, ago)
 
     def _granted(self, request: Request) -> str | None:
-        """The shared frontier lease (its member) that holds ``request``'s start, if one does."""
+        """The shared frontier lease (its member) that holds ``request``'s start, if one does: a lease holds its
+        own site's start only (a robots.txt fetched under it may be redirected to another site)."""
         lease = request.meta.get(LEASE)
         if not request.meta.get(PACING_GRANTED) or not isinstance(lease, list) or len(lease) != 2:
+            return None
+        if lease[0] != self.get_slot_key(request):
             return None
         return f"{lease[0]}\t{lease[1]}"
 
     def _arrived(self, request: Request, arrived: float) -> None:
         member = self._granted(request)
         if member is not None:
-            self._ends[member] = (arrived, self._ends.get(member, (None, 0.0))[1])
+            _, slow, crawl = self._ends.get(member, (None, 0.0, -1.0))
+            self._ends[member] = (arrived, slow, crawl)
 
-    def lease_end(self, member: str) -> tuple[float, float]:
+    def note_crawl_delay(self, member: str, spacing: float) -> None:
+        """The Crawl-delay spacing of the site whose robots.txt went out under frontier lease ``member``'s start:
+        told Redis as that lease ends, in the same round trip, before another start there is granted."""
+        arrived, slow, _ = self._ends.get(member, (None, 0.0, -1.0))
+        self._ends[member] = (arrived, slow, spacing)
+
+    def lease_end(self, member: str) -> tuple[float, float, float]:
         """How the request of frontier lease ``member`` ended, for the lease's end in Redis: seconds since it
-        reached the server (-1: unknown) and the slow spacing its answer asks for (0: none). Kept until
-        ``forget``: a lease's end that Redis did not take is told again with the next try."""
-        arrived, slow = self._ends.get(member, (None, 0.0))
-        return (-1.0 if arrived is None else max(0.0, self._clock() - arrived)), slow
+        reached the server (-1: unknown), the slow spacing its answer asks for (0: none) and the Crawl-delay
+        spacing noted (-1: none). Kept until ``forget``: a lease's end that Redis did not take is told again
+        with the next try."""
+        arrived, slow, crawl = self._ends.get(member, (None, 0.0, -1.0))
+        return (-1.0 if arrived is None else max(0.0, self._clock() - arrived)), slow, crawl
 
     def forget(self, members: Iterable[str]) -> None:
         """These leases' ends are in Redis."""

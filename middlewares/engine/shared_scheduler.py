@@ -28,7 +28,16 @@ from middlewares.engine.backoffstate import left_elsewhere
 from middlewares.engine.exceptions import SiteLeft
 from middlewares.engine.runtime import Runtime
 from middlewares.engine.seam import paced_downloader, wake_engine
-from synapsecrawl.crawl.meta import LEAD_SECONDS, LEASE, LEFT_OUT_OF_ENTRY, META, ORIGIN, PACING_GRANTED, TURN
+from synapsecrawl.crawl.meta import (
+    BEFORE_ROBOTS,
+    LEAD_SECONDS,
+    LEASE,
+    LEFT_OUT_OF_ENTRY,
+    META,
+    ORIGIN,
+    PACING_GRANTED,
+    TURN,
+)
 from synapsecrawl.shared.entries import BadEntry, Entry, FrontierUnreachable, Lease, is_plain_json
 
 if TYPE_CHECKING:
@@ -233,7 +242,7 @@ class SharedScheduler(BaseScheduler):
                 # Crawl-delay to wait), instead of it holding one of CONCURRENT_REQUESTS in a slot.
                 request.meta[TURN] = True
                 if lease.granted:  # the lease holds the pacer's start: its downloader does not ask Redis
-                    request.meta[PACING_GRANTED] = True
+                    request.meta[PACING_GRANTED] = True if lease.spacing is not None else BEFORE_ROBOTS
                 return request
             # a source's start, run by the spider: it ends the lease itself
         return None

@@ -19,6 +19,7 @@ from typing import Literal
 from synapsecrawl.crawl.kinds import KIND
 
 __all__ = [
+    "BEFORE_ROBOTS",
     "JUDGED",
     "LEAD_SECONDS",
     "LEASE",
@@ -29,6 +30,7 @@ __all__ = [
     "PACING_LEASE",
     "PER_DOWNLOAD",
     "RENDER_STATE",
+    "ROBOTS_TOOK_START",
     "SKIP_CRAWL_DELAY",
     "TURN",
     "WEB_SITE",
@@ -44,6 +46,9 @@ LEAD_SECONDS = 0.05
 TURN = "pacing_turn"  # handed out by a queue when its site was due, so the pacing gate may send it back
 PACING_LEASE = "pacing_lease"  # the start the shared pacer granted (PACING_REDIS_URL), given back on the answer
 PACING_GRANTED = "pacing_granted"  # the shared frontier's lease holds the pacer's start: the downloader does not ask
+# PACING_GRANTED's value for a start granted before the site's robots.txt was read: the robots.txt fetch takes it
+BEFORE_ROBOTS = "before_robots"
+ROBOTS_TOOK_START = "robots_took_start"  # its start went to its site's robots.txt: it goes back to the frontier
 SKIP_CRAWL_DELAY = "pacing_skip_crawl_delay"  # the site's Crawl-delay does not hold it (a feed's first add)
 JUDGED = "backoff_judged"  # the answer's backoff decision, made at download time, settled by the retry middleware
 LEASE = "frontier_lease"  # [site, stream id] of the shared frontier's lease the request holds
@@ -74,6 +79,7 @@ META: Mapping[str, MetaKey] = {
     TURN: _DOWNLOAD,
     PACING_LEASE: _DOWNLOAD,
     PACING_GRANTED: _DOWNLOAD,
+    ROBOTS_TOOK_START: _DOWNLOAD,
     JUDGED: MetaKey(per_download=True, travels=False),
     "gate_refused_type": _DOWNLOAD,  # the type gate refused the answer's Content-Type
     "size_truncated": _DOWNLOAD,  # the answer was cut at its size limit

@@ -284,6 +284,14 @@ class RedisPacing:
         self._write(site, "spacing", spacing)
         return self.spacing(site)
 
+    def note_crawl_delay(self, site: str, crawl_delay: float | None) -> float:
+        """The site's Crawl-delay, read from a robots.txt fetched under a shared frontier lease's start: this
+        machine's at once; Redis is told as that lease ends (``synapsecrawl.shared.frontier``), in the same
+        round trip, before another start at the site is granted. Returns the Crawl-delay spacing to tell."""
+        spacing = self._local.set_crawl_delay(site, crawl_delay)
+        self._written[site, "spacing"] = spacing
+        return spacing
+
     def set_spacing(self, site: str, spacing: float) -> None:
         """The slow-server spacing (SNA-SLOW), for every machine."""
         self._local.set_spacing(site, spacing)

@@ -48,9 +48,10 @@ from synapsecrawl.shared.entries import (
 __all__ = ["NO_END", "End", "SharedFrontier"]
 
 # How a granted lease's request ended, told when the lease ends: seconds since it reached the server
-# (-1: not known, it never went out) and the slow-server spacing its answer asks for (0: none).
-End = tuple[float, float]
-NO_END: End = (-1.0, 0.0)
+# (-1: not known, it never went out), the slow-server spacing its answer asks for (0: none) and the site's
+# Crawl-delay spacing, when its robots.txt went out under the lease's start (-1: none to tell).
+End = tuple[float, float, float]
+NO_END: End = (-1.0, 0.0, -1.0)
 
 # A partition with nothing pending is asked again this long after (work another worker adds there is seen this
 # late here; the adding worker itself asks at once).
@@ -85,8 +86,9 @@ end
 -- and leases keys, the delay and the margin (ratio, cap, seconds), tab-separated. Ended with its lease: the
 -- site's place is free, and its next start is due a spacing after the request reached the server (``ago``
 -- seconds before now, -1 unknown: the start booked at the grant stands), with the slow spacing its answer
--- measured (``slow``, 0 none) set first, as the pacer's release and set would (synapsecrawl.pacing.shared).
-local function ungrant(member, ago, slow)
+-- measured (``slow``, 0 none) and the Crawl-delay spacing its robots.txt gave (``crawl``, -1 none) set first, as
+-- the pacer's release and set would (synapsecrawl.pacing.shared).
+local function ungrant(member, ago, slow, crawl)
   local g = redis.call('HGET', P .. ':granted', member)
   if not g then return end
   redis.call('HDEL', P .. ':granted', member)
@@ -96,6 +98,7 @@ local function ungrant(member, ago, slow)
   local _, id = split(member)
   redis.call('ZREM', f[2], 'F:' .. id)
   if slow > 0 then redis.call('HSET', state, 'slow', string.format('%.6f', slow)) end
+  if crawl >= 0 then redis.call('HSET', state, 'spacing', string.format('%.6f', crawl)) end
   local s = site_spacing(state, f[3])
   local gap = s + math.min(s * tonumber(f[4]), tonumber(f[5])) + tonumber(f[6])
   local arrived = tonumber(redis.call('HGET', state, 'last') or '0')
@@ -108,8 +111,8 @@ local function ungrant(member, ago, slow)
   end
 end
 -- Ends a lease: acknowledged (counted done for worker) or given back (its entry queued again).
-local function settle(member, worker, give_back, ago, slow)
-  ungrant(member, tonumber(ago or '-1'), tonumber(slow or '0'))
+local function settle(member, worker, give_back, ago, slow, crawl)
+  ungrant(member, tonumber(ago or '-1'), tonumber(slow or '0'), tonumber(crawl or '-1'))
   local site, id = split(member)
   local q = P .. ':q:' .. site
   local data, value = nil, nil
@@ -139,14 +142,14 @@ end
 """
 )
 
-# ARGV: P, worker, lease member to end first ('' none), its seconds since arrival and slow spacing (as the
-# lease's acknowledgements), then (site, fingerprint or '', data) triples.
+# ARGV: P, worker, lease member to end first ('' none), its seconds since arrival, slow spacing and Crawl-delay
+# spacing (as the lease's acknowledgements), then (site, fingerprint or '', data) triples.
 _ADD = (
     _PRELUDE
     + """
-if ARGV[3] ~= '' then settle(ARGV[3], '', false, ARGV[4], ARGV[5]) end
+if ARGV[3] ~= '' then settle(ARGV[3], '', false, ARGV[4], ARGV[5], ARGV[6]) end
 local added = 0
-for i = 6, #ARGV, 3 do
+for i = 7, #ARGV, 3 do
   local site, fp, data = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   if fp == '' or redis.call('SADD', P .. ':seen', fp) == 1 then
     enqueue(P, site, data, now, 'NX')
@@ -161,7 +164,8 @@ return added
 # head .. site .. tail), worker, lease seconds, concurrency, sites to look at, poll seconds, sweep (0|1),
 # spacing when the pacer has none yet, grant (0|1), the unsent keys' tail, the margin (ratio, cap, seconds),
 # then the worker's finished leases to acknowledge first: (their partition's root, member, seconds since its
-# request reached the server or -1, slow spacing its answer measured or 0) quadruples (another partition's
+# request reached the server or -1, slow spacing its answer measured or 0, Crawl-delay spacing or -1)
+# quintuples (another partition's
 # only on one Redis: on a Cluster, every key a script touches must be on its slot).
 # KEYS: one key of P's partition (it routes the call), then on one Redis the other partitions to ask if P's has
 # nothing due: (root, pacer head) pairs.
@@ -170,8 +174,9 @@ return added
 # over (space-separated)} or {0, the partitions' seconds until their next site is due (-1: none), reclaimed,
 # their sites left}: the worker sleeps until then instead of asking again (one round trip a page for the lease
 # and the last one's acknowledgement).
-# With grant 1 and one download a site at a time, a lease of a site whose Crawl-delay is known holds the
-# pacer's start as well (granted 1): the checks above are the pacer's own, so its downloader does not ask.
+# With grant 1 and one download a site at a time, a lease holds the pacer's start as well (granted 1): the
+# checks above are the pacer's own, so its downloader does not ask. A site whose Crawl-delay is not known yet
+# (its robots.txt not read) has one lease out at a time; its grant is its robots.txt fetch's (middlewares.robots).
 _LEASE = (
     _PRELUDE
     + """
@@ -181,9 +186,9 @@ local concurrency, scan, poll = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(A
 local grant, unsent_tail = ARGV[12] == '1' and concurrency == 1, ARGV[13]
 local margin = {tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])}
 local own = P
-for i = 17, #ARGV, 4 do
+for i = 17, #ARGV, 5 do
   P = ARGV[i]
-  settle(ARGV[i + 1], worker, false, ARGV[i + 2], ARGV[i + 3])
+  settle(ARGV[i + 1], worker, false, ARGV[i + 2], ARGV[i + 3], ARGV[i + 4])
 end
 P = own
 -- A site another worker was told to wake for (claimed until its due time and half a second): passed over.
@@ -286,10 +291,11 @@ local function turn(site, benched)
   redis.call('HSET', P .. ':owner', member, worker)
   local spacing = site_spacing(state, ARGV[11])
   local granted = 0
-  if grant and (not left) and redis.call('HEXISTS', state, 'spacing') == 1
-      and redis.call('ZCOUNT', head .. site .. unsent_tail, now, '+inf') == 0 then
+  if grant and (not left) and redis.call('ZCOUNT', head .. site .. unsent_tail, now, '+inf') == 0 then
     -- The pacer's grant (synapsecrawl.pacing.shared's acquire): the next start booked a gap on, and
-    -- the site's one place held until the lease ends (settle) or expires with it (the sweep).
+    -- the site's one place held until the lease ends (settle) or expires with it (the sweep). A site whose
+    -- Crawl-delay is not known yet has this lease only out (above): its start goes to its robots.txt, which
+    -- this worker alone fetches (spacing '' in the reply says so), and its page comes back to the frontier.
     local gap = spacing + math.min(spacing * margin[1], margin[2]) + margin[3]
     local leases = head .. site .. leases_tail
     redis.call('HSET', state, 'next', string.format('%.6f', now + gap), 'last', string.format('%.6f', now))
@@ -351,14 +357,14 @@ return {0, table.concat(dues, ' '), reclaimed, table.concat(lefts, ' ')}
 )
 
 # ARGV: P, worker, give back (0|1), then (partition root, member, seconds since arrival or -1, slow spacing or
-# 0) quadruples.
+# 0, Crawl-delay spacing or -1) quintuples.
 _SETTLE = (
     _PRELUDE
     + """
 local n = 0
-for i = 4, #ARGV, 4 do
+for i = 4, #ARGV, 5 do
   P = ARGV[i]
-  n = n + settle(ARGV[i + 1], ARGV[2], ARGV[3] == '1', ARGV[i + 2], ARGV[i + 3])
+  n = n + settle(ARGV[i + 1], ARGV[2], ARGV[3] == '1', ARGV[i + 2], ARGV[i + 3], ARGV[i + 4])
 end
 return n
 """
@@ -506,7 +512,7 @@ class SharedFrontier:
             parts.setdefault(ended, [])
         calls, order = [], sorted(parts, key=lambda n: n == ended)  # the lease ends after its copies are in
         for n in order:
-            head = _ended([ending], ends) if n == ended and ending is not None else ["", -1, 0]
+            head = _ended([ending], ends) if n == ended and ending is not None else ["", -1, 0, -1]
             calls.append(self._call("add", _ADD, n, [worker, *head, *parts[n]]))
         added = self._run(calls) if calls else []
         for n, count in zip(order, added, strict=True):
@@ -516,7 +522,7 @@ class SharedFrontier:
 
     def add_raw(self, site: str, data: bytes) -> None:
         """Queue bytes as they are (tests: what anyone who can write to Redis could put there)."""
-        self._run([self._call("add", _ADD, partition_of(site), ["", "", -1, 0, site, "", data])])
+        self._run([self._call("add", _ADD, partition_of(site), ["", "", -1, 0, -1, site, "", data])])
         self._due[partition_of(site)] = 0.0
 
     def add_source(self, source: Source) -> None:
@@ -724,7 +730,8 @@ class SharedFrontier:
         return sum(int(count) for count in self._run(calls))
 
     def _acked(self, leases: Iterable[Lease], ends: Mapping[str, End] | None) -> list[Any]:
-        """The (partition root, member, seconds since arrival, slow spacing) of leases a script settles."""
+        """The (partition root, member, seconds since arrival, slow spacing, Crawl-delay spacing) of leases a script
+        settles."""
         args: list[Any] = []
         for lease in leases:
             args += [self._root(partition_of(lease.site)), *_ended([lease], ends)]
@@ -879,13 +886,17 @@ def _text(value: Any) -> str:
 
 
 def _ended(leases: Iterable[Lease], ends: Mapping[str, End] | None) -> list[Any]:
-    """The (member, seconds since arrival, slow spacing) triples a script settles leases with (an add's ending
-    lease; ``SharedFrontier._acked`` puts each one's partition root before them)."""
+    """The (member, seconds since arrival, slow spacing, Crawl-delay spacing) a script settles leases with (an
+    add's ending lease; ``SharedFrontier._acked`` puts each one's partition root before them)."""
     args: list[Any] = []
     for lease in leases:
-        ago, slow = (ends or {}).get(lease.member, NO_END)
-        args += [lease.member, f"{ago:.6f}" if ago >= 0 else -1, f"{slow:.6f}" if slow > 0 else 0]
+        ago, slow, crawl = (ends or {}).get(lease.member, NO_END)
+        args += [lease.member, _known(ago), f"{slow:.6f}" if slow > 0 else 0, _known(crawl)]
     return args
+
+
+def _known(seconds: float) -> str | int:
+    return f"{seconds:.6f}" if seconds >= 0 else -1
 
 
 def _left(raw: str) -> tuple[float, str] | None:

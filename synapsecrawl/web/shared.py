@@ -9,9 +9,9 @@ same step or when a page is answered, so a killed worker loses nothing; each ste
 frontier (its best page's), which ranks it among the due sites. ``SharedNearDuplicates`` keeps SimHash
 block buckets. Keys live under ``synapsecrawl.shared.entries.web_root``, each link's in its site's partition
 (``synapsecrawl.pacing.keys.partition_of``: a registrable domain's budget, its sites' waiting URLs, its part of
-the seen-set and the frontier's keys of its sites on one Redis Cluster slot); a batch is one script call a
-partition, in one pipeline. Reads no setting or meta key. More: docs/architecture.md, "Inside the larger
-modules".
+the seen-set and the frontier's keys of its sites on one Redis Cluster slot); a batch is one script call on one
+Redis (every key is local) and one a partition on a Cluster, in one pipeline. Reads no setting or meta key.
+More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
@@ -37,6 +37,13 @@ def _run_scripts(client: Any, calls: Sequence[Call]) -> list[Any]:
     from synapsecrawl.pacing.redisclient import run_scripts
 
     return run_scripts(client, calls)
+
+
+def _is_cluster_client(client: Any) -> bool:
+    """Whether ``client`` is a Redis Cluster's (redis-py's ``RedisCluster``), imported only for a shared crawl."""
+    import redis.cluster
+
+    return isinstance(client, redis.cluster.RedisCluster)
 
 
 __all__ = [
@@ -73,17 +80,19 @@ class Link(NamedTuple):
     data: str = ""
 
 
-# Shared by the scripts: F (the frontier's root, '' for none), W (the web keys' root), window. A waiting URL
-# of a site is a member (its key, 16 hex digits) of W:z:SITE scored by value, with its entry in W:d:SITE and
-# "depth order linkers" in W:u:SITE (each linker 8 hex digits of its domain's SHA-1); W:waiting counts them
-# per site. A parked URL of a domain is "SITE<tab>key" in W:p:DOMAIN, its entry and fields kept as a
-# waiting one's; W:parked counts them per domain.
+# Shared by the scripts: window (ARGV[1]), then F (the frontier's root, '' for none) and W (the web keys' root) of
+# the partition at hand: a script runs over one partition or, on one Redis (where every key is local), over
+# several in turn, setting F and W for each. A waiting URL of a site is a member (its key, 16 hex digits) of
+# W:z:SITE scored by value, with its entry in W:d:SITE and "depth order linkers" in W:u:SITE (each linker 8 hex
+# digits of its domain's SHA-1); W:waiting counts them per site. A parked URL of a domain is "SITE<tab>key" in
+# W:p:DOMAIN, its entry and fields kept as a waiting one's; W:parked counts them per domain.
 _PRELUDE = (
     ENQUEUE_LUA
     + QUEUED_LUA
     + """
 if redis.replicate_commands then redis.replicate_commands() end
-local F, W, window = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local window = tonumber(ARGV[1])
+local F, W = '', ''
 local now = nil
 local function clock()
   if now == nil then
@@ -125,16 +134,18 @@ end
 """
 )
 
-# ARGV: F, W, window, base, per linker, max, bloom hashes k, calendar cap, park cap, the site to refill ('' none),
-# then for each link: domain, linker ('' none: its own domain), site, entry ('' none), key, depth, host, its dated
-# digest ('' none), its path's digest ('' no query: 8 bytes), its query's digest (8 bytes), its variants cap, its
-# k bit positions.
-# Returns one verdict a link: 0 known, 1 admitted, 2 cut for the budget, 3 parked, 4 trap.
+# ARGV: window, base, per linker, max, bloom hashes k, calendar cap, park cap, then for each partition judged
+# (one on a Cluster, any on one Redis): F, W, the site to refill ('' none), how many links, then for each link:
+# domain, linker ('' none: its own domain), site, entry ('' none), key, depth, host, its dated digest ('' none),
+# its path's digest ('' no query: 8 bytes), its query's digest (8 bytes), its variants cap, its k bit positions.
+# A partition's links are judged, then its touched sites refilled, before the next partition's: the same steps
+# as one call a partition, in one call.
+# Returns one verdict a link, in the order of the ARGV: 0 known, 1 admitted, 2 cut for the budget, 3 parked, 4 trap.
 _ADMIT = (
     _PRELUDE
     + """
-local base, per, max, k = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local calendar, park = tonumber(ARGV[8]), tonumber(ARGV[9])
+local base, per, max, k = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local calendar, park = tonumber(ARGV[6]), tonumber(ARGV[7])
 local MAX_LINKERS = $MAX_LINKERS
 local touched = {}
 local function score(depth, linkers, order)
@@ -204,88 +215,108 @@ local function variant_counted(host, path, digest, cap)
   return true
 end
 local out = {}
-local i = 11
+local i = 8
 while i <= #ARGV do
-  local domain, linker, site, data, key = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
-  local depth = tonumber(ARGV[i + 5])
-  local host, dated, path, variant, cap = ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10]
-  local tag = ''
-  if linker ~= '' then
-    tag = string.sub(redis.sha1hex(linker), 1, 8)
-    if redis.call('PFADD', W .. ':in:' .. domain, linker) == 1 then unpark(domain) end
-  end
-  local new = 0
-  for j = 1, k do
-    if redis.call('SETBIT', W .. ':seen', ARGV[i + 10 + j], 1) == 0 then new = 1 end
-  end
-  i = i + 11 + k
-  if new == 0 then
-    if tag ~= '' then vote(site, domain, key, tag) end
-    out[#out + 1] = 0
-  elseif (dated ~= '' and not counted(W .. ':tc:' .. host, dated, calendar))
-      or (path ~= '' and not variant_counted(host, path, variant, tonumber(cap))) then
-    redis.call('HINCRBY', W .. ':cuts', 'trap', 1)
-    out[#out + 1] = 4
-  else
-    local order = redis.call('INCR', W .. ':order')
-    local s = score(depth, tag, order)
-    local b = budget(domain)
-    local verdict = 2
-    if admitted(domain) < b then
-      redis.call('HINCRBY', W .. ':admitted', domain, 1)
-      verdict = 1
-      if data ~= '' then wait(site, key, s) end
-    elseif data ~= '' then
-      local p = W .. ':p:' .. domain
-      local room = math.min(park, max - b)
-      if room > 0 and redis.call('ZCARD', p) >= room then
-        local worst = redis.call('ZRANGE', p, -1, -1, 'WITHSCORES')
-        if tonumber(worst[2]) > s then  -- the new one is worth more: the worst parked is cut instead
-          redis.call('ZREM', p, worst[1])
-          redis.call('HINCRBY', W .. ':parked', domain, -1)
-          local sep = string.find(worst[1], '\\t', 1, true)
-          forget(string.sub(worst[1], 1, sep - 1), string.sub(worst[1], sep + 1))
-          redis.call('HINCRBY', W .. ':cuts', 'budget', 1)
+  F, W = ARGV[i], ARGV[i + 1]
+  local refilled, links = ARGV[i + 2], tonumber(ARGV[i + 3])
+  i = i + 4
+  touched = {}
+  for _ = 1, links do
+    local domain, linker, site, data, key = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+    local depth = tonumber(ARGV[i + 5])
+    local host, dated, path, variant, cap = ARGV[i + 6], ARGV[i + 7], ARGV[i + 8], ARGV[i + 9], ARGV[i + 10]
+    local tag = ''
+    if linker ~= '' then
+      tag = string.sub(redis.sha1hex(linker), 1, 8)
+      if redis.call('PFADD', W .. ':in:' .. domain, linker) == 1 then unpark(domain) end
+    end
+    -- The k bits in one BITFIELD (SETBIT's addressing, each old bit back) rather than k SETBITs: a command
+    -- called from Lua costs Redis more than the bit it sets, and the bits were most of the admit's commands.
+    local bits = {}
+    for j = 1, k do
+      bits[4 * j - 3], bits[4 * j - 2], bits[4 * j - 1], bits[4 * j] = 'SET', 'u1', ARGV[i + 10 + j], 1
+    end
+    local new = 0
+    for _, old in ipairs(redis.call('BITFIELD', W .. ':seen', unpack(bits))) do
+      if old == 0 then new = 1 end
+    end
+    i = i + 11 + k
+    if new == 0 then
+      if tag ~= '' then vote(site, domain, key, tag) end
+      out[#out + 1] = 0
+    elseif (dated ~= '' and not counted(W .. ':tc:' .. host, dated, calendar))
+        or (path ~= '' and not variant_counted(host, path, variant, tonumber(cap))) then
+      redis.call('HINCRBY', W .. ':cuts', 'trap', 1)
+      out[#out + 1] = 4
+    else
+      local order = redis.call('INCR', W .. ':order')
+      local s = score(depth, tag, order)
+      local b = budget(domain)
+      local verdict = 2
+      if admitted(domain) < b then
+        redis.call('HINCRBY', W .. ':admitted', domain, 1)
+        verdict = 1
+        if data ~= '' then wait(site, key, s) end
+      elseif data ~= '' then
+        local p = W .. ':p:' .. domain
+        local room = math.min(park, max - b)
+        if room > 0 and redis.call('ZCARD', p) >= room then
+          local worst = redis.call('ZRANGE', p, -1, -1, 'WITHSCORES')
+          if tonumber(worst[2]) > s then  -- the new one is worth more: the worst parked is cut instead
+            redis.call('ZREM', p, worst[1])
+            redis.call('HINCRBY', W .. ':parked', domain, -1)
+            local sep = string.find(worst[1], '\\t', 1, true)
+            forget(string.sub(worst[1], 1, sep - 1), string.sub(worst[1], sep + 1))
+            redis.call('HINCRBY', W .. ':cuts', 'budget', 1)
+          end
+        end
+        if room > 0 and redis.call('ZCARD', p) < room then
+          redis.call('ZADD', p, s, site .. '\\t' .. key)
+          redis.call('HINCRBY', W .. ':parked', domain, 1)
+          verdict = 3
         end
       end
-      if room > 0 and redis.call('ZCARD', p) < room then
-        redis.call('ZADD', p, s, site .. '\\t' .. key)
-        redis.call('HINCRBY', W .. ':parked', domain, 1)
-        verdict = 3
+      if verdict == 2 then
+        redis.call('HINCRBY', W .. ':cuts', 'budget', 1)
+      elseif data ~= '' then
+        redis.call('HSET', W .. ':d:' .. site, key, data)
+        redis.call('HSET', W .. ':u:' .. site, key, depth .. ' ' .. order .. ' ' .. tag)
       end
+      out[#out + 1] = verdict
     end
-    if verdict == 2 then
-      redis.call('HINCRBY', W .. ':cuts', 'budget', 1)
-    elseif data ~= '' then
-      redis.call('HSET', W .. ':d:' .. site, key, data)
-      redis.call('HSET', W .. ':u:' .. site, key, depth .. ' ' .. order .. ' ' .. tag)
-    end
-    out[#out + 1] = verdict
   end
-end
-if ARGV[10] ~= '' then touched[ARGV[10]] = true end
-for site in pairs(touched) do
-  refill(site)
-  revalue(site)
+  if refilled ~= '' then touched[refilled] = true end
+  for site in pairs(touched) do
+    refill(site)
+    revalue(site)
+  end
 end
 return out
 """.replace("$MAX_LINKERS", str(MAX_LINKERS))
 )
 
-# ARGV: F, W, window, then sites ('*' for every site with URLs waiting). Returns how many URLs were queued.
+# ARGV: window, then for each partition (one on a Cluster, any on one Redis): F, W, how many sites ('*': every
+# site with URLs waiting, and no site follows), the sites. Returns how many URLs were queued.
 _REFILL = (
     _PRELUDE
     + """
 local moved = 0
-local sites = {}
-if ARGV[4] == '*' then
-  sites = redis.call('HKEYS', W .. ':waiting')
-else
-  for j = 4, #ARGV do sites[#sites + 1] = ARGV[j] end
-end
-for _, site in ipairs(sites) do
-  moved = moved + refill(site)
-  revalue(site)
+local i = 2
+while i <= #ARGV do
+  F, W = ARGV[i], ARGV[i + 1]
+  local sites = {}
+  if ARGV[i + 2] == '*' then
+    sites = redis.call('HKEYS', W .. ':waiting')
+    i = i + 3
+  else
+    local n = tonumber(ARGV[i + 2])
+    for j = i + 3, i + 2 + n do sites[#sites + 1] = ARGV[j] end
+    i = i + 3 + n
+  end
+  for _, site in ipairs(sites) do
+    moved = moved + refill(site)
+    revalue(site)
+  end
 end
 return moved
 """
@@ -321,18 +352,29 @@ class SharedWebGate:
         self.bloom.bits, self.bloom.hashes = shape["bits"], shape["hashes"]
         self._admit = client.register_script(_ADMIT)
         self._refill = client.register_script(_REFILL)
+        self._one_redis = not _is_cluster_client(client)  # one script may touch every partition's keys
 
-    def _head(self, partition: int) -> list[Any]:
+    def _roots(self, partition: int) -> list[str]:
+        """F and W of ``partition``: its frontier root ('' for none) and its web keys' root."""
         frontier = partition_root(self._frontier, partition) if self._frontier else ""
-        return [frontier, partition_root(self.root, partition), self._window]
+        return [frontier, partition_root(self.root, partition)]
 
-    def _call(self, script: Any, partition: int, args: Sequence[Any]) -> Call:
-        head = self._head(partition)
-        return script, [f"{head[1]}:order"], [*head, *args]  # KEYS[1] routes the call to its partition
+    def _batches(self, partitions: Sequence[int]) -> list[list[int]]:
+        """The partitions each script call covers: all of them in one on one Redis (every key is local: a page's
+        links are one call, not one for each partition they fall in), one a call on a Cluster (a script
+        touches one slot), those sent in one pipeline: a round trip a node."""
+        if self._one_redis:
+            return [list(partitions)] if partitions else []
+        return [[n] for n in partitions]
+
+    def _call(self, script: Any, batch: Sequence[int], args: Sequence[Any]) -> Call:
+        # KEYS[1], a key of the first partition, routes the call to its slot on a Cluster.
+        return script, [f"{partition_root(self.root, batch[0])}:order"], [self._window, *args]
 
     def admit(self, links: Sequence[Link], *, refill: str = "") -> list[int]:
         """For each link: ``ADMITTED``, ``PARKED``, ``KNOWN``, ``TRAP`` or ``BUDGET`` (cut); the site
-        ``refill`` (the answered page's) is refilled in the same step. One round trip for the batch."""
+        ``refill`` (the answered page's) is refilled in the same step. One script call for the batch on one
+        Redis; on a Cluster one a partition, in one pipeline."""
         if not links:
             return []
         policy = self._policy
@@ -362,11 +404,17 @@ class SharedWebGate:
         refilled = partition_of(refill) if refill else None
         if refilled is not None:
             parts.setdefault(refilled, [])
-        order = list(parts)
-        calls = [self._call(self._admit, n, [*head, refill if n == refilled else "", *parts[n]]) for n in order]
+        batches = self._batches(list(parts))
+        calls = []
+        for batch in batches:
+            args = list(head)
+            for n in batch:
+                args += [*self._roots(n), refill if n == refilled else "", len(places.get(n, [])), *parts[n]]
+            calls.append(self._call(self._admit, batch, args))
         verdicts = [0] * len(links)
-        for n, reply in zip(order, _run_scripts(self._client, calls), strict=True):
-            for i, verdict in zip(places.get(n, []), reply, strict=True):
+        for batch, reply in zip(batches, _run_scripts(self._client, calls), strict=True):
+            judged = [i for n in batch for i in places.get(n, [])]
+            for i, verdict in zip(judged, reply, strict=True):
                 verdicts[i] = int(verdict)
         return verdicts
 
@@ -377,14 +425,18 @@ class SharedWebGate:
         parts: dict[int, list[str]] = {}
         for site in sites:
             parts.setdefault(partition_of(site), []).append(site)
-        calls = [self._call(self._refill, n, names) for n, names in parts.items()]
-        return sum(int(moved) for moved in _run_scripts(self._client, calls))
+        return self._refill_parts({n: [len(names), *names] for n, names in parts.items()})
 
     def refill_all(self) -> int:
         """``refill`` every site with URLs waiting (what a lease ended without its page read left behind)."""
         if not self._frontier:
             return 0
-        calls = [self._call(self._refill, n, ["*"]) for n in range(PARTITIONS)]
+        return self._refill_parts({n: ["*"] for n in range(PARTITIONS)})
+
+    def _refill_parts(self, parts: dict[int, list[Any]]) -> int:
+        calls = []
+        for batch in self._batches(list(parts)):
+            calls.append(self._call(self._refill, batch, [a for n in batch for a in (*self._roots(n), *parts[n])]))
         return sum(int(moved) for moved in _run_scripts(self._client, calls))
 
     def waiting(self, site: str) -> list[tuple[str, float]]:

@@ -21,6 +21,7 @@ from scrapy.utils.test import get_crawler
 
 from middlewares.engine.downloader import PacedDownloader
 from middlewares.engine.runtime import Runtime
+from synapsecrawl.crawl.meta import LEASE, PACING_GRANTED
 from synapsecrawl.pacing.clock import gap, next_start
 from synapsecrawl.pacing.keys import site_keys
 from tests.adapters.crawlers import Held, live_slot
@@ -233,3 +234,13 @@ async def test_the_shared_pacers_failed_calls_are_in_the_crawls_stats(signing_ke
     await downloader._close_shared()
     assert downloader.crawler.stats is not None
     assert downloader.crawler.stats.get_value("pacing/redis_failures") == 1
+
+
+async def test_a_frontier_leases_start_holds_for_its_own_sites_requests_only(signing_key: Path) -> None:
+    """OMN-SITE: a shared crawl's lease holds its own site's start, so a request carrying it goes out without
+    asking the pacer only at that site: robots.txt fetched under it and redirected to another site asks the
+    pacer for that site's start."""
+    downloader = await downloader_for("snagabot", signing_key, FakeClock())
+    meta = {LEASE: ["docs.test", "1-0"], PACING_GRANTED: True}
+    assert downloader._granted(Request("https://docs.test/robots.txt", meta=meta)) == "docs.test\t1-0"
+    assert downloader._granted(Request("https://cdn.test/robots.txt", meta=meta)) is None

@@ -10,6 +10,7 @@ The timers the scheduler sets (flush, wake, heartbeat) are cancelled by ``close`
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,7 +24,7 @@ from scrapy.crawler import Crawler
 from bench.redisserver import free_port, redis_server
 from middlewares.engine.runtime import Runtime
 from middlewares.engine.shared_scheduler import _FIRST_ASK, _IDLE_ASK, SharedScheduler, plain_meta
-from synapsecrawl.crawl.meta import LEASE, TURN
+from synapsecrawl.crawl.meta import BEFORE_ROBOTS, LEASE, PACING_GRANTED, TURN
 from synapsecrawl.shared.entries import BadEntry, Entry, Lease
 from synapsecrawl.shared.frontier import SharedFrontier
 from tests.adapters.crawlers import crawler_for
@@ -231,3 +232,35 @@ async def test_a_frontier_redis_that_stops_answering_loses_nothing_and_is_used_a
         frontier.close()
         server.terminate()
         server.wait(10)
+
+
+async def test_a_lease_that_holds_its_sites_start_says_whether_robots_txt_was_read_first(
+    scheduler: SharedScheduler, redis_prefix: str
+) -> None:
+    """OMN-SITE: a lease that holds its site's start (one download a site) marks its request so the downloader
+    sends it without asking the pacer; before the site's robots.txt was read (no Crawl-delay in Redis) the mark
+    says so, for the robots.txt fetch to take that start; once the Crawl-delay is in Redis, the page's own."""
+    from synapsecrawl.pacing.shared import RedisPacing
+
+    assert scheduler.frontier is not None
+    scheduler.frontier.grant = True
+    scheduler.enqueue_request(Request(f"http://{SITE}/p"))
+    first = scheduler.next_request()
+    assert first is not None and first.meta[PACING_GRANTED] == BEFORE_ROBOTS
+    pacer = RedisPacing(
+        REDIS_URL, delay=0.0, crawl_delay_cap=30.0, concurrency=1, lease_seconds=30.0, prefix=f"{redis_prefix}:pacing"
+    )
+    pacer.set_crawl_delay(SITE, None)  # its robots.txt read
+    await pacer.aclose()
+    scheduler.done(first)
+    scheduler._ack_pending()
+    scheduler.enqueue_request(Request(f"http://{SITE}/q"))
+    scheduler._flush()
+    second = None
+    for _ in range(50):  # the site's next start, a margin after the first's
+        scheduler._quiet_until = 0.0
+        second = scheduler.next_request()
+        if second is not None:
+            break
+        await asyncio.sleep(0.01)
+    assert second is not None and second.meta[PACING_GRANTED] is True

@@ -17,13 +17,19 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.misc import build_from_crawler
 from twisted.internet.testing import MemoryReactor
 
+from middlewares.engine.downloader import PacedDownloader
 from middlewares.engine.resolver import GuardedResolver
 from middlewares.engine.runtime import Runtime
 from middlewares.robots import RobotsMiddleware
 from synapsecrawl.crawl.kinds import KIND, RequestKind, kind_of
+from synapsecrawl.crawl.meta import BEFORE_ROBOTS, LEASE, PACING_GRANTED, ROBOTS_TOOK_START, TURN
 from synapsecrawl.crawl.netguard import parse_host_resolve
 from synapsecrawl.kb.records import PageRecord, utcnow
+from synapsecrawl.pacing.keys import site_keys
+from synapsecrawl.shared.entries import Entry
+from synapsecrawl.shared.frontier import SharedFrontier
 from tests.adapters.crawlers import SideFetches, crawler_for, opened_store
+from tests.helpers import REDIS_URL
 
 DAY = 86400.0
 ALLOW_ALL = (200, b"User-agent: *\nAllow: /\n")
@@ -329,3 +335,99 @@ async def test_robots_txt_itself_and_opted_out_requests_are_not_judged(tmp_path:
     assert await robots.allows("http://a.test/robots.txt", **{KIND: RequestKind.ROBOTS})
     assert await robots.allows("http://a.test/x", dont_obey_robotstxt=True)
     assert robots.fetched() == []
+
+
+def _shared(robots: Robots, redis_prefix: str) -> SharedFrontier:
+    """The worker spider's part: the crawl's frontier in the test Redis, leases holding the pacer's start."""
+    frontier = SharedFrontier(
+        REDIS_URL,
+        "robots",
+        prefix=f"{redis_prefix}:frontier",
+        pacer_prefix=f"{redis_prefix}:snagabot",
+        lease_seconds=30.0,
+        grant=True,
+    )
+    robots.runtime.shared_crawl = frontier
+    return frontier
+
+
+async def test_a_shared_crawls_lease_granted_before_robots_txt_is_its_fetchs_lock_and_start(
+    tmp_path: Path, redis_prefix: str
+) -> None:
+    """SNA-ROBOTS, OMN-SITE: in a shared crawl, a page whose frontier lease was granted before its site's
+    robots.txt was read (its site's one lease out) fetches robots.txt at once, though another worker's
+    robots.txt lock is held (the lease is the lock: no other lease of the site is out), carrying the lease
+    and its grant, so the downloader sends it without asking the pacer; its arrival and the Crawl-delay it
+    gave end the lease in Redis. The page goes back to the frontier with its lease, its start spent, to be
+    leased again under the Crawl-delay."""
+    import redis
+
+    robots = Robots(
+        tmp_path,
+        {"http://a.test/robots.txt": (200, b"User-agent: *\nCrawl-delay: 3\n")},
+        "snagabot",
+        PACING_REDIS_URL=REDIS_URL,
+        PACING_REDIS_PREFIX=redis_prefix,
+    )
+    frontier = _shared(robots, redis_prefix)
+    downloader = PacedDownloader(robots.crawler)  # where a lease's end waits for its next call to Redis
+    await downloader.handlers._close()  # nothing is downloaded here
+    robots.site.downloader = downloader  # type: ignore[assignment]
+    client = redis.Redis.from_url(REDIS_URL)
+    lock = f"{frontier.root}:robots:snagabot:http://a.test"
+    client.set(lock, "another worker's", px=60_000)
+    page = Request(
+        "http://a.test/page", meta={LEASE: ["a.test", "1-0"], PACING_GRANTED: BEFORE_ROBOTS, TURN: True, "depth": 1}
+    )
+    try:
+        back = await robots.mw.process_request(page)
+        assert robots.fetched() == ["http://a.test/robots.txt"]
+        fetch = robots.site.asked[0]
+        assert fetch.meta[LEASE] == ["a.test", "1-0"] and fetch.meta[PACING_GRANTED] is True
+        assert isinstance(back, Request) and back.url == page.url and back.dont_filter
+        assert back.meta[LEASE] == ["a.test", "1-0"] and back.meta["depth"] == 1
+        assert not {PACING_GRANTED, TURN, ROBOTS_TOOK_START} & set(back.meta)
+        assert robots.stat("pacing/requeued") == 1
+        assert client.get(lock) == b"another worker's"
+        assert robots.runtime.pacer.spacing("a.test") == 3.0  # the Crawl-delay it read, here at once
+        assert downloader.lease_end("a.test\t1-0")[2] == 3.0  # and in Redis with the lease's end, not before
+        assert not client.hexists(site_keys(f"{redis_prefix}:snagabot", "a.test")[0], "spacing")
+        again = Request("http://a.test/other", meta={LEASE: ["a.test", "2-0"], PACING_GRANTED: True, TURN: True})
+        assert await robots.mw.process_request(again) is None  # its copy known: a granted page goes on
+        assert again.meta[PACING_GRANTED] is True and len(robots.fetched()) == 1
+    finally:
+        client.close()
+        frontier.close()
+        assert robots.runtime.shared_pacer is not None
+        await robots.runtime.shared_pacer.aclose()
+
+
+async def test_a_grant_made_before_robots_txt_was_read_is_given_back_when_its_copy_is_known(
+    tmp_path: Path, redis_prefix: str
+) -> None:
+    """OMN-SITE: a page leased with its site's start before its Crawl-delay was in Redis, whose robots.txt
+    is known all the same (a copy in the KB), gives that start back before it goes on: the start was booked
+    without the Crawl-delay, so the page asks the pacer for its own. Nothing is fetched."""
+    import redis
+
+    answers: dict[str, tuple[int, bytes] | BaseException] = {"http://a.test/robots.txt": ALLOW_ALL}
+    assert await Robots(tmp_path, answers, "snagabot").allows("http://a.test/first")  # its copy in the KB
+    robots = Robots(tmp_path, answers, "snagabot", PACING_REDIS_URL=REDIS_URL, PACING_REDIS_PREFIX=redis_prefix)
+    frontier = _shared(robots, redis_prefix)
+    frontier.add([("a.test", Entry("http://a.test/page", "s"))])
+    lease, _, _ = frontier.lease("w1")
+    assert lease is not None and lease.granted and lease.spacing is None
+    client = redis.Redis.from_url(REDIS_URL)
+    places = site_keys(f"{redis_prefix}:snagabot", "a.test")[1]
+    page = Request("http://a.test/page", meta={LEASE: [lease.site, lease.id], PACING_GRANTED: BEFORE_ROBOTS})
+    try:
+        assert client.zcard(places) == 1  # the lease's grant holds the site's one place
+        assert await robots.mw.process_request(page) is None
+        assert PACING_GRANTED not in page.meta
+        assert client.zcard(places) == 0
+        assert robots.fetched() == []
+    finally:
+        client.close()
+        frontier.close()
+        assert robots.runtime.shared_pacer is not None
+        await robots.runtime.shared_pacer.aclose()

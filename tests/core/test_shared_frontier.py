@@ -261,7 +261,9 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
     passed, and a lease renewed by its worker's heartbeat keeps the start past the lease's first expiry.
     Its end (the acknowledgement in the next lease call) frees the place and books the next start a
     spacing after the request reached the server, the slow spacing its answer measured included. A site
-    whose Crawl-delay is not known yet is leased without a start (its robots.txt goes first)."""
+    whose Crawl-delay is not known yet has its one lease granted too, saying so (no spacing): its start is
+    its robots.txt fetch's (the lease is that fetch's lock), the pacer grants no other start there, and the
+    Crawl-delay that robots.txt gave is told with the lease's end, in the same step."""
     import asyncio
 
     f = SharedFrontier(
@@ -293,16 +295,21 @@ def test_a_lease_holds_the_pacers_start_until_it_ends_with_its_arrival_and_slow_
     assert one is not None and two is not None  # a.test's and new.test's, in their partitions' order
     first, fresh = sorted((one, two), key=lambda lease: lease.site)
     assert first is not None and first.site == "a.test" and first.granted
-    assert fresh is not None and fresh.site == "new.test" and not fresh.granted
+    assert fresh is not None and fresh.site == "new.test" and fresh.granted and fresh.spacing is None
+    assert first.spacing is not None
     for _ in range(3):  # past the lease's 1 s, renewed by the heartbeat
         time.sleep(0.4)
         assert f.heartbeat("w1", [first, fresh]) == 2
         assert turn("a.test")[0] is False  # the place is the lease's
+        assert turn("new.test")[0] is False  # its robots.txt's start, the lease's too
         assert f.lease("w2")[0] is None  # a.test's spacing passed, its one place held
     second, _, _ = f.lease("w2", acks=[], ends={})
     assert second is None
-    assert f.ack("w1", [fresh]) == 1  # new.test done: not swept back to compete with a.test below
-    assert f.ack("w1", [first], {first.member: (0.0, 1.5)}) == 1  # reached the server just now; 1.5 s slow
+    # new.test done, its robots.txt just answered under the lease's start: its Crawl-delay (2 s) told with the end
+    assert f.ack("w1", [fresh], {fresh.member: (0.0, 0.0, 2.0)}) == 1
+    granted, wait = turn("new.test")
+    assert not granted and 1.8 < wait <= 2.5 and pacer.spacing("new.test") == 2.0
+    assert f.ack("w1", [first], {first.member: (0.0, 1.5, -1.0)}) == 1  # reached the server just now; 1.5 s slow
     granted, wait = turn("a.test")
     assert not granted and 1.3 < wait <= 1.6  # the slow spacing from its arrival
     assert f.lease("w2")[0] is None

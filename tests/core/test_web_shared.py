@@ -5,7 +5,10 @@ workers, and nothing lost between the waiting set and the frontier's stream."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from synapsecrawl.shared.entries import Entry, Lease, web_root
 from synapsecrawl.shared.frontier import SharedFrontier
 from synapsecrawl.web.shared import ADMITTED, BUDGET, KNOWN, PARKED, TRAP, Link, SharedWebGate, web_status
 from tests.helpers import synapsecrawl
+from tests.redis_cluster import LocalCluster, cluster_port
 
 
 @pytest.fixture
@@ -288,3 +292,115 @@ def test_a_web_sources_allow_list_travels_in_its_json_and_makes_it_a_source_of_i
         read_sites(str(tmp_path / "empty.txt"))
     with pytest.raises(ConfigError, match="--sites is the web crawl's allow-list"):
         add_source(frontier, "site", crawl, sites)
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[str]:
+    """The URL of a redis-server of this test's own: its ``INFO commandstats`` counts this test's calls only
+    (the test Redis serves every test process at once)."""
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server is not installed")
+    port = cluster_port()
+    proc = subprocess.Popen(
+        [
+            server,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(tmp_path),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    probe = redis.Redis(port=port, socket_connect_timeout=1)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                probe.ping()
+                break
+            except redis.ConnectionError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"redis-server on port {port} did not start")
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        probe.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _calls(nodes: list[redis.Redis]) -> Counter[str]:
+    """Script calls (EVALSHA, EVAL, SCRIPT) made, summed over ``nodes`` (INFO commandstats, which counts what a
+    script runs inside Redis as well: those are left out)."""
+    total: Counter[str] = Counter()
+    for node in nodes:
+        for name, stats in node.info("commandstats").items():
+            command = name.removeprefix("cmdstat_")
+            if command in ("eval", "evalsha", "script"):
+                total[command] += int(stats["calls"])
+    return total
+
+
+def _spread(count: int) -> list[Link]:
+    """Two pages of each of ``count`` sites, each its own registrable domain: links over most partitions."""
+    return [_link(f"https://d{i}.test/{page}", "a.test") for i in range(count) for page in ("a", "b")]
+
+
+def test_one_redis_admits_a_batch_over_every_partition_in_one_script_call(own_redis: str) -> None:
+    """On one Redis every key is local: a batch whose links fall in many partitions is one script call (it was
+    one a partition, each costing the server a call), and so are a refill of sites in several partitions and
+    ``refill_all``; the verdicts are those of one call a partition (each link admitted once, then known)."""
+    frontier = SharedFrontier(own_redis, "count", prefix="t:frontier", pacer_prefix="t:pacing", delay=0.0)
+    client = sync_redis(own_redis)
+    try:
+        gate = _gate(client, frontier, WebPolicy(crawl="open", budget_base=50))
+        links = _spread(40)
+        assert len({partition_of(link.site) for link in links}) >= 12
+        gate.admit([_link("https://warm.test/", None)])  # loads the scripts: a first call is refused (NOSCRIPT)
+        gate.refill_all()
+        before = _calls([client])
+        assert gate.admit(links, refill="d0.test") == [ADMITTED] * len(links)
+        after = _calls([client])
+        assert after - before == Counter({"evalsha": 1})
+        assert sum(pending for pending, _, _ in frontier.status().sites.values()) == len(links) + 1
+        before = _calls([client])
+        assert gate.admit([link._replace(linker="b.test") for link in links]) == [KNOWN] * len(links)
+        assert gate.refill([link.site for link in links]) == 0
+        assert gate.refill_all() == 0
+        assert _calls([client]) - before == Counter({"evalsha": 3})
+    finally:
+        client.close()
+        frontier.close()
+
+
+def test_a_cluster_admits_a_batch_in_one_script_call_a_partition(
+    redis_cluster: LocalCluster, redis_prefix: str
+) -> None:
+    """On a Redis Cluster a script touches one slot: a batch is one call a partition it touches (the refilled
+    site's included), sent in one pipeline, and the verdicts are the same as on one Redis."""
+    url = redis_cluster.url
+    frontier = SharedFrontier(url, "count", prefix=f"{redis_prefix}:frontier", pacer_prefix=f"{redis_prefix}:pacing")
+    client = sync_redis(url)
+    nodes = redis_cluster.nodes()
+    try:
+        gate = _gate(client, frontier, WebPolicy(crawl="open", budget_base=50))
+        links = _spread(40)
+        touched = {partition_of(link.site) for link in links} | {partition_of("x.test")}
+        gate.admit([_link(f"https://warm{n}.test/", None) for n in range(64)])  # every node loads the script
+        before = _calls(nodes)
+        assert gate.admit(links, refill="x.test") == [ADMITTED] * len(links)
+        assert _calls(nodes) - before == Counter({"evalsha": len(touched)})
+        assert gate.admit([link._replace(linker="b.test") for link in links]) == [KNOWN] * len(links)
+    finally:
+        for node in nodes:
+            node.close()
+        client.close()
+        frontier.close()
