@@ -119,7 +119,10 @@ def run_scripts(client: Any, calls: Sequence[Call], *, raise_errors: bool = True
     """Run ``calls`` in one pipeline (not a transaction: each script is atomic on its own slot); their
     replies in order. A call refused for a script its node does not hold is run again once it is loaded.
     Any other error is raised (``redis.RedisError``) after every call has been sent, or with ``raise_errors``
-    False left in its call's place (a node down fails its calls only: the others' replies must not be lost)."""
+    False left in its call's place. A Cluster node down fails the whole pipeline in redis-py 8.2, not only that
+    node's calls: every place then holds the error, though calls to the other nodes may have run, so a caller
+    takes each such call as not known to have happened (a lease it did not hear of lapses; an ack is sent
+    again)."""
     if len(calls) == 1 and raise_errors:
         script, keys, args = calls[0]
         return [script(keys=keys, args=args)]
