@@ -248,7 +248,8 @@ async def test_a_start_granted_but_not_yet_sent_holds_every_other_start(
     assert state["next"] >= before + 100.0 > granted_next - 100.0
     assert state["last"] >= before
     after = await b.acquire(SITE)
-    assert not after.granted and 99.0 < after.wait <= 100.0 + 0.05 + 0.005
+    asked = _redis_now(redis_url)  # a busy machine may pass seconds between the send and this ask
+    assert not after.granted and state["next"] - asked <= after.wait <= 100.0 + 0.05 + 0.005
 
 
 async def test_a_grant_given_back_unsent_or_left_by_a_dead_machine_holds_nothing(
