@@ -224,6 +224,7 @@ class SearchService:
         out of memory) is replaced and the search asked once more, then answered ``unavailable``."""
         from concurrent.futures.process import BrokenProcessPool
 
+        self._open()  # this process keeps the index: opened (and built or caught up) before a search reads it
         for attempt in range(2):
             with self._pool_lock:
                 if self._pool is None:
