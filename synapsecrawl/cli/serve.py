@@ -102,4 +102,3 @@ def _handler(args: argparse.Namespace) -> int:
     finally:
         service.close()
     return 0
-

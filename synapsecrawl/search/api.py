@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import os
 import re
 import threading
@@ -42,6 +43,7 @@ __all__ = [
     "check_search_args",
     "hit_json",
     "is_loopback",
+    "json_body",
 ]
 
 DEFAULT_LIMIT = 10
@@ -112,6 +114,11 @@ def hit_json(hit: SearchHit) -> dict[str, Any]:
     shown["passages"] = [{"passage": p.passage, "text": p.text, "anchor": p.anchor} for p in hit.passages]
     shown["fetched_at"] = hit.fetched_at.isoformat() if hit.fetched_at else None
     return shown
+
+
+def json_body(content: object) -> bytes:
+    """``content`` as the API's JSON body, byte for byte what Starlette's JSONResponse renders."""
+    return json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
 
 
 def is_loopback(host: str) -> bool:
@@ -198,6 +205,7 @@ class SearchService:
         """
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
 
         from synapsecrawl.errors import SynapseError
 
@@ -214,13 +222,15 @@ class SearchService:
             started.wait(_POOL_START_SECONDS)
             for call in calls:
                 call.result(_POOL_START_SECONDS)
-        except Exception as exc:
+        except (threading.BrokenBarrierError, TimeoutError, BrokenProcessPool, OSError) as exc:
             pool.shutdown(wait=False, cancel_futures=True)
-            raise SynapseError(f"serve: the search processes did not start: {type(exc).__name__} {exc}".strip()) from None
+            raise SynapseError(
+                f"serve: the search processes did not start: {type(exc).__name__} {exc}".strip()
+            ) from None
         return pool
 
-    def _pooled_search(self, args: SearchArgs) -> dict[str, Any]:
-        """``args`` searched by the first free search process; a pool broken by a process's death (killed,
+    def _pooled(self, work: Callable[[SearchArgs], Any], args: SearchArgs) -> Any:
+        """``work(args)`` in the first free search process; a pool broken by a process's death (killed,
         out of memory) is replaced and the search asked once more, then answered ``unavailable``."""
         from concurrent.futures.process import BrokenProcessPool
 
@@ -231,8 +241,7 @@ class SearchService:
                     self._pool = self._start_pool()
                 pool = self._pool
             try:
-                result: dict[str, Any] = pool.submit(_searcher_search, args).result()
-                return result
+                return pool.submit(work, args).result()
             except BrokenProcessPool:
                 with self._pool_lock:
                     if self._pool is pool:
@@ -273,7 +282,8 @@ class SearchService:
     def search(self, args: SearchArgs) -> dict[str, Any]:
         """The results for ``args``, best first; raises FetchError (unknown_kb, unavailable)."""
         if self._searchers:
-            return self._pooled_search(args)
+            result: dict[str, Any] = self._pooled(_searcher_search, args)
+            return result
         hits = self._call(lambda store: self._search(store, args))
         if not hits and args.kb is not None and args.kb not in self._names():
             raise FetchError("unknown_kb", f"no knowledge base named {args.kb!r} here (list_kbs names them)")
@@ -283,6 +293,14 @@ class SearchService:
             "offset": args.offset,
             "results": [hit_json(hit) for hit in hits[args.offset :]],
         }
+
+    def search_body(self, args: SearchArgs) -> bytes:
+        """``search(args)`` as the JSON body /api/search answers, encoded where the search ran: a search
+        process sends the server bytes, not a tree of objects to unpickle and encode again."""
+        if self._searchers:
+            body: bytes = self._pooled(_searcher_search_body, args)
+            return body
+        return json_body(self.search(args))
 
     def _names(self) -> set[str]:
         return {name for name, _, _ in self._call(lambda store: store.kbs())}
@@ -325,7 +343,7 @@ class SearchService:
         _close(*dropped)
 
 
-_searcher: SearchService | None = None  # in a search process: its own service
+_searcher: dict[str, SearchService] = {}  # in a search process: its own service, under "service"
 
 
 def _searcher_start(uri: str, profile: Profile, parent: int, started: Any) -> None:
@@ -337,15 +355,17 @@ def _searcher_start(uri: str, profile: Profile, parent: int, started: Any) -> No
 
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    global _searcher
-    _searcher = SearchService(uri, profile, follow=False)
-    _searcher.prepare()
+    service = _searcher["service"] = SearchService(uri, profile, follow=False)
+    service.prepare()
     started.wait(_POOL_START_SECONDS)
 
 
 def _searcher_search(args: SearchArgs) -> dict[str, Any]:
-    assert _searcher is not None, "called outside a search process"
-    return _searcher.search(args)
+    return _searcher["service"].search(args)
+
+
+def _searcher_search_body(args: SearchArgs) -> bytes:
+    return _searcher["service"].search_body(args)
 
 
 def _close(store: Store | None, index: SearchIndex | None, follower: Follower | None) -> None:

@@ -74,7 +74,8 @@ def add_search(mcp: MCPServer, service: SearchService, fetch: Fetch | None = Non
     async def api_search(request: Request) -> Response:
         try:
             args = check_search_args(await _params(request))
-            return JSONResponse(await asyncio.to_thread(service.search, args))
+            body = await asyncio.to_thread(service.search_body, args)
+            return Response(body, media_type=JSONResponse.media_type)
         except FetchError as exc:
             return _error(exc)
 

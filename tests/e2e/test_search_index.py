@@ -227,9 +227,7 @@ def test_serve_with_workers_answers_from_each_and_stops_them_all(tmp_path: Path)
                 return all(len(service.search(query="okapi")[1]["results"]) == 2 for _ in range(10))
 
             assert wait_for(everywhere)
-        assert wait_for(
-            lambda: all(not Path(f"/proc/{pid}").exists() or _zombie(pid) for pid in children), deadline=30
-        )
+        assert wait_for(lambda: all(not Path(f"/proc/{pid}").exists() or _zombie(pid) for pid in children), deadline=30)
     finally:
         store.close()
 

@@ -7,7 +7,6 @@ PostgreSQL. HTTP goes through urllib, MCP through the official SDK's client.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import os
