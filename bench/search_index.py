@@ -204,10 +204,31 @@ def _tree_cpu(root: int) -> float:
     return total
 
 
-def bench_http(uri: str, queries: list[str], clients: int, workdir: Path, workers: int = 1) -> dict[str, float]:
+def _search_cpu(root: int) -> dict[int, float]:
+    """CPU seconds used so far by each process of ``root`` that runs searches: its spawned search processes
+    (``serve --workers N``, N > 1), or else ``root`` and the workers it forked (the SO_REUSEPORT model)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    spawned: dict[int, float] = {}
+    forked: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        pid, cpu = int(stat.parent.name), (int(fields[11]) + int(fields[12])) / tick
+        if pid == root or (int(fields[1]) == root and b"resource_tracker" not in command):
+            forked[pid] = cpu
+        if int(fields[1]) == root and b"spawn_main" in command:
+            spawned[pid] = cpu
+    return spawned or forked
+
+
+def bench_http(uri: str, queries: list[str], clients: int, workdir: Path, workers: int = 1) -> dict[str, Any]:
     """GET /api/search from ``clients`` threads, each on one kept-alive connection, all queries split among
     them, against ``serve --workers WORKERS``; also the service's CPU time per query (all its processes),
-    a figure the machine's other load inflates less than latency."""
+    a figure the machine's other load inflates less than latency, and the busiest searching process's share
+    of the searching processes' CPU (1/WORKERS when balanced)."""
     log = workdir / f"serve-{clients}-{workers}.log"
     env = {k: v for k, v in os.environ.items() if k != "SEARCH_TOKEN"}
     with log.open("wb") as out:
@@ -246,16 +267,19 @@ def bench_http(uri: str, queries: list[str], clients: int, workdir: Path, worker
 
         shares = [queries[n::clients] + queries[:2] for n in range(clients)]
         threads = [threading.Thread(target=client, args=(share,)) for share in shares]
-        cpu = _tree_cpu(proc.pid)
+        cpu, searching = _tree_cpu(proc.pid), _search_cpu(proc.pid)
         started = time.perf_counter()
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         wall, cpu = time.perf_counter() - started, _tree_cpu(proc.pid) - cpu
+        spent = {pid: used - searching.get(pid, 0.0) for pid, used in _search_cpu(proc.pid).items()}
         return {
             **_figures(latencies, wall),
             "server_cpu_ms_per_query": round(1000 * cpu / len(latencies), 2),
+            "search_process_cpu_s": sorted((round(used, 2) for used in spent.values()), reverse=True),
+            "busiest_search_process_share": round(max(spent.values()) / (sum(spent.values()) or 1.0), 2),
             "load_1min": round(os.getloadavg()[0], 1),
             "clients": clients,
             "workers": workers,

@@ -74,6 +74,10 @@ class FetchError(Exception):
         self.code = code
         self.message = message
 
+    def __reduce__(self) -> tuple[type[FetchError], tuple[str, str]]:
+        # Exception pickles its args (the message alone); a search process sends its errors to the server whole.
+        return (FetchError, (self.code, self.message))
+
     def as_json(self) -> dict[str, Any]:
         """The error as the API returns it."""
         return {"error": {"code": self.code, "message": self.message}}

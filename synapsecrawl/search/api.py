@@ -4,18 +4,22 @@
 checked into ``SearchArgs``, run through the KB's ranked index (``synapsecrawl.search.index``) and shaped by
 ``hit_json``, as ``kb search`` prints it. The KB is opened on first use and again after a failure, so a KB that
 cannot be opened, like an index not yet built, is one ``unavailable`` answer (HTTP 503). Failures are
-``FetchError``s, the on-demand fetch's. More: docs/architecture.md, "Inside the larger modules".
+``FetchError``s, the on-demand fetch's. With ``searchers=N`` the searches run in a pool of N search processes,
+one search at a time each, so every search goes to whichever is free and none shares another's GIL; the serving
+process keeps the index in step with the KB. More: docs/architecture.md, "Inside the larger modules".
 """
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
+import os
 import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synapsecrawl.crawl.ondemand import FetchError, check_fetch_url, page_address, shape_page
 from synapsecrawl.errors import ConfigError, StoreError
@@ -24,6 +28,9 @@ from synapsecrawl.kb.records import PageRecord, SearchHit
 from synapsecrawl.kb.store import Store
 from synapsecrawl.profiles import Profile
 from synapsecrawl.search.index import Follower, SearchIndex, index_path
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -36,6 +43,7 @@ __all__ = [
     "check_search_args",
     "hit_json",
     "is_loopback",
+    "json_body",
 ]
 
 DEFAULT_LIMIT = 10
@@ -46,6 +54,7 @@ _PARAMETERS = ("query", "kb", "limit", "offset")
 _KB_NAME = re.compile(r"^[\w.-]{1,100}$")
 _WORD = re.compile(r"\w")
 _HIT_FIELDS = fields(SearchHit)
+_POOL_START_SECONDS = 120.0  # spawning a search process imports the index's libraries and opens the KB
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,11 @@ def hit_json(hit: SearchHit) -> dict[str, Any]:
     return shown
 
 
+def json_body(content: object) -> bytes:
+    """``content`` as the API's JSON body, byte for byte what Starlette's JSONResponse renders."""
+    return json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` is a loopback address (or ``localhost``); a name that is not is taken as reachable."""
     if host.lower() == "localhost":
@@ -132,12 +146,21 @@ class SearchService:
     """Searches and stored copies of one knowledge base URI, as a result may show them."""
 
     def __init__(
-        self, uri: str, profile: Profile, opener: Callable[[str], Store] = open_store, *, follow: bool = True
+        self,
+        uri: str,
+        profile: Profile,
+        opener: Callable[[str], Store] = open_store,
+        *,
+        follow: bool = True,
+        searchers: int = 0,
     ) -> None:
         self.uri = uri
         self.profile = profile
         self._opener = opener
         self._follow = follow
+        self._searchers = searchers  # 0: search in this process
+        self._pool: ProcessPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         self._store: Store | None = None
         self._index: SearchIndex | None = None
         self._follower: Follower | None = None
@@ -158,9 +181,75 @@ class SearchService:
 
     def prepare(self) -> None:
         """Open the KB and bring its index up to date now, not on the first request (one that cannot be
-        opened is left for the requests to report)."""
+        opened is left for the requests to report); with ``searchers``, start the search processes and wait
+        until each has opened the KB too. Raises SynapseError if they cannot start."""
         with contextlib.suppress(FetchError):
             self._open()
+        if self._searchers:
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = self._start_pool()
+
+    def searcher_pids(self) -> list[int]:
+        """The search processes' pids (none without ``searchers`` or before ``prepare``)."""
+        pool = self._pool
+        processes = getattr(pool, "_processes", None) or {}
+        return sorted(processes)
+
+    def _start_pool(self) -> ProcessPoolExecutor:
+        """N search processes, each with its own read-only service, all started and warm.
+
+        Spawned, not forked: this process has threads (the follower's) and database connections. Processes
+        start on demand, one a submitted call while none is idle, so N calls start N; the barrier holds each
+        one's start until all have opened the KB, so none takes a second call before the others exist.
+        """
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
+        from synapsecrawl.errors import SynapseError
+
+        context = multiprocessing.get_context("spawn")
+        started = context.Barrier(self._searchers + 1)
+        pool = ProcessPoolExecutor(
+            max_workers=self._searchers,
+            mp_context=context,
+            initializer=_searcher_start,
+            initargs=(self.uri, self.profile, os.getpid(), started),
+        )
+        calls = [pool.submit(os.getpid) for _ in range(self._searchers)]
+        try:
+            started.wait(_POOL_START_SECONDS)
+            for call in calls:
+                call.result(_POOL_START_SECONDS)
+        except (threading.BrokenBarrierError, TimeoutError, BrokenProcessPool, OSError) as exc:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise SynapseError(
+                f"serve: the search processes did not start: {type(exc).__name__} {exc}".strip()
+            ) from None
+        return pool
+
+    def _pooled(self, work: Callable[[SearchArgs], Any], args: SearchArgs) -> Any:
+        """``work(args)`` in the first free search process; a pool broken by a process's death (killed,
+        out of memory) is replaced and the search asked once more, then answered ``unavailable``."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        self._open()  # this process keeps the index: opened (and built or caught up) before a search reads it
+        for attempt in range(2):
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = self._start_pool()
+                pool = self._pool
+            try:
+                return pool.submit(work, args).result()
+            except BrokenProcessPool:
+                with self._pool_lock:
+                    if self._pool is pool:
+                        self._pool = None
+                pool.shutdown(wait=False, cancel_futures=True)
+                if attempt:
+                    break
+        raise FetchError("unavailable", "a search process ended while searching; search again")
 
     def _search(self, store: Store, args: SearchArgs) -> Any:
         index = self._index
@@ -192,6 +281,9 @@ class SearchService:
 
     def search(self, args: SearchArgs) -> dict[str, Any]:
         """The results for ``args``, best first; raises FetchError (unknown_kb, unavailable)."""
+        if self._searchers:
+            result: dict[str, Any] = self._pooled(_searcher_search, args)
+            return result
         hits = self._call(lambda store: self._search(store, args))
         if not hits and args.kb is not None and args.kb not in self._names():
             raise FetchError("unknown_kb", f"no knowledge base named {args.kb!r} here (list_kbs names them)")
@@ -201,6 +293,14 @@ class SearchService:
             "offset": args.offset,
             "results": [hit_json(hit) for hit in hits[args.offset :]],
         }
+
+    def search_body(self, args: SearchArgs) -> bytes:
+        """``search(args)`` as the JSON body /api/search answers, encoded where the search ran: a search
+        process sends the server bytes, not a tree of objects to unpickle and encode again."""
+        if self._searchers:
+            body: bytes = self._pooled(_searcher_search_body, args)
+            return body
+        return json_body(self.search(args))
 
     def _names(self) -> set[str]:
         return {name for name, _, _ in self._call(lambda store: store.kbs())}
@@ -233,10 +333,39 @@ class SearchService:
         raise FetchError("not_found", f"no stored copy of {asked} (search finds what the knowledge base holds)")
 
     def close(self) -> None:
-        """Stop following the KB, and close its index and the store, if open."""
+        """Stop the search processes, stop following the KB, and close its index and the store, if open."""
+        with self._pool_lock:
+            pool, self._pool, self._searchers = self._pool, None, 0
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         with self._lock:
             dropped = self._drop()
         _close(*dropped)
+
+
+_searcher: dict[str, SearchService] = {}  # in a search process: its own service, under "service"
+
+
+def _searcher_start(uri: str, profile: Profile, parent: int, started: Any) -> None:
+    """A search process's start: tied to the server's life, deaf to the terminal's Ctrl-C (the server ends
+    it), its KB opened read-only (the server keeps the index) before it says it is ready."""
+    import signal
+
+    from synapsecrawl.extract.lifeline import die_with_parent
+
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    service = _searcher["service"] = SearchService(uri, profile, follow=False)
+    service.prepare()
+    started.wait(_POOL_START_SECONDS)
+
+
+def _searcher_search(args: SearchArgs) -> dict[str, Any]:
+    return _searcher["service"].search(args)
+
+
+def _searcher_search_body(args: SearchArgs) -> bytes:
+    return _searcher["service"].search_body(args)
 
 
 def _close(store: Store | None, index: SearchIndex | None, follower: Follower | None) -> None:

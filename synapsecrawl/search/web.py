@@ -74,7 +74,8 @@ def add_search(mcp: MCPServer, service: SearchService, fetch: Fetch | None = Non
     async def api_search(request: Request) -> Response:
         try:
             args = check_search_args(await _params(request))
-            return JSONResponse(await asyncio.to_thread(service.search, args))
+            body = await asyncio.to_thread(service.search_body, args)
+            return Response(body, media_type=JSONResponse.media_type)
         except FetchError as exc:
             return _error(exc)
 
@@ -172,10 +173,9 @@ class Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def bind_socket(host: str, port: int, *, share_port: bool = False) -> socket.socket:
+def bind_socket(host: str, port: int) -> socket.socket:
     """A listening-ready TCP socket bound to ``host:port`` (port 0: a free one), its accepted
-    connections sending without delay (TCP_NODELAY); with ``share_port``, one of several processes'
-    sockets on that port (SO_REUSEPORT: the kernel spreads new connections over them). Raises OSError."""
+    connections sending without delay (TCP_NODELAY). Raises OSError."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto is IPPROTO_TCP, and an
     # accepted socket inherits the listener's. With proto 0 a response's second write waited for the client's
@@ -184,8 +184,6 @@ def bind_socket(host: str, port: int, *, share_port: bool = False) -> socket.soc
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if share_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
         sock.listen(128)  # connections wait in the backlog until the server accepts them
     except OSError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from synapsecrawl.crawl.ondemand import FetchError, http_status
@@ -82,3 +84,24 @@ def test_a_public_bind_needs_a_token() -> None:
     check_bind("0.0.0.0", "token")
     with pytest.raises(ConfigError, match=r"^serve --host 0.0.0.0 is reachable from other machines: set SEARCH_TOKEN"):
         check_bind("0.0.0.0", "")
+
+
+def test_a_fetch_error_crosses_a_process_boundary_whole() -> None:
+    """A search process's FetchError reaches the server with its code and message (pickled, as the pool sends it),
+    so its 404 unknown_kb and 503 unavailable are the server's answers."""
+    for code in ("unknown_kb", "unavailable"):
+        back = pickle.loads(pickle.dumps(FetchError(code, f"why {code}")))  # noqa: S301 (our own bytes)
+        assert isinstance(back, FetchError) and (back.code, back.message, str(back)) == (
+            code,
+            f"why {code}",
+            f"why {code}",
+        )
+        assert back.as_json() == {"error": {"code": code, "message": f"why {code}"}}
+
+
+def test_a_body_is_what_starlettes_json_response_renders() -> None:
+    """/api/search's body, encoded in the search process, is byte for byte what JSONResponse would send."""
+    from starlette.responses import JSONResponse
+
+    content = {"query": "café «x»", "kb": None, "offset": 0, "results": [{"score": 1.5, "passages": []}]}
+    assert searchapi.json_body(content) == JSONResponse(content).body

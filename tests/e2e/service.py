@@ -20,7 +20,7 @@ from tests import zygote
 from tests.conftest import _bin, synapsecrawl
 from tests.helpers import listening
 
-__all__ = ["Service", "kb_search", "serve"]
+__all__ = ["Service", "bytes_read", "kb_search", "search_processes", "serve"]
 
 _LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
 
@@ -74,3 +74,27 @@ def kb_search(uri: str, query: str, *extra: str) -> list[dict[str, Any]]:
     out = synapsecrawl("kb", "search", query, "--uri", uri, "--format", "jsonl", *extra)
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def search_processes(server: int) -> list[int]:
+    """The pids of the search processes `serve --workers N` (N > 1) started (its children that multiprocessing
+    spawned, not its resource tracker), from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if parent == server and b"spawn_main" in command:
+            found.append(int(stat.parent.name))
+    return sorted(found)
+
+
+def bytes_read(pid: int) -> int:
+    """The bytes process ``pid`` has read through read(2) and the like (/proc/PID/io's rchar): a search process
+    reads each search it is given from its pipe, and nothing while idle."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no rchar in /proc/{pid}/io")

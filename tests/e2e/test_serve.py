@@ -7,11 +7,11 @@ PostgreSQL. HTTP goes through urllib, MCP through the official SDK's client.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import os
 import re
+import signal
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -25,8 +25,8 @@ from synapsecrawl.kb import open_store
 from synapsecrawl.kb.records import PageRecord
 from tests import zygote
 from tests.conftest import _bin, write_urls
-from tests.e2e.service import kb_search, serve
-from tests.helpers import WHEN
+from tests.e2e.service import bytes_read, kb_search, search_processes, serve
+from tests.helpers import WHEN, wait_for
 from tests.site.server import Reply, TestServer
 
 DOCSITE = Path(__file__).resolve().parent.parent / "data" / "docsite"
@@ -183,55 +183,58 @@ def test_an_unopenable_kb_is_a_503_and_the_service_keeps_running(tmp_path: Path)
     assert len(lines) == 3 and all("cannot open knowledge base" in line for line in lines)
 
 
-def _connections_by_process(root: int, port: int) -> dict[int, int]:
-    """How many established TCP connections on local ``port`` each process of ``root``'s tree holds (from /proc)."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":  # 01: ESTABLISHED
-                inodes.add(fields[9])
-    tree, held = {root}, {}
-    for stat in sorted(Path("/proc").glob("[0-9]*/stat")):
-        with contextlib.suppress(OSError, ValueError):
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) in tree:  # the parent's pid
-                tree.add(int(stat.parent.name))
-    for pid in tree:
-        with contextlib.suppress(OSError):
-            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
-            held[pid] = sum(1 for link in links if link.startswith("socket:[") and link[8:-1] in inodes)
-    return held
-
-
-def test_workers_share_kept_alive_clients(tmp_path: Path) -> None:
-    """YOT-RESULTS: with `serve --workers 2`, sixteen clients that keep their connections alive (as httpx and the
-    MCP SDK do) are answered by both processes, each listening with its own socket (SO_REUSEPORT), not all by
-    the one that woke first, as with one shared socket. Asserted on which process holds each connection (the
-    kernel spreads them by address: all on one has a chance of 2 in 65,536)."""
+def test_workers_balance_searches_over_search_processes_per_request(tmp_path: Path) -> None:
+    """YOT-RESULTS (#38): with `serve --workers 2`, one process serves HTTP and two search processes run the
+    searches: eight clients that keep their connections alive (as httpx and the MCP SDK do) all get their answers
+    and both search processes ran some of the searches, however the connections fell (each search goes to the
+    first free process, not the process a connection hashed to). Which ran a search: the bytes each read from its
+    pipe meanwhile (an idle one reads nothing). A search process killed with SIGKILL is replaced and the next
+    search answers 200; SIGTERM to the server leaves no search process behind."""
     uri = f"sqlite:///{tmp_path / 'kb.sqlite3'}"
     store = open_store(uri)
-    store.put_page(PageRecord("docs", "http://a.test/k", "Kettle", "Kettles boil water.", "text/html", 200, WHEN))
+    for n in range(20):
+        store.put_page(
+            PageRecord("docs", f"http://a.test/{n}", f"Kettle {n}", f"Kettles boil water {n}.", "text/html", 200, WHEN)
+        )
     store.close()
     with serve(tmp_path, uri, "--workers", "2") as service:
+        searchers = search_processes(service.proc.pid)
+        assert len(searchers) == 2, searchers
         host, port = urllib.parse.urlsplit(service.base).hostname, urllib.parse.urlsplit(service.base).port
         assert host and port
-        clients = [http.client.HTTPConnection(host, port, timeout=60) for _ in range(16)]
+        clients = [http.client.HTTPConnection(host, port, timeout=60) for _ in range(8)]
 
-        def ask(client: http.client.HTTPConnection) -> list[str]:
-            urls = []
-            for _ in range(3):
-                client.request("GET", "/api/search?query=kettle")
-                urls += [result["url"] for result in json.loads(client.getresponse().read())["results"]]
-            return urls
+        def ask(client: http.client.HTTPConnection) -> list[int]:
+            counts = []
+            for _ in range(10):
+                client.request("GET", "/api/search?query=kettle&limit=3")
+                counts.append(len(json.loads(client.getresponse().read())["results"]))
+            return counts
 
-        with ThreadPoolExecutor(16) as pool:
+        before = {pid: bytes_read(pid) for pid in searchers}
+        with ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(ask, clients))
-        held = _connections_by_process(service.proc.pid, port)
+        read = {pid: bytes_read(pid) - before[pid] for pid in searchers}
         for client in clients:
             client.close()
-    assert answers == [["http://a.test/k"] * 3] * 16
-    assert sum(held.values()) == 16, held
-    assert len([pid for pid, count in held.items() if count]) == 2, held  # both processes, each some of them
+        assert answers == [[3] * 10] * 8
+        assert all(read.values()), read  # both search processes were given searches
+
+        os.kill(searchers[0], signal.SIGKILL)
+        statuses, replaced = [], []
+
+        def answered_and_replaced() -> bool:
+            # A search may still reach the survivor before the pool sees the death; the one after is answered
+            # by a new pool (the pool is replaced when a search finds it broken).
+            statuses.append(service.search(query="kettle", limit=1)[0])
+            replaced[:] = search_processes(service.proc.pid)
+            return len(replaced) == 2 and searchers[0] not in replaced
+
+        assert wait_for(answered_and_replaced, deadline=60), (searchers, replaced)
+        assert set(statuses) == {200}, statuses
+        service.proc.send_signal(signal.SIGTERM)
+        assert service.proc.wait(timeout=60) == 0
+    assert wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in replaced + searchers), deadline=30)
 
 
 def test_a_token_is_required_when_set_and_a_public_bind_needs_one(tmp_path: Path) -> None:
