@@ -30,9 +30,33 @@ from bench.sim import Hit
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["ROOT", "Figures", "Run", "judge", "machine", "projected", "run_process", "scrapy_bin"]
+__all__ = [
+    "ROOT",
+    "Figures",
+    "Run",
+    "judge",
+    "machine",
+    "projected",
+    "run_process",
+    "scrapy_bin",
+    "shared_worker_settings",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def shared_worker_settings(redis_url: str, kb_uri: str, concurrency: int = 0) -> dict[str, str]:
+    """The settings of a SnagaBot worker of a benchmark's shared crawl on the simulated web (``*.test`` on
+    loopback); ``concurrency`` 0 keeps the profile's CONCURRENT_REQUESTS."""
+    return {
+        "HOST_RESOLVE": "*.test=127.0.0.1",
+        "ALLOW_PRIVATE_ADDRESSES": "True",
+        "KB_URI": kb_uri,
+        "BOT_PROFILE": "snagabot",
+        "LOG_LEVEL": "INFO",
+        "PACING_REDIS_URL": redis_url,
+        **({"CONCURRENT_REQUESTS": str(concurrency)} if concurrency else {}),
+    }
 
 
 def scrapy_bin() -> str:

@@ -55,7 +55,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.common import ROOT, judge, machine, scrapy_bin
+from bench.common import ROOT, judge, machine, scrapy_bin, shared_worker_settings
 from bench.pgwrite import drop_schema, proc_cpu, schema_uri
 from bench.redisserver import free_port, redis_cluster, redis_server
 from bench.sim import SimWeb, make_hosts
@@ -317,15 +317,7 @@ def _one(
         memory_queued = _redis_memory(ports)
         before, cpu_before = _round_trips(ports), _redis_cpu(ports)
         web.reset()
-        settings = {
-            "HOST_RESOLVE": "*.test=127.0.0.1",
-            "ALLOW_PRIVATE_ADDRESSES": "True",
-            "KB_URI": kb_uri,
-            "BOT_PROFILE": "snagabot",
-            "LOG_LEVEL": "INFO",
-            "PACING_REDIS_URL": url,
-            **({"CONCURRENT_REQUESTS": str(concurrency)} if concurrency else {}),
-        }
+        settings = shared_worker_settings(url, kb_uri, concurrency)
         backends = _Backends(schema).start()
         workers_cpu, own_cpu = _children_cpu(), _own_cpu()
         started = time.monotonic()
@@ -481,15 +473,7 @@ def _startup_one(
     try:
         _add_urls(url, urls_file, env)
         web.reset()
-        settings = {
-            "HOST_RESOLVE": "*.test=127.0.0.1",
-            "ALLOW_PRIVATE_ADDRESSES": "True",
-            "KB_URI": kb_uri,
-            "BOT_PROFILE": "snagabot",
-            "LOG_LEVEL": "INFO",
-            "PACING_REDIS_URL": url,
-            **({"CONCURRENT_REQUESTS": str(concurrency)} if concurrency else {}),
-        }
+        settings = shared_worker_settings(url, kb_uri, concurrency)
         load = os.getloadavg()[0]
         spawned = time.monotonic()
         procs, _logs = start_workers(count, settings, tmp, env, marks=marks, cwd=tree or ROOT)
@@ -659,15 +643,15 @@ def main() -> None:
         help="with --startup: checkouts whose workers run in turn, comma-separated ('.' is this one): before/after",
     )
     args = parser.parse_args()
+    workers = [int(w) for w in args.workers.split(",")]
+    common = {"latency": args.latency, "concurrency": args.concurrency, "cluster": args.cluster}
     if args.startup:
         started = run_startup(
             args.hosts,
             args.pages,
             args.delay,
-            [int(w) for w in args.workers.split(",")],
-            latency=args.latency,
-            concurrency=args.concurrency,
-            cluster=args.cluster,
+            workers,
+            **common,
             rounds=args.rounds,
             trees=[None if t == "." else Path(t).resolve() for t in args.trees.split(",")] if args.trees else None,
         )
@@ -684,10 +668,8 @@ def main() -> None:
         args.delay,
         [int(w) for w in args.workers.split(",")],
         timeout=args.timeout,
-        latency=args.latency,
-        concurrency=args.concurrency,
         by_script=args.by_script,
-        cluster=args.cluster,
+        **common,
     )
     print_result(result)
     if args.out is not None:

@@ -39,7 +39,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.common import judge, machine, scrapy_bin
+from bench.common import judge, machine, scrapy_bin, shared_worker_settings
 from bench.pgwrite import drop_schema, schema_uri
 from bench.redisserver import free_port, redis_server
 from bench.scaleout import _redis_cpu, _round_trips, start_workers
@@ -106,15 +106,7 @@ def _one(
         add = [synapsecrawl, "crawl", "add", "--crawl", "bench", "--redis", url, "--urls-file", str(seeds)]
         added = subprocess.run([*add, "--mode", "web"], capture_output=True, text=True, check=False, env=env)
         assert added.returncode == 0, added.stderr
-        settings = {
-            "HOST_RESOLVE": "*.test=127.0.0.1",
-            "ALLOW_PRIVATE_ADDRESSES": "True",
-            "KB_URI": kb_uri,
-            "BOT_PROFILE": "snagabot",
-            "LOG_LEVEL": "INFO",
-            "PACING_REDIS_URL": url,
-            "CONCURRENT_REQUESTS": str(concurrency),
-        }
+        settings = shared_worker_settings(url, kb_uri, concurrency)
         started = time.monotonic()
         procs, logs = start_workers(workers, settings, tmp, env)
         first = _first_fetch(log, offset, deadline=started + 300)
