@@ -182,13 +182,14 @@ def _redis_cpu(ports: list[int]) -> float:
     return total
 
 
-def _redis_memory(ports: list[int]) -> int:
+def _redis_memory(ports: list[int], field: str = "used_memory") -> int:
+    """INFO memory's ``field`` summed over the servers at ``ports``."""
     import redis
 
     total = 0
     for port in ports:
         client = redis.Redis(port=port)
-        total += int(client.info("memory")["used_memory"])
+        total += int(client.info("memory")[field])
         client.close()
     return total
 
@@ -207,17 +208,6 @@ def _redis_keys(ports: list[int]) -> dict[str, dict[str, int]]:
             kind["bytes"] += int(client.memory_usage(key) or 0)
         client.close()
     return dict(sorted(kinds.items(), key=lambda item: -item[1]["bytes"]))
-
-
-def _redis_peak(ports: list[int]) -> int:
-    import redis
-
-    total = 0
-    for port in ports:
-        client = redis.Redis(port=port)
-        total += int(client.info("memory")["used_memory_peak"])
-        client.close()
-    return total
 
 
 def _children_cpu() -> float:
@@ -326,7 +316,8 @@ def _one(
         workers_cpu, own_cpu = _children_cpu() - workers_cpu, _own_cpu() - own_cpu
         backends.stop()
         after, cpu_after = _round_trips(ports), _redis_cpu(ports)
-        memory_after, memory_peak, keys_after = _redis_memory(ports), _redis_peak(ports), _redis_keys(ports)
+        memory_after, memory_peak = _redis_memory(ports), _redis_memory(ports, "used_memory_peak")
+        keys_after = _redis_keys(ports)
     finally:
         for redis_proc in redis_procs:
             redis_proc.terminate()
